@@ -1,0 +1,1 @@
+"""svcgen: manifest-first service toolkit."""

@@ -1,0 +1,35 @@
+"""Reserved names: the `svc:` topic namespace and the default well-known prefix."""
+
+from __future__ import annotations
+
+from typing import Final
+
+RESERVED_TOPIC_PREFIX: Final = "svc:"
+DEFAULT_PREFIX: Final = "/svc"
+
+MESH_TOPIC: Final = "svc:mesh"
+SPEC_TOPIC: Final = "svc:spec"
+HEALTHCHECK_TOPIC: Final = "svc:healthcheck"
+REGISTER_TOPIC: Final = "svc:mesh:register"
+HEARTBEAT_TOPIC: Final = "svc:mesh:heartbeat"
+TRACES_TOPIC: Final = "svc:mesh:traces"
+ISSUES_TOPIC: Final = "svc:mesh:issues"
+QUERY_FLEET_TOPIC: Final = "svc:mesh:query:fleet"
+QUERY_SERVICE_TOPIC: Final = "svc:mesh:query:service"
+QUERY_TOPIC_TOPIC: Final = "svc:mesh:query:topic"
+QUERY_TRACE_TOPIC: Final = "svc:mesh:query:trace"
+
+VERSION_HEADERS: Final = ("svc-version", "version", "x-version")
+"""Caller headers that select a topic version, in order of precedence."""
+VERSION_ECHO_HEADER: Final = "svc-version"
+VERSION_PATH_PARAM: Final = "version"
+
+
+def is_reserved_topic(topic: str) -> bool:
+    return topic.startswith(RESERVED_TOPIC_PREFIX)
+
+
+def normalize_prefix(prefix: str) -> str:
+    """`svc`, `/svc/` and `/svc` all mean `/svc`; an empty or `/` prefix mounts at the root."""
+    stripped = prefix.strip().strip("/")
+    return f"/{stripped}" if stripped else ""
