@@ -61,6 +61,7 @@ class Registry:
     def __init__(self, *, allow_reserved: bool = False) -> None:
         self._entries: dict[TopicKey, Registration] = {}
         self._versions: dict[str, list[str]] = {}
+        self._sorted: list[Registration] | None = None
         self._allow_reserved = allow_reserved
 
     def add(
@@ -97,6 +98,7 @@ class Registry:
                 f"duplicate registration of {key}: {existing.origin} and {registration.origin}"
             )
         self._entries[key] = registration
+        self._sorted = None
         self._versions.setdefault(topic, []).append(version)
         return registration
 
@@ -131,7 +133,9 @@ class Registry:
 
     def __iter__(self) -> Iterator[Registration]:
         """Registrations in sorted (id, version) order: the order every derived document walks."""
-        return iter(sorted(self._entries.values(), key=lambda r: r.key))
+        if self._sorted is None:
+            self._sorted = sorted(self._entries.values(), key=lambda r: (r.key.id, r.key.version))
+        return iter(self._sorted)
 
 
 def _annotated_types(handler: Handler) -> tuple[Any, Any]:

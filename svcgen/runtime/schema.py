@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from .shapes import (
@@ -30,7 +30,7 @@ _SCALAR_SCHEMAS: dict[str, JsonSchema] = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def schema_of(tp: Any) -> JsonSchema:
     """The JSON Schema of a type. The returned dict is shared: callers must not mutate it."""
     return schema_of_shape(shape_of(tp))

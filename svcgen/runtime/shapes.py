@@ -12,7 +12,7 @@ import datetime
 import types
 import typing
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Any, Literal
 
 from .naming import snake_to_camel
@@ -107,7 +107,7 @@ class ShapeError(TypeError):
     """A type annotation that cannot be resolved (for example a forward reference to a missing name)."""
 
 
-@lru_cache(maxsize=None)
+@cache
 def shape_of(tp: Any) -> Shape:
     """The shape of a type, computed once per type."""
     return _walk(tp, ())

@@ -1,0 +1,1 @@
+"""The HTTP binding: ASGI app, routing, well-known surfaces, outbound sender."""

@@ -1,0 +1,59 @@
+"""Reading an ASGI HTTP request: headers, query fields and a size-bounded body."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+from urllib.parse import parse_qsl
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+class ClientDisconnected(Exception):
+    pass
+
+
+def request_headers(scope: Scope) -> dict[str, str]:
+    """Lower-cased headers; repeated headers are joined with `, ` as HTTP allows."""
+    headers: dict[str, str] = {}
+    for raw_name, raw_value in scope.get("headers") or ():
+        name = raw_name.decode("latin-1").lower()
+        value = raw_value.decode("latin-1")
+        headers[name] = f"{headers[name]}, {value}" if name in headers else value
+    return headers
+
+
+def query_fields(scope: Scope) -> dict[str, str]:
+    """Query-string fields; where a name repeats, the last value wins."""
+    raw = scope.get("query_string") or b""
+    if not raw:
+        return {}
+    return dict(parse_qsl(raw.decode("latin-1"), keep_blank_values=True))
+
+
+async def read_body(receive: Receive, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        kind = message.get("type")
+        if kind == "http.disconnect":
+            raise ClientDisconnected
+        chunk = message.get("body") or b""
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge
+        if chunk:
+            chunks.append(chunk)
+        if not message.get("more_body"):
+            break
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)

@@ -1,0 +1,293 @@
+import json
+from typing import Any
+
+import pytest
+
+from svcgen.runtime.context import Context
+from svcgen.runtime.http.app import HttpApp, create_app
+from svcgen.runtime.http.routing import Route, RouteError
+from svcgen.runtime.identity import Identity
+from svcgen.runtime.registry import Registry
+from svcgen.runtime.result import Result
+from svcgen.runtime.service import Service
+
+from ..runtime.sample import GetOrder, build_registry, build_service
+from .client import call
+
+ROUTES = [
+    "POST /orders -> orders:place@v1",
+    "POST /{version}/orders -> orders:place",
+    "GET /orders/{orderId} -> orders:get",
+    "DELETE /orders/{orderId} -> orders:delete",
+    "POST /boom -> orders:explode",
+    "GET /mesh -> svc:mesh",
+]
+PLACE = {"customerId": "c-1", "items": [{"sku": "a", "quantity": 2}], "placedAt": "2026-11-22T10:00:00Z"}
+
+
+def make_app(**options: Any) -> HttpApp:
+    service_options = {k: options.pop(k) for k in ("database_ok", "prefix") if k in options}
+    return create_app(build_service(**service_options), ROUTES, **options)
+
+
+class TestRouting:
+    def test_route_with_static_version(self) -> None:
+        response = call(make_app(), "POST", "/orders", json=PLACE)
+        assert response.status_code == 201
+        assert response.json() == {"orderId": "o-1", "customerId": "c-1", "totalItems": 2}
+        assert response.headers["svc-version"] == "v1"
+        assert response.headers["x-handled-by"] == "v1"
+        assert response.headers["content-type"] == "application/json"
+
+    def test_version_segment_selects_handler_and_is_not_delivered(self) -> None:
+        app = make_app()
+        assert call(app, "POST", "/v1/orders", json=PLACE).json()["orderId"] == "o-1"
+        response = call(app, "POST", "/v2/orders", json={"customerId": "c-2", "version": "ignored-field"})
+        assert response.status_code == 200
+        assert response.json()["orderId"] == "o-2"
+        assert response.headers["svc-version"] == "v2"
+
+    def test_version_segment_beats_header_which_beats_static_version(self) -> None:
+        app = make_app()
+        assert call(app, "POST", "/v1/orders", json=PLACE, headers={"svc-version": "v2"}).json()["orderId"] == "o-1"
+        assert call(app, "POST", "/orders", json=PLACE, headers={"x-version": "v2"}).json()["orderId"] == "o-2"
+
+    def test_unknown_version_segment_is_not_found(self) -> None:
+        response = call(make_app(), "POST", "/v7/orders", json=PLACE)
+        assert response.status_code == 404
+        assert response.json()["status"] == "not-found"
+
+    def test_path_field_is_converted_to_its_type(self) -> None:
+        registry = Registry()
+
+        async def handle(request: GetOrder, context: Context) -> Result[dict[str, Any]]:
+            return Result.ok({"orderId": request.order_id, "verbose": request.verbose})
+
+        registry.add("a:b", handle)
+        app = create_app(Service(Identity("s"), registry), ["GET /things/{orderId}/{verbose} -> a:b"])
+        assert call(app, "GET", "/things/o-1/true").json() == {"orderId": "o-1", "verbose": True}
+        bad = call(app, "GET", "/things/o-1/maybe")
+        assert bad.status_code == 422
+        assert bad.json()["status"] == "validation-error"
+        assert bad.json()["detail"].startswith("verbose")
+
+    def test_precedence_path_then_query_then_body(self) -> None:
+        registry = Registry()
+
+        async def echo(request: dict[str, Any], context: Context) -> Result[dict[str, Any]]:
+            return Result.ok(request)
+
+        registry.add("a:echo", echo)
+        app = create_app(Service(Identity("s"), registry), ["POST /echo/{a} -> a:echo"])
+        response = call(app, "POST", "/echo/from-path?a=q&b=from-query", json={"a": 1, "b": 2, "c": 3})
+        assert response.json() == {"a": "from-path", "b": "from-query", "c": 3}
+
+    def test_first_registered_route_wins(self) -> None:
+        registry = Registry()
+
+        async def first(request: dict[str, Any], context: Context) -> Result[str]:
+            return Result.ok("first")
+
+        async def second(request: dict[str, Any], context: Context) -> Result[str]:
+            return Result.ok("second")
+
+        registry.add("t:first", first)
+        registry.add("t:second", second)
+        service = Service(Identity("s"), registry)
+        app = create_app(service, ["GET /items/{id} -> t:first", "GET /items/special -> t:second"])
+        assert call(app, "GET", "/items/special").json() == "first"
+        app = create_app(service, ["GET /items/special -> t:second", "GET /items/{id} -> t:first"])
+        assert call(app, "GET", "/items/special").json() == "second"
+        assert call(app, "GET", "/items/other").json() == "first"
+
+    def test_several_routes_one_handler(self) -> None:
+        app = make_app()
+        assert call(app, "POST", "/orders", json=PLACE).status_code == 201
+        assert call(app, "POST", "/v1/orders", json=PLACE).status_code == 201
+
+    def test_headers_reach_the_handler(self) -> None:
+        registry = Registry()
+
+        async def headers(request: dict[str, Any], context: Context) -> Result[dict[str, str]]:
+            return Result.ok({"tenant": context.headers.get("x-tenant", "")}, headers={"x-served": "yes"})
+
+        registry.add("a:h", headers)
+        app = create_app(Service(Identity("s"), registry), ["GET /h -> a:h"])
+        response = call(app, "GET", "/h", headers={"X-Tenant": "acme"})
+        assert response.json() == {"tenant": "acme"}
+        assert response.headers["x-served"] == "yes"
+
+
+class TestStatusMapping:
+    def test_no_route_is_404(self) -> None:
+        response = call(make_app(), "GET", "/nowhere")
+        assert response.status_code == 404
+        assert response.json() == {"status": "not-found", "detail": "no route for GET /nowhere"}
+
+    def test_method_mismatch_is_404(self) -> None:
+        assert call(make_app(), "PUT", "/orders").status_code == 404
+
+    def test_invalid_json_is_400(self) -> None:
+        response = call(make_app(), "POST", "/orders", content=b"{nope")
+        assert response.status_code == 400
+        assert response.json()["status"] == "bad-request"
+
+    def test_non_object_body_is_400(self) -> None:
+        assert call(make_app(), "POST", "/orders", json=[1, 2]).status_code == 400
+
+    def test_empty_body_counts_as_empty_object(self) -> None:
+        response = call(make_app(), "POST", "/orders")
+        assert response.status_code == 422
+        assert response.json() == {"status": "validation-error", "detail": "customerId: required"}
+
+    def test_validation_is_422_with_field_path(self) -> None:
+        response = call(make_app(), "POST", "/orders", json={**PLACE, "items": [{"sku": 5}]})
+        assert response.status_code == 422
+        assert response.json()["detail"] == "items[0].sku: expected string"
+
+    def test_handler_exception_is_503_without_text(self) -> None:
+        response = call(make_app(), "POST", "/boom", json={})
+        assert response.status_code == 503
+        assert response.json()["status"] == "service-unavailable"
+        assert "hunter2" not in response.text and "SecretError" not in response.text
+
+    def test_204_has_no_body(self) -> None:
+        response = call(make_app(), "DELETE", "/orders/o-1")
+        assert response.status_code == 204
+        assert response.content == b""
+
+    def test_body_over_the_limit_is_413(self) -> None:
+        response = call(make_app(max_body_bytes=100), "POST", "/orders", content=b"x" * 101)
+        assert response.status_code == 413
+        assert response.json()["status"] == "payload-too-large"
+
+
+class TestSurfaces:
+    def test_invoke(self) -> None:
+        envelope = {"topic": "orders:get", "headers": {}, "body": json.dumps({"orderId": "missing"})}
+        response = call(make_app(), "POST", "/svc/invoke", json=envelope)
+        assert response.status_code == 200
+        assert response.json()["statusCode"] == "not-found"
+
+    @pytest.mark.parametrize(
+        "body",
+        [b"nope", b"[]", b'{"topic": 1}', b'{"topic": "a", "headers": {"h": 2}}', b'{"topic": "a", "body": {}}'],
+    )
+    def test_malformed_envelope_is_400(self, body: bytes) -> None:
+        response = call(make_app(), "POST", "/svc/invoke", content=body)
+        assert response.status_code == 400
+        assert response.json()["status"] == "bad-request"
+
+    def test_health_ok_and_unhealthy(self) -> None:
+        healthy = call(make_app(), "GET", "/svc/health")
+        assert healthy.status_code == 200
+        assert healthy.json()["isHealthy"] is True
+        sick = call(make_app(database_ok=False), "GET", "/svc/health")
+        assert sick.status_code == 503
+        assert sick.json()["healthChecks"]["database"] == {"status": "failed", "detail": "connection refused"}
+        assert sick.json()["healthChecks"]["cache"] == {"status": "ok"}
+
+    def test_health_absent_without_checks(self) -> None:
+        app = create_app(Service(Identity("s"), build_registry()))
+        assert call(app, "GET", "/svc/health").status_code == 404
+
+    def test_spec_and_openapi(self) -> None:
+        app = make_app()
+        spec = call(app, "GET", "/svc/spec")
+        assert spec.status_code == 200
+        assert spec.json() == app.service.spec
+        openapi = call(app, "GET", "/svc/openapi.json")
+        assert openapi.json()["openapi"] == "3.1.0"
+        assert openapi.json() == app.service.openapi
+
+    def test_spec_can_be_disabled(self) -> None:
+        assert call(make_app(spec=False), "GET", "/svc/spec").status_code == 404
+
+    def test_invoke_can_be_disabled(self) -> None:
+        assert call(make_app(invoke=False), "POST", "/svc/invoke", json={"topic": "svc:mesh"}).status_code == 404
+
+    def test_prefix_moves_every_surface(self) -> None:
+        app = make_app(prefix="/ops/")
+        assert call(app, "GET", "/ops/health").status_code == 200
+        assert call(app, "GET", "/ops/spec").status_code == 200
+        assert call(app, "GET", "/ops/openapi.json").status_code == 200
+        assert call(app, "POST", "/ops/invoke", json={"topic": "svc:mesh"}).status_code == 200
+        assert call(app, "GET", "/svc/health").status_code == 404
+        paths = call(app, "GET", "/ops/openapi.json").json()["paths"]
+        assert all(path.startswith("/ops/invoke/") for path in paths)
+
+    def test_reserved_topics_over_invoke(self) -> None:
+        app = make_app()
+        for topic in ("svc:mesh", "svc:spec", "svc:healthcheck"):
+            answer = call(app, "POST", "/svc/invoke", json={"topic": topic}).json()
+            assert answer["statusCode"] == "ok", topic
+
+    def test_get_route_bound_to_mesh_exposes_descriptor(self) -> None:
+        app = make_app()
+        response = call(app, "GET", "/mesh")
+        assert response.status_code == 200
+        assert response.json() == app.service.descriptor.document
+
+    def test_route_colliding_with_a_surface_is_refused(self) -> None:
+        with pytest.raises(RouteError, match="collides with the well-known surface GET /svc/"):
+            create_app(build_service(), ["GET /svc/{what} -> orders:get"])
+        # same path, other method: no collision
+        create_app(build_service(), ["GET /svc/invoke -> orders:get"])
+
+    def test_route_to_unknown_topic_is_refused(self) -> None:
+        with pytest.raises(RouteError, match="no handler"):
+            create_app(build_service(), ["GET /x -> orders:unknown"])
+
+
+class TestRoutes:
+    @pytest.mark.parametrize(
+        "spec",
+        ["FETCH /x", "GET x", "GET /a/{b", "GET /a/x{b}", "GET /{a}/{a}"],
+    )
+    def test_bad_route_specs(self, spec: str) -> None:
+        with pytest.raises(RouteError):
+            Route.parse(spec, "a:b")
+
+    def test_version_segment_detected(self) -> None:
+        assert Route.parse("POST /{version}/orders", "a").has_version_segment
+        assert not Route.parse("POST /orders", "a").has_version_segment
+
+
+
+
+class TestTopicInvokeSurface:
+    """`POST {prefix}/invoke/<topic>[/<version>]`: the paths the operations document advertises."""
+
+    def test_every_documented_path_is_served(self) -> None:
+        app = make_app()
+        for path in app.service.openapi["paths"]:
+            response = call(app, "POST", path, json={})
+            assert response.status_code != 404 or response.json()["detail"] != f"no route for POST {path}", path
+
+    def test_typed_call_with_status_mapping(self) -> None:
+        app = make_app()
+        ok = call(app, "POST", "/svc/invoke/orders:get", json={"orderId": "o-3"})
+        assert ok.status_code == 200
+        assert ok.json() == {"orderId": "o-3", "customerId": "c", "totalItems": 0}
+        assert call(app, "POST", "/svc/invoke/orders:get", json={"orderId": "missing"}).status_code == 404
+        assert call(app, "POST", "/svc/invoke/orders:get", json={}).status_code == 422
+        assert call(app, "POST", "/svc/invoke/orders:nope", json={}).status_code == 404
+
+    def test_version_segment_selects_the_handler(self) -> None:
+        app = make_app()
+        v2 = call(app, "POST", "/svc/invoke/orders:place/v2", json={"customerId": "c"})
+        assert v2.status_code == 200
+        assert v2.json()["orderId"] == "o-2"
+        assert v2.headers["svc-version"] == "v2"
+        assert call(app, "POST", "/svc/invoke/orders:place/v1", json=PLACE).status_code == 201
+
+    def test_moves_with_the_prefix_and_is_off_with_invoke(self) -> None:
+        assert call(make_app(prefix="/ops"), "POST", "/ops/invoke/orders:get", json={"orderId": "1"}).status_code == 200
+        assert call(make_app(invoke=False), "POST", "/svc/invoke/orders:get", json={"orderId": "1"}).status_code == 404
+
+    def test_colliding_route_is_refused(self) -> None:
+        with pytest.raises(RouteError, match="collides"):
+            create_app(build_service(), ["POST /svc/invoke/{topic} -> orders:get"])
+        with pytest.raises(RouteError, match="collides"):
+            create_app(build_service(), ["POST /{a}/invoke/x/{b} -> orders:get"])
+        create_app(build_service(), ["POST /svc/invoke/a/b/c -> orders:get"])

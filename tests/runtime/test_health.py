@@ -1,0 +1,73 @@
+import asyncio
+import threading
+
+from svcgen.runtime.health import HealthCheck, HealthCheckResult, HealthChecks, HealthReport
+
+
+def run(checks: HealthChecks) -> dict[str, object]:
+    return asyncio.run(checks.run()).document()
+
+
+def test_empty_checks_are_healthy() -> None:
+    assert run(HealthChecks()) == {"isHealthy": True, "healthChecks": {}}
+
+
+def test_bools_and_results() -> None:
+    checks = HealthChecks([
+        HealthCheck("a", lambda: True),
+        HealthCheck("b", lambda: HealthCheckResult.warning("slow")),
+    ])
+    assert run(checks) == {"isHealthy": True,
+                           "healthChecks": {"a": {"status": "ok"}, "b": {"status": "warning", "detail": "slow"}}}
+
+
+def test_false_raise_and_wrong_type_fail() -> None:
+    def boom() -> bool:
+        raise ConnectionError("secret dsn")
+
+    checks = HealthChecks([
+        HealthCheck("false", lambda: False),
+        HealthCheck("boom", boom),
+        HealthCheck("weird", lambda: "yes"),  # type: ignore[arg-type, return-value]
+    ])
+    report = asyncio.run(checks.run())
+    assert not report.is_healthy
+    assert report.failing == ["false", "boom", "weird"]
+    assert report.checks["boom"] == HealthCheckResult.failed("raised ConnectionError")
+    assert "secret" not in str(report.document())
+
+
+def test_timeouts_fail_the_check_and_are_bounded() -> None:
+    release = threading.Event()
+
+    async def hangs() -> bool:
+        await asyncio.sleep(30)
+        return True
+
+    def blocks() -> bool:
+        # Had the timeout not fired, this would end healthy once released after the report.
+        release.wait(10)
+        return True
+
+    async def run() -> HealthReport:
+        try:
+            return await HealthChecks(
+                [HealthCheck("hangs", hangs, timeout=0.05), HealthCheck("blocks", blocks, timeout=0.05)]
+            ).run()
+        finally:
+            release.set()
+
+    report = asyncio.run(run())
+    assert report.failing == ["hangs", "blocks"]
+    assert report.checks["hangs"].detail == "timed out after 0.05s"
+    assert report.checks["blocks"].detail == "timed out after 0.05s"
+
+
+def test_duplicate_names_refused() -> None:
+    checks = HealthChecks([HealthCheck("a", lambda: True)])
+    try:
+        checks.add(HealthCheck("a", lambda: True))
+    except ValueError as exc:
+        assert "duplicate" in str(exc)
+    else:
+        raise AssertionError("duplicate name accepted")
