@@ -21,7 +21,8 @@ demo: $(STAMP)
 	$(PY) examples/demo.py
 
 bench: $(STAMP)
-	@for script in bench/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
+	@for script in $(filter-out bench/__init__.py bench/harness.py,$(wildcard bench/*.py)); do \
+		module=$$(echo $$script | sed 's|/|.|; s|\.py$$||'); echo "== $$module"; $(PY) -m $$module || exit 1; done
 
 clean:
 	rm -rf $(VENV) build *.egg-info

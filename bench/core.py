@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from harness import machine, once_ms, per_await_us, report
-
+from bench.harness import machine, once_ms, per_await_us, report
 from svcgen.runtime import Context, Identity, Registry, Result, Service
 from svcgen.runtime.descriptor import build_descriptor
 from svcgen.runtime.openapi import build_openapi
@@ -77,14 +72,16 @@ def main() -> None:
     report("  ratio to baseline", ours / baseline, "x", target=3)
 
     print()
-    openapi_ms = once_ms(lambda: build_openapi(registry_of(1000, 500)))
-    fresh = once_ms(lambda: registry_of(1000, 500))
-    report("OpenAPI, 1000 topics (cold schemas, registry build excluded)", openapi_ms - fresh, "ms", target=60)
+    fresh = lambda: registry_of(1000, 500)  # noqa: E731
+    report("OpenAPI, 1000 topics, schemas derived on the way", once_ms(build_openapi, fresh), "ms", target=60)
+    report("descriptor, 1000 topics, schemas derived on the way",
+           once_ms(lambda r: build_descriptor(Identity("s"), r, []), fresh), "ms", target=30)
+    report("spec, 1000 topics, schemas derived on the way", once_ms(lambda r: build_spec("s", r), fresh), "ms")
     warm = registry_of(1000, 500)
     build_openapi(warm)
-    report("OpenAPI, 1000 topics (schemas already derived)", once_ms(lambda: build_openapi(warm)), "ms", target=60)
-    report("descriptor, 1000 topics", once_ms(lambda: build_descriptor(Identity("s"), warm, [])), "ms", target=30)
-    report("spec, 1000 topics", once_ms(lambda: build_spec("s", warm)), "ms")
+    report("OpenAPI, 1000 topics, schemas already derived", once_ms(lambda _: build_openapi(warm)), "ms", target=60)
+    report("descriptor, 1000 topics, schemas already derived",
+           once_ms(lambda _: build_descriptor(Identity("s"), warm, [])), "ms", target=30)
 
     print()
     small = Service(Identity("s"), registry_of(10, 10))

@@ -44,12 +44,13 @@ def per_await_us(make: Callable[[], Awaitable[Any]], calls: int) -> float:
     return asyncio.run(run())
 
 
-def once_ms(fn: Callable[[], Any]) -> float:
-    """Median over REPEATS of one call, in ms (fn must not reuse caches from earlier calls)."""
+def once_ms(fn: Callable[[Any], Any], setup: Callable[[], Any] = lambda: None) -> float:
+    """Median over REPEATS of one call `fn(setup())`, in ms; only `fn` is timed."""
     samples = []
     for _ in range(REPEATS):
+        prepared = setup()
         started = time.perf_counter()
-        fn()
+        fn(prepared)
         samples.append((time.perf_counter() - started) * 1e3)
     return statistics.median(samples)
 

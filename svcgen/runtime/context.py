@@ -13,10 +13,12 @@ if TYPE_CHECKING:
     from .registry import Registration
 
 
-def freeze_headers(headers: Mapping[str, str] | None) -> Mapping[str, str]:
-    """Lower-cased, read-only view of headers."""
+def freeze_headers(headers: Mapping[str, str] | None, *, lowered: bool = False) -> Mapping[str, str]:
+    """Lower-cased, read-only view of headers; `lowered` says the names already are."""
     if not headers:
         return MappingProxyType({})
+    if lowered:
+        return MappingProxyType(dict(headers))
     return MappingProxyType({name.lower(): value for name, value in headers.items()})
 
 

@@ -89,12 +89,13 @@ class Service:
         path_version: str | None = None,
         static_version: str = "",
         transport: str = "envelope",
+        headers_lowered: bool = False,
     ) -> Outcome:
         """One invocation: reserved topics first, then exactly one pipeline run."""
         reserved = self._reserved.get(topic)
         if reserved is not None:
             return await reserved()
-        frozen = freeze_headers(headers)
+        frozen = freeze_headers(headers, lowered=headers_lowered)
         context = Context(
             topic=topic,
             version=requested_version(frozen, path_version=path_version, static_version=static_version),

@@ -21,6 +21,10 @@ from svcgen.runtime.codec import DecodeError, codec_for
 from svcgen.runtime.naming import snake_to_camel
 from svcgen.runtime.schema import schema_of
 
+# Aware datetimes at every whole-minute offset RFC 3339 can write.
+_offsets = st.integers(-(24 * 60 - 1), 24 * 60 - 1).map(lambda minutes: timezone(timedelta(minutes=minutes)))
+_datetimes = st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=_offsets)
+
 
 def decode_error(tp: Any, value: Any) -> str:
     with pytest.raises(DecodeError) as info:
@@ -257,6 +261,13 @@ def test_datetime_encodes_as_isoformat_and_round_trips_exactly(value: datetime) 
     assert codec.encode(value) == value.isoformat()
     back = codec.decode(codec.encode(value))
     assert (back, back.utcoffset(), back.microsecond) == (value, value.utcoffset(), value.microsecond)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_datetimes)
+def test_datetime_text_is_isoformat_for_any_whole_minute_offset(value: datetime) -> None:
+    codec = codec_for(datetime)
+    assert [codec.encode(value), codec.encode(value)] == [value.isoformat()] * 2
 
 
 def test_datetime_with_a_named_zone_encodes_its_offset() -> None:
@@ -580,6 +591,19 @@ def test_text_field_errors_name_the_field(fields: dict[str, str], message: str) 
     assert text_error(fields) == message
 
 
+@dataclass
+class TextValued:
+    data: bytes | None = None
+    name: str | None = None
+    either: str | int | None = None
+
+
+def test_nullable_text_field_whose_type_takes_any_text_keeps_it() -> None:
+    fields = {"data": "", "name": "null", "either": ""}
+    assert text_fields(fields, TextValued) == fields
+    assert codec_for(TextValued).decode(text_fields(fields, TextValued)) == TextValued(b"", "null", "")
+
+
 def test_text_fields_of_a_non_record_are_unchanged() -> None:
     fields = {"a": "1", "b": "true"}
     assert text_fields(fields, dict[str, Any]) == {"a": "1", "b": "true"}
@@ -599,8 +623,6 @@ TypeAndValues = tuple[Any, st.SearchStrategy[Any]]
 
 _names = itertools.count()
 _text = st.text(st.characters(codec="utf-8"), max_size=8)
-_offsets = st.integers(-(24 * 60 - 1), 24 * 60 - 1).map(lambda minutes: timezone(timedelta(minutes=minutes)))
-_datetimes = st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=_offsets)
 
 SCALARS: list[TypeAndValues] = [
     (str, _text),

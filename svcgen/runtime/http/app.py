@@ -86,7 +86,12 @@ class HttpApp:
                 topic, version = topic_call
                 body = await read_body(receive, self.max_body_bytes)
                 outcome = await self.service.invoke(
-                    topic, headers=request_headers(scope), body=body, path_version=version, transport="http"
+                    topic,
+                    headers=request_headers(scope),
+                    body=body,
+                    path_version=version,
+                    transport="http",
+                    headers_lowered=True,
                 )
                 await send_response(send, outcome.result.http_code, outcome.body, outcome.headers())
                 return
@@ -105,6 +110,7 @@ class HttpApp:
                 path_version=match.path_version,
                 static_version=match.route.version,
                 transport="http",
+                headers_lowered=True,
             )
             await send_response(send, outcome.result.http_code, outcome.body, outcome.headers())
         except BodyTooLarge:

@@ -154,4 +154,6 @@ def split_path(path: str) -> list[str]:
 
 def split_raw_path(raw_path: bytes) -> list[str]:
     """Segments of a raw (still percent-encoded) path: `%2F` stays inside its segment."""
+    if b"%" not in raw_path:
+        return split_path(raw_path.decode("latin-1"))
     return [unquote(segment, errors="replace") for segment in split_path(raw_path.decode("latin-1"))]
