@@ -140,3 +140,7 @@ def _decode(target: _Target, body: str | bytes | None, fields: Mapping[str, str]
         return Result.of(st.VALIDATION_ERROR, detail=str(exc))
     except RecursionError:
         return Result.bad_request("body is nested too deeply")
+    except (TypeError, ValueError):
+        # A record constructor that refuses the values (e.g. an InitVar the wire cannot carry).
+        logger.warning("request for %s could not be built", target.registration.key, exc_info=True)
+        return Result.validation_error(f"request does not fit {target.registration.key}")
