@@ -51,6 +51,7 @@ def build_service() -> Service:
         Identity("orders", service_version="1.0.0", binding="http"),
         registry,
         health=HealthChecks([HealthCheck("database", lambda: True)]),
+        produces=[],
     )
 
 
