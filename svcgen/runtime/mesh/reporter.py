@@ -1,0 +1,142 @@
+"""The feeds reporter: register at startup, then on every beat a heartbeat, the drained traces and the
+flushed issues. It runs in its own task, so nothing it does (a slow, refusing or broken collector)
+can block or fail a request; every send is bounded by its publisher's timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from ..descriptor import Descriptor
+from ..health import HealthReport
+from .feeds import REREGISTER_KEY, FeedSender, heartbeat_document
+
+logger = logging.getLogger("svcgen.mesh.reporter")
+
+DEFAULT_INTERVAL = 30.0
+DEFAULT_BATCH_SIZE = 500
+MAX_BATCHES_PER_BEAT = 20
+DEFAULT_SHUTDOWN_TIMEOUT = 2.0
+
+HealthSource = Callable[[], Awaitable[HealthReport]]
+TraceSource = Callable[[int], Sequence[Mapping[str, Any]]]
+"""Drains at most n trace events (wire form)."""
+IssueSource = Callable[[], Mapping[str, Any]]
+"""Flushes the issue window into a batch (wire form)."""
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Reporter:
+    def __init__(
+        self,
+        feeds: FeedSender,
+        descriptor: Descriptor,
+        *,
+        service: str,
+        instance_id: str | None = None,
+        health: HealthSource | None = None,
+        traces: TraceSource | None = None,
+        issues: IssueSource | None = None,
+        interval: float = DEFAULT_INTERVAL,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+        clock: Callable[[], datetime] = _utc_now,
+    ) -> None:
+        if interval <= 0:
+            raise ValueError("reporter interval must be positive")
+        self.feeds = feeds
+        self.descriptor = descriptor
+        self.service = service
+        self.instance_id = instance_id
+        self.health = health
+        self.traces = traces
+        self.issues = issues
+        self.interval = interval
+        self.batch_size = batch_size
+        self.shutdown_timeout = shutdown_timeout
+        self.clock = clock
+        self.needs_register = True
+        self.beats = 0
+        self.lost_trace_events = 0
+        """Events drained for a batch the collector did not accept; counted, never silent."""
+        self.lost_issue_batches = 0
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Start beating in the background; returns at once (the first beat registers)."""
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name=f"svcgen-reporter-{self.service}")
+
+    async def stop(self) -> None:
+        """Stop the loop, then flush traces and issues once more within the shutdown timeout."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        try:
+            await asyncio.wait_for(self._flush(), timeout=self.shutdown_timeout)
+        except TimeoutError:
+            logger.warning("final feed flush did not finish within %.1fs", self.shutdown_timeout)
+        except Exception:
+            logger.warning("final feed flush failed", exc_info=True)
+
+    async def beat(self) -> None:
+        """One cycle: register when needed, heartbeat, traces, issues. Never raises."""
+        self.beats += 1
+        try:
+            if self.needs_register:
+                registered = await self.feeds.register(self.descriptor.document)
+                self.needs_register = not registered.is_successful
+                if self.needs_register:
+                    logger.info("register not accepted (%s); retrying on the next beat", registered.status)
+            await self._heartbeat()
+            await self._flush()
+        except Exception:
+            logger.warning("reporter beat failed", exc_info=True)
+
+    async def _heartbeat(self) -> None:
+        report = await self.health() if self.health is not None else None
+        document = heartbeat_document(
+            self.service,
+            self.clock(),
+            report,
+            instance_id=self.instance_id,
+            descriptor_hash=self.descriptor.hash,
+        )
+        answer = await self.feeds.heartbeat(document)
+        if not answer.is_successful:
+            # Unreachable or refusing: the collector may have lost us; register again on the next beat.
+            self.needs_register = True
+        elif isinstance(answer.payload, dict) and answer.payload.get(REREGISTER_KEY) is True:
+            self.needs_register = True
+
+    async def _flush(self) -> None:
+        if self.traces is not None:
+            for _ in range(MAX_BATCHES_PER_BEAT):
+                events = self.traces(self.batch_size)
+                if not events:
+                    break
+                sent = await self.feeds.traces(events)
+                if not sent.is_successful:
+                    self.lost_trace_events += len(events)
+                    logger.info("trace batch of %d not accepted (%s)", len(events), sent.status)
+                    break
+        if self.issues is not None:
+            # An empty batch is sent too: it is the issues feed's liveness beat.
+            sent = await self.feeds.issues(self.issues())
+            if not sent.is_successful:
+                self.lost_issue_batches += 1
+
+    async def _run(self) -> None:
+        while True:
+            await self.beat()
+            await asyncio.sleep(self.interval)

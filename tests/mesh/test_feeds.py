@@ -1,0 +1,108 @@
+import asyncio
+import json
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import httpx
+
+from svcgen.runtime.health import HealthCheckResult, HealthReport
+from svcgen.runtime.mesh.feeds import EnvelopePublisher, FeedSender, heartbeat_document, rfc3339_utc
+from svcgen.runtime.result import Result
+
+
+def collector_transport(answers: dict[str, Any], seen: list[dict[str, Any]]) -> httpx.MockTransport:
+    def handle(request: httpx.Request) -> httpx.Response:
+        envelope = json.loads(request.content)
+        seen.append({"url": str(request.url), "topic_header": request.headers.get("topic"), **envelope})
+        answer = answers[envelope["topic"]]
+        if isinstance(answer, httpx.Response):
+            return answer
+        status, body = answer
+        return httpx.Response(200, json={"statusCode": status, "isSuccessful": status == "ok",
+                                         "headers": {}, "body": json.dumps(body)})
+
+    return httpx.MockTransport(handle)
+
+
+def test_feeds_post_envelopes_to_the_collector_invoke_surface() -> None:
+    seen: list[dict[str, Any]] = []
+    answers = {
+        "svc:mesh:register": ("ok", {"accepted": 1}),
+        "svc:mesh:heartbeat": ("ok", {"accepted": 1, "reregister": True}),
+        "svc:mesh:traces": ("ok", {"accepted": 2}),
+        "svc:mesh:issues": ("bad-request", {"status": "bad-request", "detail": "service is required"}),
+    }
+    publisher = EnvelopePublisher("http://collector.test:8700/", "/ops", transport=collector_transport(answers, seen))
+    feeds = FeedSender(publisher)
+
+    async def run() -> list[Result[Any]]:
+        try:
+            return [
+                await feeds.register({"service": "orders"}),
+                await feeds.heartbeat({"service": "orders"}),
+                await feeds.traces([{"traceId": "a"}, {"traceId": "b"}]),
+                await feeds.issues({"issues": []}),
+            ]
+        finally:
+            await publisher.aclose()
+
+    register, heartbeat, traces, issues = asyncio.run(run())
+    assert [s["url"] for s in seen] == ["http://collector.test:8700/ops/invoke"] * 4
+    assert [s["topic"] for s in seen] == [s["topic_header"] for s in seen]
+    assert json.loads(seen[2]["body"]) == {"events": [{"traceId": "a"}, {"traceId": "b"}]}
+    assert (register.status, register.payload) == ("ok", {"accepted": 1})
+    assert heartbeat.payload == {"accepted": 1, "reregister": True}
+    assert traces.payload == {"accepted": 2}
+    assert (issues.status, issues.detail) == ("bad-request", "service is required")
+
+
+def test_unreachable_or_broken_collector_is_a_result_never_an_exception() -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("refused", request=request)
+
+    def garbage(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json=[1, 2])
+
+    def server_error(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(500, text="boom")
+
+    async def send(handler: Any) -> Result[Any]:
+        publisher = EnvelopePublisher("http://c.test", transport=httpx.MockTransport(handler))
+        try:
+            return await FeedSender(publisher).register({"service": "s"})
+        finally:
+            await publisher.aclose()
+
+    assert asyncio.run(send(refuse)).status == "service-unavailable"
+    assert asyncio.run(send(garbage)).status == "unexpected-error"
+    assert asyncio.run(send(server_error)).status == "unexpected-error"
+
+
+def test_a_publisher_that_raises_is_contained() -> None:
+    class Exploding:
+        async def send(self, topic: str, payload: Any = None, headers: Any = None) -> Result[Any]:
+            raise RuntimeError("bus down")
+
+    result = asyncio.run(FeedSender(Exploding()).traces([]))
+    assert result.status == "unexpected-error"
+
+
+def test_heartbeat_document_omits_unknowns_and_defaults_health() -> None:
+    moment = datetime(2026, 11, 22, 11, 0, 0, 123456, tzinfo=timezone(timedelta(hours=2)))
+    assert heartbeat_document("orders", moment) == {
+        "service": "orders",
+        "sentAt": "2026-11-22T09:00:00.123Z",
+        "health": {"isHealthy": True, "healthChecks": {}},
+    }
+    report = HealthReport({"db": HealthCheckResult.failed("down")})
+    assert heartbeat_document("orders", moment, report, instance_id="i-1", descriptor_hash="sha256:ab") == {
+        "service": "orders",
+        "sentAt": "2026-11-22T09:00:00.123Z",
+        "instanceId": "i-1",
+        "descriptorHash": "sha256:ab",
+        "health": {"isHealthy": False, "healthChecks": {"db": {"status": "failed", "detail": "down"}}},
+    }
+
+
+def test_rfc3339_utc() -> None:
+    assert rfc3339_utc(datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)) == "2026-01-02T03:04:05.000Z"

@@ -1,0 +1,145 @@
+import asyncio
+from collections import deque
+from datetime import UTC, datetime
+from typing import Any
+
+from svcgen.runtime.descriptor import build_descriptor
+from svcgen.runtime.health import HealthCheckResult, HealthReport
+from svcgen.runtime.identity import Identity
+from svcgen.runtime.mesh.feeds import FeedSender
+from svcgen.runtime.mesh.reporter import Reporter
+from svcgen.runtime.registry import Registry
+from svcgen.runtime.result import Result
+
+DESCRIPTOR = build_descriptor(Identity("orders", instance_id="i-1"), Registry(), [])
+MOMENT = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+
+
+class RecordingPublisher:
+    """An in-process collector stand-in: records what it was sent and answers from a script."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, Any]] = []
+        self.answers: dict[str, deque[Result[Any]]] = {}
+        self.hang = False
+
+    def script(self, topic: str, *answers: Result[Any]) -> None:
+        self.answers.setdefault(topic, deque()).extend(answers)
+
+    async def send(self, topic: str, payload: Any = None, headers: Any = None) -> Result[Any]:
+        if self.hang:
+            await asyncio.sleep(3600)
+        self.sent.append((topic, payload))
+        queue = self.answers.get(topic)
+        if queue:
+            return queue.popleft()
+        return Result.ok({"accepted": 1})
+
+    def topics(self) -> list[str]:
+        return [topic.removeprefix("svc:mesh:") for topic, _ in self.sent]
+
+
+def make(publisher: RecordingPublisher, events: list[dict[str, Any]] | None = None, **options: Any) -> Reporter:
+    queue = deque(events or [])
+
+    def drain(n: int) -> list[dict[str, Any]]:
+        return [queue.popleft() for _ in range(min(n, len(queue)))]
+
+    async def health() -> HealthReport:
+        return HealthReport({"db": HealthCheckResult.ok()})
+
+    return Reporter(
+        FeedSender(publisher), DESCRIPTOR, service="orders", instance_id="i-1", health=health,
+        traces=drain, issues=lambda: {"service": "orders", "issues": []}, clock=lambda: MOMENT, **options,
+    )
+
+
+def test_first_beat_registers_then_beats_without_registering() -> None:
+    publisher = RecordingPublisher()
+    reporter = make(publisher, [{"traceId": str(i)} for i in range(5)], batch_size=2)
+
+    async def run() -> None:
+        await reporter.beat()
+        await reporter.beat()
+
+    asyncio.run(run())
+    assert publisher.topics() == [
+        "register", "heartbeat", "traces", "traces", "traces", "issues",
+        "heartbeat", "issues",
+    ]
+    register, heartbeat = publisher.sent[0][1], publisher.sent[1][1]
+    assert register == DESCRIPTOR.document
+    assert heartbeat == {
+        "service": "orders", "sentAt": "2026-11-22T10:00:00.000Z", "instanceId": "i-1",
+        "descriptorHash": DESCRIPTOR.hash, "health": {"isHealthy": True, "healthChecks": {"db": {"status": "ok"}}},
+    }
+    assert [len(p["events"]) for t, p in publisher.sent if t == "svc:mesh:traces"] == [2, 2, 1]
+
+
+def test_hash_mismatch_answer_makes_the_next_beat_register() -> None:
+    publisher = RecordingPublisher()
+    publisher.script("svc:mesh:heartbeat", Result.ok({"accepted": 1}), Result.ok({"accepted": 1, "reregister": True}))
+    reporter = make(publisher)
+
+    async def run() -> None:
+        for _ in range(3):
+            await reporter.beat()
+
+    asyncio.run(run())
+    assert publisher.topics() == [
+        "register", "heartbeat", "issues",
+        "heartbeat", "issues",
+        "register", "heartbeat", "issues",
+    ]
+
+
+def test_unreachable_collector_is_retried_and_losses_are_counted() -> None:
+    publisher = RecordingPublisher()
+    down = Result.service_unavailable("cannot reach collector")
+    publisher.script("svc:mesh:register", down)
+    publisher.script("svc:mesh:heartbeat", down)
+    publisher.script("svc:mesh:traces", down)
+    publisher.script("svc:mesh:issues", down)
+    reporter = make(publisher, [{"traceId": "a"}, {"traceId": "b"}])
+
+    async def run() -> None:
+        await reporter.beat()
+        assert reporter.needs_register
+        await reporter.beat()
+
+    asyncio.run(run())
+    assert publisher.topics() == ["register", "heartbeat", "traces", "issues", "register", "heartbeat", "issues"]
+    assert reporter.lost_trace_events == 2
+    assert reporter.lost_issue_batches == 1
+    assert not reporter.needs_register
+
+
+def test_stop_flushes_once_more_and_is_bounded_when_the_collector_hangs() -> None:
+    publisher = RecordingPublisher()
+    reporter = make(publisher, [{"traceId": "late"}], interval=3600, shutdown_timeout=0.05)
+
+    async def run() -> None:
+        await reporter.start()
+        await asyncio.sleep(0)  # let the first beat start
+        while len(publisher.sent) < 4:
+            await asyncio.sleep(0.001)
+        publisher.hang = True
+        await asyncio.wait_for(reporter.stop(), timeout=5)
+
+    asyncio.run(run())
+    assert publisher.topics()[:4] == ["register", "heartbeat", "traces", "issues"]
+
+
+def test_final_flush_on_stop_sends_what_is_left() -> None:
+    publisher = RecordingPublisher()
+    events: list[dict[str, Any]] = []
+    reporter = make(publisher, events, interval=3600)
+
+    async def run() -> None:
+        await reporter.beat()
+        publisher.sent.clear()
+
+    asyncio.run(run())
+    reporter.traces = lambda n: [{"traceId": "last"}] if not publisher.sent else []
+    asyncio.run(reporter.stop())
+    assert publisher.topics() == ["traces", "issues"]
