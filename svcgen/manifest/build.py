@@ -1,0 +1,77 @@
+"""Model building: a document that passed both checks → the `Manifest` every generator reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..runtime.reserved import DEFAULT_PREFIX, normalize_prefix
+from .loader import YamlDocument
+from .model import NO_DEFAULT, FieldDef, Manifest, MeshDef, RecordDef, RouteDef, TopicDef
+from .routes import parse_route
+from .typeexpr import parse_type
+
+
+def default_package(service: str) -> str:
+    """`order-desk` → `order_desk_service`."""
+    return service.replace("-", "_") + "_service"
+
+
+def build_manifest(document: YamlDocument) -> Manifest:
+    """Build the model; the document must already have passed the schema and semantic stages."""
+    data: dict[str, Any] = document.data
+    service: str = data["service"]
+    mesh = data.get("mesh")
+    return Manifest(
+        path=document.file.replace("\\", "/"),
+        service=service,
+        package=data.get("package", default_package(service)),
+        title=data.get("title", "Svc service"),
+        api_version=data.get("apiVersion", "1.0.0"),
+        prefix=normalize_prefix(data.get("prefix", DEFAULT_PREFIX)),
+        service_version=data.get("serviceVersion"),
+        placement=dict(data["placement"]) if "placement" in data else None,
+        health=tuple(data.get("health", ())),
+        mesh=None if mesh is None else _mesh(mesh),
+        types=tuple(_record(name, spec) for name, spec in data.get("types", {}).items()),
+        topics=tuple(_topic(entry) for entry in data.get("topics", ())),
+        produces=tuple(_topic(entry) for entry in data.get("produces", ())),
+    )
+
+
+def _mesh(spec: dict[str, Any]) -> MeshDef:
+    # A trailing '/' would double up in `{collector}{prefix}/invoke`.
+    return MeshDef(
+        collector=spec["collector"].rstrip("/"),
+        heartbeat_seconds=float(spec.get("heartbeatSeconds", 30.0)),
+        issues=bool(spec.get("issues", True)),
+    )
+
+
+def _record(name: str, spec: dict[str, Any]) -> RecordDef:
+    if "jsonSchema" in spec:
+        return RecordDef(name, description=spec.get("description"), json_schema=spec["jsonSchema"].replace("\\", "/"))
+    return RecordDef(
+        name,
+        fields=tuple(_field(wire, field_spec) for wire, field_spec in spec["fields"].items()),
+        description=spec.get("description"),
+    )
+
+
+def _field(wire: str, spec: str | dict[str, Any]) -> FieldDef:
+    if isinstance(spec, str):
+        spec = {"type": spec}
+    expr = parse_type(spec["type"])
+    default = spec.get("default", None if expr.is_nullable else NO_DEFAULT)
+    return FieldDef(wire, expr, default, spec.get("description"))
+
+
+def _topic(entry: dict[str, Any]) -> TopicDef:
+    routes = tuple(parse_route(text) for text in entry.get("routes", ()))
+    return TopicDef(
+        id=entry["id"],
+        version=entry.get("version", ""),
+        request=parse_type(entry["request"]),
+        response=parse_type(entry["response"]),
+        summary=entry.get("summary"),
+        routes=tuple(RouteDef(route.method, route.path) for route in routes),
+    )

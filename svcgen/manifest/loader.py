@@ -1,0 +1,173 @@
+"""YAML → plain JSON-like values, with the source position of every node and every mapping key.
+
+Only the safe subset: plain scalars, lists and mappings. Duplicate keys, tags other than the core
+scalar ones and merge keys are errors rather than silently resolved, so what the user reads is
+what the manifest means.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from yaml.constructor import SafeConstructor
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from .diagnostics import Diagnostic, ManifestError
+from .model import Position
+
+JsonPath = tuple[str | int, ...]
+
+_TAG = "tag:yaml.org,2002:"
+_SCALAR_TAGS = frozenset(_TAG + name for name in ("str", "null", "bool", "int", "float", "timestamp"))
+_CONSTRUCTOR = SafeConstructor()
+
+
+@dataclass
+class YamlDocument:
+    """The converted document plus where each part of it came from."""
+
+    file: str
+    data: Any
+    values: dict[JsonPath, Position] = field(default_factory=dict)
+    """Position of each value node, by JSON path."""
+    keys: dict[JsonPath, Position] = field(default_factory=dict)
+    """Position of the key of each mapping entry, by the entry's JSON path."""
+    sources: dict[JsonPath, str] = field(default_factory=dict)
+    """Source text of scalars that YAML did not read as strings (`1.10`, `yes`), for quoting hints."""
+
+    def at(self, path: JsonPath) -> Position:
+        """Position of the value at `path`, or of its nearest recorded ancestor."""
+        for end in range(len(path), -1, -1):
+            position = self.values.get(path[:end])
+            if position is not None:
+                return position
+        return Position(self.file, 1, 1)
+
+    def key_at(self, path: JsonPath) -> Position:
+        """Position of the mapping key naming `path` (the value's position when there is no key)."""
+        return self.keys.get(path) or self.at(path)
+
+
+def position_of(file: str, mark: yaml.Mark | None) -> Position:
+    if mark is None:
+        return Position(file, 1, 1)
+    return Position(file, mark.line + 1, mark.column + 1)
+
+
+def load_yaml(text: str, file: str) -> YamlDocument:
+    """Compose and convert one YAML document; raises ManifestError with every problem found."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        problem = error.problem or "malformed YAML"
+        detail = f"{problem} ({error.context})" if error.context else problem
+        if problem.startswith("but found another document"):
+            detail = "a manifest is one YAML document; remove the second '---'"
+        raise ManifestError([Diagnostic(position_of(file, mark), f"invalid YAML: {detail}")]) from None
+    except yaml.reader.ReaderError as error:
+        line = text.count("\n", 0, error.position) + 1
+        column = error.position - (text.rfind("\n", 0, error.position) + 1) + 1
+        character = error.character if isinstance(error.character, int) else ord(error.character[:1] or "\0")
+        message = f"invalid YAML: character U+{character:04X} is not allowed ({error.reason})"
+        raise ManifestError([Diagnostic(Position(file, line, column), message)]) from None
+    except yaml.YAMLError as error:  # any other pyyaml failure still becomes one clean line
+        raise ManifestError([Diagnostic(Position(file, 1, 1), f"invalid YAML: {error}")]) from None
+    document = YamlDocument(file, None)
+    if root is None:
+        return document
+    converter = _Converter(document)
+    document.data = converter.convert(root, ())
+    if converter.diagnostics:
+        raise ManifestError(converter.diagnostics)
+    return document
+
+
+def _short_tag(tag: str) -> str:
+    return "!!" + tag[len(_TAG) :] if tag.startswith(_TAG) else tag
+
+
+class _Converter:
+    def __init__(self, document: YamlDocument) -> None:
+        self.document = document
+        self.diagnostics: list[Diagnostic] = []
+        self._active: set[int] = set()
+
+    def error(self, node: Node, message: str) -> None:
+        self.diagnostics.append(Diagnostic(position_of(self.document.file, node.start_mark), message))
+
+    def convert(self, node: Node, path: JsonPath) -> Any:
+        position = position_of(self.document.file, node.start_mark)
+        # An empty value (`mesh:`) has no text of its own; its key's position is the useful one.
+        if isinstance(node, ScalarNode) and node.tag == _TAG + "null" and node.value == "":
+            position = self.document.keys.get(path, position)
+        self.document.values[path] = position
+        if id(node) in self._active:
+            self.error(node, "a YAML alias refers to itself; recursive structures are not allowed")
+            return None
+        self._active.add(id(node))
+        try:
+            if isinstance(node, MappingNode):
+                return self.mapping(node, path)
+            if isinstance(node, SequenceNode):
+                return self.sequence(node, path)
+            if isinstance(node, ScalarNode):
+                return self.scalar(node, path)
+            return None
+        finally:
+            self._active.discard(id(node))
+
+    def mapping(self, node: MappingNode, path: JsonPath) -> dict[str, Any] | None:
+        if node.tag != _TAG + "map":
+            self.error(node, f"unsupported YAML tag {_short_tag(node.tag)!r}; use a plain mapping")
+            return None
+        result: dict[str, Any] = {}
+        first_seen: dict[str, Node] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, ScalarNode):
+                self.error(key_node, "a mapping key must be a plain name, not a list or mapping")
+                continue
+            if key_node.tag == _TAG + "merge":
+                self.error(key_node, "YAML merge keys ('<<') are not supported; write the keys out")
+                continue
+            # Keys are taken as written: `200:` means the name "200", as it would in JSON.
+            key = key_node.value
+            if key in first_seen:
+                line = first_seen[key].start_mark.line + 1
+                self.error(key_node, f"duplicate key {key!r}; it is already defined at line {line}")
+                continue
+            first_seen[key] = key_node
+            self.document.keys[(*path, key)] = position_of(self.document.file, key_node.start_mark)
+            result[key] = self.convert(value_node, (*path, key))
+        return result
+
+    def sequence(self, node: SequenceNode, path: JsonPath) -> list[Any] | None:
+        if node.tag != _TAG + "seq":
+            self.error(node, f"unsupported YAML tag {_short_tag(node.tag)!r}; use a plain list")
+            return None
+        return [self.convert(item, (*path, index)) for index, item in enumerate(node.value)]
+
+    def scalar(self, node: ScalarNode, path: JsonPath) -> Any:
+        tag = node.tag
+        if tag not in _SCALAR_TAGS:
+            self.error(node, f"unsupported YAML tag {_short_tag(tag)!r}; only plain values, lists and mappings")
+            return None
+        if tag == _TAG + "str":
+            return node.value
+        self.document.sources[path] = node.value
+        if tag == _TAG + "timestamp":  # JSON has no dates: a datetime default is its RFC 3339 text
+            return node.value
+        if tag == _TAG + "float":
+            number = _CONSTRUCTOR.construct_yaml_float(node)
+            if not math.isfinite(number):
+                self.error(node, f"{node.value} is not a JSON number; use a finite number")
+                return None
+            return number
+        if tag == _TAG + "int":
+            return _CONSTRUCTOR.construct_yaml_int(node)
+        if tag == _TAG + "bool":
+            return _CONSTRUCTOR.construct_yaml_bool(node)
+        return None

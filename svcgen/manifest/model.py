@@ -1,0 +1,94 @@
+"""The validated manifest: the one internal model every generated file is rendered from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..runtime.naming import camel_to_snake
+from .typeexpr import TypeExpr
+
+NO_DEFAULT: Any = object()
+
+
+@dataclass(frozen=True)
+class Position:
+    file: str
+    line: int
+    """1-based."""
+    column: int
+    """1-based."""
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+@dataclass(frozen=True)
+class FieldDef:
+    wire: str
+    type: TypeExpr
+    default: Any = NO_DEFAULT
+    """A JSON value; `T?` without an explicit default defaults to None."""
+    description: str | None = None
+
+    @property
+    def attr(self) -> str:
+        return camel_to_snake(self.wire)
+
+    @property
+    def has_default(self) -> bool:
+        return self.default is not NO_DEFAULT
+
+
+@dataclass(frozen=True)
+class RecordDef:
+    name: str
+    fields: tuple[FieldDef, ...] = ()
+    description: str | None = None
+    json_schema: str | None = None
+    """Path of an external JSON Schema file (relative to the manifest) when the record comes from one."""
+
+
+@dataclass(frozen=True)
+class RouteDef:
+    method: str
+    path: str
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.path}"
+
+
+@dataclass(frozen=True)
+class TopicDef:
+    id: str
+    version: str
+    request: TypeExpr
+    response: TypeExpr
+    summary: str | None = None
+    routes: tuple[RouteDef, ...] = ()
+
+
+@dataclass(frozen=True)
+class MeshDef:
+    collector: str
+    heartbeat_seconds: float = 30.0
+    issues: bool = True
+
+
+@dataclass(frozen=True)
+class Manifest:
+    path: str
+    """The manifest path as given on the command line (never made absolute: it appears in headers)."""
+    service: str
+    package: str
+    title: str = "Svc service"
+    api_version: str = "1.0.0"
+    prefix: str = "/svc"
+    service_version: str | None = None
+    placement: dict[str, str] | None = None
+    health: tuple[str, ...] = ()
+    mesh: MeshDef | None = None
+    types: tuple[RecordDef, ...] = ()
+    topics: tuple[TopicDef, ...] = ()
+    produces: tuple[TopicDef, ...] = ()
+    extras: dict[str, Any] = field(default_factory=dict)

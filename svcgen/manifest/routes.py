@@ -1,0 +1,95 @@
+"""Manifest routes: `METHOD /path` with whole-segment `{name}` placeholders, and route shadowing.
+
+Path splitting and the method set follow the runtime router (svcgen.runtime.http.routing), which
+matches in registration order; the manifest check rejects what that router could never serve.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..runtime.reserved import VERSION_PATH_PARAM
+from .names import did_you_mean
+
+METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
+_PLACEHOLDER = re.compile(r"^\{([A-Za-z_][A-Za-z0-9_]*)\}$")
+
+
+class RouteSyntaxError(ValueError):
+    """A route string that is not `METHOD /path`; the message is a complete diagnostic."""
+
+
+@dataclass(frozen=True)
+class ParsedRoute:
+    method: str
+    path: str
+    segments: tuple[str, ...]
+    placeholders: tuple[str | None, ...]
+    """Per segment: the placeholder name, or None for a literal."""
+
+    @property
+    def params(self) -> tuple[str, ...]:
+        return tuple(name for name in self.placeholders if name is not None)
+
+    @property
+    def has_version(self) -> bool:
+        return VERSION_PATH_PARAM in self.params
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.path}"
+
+
+def split_path(path: str) -> list[str]:
+    """Segments without the leading slash; one trailing slash is ignored (as the runtime does)."""
+    trimmed = path[1:] if path.startswith("/") else path
+    if trimmed.endswith("/"):
+        trimmed = trimmed[:-1]
+    return trimmed.split("/") if trimmed else []
+
+
+def parse_route(text: str) -> ParsedRoute:
+    """Parse `"POST /orders/{orderId}"`; raises RouteSyntaxError saying what is wrong."""
+    parts = text.split()
+    if len(parts) != 2:
+        raise RouteSyntaxError(f'route {text!r} must be "METHOD /path", like "POST /orders"')
+    method, path = parts
+    if method not in METHODS:
+        match = did_you_mean(method, METHODS)
+        hint = f"did you mean {match!r}?" if match is not None else "use one of " + ", ".join(METHODS)
+        raise RouteSyntaxError(f"unknown method {method!r} in route {text!r}; {hint}")
+    if not path.startswith("/"):
+        raise RouteSyntaxError(f"route path {path!r} must start with '/', like '/{path}'")
+    if "?" in path or "#" in path:
+        raise RouteSyntaxError(f"route path {path!r} must not contain a query or fragment ('?' or '#')")
+    segments = split_path(path)
+    placeholders: list[str | None] = []
+    for segment in segments:
+        if segment == "":
+            raise RouteSyntaxError(f"route path {path!r} has an empty segment ('//')")
+        if "{" in segment or "}" in segment:
+            found = _PLACEHOLDER.match(segment)
+            if found is None:
+                raise RouteSyntaxError(
+                    f"route path {path!r}: {segment!r} is not a placeholder; "
+                    "a placeholder is a whole segment like {name}"
+                )
+            name = found.group(1)
+            if name in placeholders:
+                raise RouteSyntaxError(f"route path {path!r} uses placeholder {{{name}}} twice")
+            placeholders.append(name)
+        else:
+            placeholders.append(None)
+    return ParsedRoute(method, path, tuple(segments), tuple(placeholders))
+
+
+def shadows(earlier: ParsedRoute, later: ParsedRoute) -> bool:
+    """True when every request `later` matches is matched by `earlier` first (so `later` never wins)."""
+    if earlier.method != later.method or len(earlier.segments) != len(later.segments):
+        return False
+    return all(
+        mine is not None or (theirs is None and segment == other)
+        for mine, theirs, segment, other in zip(
+            earlier.placeholders, later.placeholders, earlier.segments, later.segments, strict=True
+        )
+    )

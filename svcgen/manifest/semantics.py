@@ -1,0 +1,418 @@
+"""Semantic stage: rules a JSON Schema cannot express, checked on a schema-valid manifest.
+
+Every check runs and every problem is collected, so one run shows the whole picture.
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Any
+
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped,unused-ignore]
+from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped,unused-ignore]
+
+from ..runtime.naming import is_canonical_camel, slug
+from ..runtime.reserved import RESERVED_TOPIC_PREFIX, VERSION_PATH_PARAM, is_reserved_topic
+from .diagnostics import Diagnostic
+from .fits import RecordFields, fits
+from .loader import JsonPath, YamlDocument
+from .model import Position
+from .names import canonical_camel, did_you_mean, is_pascal_identifier, pascal_case, suggestion
+from .routes import ParsedRoute, RouteSyntaxError, parse_route, shadows
+from .typeexpr import CONTAINERS, SCALARS, TypeExpr, TypeExprError, parse_type
+
+_SCALAR_LIST = ", ".join(SCALARS)
+
+
+def check_semantics(document: YamlDocument, base_dir: Path) -> list[Diagnostic]:
+    """Every semantic problem of a schema-valid manifest (unsorted); `base_dir` resolves jsonSchema paths."""
+    checker = _Checker(document, base_dir)
+    checker.run()
+    return checker.diagnostics
+
+
+def load_json_schema(base_dir: Path, relative: str) -> Any:
+    """The JSON content of a record's jsonSchema file; raises ValueError with a diagnostic message."""
+    if PurePosixPath(relative).is_absolute() or PureWindowsPath(relative).is_absolute():
+        raise ValueError(f"jsonSchema path {relative!r} must be relative to the manifest's directory")
+    target = base_dir / relative
+    try:
+        exists = target.is_file()
+    except OSError:  # e.g. a name too long for the file system
+        exists = False
+    if not exists:
+        raise ValueError(
+            f"jsonSchema file {relative!r} not found (looked for {target.as_posix()}); "
+            "the path is relative to the manifest's directory"
+        )
+    try:
+        return json.loads(target.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise ValueError(
+            f"jsonSchema file {relative!r} is not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"
+        ) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ValueError(f"jsonSchema file {relative!r} cannot be read: {error}") from None
+
+
+@dataclass
+class _Record:
+    fields: dict[str, tuple[TypeExpr | None, bool]] = field(default_factory=dict)
+    """Wire name → (parsed type or None when it did not parse, required)."""
+    external: bool = False
+
+
+@dataclass(frozen=True)
+class _Expr:
+    expr: TypeExpr
+    text: str
+    position: Position
+
+
+class _Checker:
+    def __init__(self, document: YamlDocument, base_dir: Path) -> None:
+        self.doc = document
+        self.data: dict[str, Any] = document.data
+        self.base_dir = base_dir
+        self.diagnostics: list[Diagnostic] = []
+        self.records: dict[str, _Record] = {}
+        self.exprs: list[_Expr] = []
+        self.parsed: dict[JsonPath, TypeExpr | None] = {}
+        self.parse_failed = False
+
+    def error(self, position: Position, message: str) -> None:
+        self.diagnostics.append(Diagnostic(position, message))
+
+    def run(self) -> None:
+        self.check_package()
+        self.check_health()
+        self.check_types()
+        for section in ("topics", "produces"):
+            for index, entry in enumerate(self.data.get(section, [])):
+                for role in ("request", "response"):
+                    path = (section, index, role)
+                    self.parsed[path] = self.parse(entry[role], self.doc.at(path))
+        self.check_type_names_known()
+        self.check_defaults()
+        self.check_unused()
+        self.check_topic_ids("topics")
+        self.check_topic_ids("produces")
+        self.check_routes()
+
+    # -- identity -------------------------------------------------------------------------------
+
+    def check_package(self) -> None:
+        package = self.data.get("package")
+        if isinstance(package, str) and keyword.iskeyword(package):
+            self.error(
+                self.doc.at(("package",)),
+                f"package {package!r} is a Python keyword and cannot be imported; choose another name, "
+                f"like {package + '_service'!r}",
+            )
+
+    def check_health(self) -> None:
+        seen: dict[str, str] = {}
+        for index, name in enumerate(self.data.get("health", [])):
+            position = self.doc.at(("health", index))
+            function = slug(name)
+            if not function:
+                self.error(position, f"health check {name!r} has no letters or digits to name its function")
+            elif not function.isidentifier():
+                self.error(
+                    position,
+                    f"health check {name!r} becomes the function name {function!r}, which is not a Python "
+                    "identifier; start the name with a letter",
+                )
+            elif keyword.iskeyword(function):
+                self.error(
+                    position,
+                    f"health check {name!r} becomes the function name {function!r}, which is a Python keyword; "
+                    "choose another name",
+                )
+            elif function in seen:
+                self.error(
+                    position,
+                    f"health checks {seen[function]!r} and {name!r} both become the function {function}(); rename one",
+                )
+            else:
+                seen[function] = name
+
+    # -- types ----------------------------------------------------------------------------------
+
+    def check_types(self) -> None:
+        for name, spec in self.data.get("types", {}).items():
+            self.check_type_name(name)
+            record = _Record()
+            self.records[name] = record
+            if "jsonSchema" in spec:
+                record.external = True
+                self.check_json_schema(name, spec["jsonSchema"], record)
+                continue
+            for wire, field_spec in spec["fields"].items():
+                path: JsonPath = ("types", name, "fields", wire)
+                self.check_field_name(wire, path)
+                text = field_spec if isinstance(field_spec, str) else field_spec["type"]
+                type_path = path if isinstance(field_spec, str) else (*path, "type")
+                expr = self.parse(text, self.doc.at(type_path))
+                self.parsed[path] = expr
+                has_default = isinstance(field_spec, dict) and "default" in field_spec
+                required = not has_default and not (expr is not None and expr.is_nullable)
+                record.fields[wire] = (expr, required)
+
+    def check_type_name(self, name: str) -> None:
+        position = self.doc.key_at(("types", name))
+        if name in SCALARS or name in CONTAINERS:
+            self.error(
+                position,
+                f"type name {name!r} is a built-in type name; name the record in PascalCase, like {name.title()!r}",
+            )
+        elif name in SCALARS.values():
+            scalar = next(key for key, value in SCALARS.items() if value == name)
+            self.error(
+                position,
+                f"type name {name!r} collides with the Python type of the scalar {scalar!r}; choose another name",
+            )
+        elif keyword.iskeyword(name):
+            self.error(position, f"type name {name!r} is a Python keyword; choose another name")
+        elif not is_pascal_identifier(name):
+            proposal = pascal_case(name)
+            hint = (
+                f"did you mean {proposal!r}?"
+                if proposal
+                else "use letters and digits starting with an upper-case letter, like LineItem"
+            )
+            self.error(position, f"type name {name!r} must be a PascalCase identifier; {hint}")
+
+    def check_field_name(self, wire: str, path: JsonPath) -> None:
+        if is_canonical_camel(wire):
+            return
+        proposal = canonical_camel(wire)
+        hint = (
+            f"did you mean {proposal!r}?"
+            if proposal
+            else "use letters and digits starting with a lower-case letter, like orderId"
+        )
+        self.error(self.doc.key_at(path), f"field name {wire!r} is not canonical camelCase; {hint}")
+
+    def check_json_schema(self, name: str, relative: str, record: _Record) -> None:
+        position = self.doc.at(("types", name, "jsonSchema"))
+        try:
+            schema = load_json_schema(self.base_dir, relative)
+        except ValueError as error:
+            self.error(position, str(error))
+            return
+        if not isinstance(schema, dict):
+            kind = type(schema).__name__
+            self.error(position, f"jsonSchema file {relative!r} must hold a JSON Schema object, not a JSON {kind}")
+            return
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as error:
+            where = "/".join(str(part) for part in error.absolute_path) or "the top level"
+            self.error(position, f"jsonSchema file {relative!r} is not a valid JSON Schema at {where}: {error.message}")
+            return
+        properties = schema.get("properties")
+        required = schema.get("required")
+        required_names = set(required) if isinstance(required, list) else set()
+        if isinstance(properties, dict):
+            # Only names matter here (route placeholders); types come from the generated dataclass.
+            record.fields = {wire: (None, wire in required_names) for wire in properties}
+
+    def parse(self, text: str, position: Position) -> TypeExpr | None:
+        try:
+            expr = parse_type(text)
+        except TypeExprError as error:
+            self.parse_failed = True
+            self.error(position, f"invalid type expression {text!r}: {error} (at character {error.offset + 1})")
+            return None
+        self.exprs.append(_Expr(expr, text, position))
+        return expr
+
+    def check_type_names_known(self) -> None:
+        candidates = [*self.records, *SCALARS]
+        for item in self.exprs:
+            for name in _record_names(item.expr):
+                if name in self.records:
+                    continue
+                where = f" in {item.text!r}" if item.text.strip() != name else ""
+                match = did_you_mean(name, candidates)
+                hint = (
+                    f"did you mean {match!r}?"
+                    if match is not None
+                    else f"define it under 'types' or use a scalar ({_SCALAR_LIST})"
+                )
+                self.error(item.position, f"unknown type {name!r}{where}; {hint}")
+
+    def check_defaults(self) -> None:
+        shapes: RecordFields = {
+            name: {wire: (expr, required) for wire, (expr, required) in record.fields.items() if expr is not None}
+            for name, record in self.records.items()
+            if not record.external and all(expr is not None for expr, _ in record.fields.values())
+        }
+        for name, spec in self.data.get("types", {}).items():
+            for wire, field_spec in spec.get("fields", {}).items():
+                if not isinstance(field_spec, dict) or "default" not in field_spec:
+                    continue
+                expr = self.parsed.get(("types", name, "fields", wire))
+                if expr is None or not expr.records() <= set(self.records):
+                    continue  # already reported: the type itself is wrong
+                value = field_spec["default"]
+                if not fits(expr, value, shapes):
+                    self.error(
+                        self.doc.at(("types", name, "fields", wire, "default")),
+                        f"default of field {wire!r} must fit its type {expr}, got {_json(value)}",
+                    )
+
+    def check_unused(self) -> None:
+        if self.parse_failed:
+            return  # an unparsed reference could be the one use; stay quiet rather than guess
+        reachable: set[str] = set()
+        pending = [
+            name
+            for path, expr in self.parsed.items()
+            if path[0] in ("topics", "produces") and expr is not None
+            for name in expr.records()
+        ]
+        while pending:
+            name = pending.pop()
+            if name in reachable or name not in self.records:
+                continue
+            reachable.add(name)
+            pending.extend(ref for expr, _ in self.records[name].fields.values() if expr for ref in expr.records())
+        for name in self.records:
+            # A record named like a scalar can never be referenced; its name error already says so.
+            if name not in reachable and name not in SCALARS and name not in CONTAINERS:
+                self.error(
+                    self.doc.key_at(("types", name)),
+                    f"type {name!r} is not used by any topic or produces entry; remove it or reference it",
+                )
+
+    # -- topics ---------------------------------------------------------------------------------
+
+    def check_topic_ids(self, section: str) -> None:
+        seen: dict[tuple[str, str], int] = {}
+        for index, entry in enumerate(self.data.get(section, [])):
+            topic_id, version = entry["id"], entry.get("version", "")
+            position = self.doc.at((section, index, "id"))
+            if section == "topics" and is_reserved_topic(topic_id):
+                self.error(
+                    position,
+                    f"topic id {topic_id!r} is reserved: ids starting with {RESERVED_TOPIC_PREFIX!r} belong to "
+                    "the runtime; choose another id",
+                )
+            # The id and version name the handler module and the operations, so they need a letter or digit.
+            if not slug(topic_id):
+                self.error(position, f"topic id {topic_id!r} needs at least one letter or digit, like orders:place")
+            if version and not slug(version):
+                self.error(
+                    self.doc.at((section, index, "version")),
+                    f"version {version!r} needs at least one letter or digit, like v1",
+                )
+            key = (topic_id, version)
+            if key in seen:
+                what = "topic" if section == "topics" else "produces entry"
+                label = f"{topic_id!r} version {version!r}" if version else f"{topic_id!r} without a version"
+                self.error(
+                    position,
+                    f"{what} {label} is already defined at line {seen[key]}; each (id, version) must be unique",
+                )
+            else:
+                seen[key] = position.line
+
+    def check_routes(self) -> None:
+        topics: list[dict[str, Any]] = self.data.get("topics", [])
+        versions: dict[str, set[str]] = {}
+        for entry in topics:
+            versions.setdefault(entry["id"], set()).add(entry.get("version", ""))
+        placed: list[tuple[ParsedRoute, str, Position]] = []
+        for index, entry in enumerate(topics):
+            label = _topic_label(entry)
+            for number, text in enumerate(entry.get("routes", [])):
+                position = self.doc.at(("topics", index, "routes", number))
+                try:
+                    route = parse_route(text)
+                except RouteSyntaxError as error:
+                    self.error(position, str(error))
+                    continue
+                self.check_placeholders(route, entry, self.parsed.get(("topics", index, "request")), versions, position)
+                for earlier, earlier_label, earlier_position in placed:
+                    if shadows(earlier, route):
+                        self.error(
+                            position,
+                            f"route '{route}' ({label}) can never match: route '{earlier}' ({earlier_label}, "
+                            f"line {earlier_position.line}) comes first and matches every request it would",
+                        )
+                        break
+                placed.append((route, label, position))
+
+    def check_placeholders(
+        self,
+        route: ParsedRoute,
+        entry: dict[str, Any],
+        request: TypeExpr | None,
+        versions: dict[str, set[str]],
+        position: Position,
+    ) -> None:
+        record = self.records.get(request.name) if request is not None and request.kind == "record" else None
+        for name in route.params:
+            if name == VERSION_PATH_PARAM:
+                only = versions[entry["id"]]
+                if len(only) > 1:
+                    continue
+                if record is not None and VERSION_PATH_PARAM in record.fields:
+                    self.error(
+                        position,
+                        f"route '{route}': {{version}} is reserved for selecting the topic version and is never "
+                        "delivered to request field 'version'; rename the field and its placeholder",
+                    )
+                else:
+                    (version,) = only
+                    registered = f"version {version!r}" if version else "no version"
+                    self.error(
+                        position,
+                        f"route '{route}': {{version}} selects nothing, because topic {entry['id']} is registered "
+                        f"under one version only ({registered}); remove the segment or add another version",
+                    )
+            elif request is None or (request.kind == "record" and request.name not in self.records):
+                continue  # the request type is already reported
+            elif record is None:
+                self.error(
+                    position,
+                    f"route '{route}' has placeholder {{{name}}}, but the request type {request} is not a record; "
+                    "placeholders name fields of a record request",
+                )
+            elif name not in record.fields:
+                fields = list(record.fields)
+                if fields:
+                    hint = suggestion(name, fields) or "; its fields are " + ", ".join(fields)
+                else:
+                    hint = "; its JSON Schema declares no properties" if record.external else "; it has no fields"
+                self.error(position, f"route placeholder {{{name}}} names no field of {request.name}{hint}")
+
+
+def _record_names(expr: TypeExpr) -> Iterator[str]:
+    """Record names in order of appearance, each once."""
+    seen: set[str] = set()
+
+    def walk(node: TypeExpr) -> Iterator[str]:
+        if node.kind == "record" and node.name not in seen:
+            seen.add(node.name)
+            yield node.name
+        for arg in node.args:
+            yield from walk(arg)
+
+    return walk(expr)
+
+
+def _topic_label(entry: dict[str, Any]) -> str:
+    version = entry.get("version", "")
+    return f"topic {entry['id']} {version}" if version else f"topic {entry['id']}"
+
+
+def _json(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."

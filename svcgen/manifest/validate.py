@@ -1,0 +1,211 @@
+"""Schema stage: the manifest against manifest.schema.json, every error in plain words at its node.
+
+Messages are built from the failing keyword and the node's place in the manifest, never from
+jsonschema's own text. A schema node may carry `x-expected` (an annotation jsonschema ignores) to
+say in words what a valid value looks like.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped,unused-ignore]
+from jsonschema.exceptions import ValidationError  # type: ignore[import-untyped,unused-ignore]
+
+from .diagnostics import Diagnostic
+from .loader import JsonPath, YamlDocument
+from .names import did_you_mean
+
+_TYPE_WORDS = {
+    "object": "a mapping",
+    "array": "a list",
+    "string": "a string",
+    "number": "a number",
+    "integer": "an integer",
+    "boolean": "true or false",
+    "null": "empty",
+}
+
+
+@cache
+def manifest_schema() -> dict[str, Any]:
+    """The manifest v1 JSON Schema (package data)."""
+    text = resources.files(__package__).joinpath("manifest.schema.json").read_text(encoding="utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+@cache
+def _validator() -> Draft202012Validator:
+    return Draft202012Validator(manifest_schema())
+
+
+def validate_schema(document: YamlDocument) -> list[Diagnostic]:
+    """Every schema violation in the document, as diagnostics (unsorted)."""
+    errors = list(_validator().iter_errors(document.data))
+    # A misspelt key that suggests a missing required one reports once, as the misspelling.
+    suggested: set[tuple[JsonPath, str]] = set()
+    for error in errors:
+        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+            path = tuple(error.absolute_path)
+            for key in _unknown_keys(error):
+                match = did_you_mean(key, _allowed_keys(error.schema))
+                if match is not None:
+                    suggested.add((path, match))
+    diagnostics: list[Diagnostic] = []
+    for error in errors:
+        diagnostics.extend(_translate(document, error, suggested))
+    return diagnostics
+
+
+def _allowed_keys(schema: dict[str, Any]) -> list[str]:
+    properties = schema.get("properties", {})
+    return list(properties) if isinstance(properties, dict) else []
+
+
+def _unknown_keys(error: ValidationError) -> list[str]:
+    allowed = set(_allowed_keys(error.schema))
+    instance = error.instance if isinstance(error.instance, dict) else {}
+    return [key for key in instance if key not in allowed]
+
+
+def _translate(
+    document: YamlDocument, error: ValidationError, suggested: set[tuple[JsonPath, str]]
+) -> list[Diagnostic]:
+    path: JsonPath = tuple(error.absolute_path)
+    keyword = error.validator
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    if keyword == "additionalProperties":
+        allowed = _allowed_keys(schema)
+        found: list[Diagnostic] = []
+        for key in _unknown_keys(error):
+            match = did_you_mean(key, allowed)
+            hint = f"did you mean {match!r}?" if match is not None else "allowed keys: " + ", ".join(allowed)
+            message = f"unknown key {key!r} in {_container(path)}; {hint}"
+            found.append(Diagnostic(document.key_at((*path, key)), message))
+        return found
+    if keyword == "required":
+        instance = error.instance if isinstance(error.instance, dict) else {}
+        return [
+            Diagnostic(document.key_at(path), f"missing required key {key!r} in {_container(path)}")
+            for key in error.validator_value
+            if key not in instance and (path, key) not in suggested
+        ]
+    if keyword == "oneOf":
+        return _one_of(document, error, path, suggested)
+    if keyword == "uniqueItems":
+        return _duplicates(document, error, path)
+    message = _value_message(document, error, path, schema)
+    return [Diagnostic(document.at(path), message)]
+
+
+def _one_of(
+    document: YamlDocument, error: ValidationError, path: JsonPath, suggested: set[tuple[JsonPath, str]]
+) -> list[Diagnostic]:
+    # The schema only uses oneOf as "exactly one of these keys" ({fields} or {jsonSchema}).
+    keys = [key for branch in error.validator_value for key in branch.get("required", [])]
+    instance = error.instance if isinstance(error.instance, dict) else {}
+    present = [key for key in keys if key in instance]
+    options = " or ".join(repr(key) for key in keys)
+    if present:
+        both = " and ".join(repr(key) for key in present)
+        return [Diagnostic(document.key_at(path), f"{_container(path)} has both {both}; keep only one")]
+    if any((path, key) in suggested for key in keys):
+        return []
+    return [Diagnostic(document.key_at(path), f"{_container(path)} needs {options}")]
+
+
+def _duplicates(document: YamlDocument, error: ValidationError, path: JsonPath) -> list[Diagnostic]:
+    seen: list[Any] = []
+    found: list[Diagnostic] = []
+    items = error.instance if isinstance(error.instance, list) else []
+    for index, item in enumerate(items):
+        if item in seen:
+            rendered = _render(document, (*path, index), item)
+            message = f"{_subject(path)} lists {rendered} twice; each name must be unique"
+            found.append(Diagnostic(document.at((*path, index)), message))
+        else:
+            seen.append(item)
+    return found
+
+
+def _value_message(document: YamlDocument, error: ValidationError, path: JsonPath, schema: dict[str, Any]) -> str:
+    keyword = error.validator
+    instance = error.instance
+    got = _render(document, path, instance)
+    expected = schema.get("x-expected")
+    if keyword == "type":
+        value = error.validator_value
+        types: list[str] = [str(name) for name in value] if isinstance(value, list) else [str(value)]
+        requirement = expected or " or ".join(_TYPE_WORDS.get(name, name) for name in types)
+        message = f"{_subject(path)} must be {requirement}, got {got}"
+        # `version: 2` means the text "2"; a list item (a route, a health name) never meant a number.
+        quotable = path in document.sources and instance is not None and not (path and isinstance(path[-1], int))
+        if types == ["string"] and quotable:
+            message += f'; quote it: "{document.sources[path]}"'
+        return message
+    if keyword == "pattern":
+        if expected:
+            return f"{_subject(path)} must be {expected}, got {got}"
+        return f"{_subject(path)} must match {_plain_pattern(error.validator_value)}, got {got}"
+    if keyword == "const":
+        return f"{_subject(path)} must be {expected or json.dumps(error.validator_value)}, got {got}"
+    if keyword == "minLength":
+        return f"{_subject(path)} must not be empty" + (f"; expected {expected}" if expected else "")
+    if keyword == "exclusiveMinimum":
+        return f"{_subject(path)} must be greater than {error.validator_value}, got {got}"
+    if keyword == "minimum":
+        return f"{_subject(path)} must be at least {error.validator_value}, got {got}"
+    # A keyword this translator does not know yet still yields a positioned, readable line.
+    return f"{_subject(path)} is invalid: {error.message}"
+
+
+def _plain_pattern(pattern: str) -> str:
+    return re.sub(r"^\^|\$$", "", pattern)
+
+
+def _render(document: YamlDocument, path: JsonPath, value: Any) -> str:
+    if value is None:
+        return "an empty value"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return repr(value if len(value) <= 60 else value[:57] + "...")
+    source = document.sources.get(path)
+    return source if source else json.dumps(value)
+
+
+def _subject(path: JsonPath) -> str:
+    """How a message names the node at `path`: `service`, `'routes'`, `field 'sku'`, ..."""
+    if not path:
+        return "the manifest"
+    head, last = path[0], path[-1]
+    if len(path) == 1:
+        return str(last)
+    if head == "types" and len(path) == 2:
+        return f"type {last!r}"
+    if head == "types" and len(path) == 4 and path[2] == "fields":
+        return f"field {last!r}"
+    if head == "placement" and len(path) == 2:
+        return f"placement {last!r}"
+    if head in ("topics", "produces") and len(path) == 2:
+        return "each topic" if head == "topics" else "each produces entry"
+    if isinstance(last, int):
+        return f"each item of {_subject(path[:-1])}"
+    return repr(last)
+
+
+def _container(path: JsonPath) -> str:
+    """How a message names the mapping at `path` in `unknown key ... in <container>`."""
+    if not path:
+        return "manifest"
+    if path[0] in ("topics", "produces") and len(path) == 2:
+        return "topic" if path[0] == "topics" else "produces entry"
+    subject = _subject(path)
+    return subject.strip("'") if len(path) == 1 else subject

@@ -1,0 +1,140 @@
+"""YAML loading: values, positions of values and keys, and the errors of the safe subset."""
+
+from __future__ import annotations
+
+import pytest
+
+from svcgen.manifest.diagnostics import ManifestError
+from svcgen.manifest.loader import load_yaml
+from svcgen.manifest.model import Position
+
+from .helpers import manifest
+
+
+def load_errors(text: str) -> list[str]:
+    with pytest.raises(ManifestError) as info:
+        load_yaml(manifest(text), "f.yaml")
+    return [str(diagnostic) for diagnostic in info.value.diagnostics]
+
+
+def test_values_and_positions_of_nested_nodes() -> None:
+    document = load_yaml(
+        manifest(
+            """
+            service: orders
+            topics:
+              - id: orders:place
+                routes: ["POST /orders", "GET /x"]
+            """
+        ),
+        "f.yaml",
+    )
+    assert document.data == {
+        "service": "orders",
+        "topics": [{"id": "orders:place", "routes": ["POST /orders", "GET /x"]}],
+    }
+    assert document.at(("service",)) == Position("f.yaml", 1, 10)
+    assert document.key_at(("service",)) == Position("f.yaml", 1, 1)
+    assert document.at(("topics", 0)) == Position("f.yaml", 3, 5)
+    assert document.at(("topics", 0, "id")) == Position("f.yaml", 3, 9)
+    assert document.key_at(("topics", 0, "routes")) == Position("f.yaml", 4, 5)
+    assert document.at(("topics", 0, "routes", 1)) == Position("f.yaml", 4, 30)
+
+
+def test_missing_paths_fall_back_to_the_nearest_ancestor() -> None:
+    document = load_yaml("mesh:\n  collector: x\n", "f.yaml")
+    assert document.at(("mesh", "heartbeatSeconds")) == Position("f.yaml", 2, 3)
+    assert document.key_at(("mesh", "heartbeatSeconds")) == Position("f.yaml", 2, 3)
+    assert document.at(("nothing", 3)) == Position("f.yaml", 1, 1)
+
+
+def test_an_empty_value_is_positioned_at_its_key() -> None:
+    document = load_yaml("a: 1\nmesh:\n", "f.yaml")
+    assert document.data == {"a": 1, "mesh": None}
+    assert document.at(("mesh",)) == Position("f.yaml", 2, 1)
+
+
+def test_scalars_become_json_values_and_remember_their_source_text() -> None:
+    document = load_yaml("a: 0x1F\nb: 1.10\nc: yes\nd: ~\ne: '1.10'\nf: 2024-01-01T00:00:00Z\n", "f.yaml")
+    assert document.data == {"a": 31, "b": 1.1, "c": True, "d": None, "e": "1.10", "f": "2024-01-01T00:00:00Z"}
+    assert document.sources[("b",)] == "1.10"
+    assert document.sources[("c",)] == "yes"
+    assert ("e",) not in document.sources
+
+
+def test_keys_are_taken_as_written() -> None:
+    assert load_yaml("200: a\ntrue: b\n", "f.yaml").data == {"200": "a", "true": "b"}
+
+
+def test_empty_document_is_none() -> None:
+    assert load_yaml("# nothing\n", "f.yaml").data is None
+
+
+def test_duplicate_keys_are_errors_at_the_second_key() -> None:
+    assert load_errors(
+        """
+        types:
+          A:
+            fields: {}
+          A:
+            fields: {}
+        """
+    ) == ["f.yaml:4:3: duplicate key 'A'; it is already defined at line 2"]
+
+
+def test_every_duplicate_key_is_reported() -> None:
+    assert load_errors("a: 1\nb: {x: 1, x: 2}\na: 3\n") == [
+        "f.yaml:2:11: duplicate key 'x'; it is already defined at line 2",
+        "f.yaml:3:1: duplicate key 'a'; it is already defined at line 1",
+    ]
+
+
+def test_syntax_error_is_positioned_at_the_problem_mark() -> None:
+    assert load_errors("a: 1\nb: [1, 2\nc: 3\n") == [
+        "f.yaml:3:2: invalid YAML: expected ',' or ']', but got ':' (while parsing a flow sequence)"
+    ]
+
+
+def test_bad_indentation() -> None:
+    assert load_errors("a:\n  b: 1\n c: 2\n") == [
+        "f.yaml:3:2: invalid YAML: expected <block end>, but found '<block mapping start>' "
+        "(while parsing a block mapping)"
+    ]
+
+
+def test_several_documents_are_refused() -> None:
+    assert load_errors("a: 1\n---\nb: 2\n") == [
+        "f.yaml:2:1: invalid YAML: a manifest is one YAML document; remove the second '---'"
+    ]
+
+
+def test_control_characters_are_refused() -> None:
+    assert load_errors("a: b\x07\n") == [
+        "f.yaml:1:5: invalid YAML: character U+0007 is not allowed (special characters are not allowed)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a: !!binary aGk=\n", "f.yaml:1:4: unsupported YAML tag '!!binary'; only plain values, lists and mappings"),
+        (
+            "a: !!python/name:os.system x\n",
+            "f.yaml:1:4: unsupported YAML tag '!!python/name:os.system'; only plain values, lists and mappings",
+        ),
+        ("a: !custom x\n", "f.yaml:1:4: unsupported YAML tag '!custom'; only plain values, lists and mappings"),
+        ("a: !!set {x}\n", "f.yaml:1:4: unsupported YAML tag '!!set'; use a plain mapping"),
+        ("a: !!omap [x: 1]\n", "f.yaml:1:4: unsupported YAML tag '!!omap'; use a plain list"),
+        ("a: &x [*x]\n", "f.yaml:1:4: a YAML alias refers to itself; recursive structures are not allowed"),
+        ("base: &b {x: 1}\nc:\n  <<: *b\n", "f.yaml:3:3: YAML merge keys ('<<') are not supported; write the keys out"),
+        ("? [a]\n: 1\n", "f.yaml:1:3: a mapping key must be a plain name, not a list or mapping"),
+        ("a: .inf\n", "f.yaml:1:4: .inf is not a JSON number; use a finite number"),
+        ("a: .nan\n", "f.yaml:1:4: .nan is not a JSON number; use a finite number"),
+    ],
+)
+def test_outside_the_safe_json_subset(text: str, message: str) -> None:
+    assert load_errors(text) == [message]
+
+
+def test_aliases_to_plain_nodes_are_values() -> None:
+    assert load_yaml("a: &x {b: 1}\nc: *x\n", "f.yaml").data == {"a": {"b": 1}, "c": {"b": 1}}
