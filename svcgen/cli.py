@@ -1,11 +1,144 @@
-"""The `svcgen` command line."""
+"""The `svcgen` command line.
+
+A user error (an invalid manifest, a missing file, a generated file edited by hand) is printed as clear
+lines on stderr with exit status 1, never as a traceback.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from pathlib import Path
+from typing import NoReturn
+
 import click
+
+from .codegen.errors import CodegenError
+from .codegen.files import GeneratedFile
+from .codegen.render import render_package
+from .codegen.starter import starter_manifest
+from .codegen.writer import stale_diff, write_package
+from .manifest import Manifest, ManifestError, load_manifest
+from .manifest.build import default_package
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="svcgen")
 def main() -> None:
     """Manifest-first toolkit for message-topic services."""
+
+
+@main.command()
+@click.argument("manifest")
+@click.option(
+    "-o", "--output", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+    help="Directory the package is written into, as OUT/<package>.",
+)
+@click.option("--force", is_flag=True, help="Overwrite generated files even when they were edited by hand.")
+def build(manifest: str, out: Path, force: bool) -> None:
+    """Write the service package of MANIFEST into OUT/<package>.
+
+    Generated files are rewritten; handler stubs and health.py are created once and then kept. Prints
+    what was written, created, kept and orphaned.
+    """
+    model = _load(manifest)
+    files = _render(model)
+    package_dir = out / model.package
+    try:
+        report = write_package(files, package_dir, force=force)
+    except CodegenError as error:
+        _fail(error.lines)
+    except OSError as error:
+        _fail([f"{package_dir}: cannot write the package: {error.strerror or error}"])
+    click.echo(f"built {package_dir.as_posix()} from {manifest}")
+    for line in report.summary():
+        click.echo(line)
+
+
+@main.command()
+@click.argument("manifest")
+@click.option(
+    "-o", "--output", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+    help="Directory holding the built package, as for build.",
+)
+def check(manifest: str, out: Path) -> None:
+    """Exit 1 with a unified diff when OUT/<package> is not what building MANIFEST would write.
+
+    Writes nothing; for CI and review.
+    """
+    model = _load(manifest)
+    files = _render(model)
+    package_dir = out / model.package
+    try:
+        diff = stale_diff(files, package_dir, package_dir.as_posix())
+    except OSError as error:
+        _fail([f"{package_dir}: cannot read the package: {error.strerror or error}"])
+    if diff:
+        click.echo(diff, nl=False)
+        click.echo(f"{package_dir.as_posix()} is stale; run: svcgen build {manifest} -o {out.as_posix()}", err=True)
+        raise SystemExit(1)
+    click.echo(f"{package_dir.as_posix()} is up to date with {manifest}")
+
+
+@main.command()
+@click.argument("manifest")
+def validate(manifest: str) -> None:
+    """Exit 0 when MANIFEST is valid; otherwise print its errors as file:line:col: message and exit 1."""
+    model = _load(manifest)
+    click.echo(f"{manifest}: valid ({len(model.types)} types, {len(model.topics)} topics)")
+
+
+@main.command()
+@click.argument("package_dir", metavar="OUT/PACKAGE", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="Port to bind.")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1), help="Worker processes.")
+def serve(package_dir: Path, host: str, port: int, workers: int) -> None:
+    """Run the built package OUT/PACKAGE under uvicorn (OUT is put on the import path)."""
+    import uvicorn
+
+    if not (package_dir / "app.py").is_file():
+        _fail([f"{package_dir.as_posix()}: no generated package here (no app.py); build one: svcgen build M -o OUT"])
+    name = package_dir.resolve().name
+    if not name.isidentifier():
+        _fail([f"{package_dir.as_posix()}: {name!r} is not an importable package name"])
+    app_dir = str(package_dir.resolve().parent)
+    uvicorn.run(f"{name}.app:app", host=host, port=port, workers=workers, app_dir=app_dir)
+
+
+@main.command()
+@click.argument("name")
+def init(name: str) -> None:
+    """Write a starter manifest NAME.yaml for the service NAME (never overwrites)."""
+    try:
+        text = starter_manifest(name)
+    except ValueError as error:
+        _fail([str(error)])
+    target = Path(f"{name}.yaml")
+    try:
+        with target.open("x", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+    except FileExistsError:
+        _fail([f"{target}: already exists; not overwriting it"])
+    except OSError as error:
+        _fail([f"{target}: cannot write: {error.strerror or error}"])
+    click.echo(f"wrote {target}; next: svcgen build {target} -o out && svcgen serve out/{default_package(name)}")
+
+
+def _load(manifest: str) -> Manifest:
+    try:
+        return load_manifest(manifest)
+    except ManifestError as error:
+        _fail(str(error).splitlines())
+
+
+def _render(model: Manifest) -> list[GeneratedFile]:
+    try:
+        return render_package(model)
+    except CodegenError as error:
+        _fail(f"{model.path}: {line}" for line in error.lines)
+
+
+def _fail(lines: Iterable[str]) -> NoReturn:
+    for line in lines:
+        click.echo(line, err=True)
+    raise SystemExit(1)

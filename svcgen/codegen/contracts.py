@@ -1,0 +1,93 @@
+"""contracts/*.json by the runtime's own derivation: what the running service serves, byte for byte.
+
+The rendered models.py runs as a throwaway module; a registry with placeholder handlers gets the same
+(topic, version, request, response) bindings service.py makes (both read `wiring`, both spell the
+types with `type_text`), the same identity and produced topics; the documents are the `Service`'s own,
+encoded by `document_bytes` exactly as the HTTP app serves them. No schema is derived here.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import types
+from datetime import datetime
+from typing import Any
+
+from ..manifest.typeexpr import TypeExpr
+from ..runtime.context import Context
+from ..runtime.jsontext import document_bytes
+from ..runtime.produces import ProducedTopic
+from ..runtime.registry import Registry
+from ..runtime.result import Result
+from ..runtime.service import Service
+from .errors import CodegenError
+from .imports import Imports
+from .wiring import MODELS_MODULE, Wiring, type_text
+
+DESCRIPTOR = "contracts/descriptor.json"
+OPENAPI = "contracts/openapi.json"
+SPEC = "contracts/spec.json"
+
+_counter = itertools.count()
+
+
+def contract_documents(wiring: Wiring, models_source: str, package: str) -> dict[str, bytes]:
+    """The three committed documents, by relative path."""
+    name = f"_svcgen_contracts_{package}_{next(_counter)}"
+    module = types.ModuleType(name)
+    # Registered so dataclasses and typing.get_type_hints resolve the module's annotations.
+    sys.modules[name] = module
+    try:
+        try:
+            exec(compile(models_source, f"<{package}/models.py>", "exec"), module.__dict__)
+        except Exception as error:
+            raise CodegenError(f"{package}/models.py does not run: {type(error).__name__}: {error}") from error
+        service = _placeholder_service(wiring, module)
+        return {
+            DESCRIPTOR: document_bytes(service.descriptor.document),
+            OPENAPI: document_bytes(service.openapi),
+            SPEC: document_bytes(service.spec),
+        }
+    finally:
+        del sys.modules[name]
+
+
+def _placeholder_service(wiring: Wiring, models: types.ModuleType) -> Service:
+    registry = Registry()
+    for topic in wiring.topics:
+        registry.add(
+            topic.topic,
+            _placeholder,
+            version=topic.version,
+            request=_resolve(topic.request, models),
+            response=_resolve(topic.response, models),
+            summary=topic.summary,
+        )
+    produces = [
+        ProducedTopic(
+            produced.topic,
+            produced.version,
+            request_type=_resolve(produced.request, models),
+            response_type=_resolve(produced.response, models),
+        )
+        for produced in wiring.produces
+    ]
+    return Service(
+        wiring.identity(),
+        registry,
+        produces=produces,
+        title=wiring.title,
+        api_version=wiring.api_version,
+        prefix=wiring.prefix,
+    )
+
+
+def _resolve(expr: TypeExpr, models: types.ModuleType) -> Any:
+    """The type service.py passes for `expr`: its very text, evaluated where service.py evaluates it."""
+    namespace = {MODELS_MODULE: models, "Any": Any, "datetime": datetime}
+    return eval(type_text(expr, Imports()), namespace)
+
+
+async def _placeholder(request: Any, context: Context) -> Result[Any]:
+    return Result.not_implemented("placeholder")

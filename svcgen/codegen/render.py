@@ -1,0 +1,52 @@
+"""`render_package`: the manifest in, every file of the package out (text and owner), nothing written.
+
+Deterministic: the same manifest gives the same bytes, whatever the output directory or hash seed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..manifest.model import Manifest
+from .contracts import contract_documents
+from .external import external_model
+from .files import GeneratedFile, header_line
+from .records import models_view
+from .templating import render
+from .views import clients_view, service_view, stub_view
+from .wiring import wiring_of
+
+
+def render_package(manifest: Manifest) -> list[GeneratedFile]:
+    """Every file of OUT/<package>, sorted by path. Raises CodegenError when the package cannot be made."""
+    wiring = wiring_of(manifest)
+    base_dir = Path(manifest.path).parent
+    externals = {
+        record.name: external_model(record, base_dir) for record in manifest.types if record.json_schema is not None
+    }
+    context = {"header": header_line(manifest.path), "wiring": wiring, "package": manifest.package}
+    models = render("package/models.py.jinja", models=models_view(manifest, externals), **context)
+
+    def generated(relpath: str, **extra: object) -> GeneratedFile:
+        # A generated file's template mirrors its path: package/<relpath>.jinja.
+        return GeneratedFile(relpath, render(f"package/{relpath}.jinja", **extra, **context), "generated")
+
+    files = [
+        generated("__init__.py"),
+        GeneratedFile("models.py", models, "generated"),
+        generated("service.py", service=service_view(wiring)),
+        generated("app.py"),
+        generated("handlers/__init__.py"),
+        generated("tests/__init__.py"),
+        generated("tests/test_contracts.py"),
+    ]
+    if wiring.produces:
+        files.append(generated("clients.py", clients=clients_view(wiring)))
+    for topic in wiring.topics:
+        stub = render("package/handlers/handler.py.jinja", stub=stub_view(topic), **context)
+        files.append(GeneratedFile(f"handlers/{topic.module}.py", stub, "user"))
+    if wiring.health:
+        files.append(GeneratedFile("health.py", render("package/health.py.jinja", **context), "user"))
+    for relpath, data in contract_documents(wiring, models, manifest.package).items():
+        files.append(GeneratedFile(relpath, data.decode("utf-8"), "generated"))
+    return sorted(files, key=lambda f: f.relpath)

@@ -1,0 +1,171 @@
+"""Template inputs for service.py, clients.py and the handler stubs, derived from the wiring.
+
+Request and response types are spelled by `wiring.type_text` (records as `models.X`), the same text the
+contract derivation evaluates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..manifest.typeexpr import TypeExpr
+from .annotations import annotation
+from .imports import Imports
+from .wiring import MODELS_MODULE, TopicBinding, Wiring, type_text
+
+STUB_WRAP_AT = 100
+_STUB_RUNTIME_NAMES = frozenset({"Context", "Result"})
+
+
+@dataclass(frozen=True)
+class RegistrationRow:
+    topic: str
+    version: str
+    module: str
+    request: str
+    response: str
+    summary: str | None
+
+
+@dataclass(frozen=True)
+class RouteRow:
+    spec: str
+    topic: str
+    version: str
+
+
+@dataclass(frozen=True)
+class ProducedRow:
+    topic: str
+    version: str
+    request: str
+    response: str
+
+
+@dataclass(frozen=True)
+class ServiceView:
+    imports: list[str]
+    topics: tuple[RegistrationRow, ...]
+    routes: tuple[RouteRow, ...]
+    produces: tuple[ProducedRow, ...]
+
+
+@dataclass(frozen=True)
+class ClientMethod:
+    name: str
+    topic: str
+    version: str
+    label: str
+    summary: str | None
+    request: str
+    response: str
+
+
+@dataclass(frozen=True)
+class ClientsView:
+    imports: list[str]
+    methods: tuple[ClientMethod, ...]
+
+
+@dataclass(frozen=True)
+class StubView:
+    topic: str
+    label: str
+    summary: str | None
+    imports: list[str]
+    request: str
+    response: str
+    wrap: bool
+
+
+def service_view(wiring: Wiring) -> ServiceView:
+    imports = Imports()
+    imports.name("__future__", "annotations")
+    imports.name("typing", "Any")
+    imports.name("typing", "Final")
+    for name in ("Identity", "Registry", "Service"):
+        imports.name("svcgen.runtime", name)
+    imports.name("svcgen.runtime.http.app", "HttpApp")
+    imports.name("svcgen.runtime.http.routing", "Route")
+    imports.name("svcgen.runtime.produces", "ProducedTopic")
+    if wiring.health:
+        imports.name("svcgen.runtime", "HealthCheck")
+        imports.name("svcgen.runtime", "HealthChecks")
+        imports.name(".", "health")
+    for topic in wiring.topics:
+        imports.name(".handlers", topic.module)
+    exprs = [expr for t in wiring.topics for expr in (t.request, t.response)]
+    exprs += [expr for p in wiring.produces for expr in (p.request, p.response)]
+    _import_models(exprs, imports)
+    topics = tuple(
+        RegistrationRow(
+            t.topic, t.version, t.module, type_text(t.request, imports), type_text(t.response, imports), t.summary
+        )
+        for t in wiring.topics
+    )
+    produces = tuple(
+        ProducedRow(p.topic, p.version, type_text(p.request, imports), type_text(p.response, imports))
+        for p in wiring.produces
+    )
+    routes = tuple(RouteRow(spec, t.topic, t.version) for t in wiring.topics for spec in t.routes)
+    return ServiceView(imports.lines(), topics, routes, produces)
+
+
+def clients_view(wiring: Wiring) -> ClientsView:
+    imports = Imports()
+    imports.name("__future__", "annotations")
+    imports.module("json")
+    imports.name("collections.abc", "Callable")
+    imports.name("collections.abc", "Mapping")
+    imports.name("types", "TracebackType")
+    for name in ("Any", "Final", "Self", "TypeVar"):
+        imports.name("typing", name)
+    imports.name("svcgen.runtime", "Result")
+    imports.name("svcgen.runtime.codec", "codec_for")
+    imports.name("svcgen.runtime.http.sender", "HttpSender")
+    _import_models([expr for p in wiring.produces for expr in (p.request, p.response)], imports)
+    methods = tuple(
+        ClientMethod(
+            name=p.method,
+            topic=p.topic,
+            version=p.version,
+            label=f"{p.topic} (version {p.version})" if p.version else p.topic,
+            summary=p.summary,
+            request=type_text(p.request, imports),
+            response=type_text(p.response, imports),
+        )
+        for p in wiring.produces
+    )
+    return ClientsView(imports.lines(), methods)
+
+
+def stub_view(topic: TopicBinding) -> StubView:
+    imports = Imports()
+    imports.name("__future__", "annotations")
+    imports.name("svcgen.runtime", "Context")
+    imports.name("svcgen.runtime", "Result")
+    records = topic.request.records() | topic.response.records()
+    # A record named like a runtime name the stub uses is reached through the module instead.
+    prefix = MODELS_MODULE + "." if records & _STUB_RUNTIME_NAMES else ""
+    if prefix:
+        imports.name("..", MODELS_MODULE)
+    else:
+        for name in records:
+            imports.name("..models", name)
+    request = annotation(topic.request, imports, records=prefix)
+    response = annotation(topic.response, imports, records=prefix)
+    one_line = f"async def handle(request: {request}, context: Context) -> Result[{response}]:"
+    return StubView(
+        topic=topic.topic,
+        label=topic.label,
+        summary=topic.summary,
+        imports=imports.lines(),
+        request=request,
+        response=response,
+        wrap=len(one_line) > STUB_WRAP_AT,
+    )
+
+
+def _import_models(exprs: list[TypeExpr], imports: Imports) -> None:
+    if any(expr.records() for expr in exprs):
+        imports.name(".", MODELS_MODULE)

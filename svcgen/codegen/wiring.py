@@ -1,0 +1,142 @@
+"""The service's wiring as data: every (topic, version) binding, routes, produced topics, identity, health.
+
+One function over the manifest (`wiring_of`) feeds both service.py's template and the contract
+derivation, and both spell request and response types with `type_text`, so the committed documents and
+the running registry cannot disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..manifest.model import Manifest, MeshDef, TopicDef
+from ..manifest.typeexpr import TypeExpr
+from ..runtime.collisions import handler_slugs
+from ..runtime.identity import Identity
+from ..runtime.naming import slug
+from ..runtime.registry import TopicKey
+from .annotations import annotation
+from .errors import CodegenError
+from .imports import Imports
+from .names import is_module_name
+
+BINDING = "http"
+MODELS_MODULE = "models"
+"""service.py and clients.py import the models module whole (`from . import models`): no name can clash."""
+
+
+@dataclass(frozen=True)
+class TopicBinding:
+    topic: str
+    version: str
+    request: TypeExpr
+    response: TypeExpr
+    summary: str | None
+    module: str
+    """The handler module under handlers/."""
+    routes: tuple[str, ...]
+    """`METHOD /path`, in manifest order; a `{version}` segment selects the version per request."""
+
+    @property
+    def label(self) -> str:
+        return f"{self.topic} (version {self.version})" if self.version else self.topic
+
+
+@dataclass(frozen=True)
+class ProducedBinding:
+    topic: str
+    version: str
+    request: TypeExpr
+    response: TypeExpr
+    summary: str | None
+    method: str
+    """The typed client method in clients.py."""
+
+
+@dataclass(frozen=True)
+class HealthBinding:
+    name: str
+    function: str
+    """The function in health.py."""
+
+
+@dataclass(frozen=True)
+class Wiring:
+    service: str
+    service_version: str | None
+    placement: tuple[tuple[str, str], ...]
+    title: str
+    api_version: str
+    prefix: str
+    topics: tuple[TopicBinding, ...]
+    produces: tuple[ProducedBinding, ...]
+    health: tuple[HealthBinding, ...]
+    mesh: MeshDef | None
+    binding: str = BINDING
+
+    def identity(self) -> Identity:
+        return Identity(
+            self.service,
+            service_version=self.service_version,
+            binding=self.binding,
+            placement=dict(self.placement) or None,
+        )
+
+
+def wiring_of(manifest: Manifest) -> Wiring:
+    modules = handler_slugs(TopicKey(topic.id, topic.version) for topic in manifest.topics)
+    methods = handler_slugs(TopicKey(topic.id, topic.version) for topic in manifest.produces)
+    _check_identifiers(manifest.topics, modules, "handler module")
+    _check_identifiers(manifest.produces, methods, "client method")
+    return Wiring(
+        service=manifest.service,
+        service_version=manifest.service_version,
+        placement=tuple(sorted((manifest.placement or {}).items())),
+        title=manifest.title,
+        api_version=manifest.api_version,
+        prefix=manifest.prefix,
+        topics=tuple(
+            TopicBinding(
+                topic.id,
+                topic.version,
+                topic.request,
+                topic.response,
+                topic.summary,
+                modules[TopicKey(topic.id, topic.version)],
+                tuple(str(route) for route in topic.routes),
+            )
+            for topic in manifest.topics
+        ),
+        produces=tuple(
+            ProducedBinding(
+                topic.id,
+                topic.version,
+                topic.request,
+                topic.response,
+                topic.summary,
+                methods[TopicKey(topic.id, topic.version)],
+            )
+            for topic in manifest.produces
+        ),
+        health=tuple(HealthBinding(name, slug(name)) for name in manifest.health),
+        mesh=manifest.mesh,
+    )
+
+
+def type_text(expr: TypeExpr, imports: Imports) -> str:
+    """A request or response type as service.py and clients.py write it (records as `models.X`)."""
+    return annotation(expr, imports, records=MODELS_MODULE + ".")
+
+
+def _check_identifiers(topics: tuple[TopicDef, ...], names: dict[TopicKey, str], what: str) -> None:
+    problems = []
+    for topic in topics:
+        name = names[TopicKey(topic.id, topic.version)]
+        if not is_module_name(name):
+            label = f"{topic.id} (version {topic.version})" if topic.version else topic.id
+            problems.append(
+                f"topic {label} gives the {what} name {name!r}, which is not a Python identifier; "
+                "start the topic id with a letter and avoid Python keywords"
+            )
+    if problems:
+        raise CodegenError(problems)

@@ -1,0 +1,271 @@
+"""Ownership rules: what a build writes, keeps, refuses and reports, and what `check` finds stale.
+
+- Generated files are rewritten on every build (a file whose bytes would not change is left alone).
+  `.svcgen-record.json` keeps the sha256 of each as written, so a generated file edited by hand since
+  is refused by name (`force` overrides). A file svcgen did not write (not in the record, no svcgen
+  header) is refused likewise. A generated file the manifest no longer calls for is removed.
+- User files (handler stubs, health.py) are created only when missing and never overwritten; a
+  handler module whose topic left the manifest is reported as orphaned, never deleted.
+- Writes are atomic (a temporary file in the same directory, then a rename).
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from .errors import CodegenError
+from .files import HEADER_PREFIX, GeneratedFile
+
+RECORD = ".svcgen-record.json"
+RECORD_FORMAT = 1
+CONTRACTS_DIR = "contracts/"
+
+Status = Literal["same", "new", "stale", "hand-edited", "foreign"]
+
+
+@dataclass
+class BuildReport:
+    written: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    orphaned: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self) -> list[str]:
+        """One line per class of file."""
+        unchanged = f" ({len(self.unchanged)} generated files unchanged)" if self.unchanged else ""
+        lines = [
+            f"written: {_names(self.written)}{unchanged}",
+            f"created: {_names(self.created)}",
+            f"kept: {_names(self.kept)}",
+            f"orphaned: {_names(self.orphaned)}"
+            + (" (their topics left the manifest; not deleted)" if self.orphaned else ""),
+        ]
+        if self.removed:
+            lines.append(f"removed: {_names(self.removed)} (no longer generated)")
+        return lines + [f"note: {note}" for note in self.notes]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    generated: dict[str, tuple[Status, bytes]]
+    """relpath → (status, new bytes); includes the record."""
+    removals: dict[str, Status]
+    """Generated files no longer generated → `stale` (ours, unchanged) or `hand-edited`."""
+    user_missing: dict[str, bytes]
+    user_present: list[str]
+    orphaned: list[str]
+    notes: list[str]
+
+    def refused(self) -> list[tuple[str, Status]]:
+        bad = [(path, status) for path, (status, _) in self.generated.items() if status in ("hand-edited", "foreign")]
+        bad += [(path, status) for path, status in self.removals.items() if status == "hand-edited"]
+        return sorted(bad)
+
+
+def write_package(files: Sequence[GeneratedFile], package_dir: Path, *, force: bool = False) -> BuildReport:
+    """Apply the ownership rules to OUT/<package>; raises CodegenError (writing nothing) on a refused file."""
+    plan = _plan(files, package_dir)
+    refused = plan.refused()
+    if refused and not force:
+        raise CodegenError(_refusal(refused, package_dir))
+    report = BuildReport(orphaned=plan.orphaned, notes=plan.notes, kept=plan.user_present)
+    for relpath, (status, data) in sorted(plan.generated.items()):
+        if relpath == RECORD:
+            continue
+        if status == "same":
+            report.unchanged.append(relpath)
+        else:
+            _write_atomic(package_dir / relpath, data)
+            report.written.append(relpath)
+    for relpath, data in sorted(plan.user_missing.items()):
+        _write_atomic(package_dir / relpath, data)
+        report.created.append(relpath)
+    for relpath in sorted(plan.removals):
+        (package_dir / relpath).unlink()
+        report.removed.append(relpath)
+    # The record goes last: it vouches for files already on disk.
+    record_status, record_data = plan.generated[RECORD]
+    if record_status != "same":
+        _write_atomic(package_dir / RECORD, record_data)
+    return report
+
+
+def stale_diff(files: Sequence[GeneratedFile], package_dir: Path, label: str) -> str:
+    """A unified diff from what is on disk to what a build would write; empty when up to date."""
+    plan = _plan(files, package_dir)
+    chunks: list[str] = []
+    for relpath, (status, data) in sorted(plan.generated.items()):
+        if status != "same":
+            old = None if status == "new" else (package_dir / relpath).read_bytes()
+            chunks.append(_diff(old, data, f"{label}/{relpath}"))
+    for relpath, data in sorted(plan.user_missing.items()):
+        chunks.append(_diff(None, data, f"{label}/{relpath}"))
+    for relpath in sorted(plan.removals):
+        chunks.append(_diff((package_dir / relpath).read_bytes(), None, f"{label}/{relpath}"))
+    return "".join(chunks)
+
+
+def record_bytes(files: Sequence[GeneratedFile]) -> bytes:
+    """The record of a build: sha256 per generated file; sorted keys, so byte-stable."""
+    hashes = {f.relpath: _sha256(f.data) for f in files if f.owner == "generated"}
+    return (json.dumps({"generated": hashes, "svcgen": RECORD_FORMAT}, indent=2, sort_keys=True) + "\n").encode()
+
+
+def _plan(files: Sequence[GeneratedFile], package_dir: Path) -> _Plan:
+    recorded = _read_record(package_dir)
+    generated: dict[str, tuple[Status, bytes]] = {}
+    for f in files:
+        if f.owner == "generated":
+            generated[f.relpath] = (_status(package_dir / f.relpath, f.relpath, f.data, recorded), f.data)
+    record = record_bytes(files)
+    on_disk = _read(package_dir / RECORD)
+    generated[RECORD] = ("new" if on_disk is None else "same" if on_disk == record else "stale", record)
+    removals: dict[str, Status] = {}
+    for relpath, digest in recorded.items():
+        path = package_dir / relpath
+        if relpath not in generated and path.is_file():
+            removals[relpath] = "stale" if _sha256(path.read_bytes()) == digest else "hand-edited"
+    user = [f for f in files if f.owner == "user"]
+    missing = {f.relpath: f.data for f in user if not (package_dir / f.relpath).exists()}
+    present = sorted(f.relpath for f in user if f.relpath not in missing)
+    return _Plan(
+        generated=generated,
+        removals=removals,
+        user_missing=missing,
+        user_present=present,
+        orphaned=_orphans(files, package_dir),
+        notes=_health_notes(files, package_dir, present),
+    )
+
+
+def _status(path: Path, relpath: str, data: bytes, recorded: dict[str, str]) -> Status:
+    current = _read(path)
+    if current is None:
+        return "new"
+    if current == data:
+        return "same"
+    digest = recorded.get(relpath)
+    if digest is not None:
+        return "stale" if _sha256(current) == digest else "hand-edited"
+    # No record of it (a first build over existing files, or a lost record): our header or place vouches.
+    if current.startswith(HEADER_PREFIX.encode()) or relpath.startswith(CONTRACTS_DIR):
+        return "stale"
+    return "foreign"
+
+
+def _orphans(files: Sequence[GeneratedFile], package_dir: Path) -> list[str]:
+    expected = {f.relpath for f in files}
+    handlers = package_dir / "handlers"
+    found = sorted(f"handlers/{path.name}" for path in handlers.glob("*.py")) if handlers.is_dir() else []
+    orphans = [relpath for relpath in found if relpath not in expected]
+    if "health.py" not in expected and (package_dir / "health.py").is_file():
+        orphans.append("health.py")
+    return orphans
+
+
+def _health_notes(files: Sequence[GeneratedFile], package_dir: Path, present: list[str]) -> list[str]:
+    """A kept health.py that lacks a check the manifest now names would break service.py: say so."""
+    stub = next((f for f in files if f.relpath == "health.py"), None)
+    if stub is None or "health.py" not in present:
+        return []
+    wanted = _functions(stub.text)
+    try:
+        have = _functions((package_dir / "health.py").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, SyntaxError):
+        return []
+    return [
+        f"health.py has no function {name}() for a health check the manifest names; add it (service.py calls it)"
+        for name in wanted
+        if name not in have
+    ]
+
+
+def _functions(source: str) -> list[str]:
+    tree = ast.parse(source)
+    return [node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)]
+
+
+def _read_record(package_dir: Path) -> dict[str, str]:
+    data = _read(package_dir / RECORD)
+    if data is None:
+        return {}
+    try:
+        hashes = json.loads(data)["generated"]
+    except (ValueError, KeyError, TypeError):
+        return {}  # a damaged record vouches for nothing; headers still identify generated files
+    if not isinstance(hashes, dict):
+        return {}
+    return {str(path): str(digest) for path, digest in hashes.items()}
+
+
+def _refusal(refused: list[tuple[str, Status]], package_dir: Path) -> list[str]:
+    lines = []
+    for relpath, status in refused:
+        where = package_dir / relpath
+        if status == "foreign":
+            lines.append(f"{where}: exists but was not written by svcgen; move it away or rerun with --force")
+        else:
+            lines.append(
+                f"{where}: generated file edited by hand since the last build; generated files are rewritten on "
+                "every build, so move the change into a handler (or the manifest), or rerun with --force to discard it"
+            )
+    return lines
+
+
+def _diff(old: bytes | None, new: bytes | None, name: str) -> str:
+    before = [] if old is None else old.decode("utf-8", errors="replace").splitlines(keepends=True)
+    after = [] if new is None else new.decode("utf-8", errors="replace").splitlines(keepends=True)
+    # git's a/ and b/ prefixes (for `patch -p1`) only make sense on a relative path.
+    a, b = (name, name) if name.startswith("/") else (f"a/{name}", f"b/{name}")
+    lines = difflib.unified_diff(before, after, "/dev/null" if old is None else a, "/dev/null" if new is None else b)
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+        os.chmod(temporary, _file_mode(path))
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _file_mode(path: Path) -> int:
+    """Keep an existing file's mode; a new file gets the usual 0o666 less the umask (mkstemp makes 0o600)."""
+    try:
+        return path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None
+
+
+def _sha256(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _names(paths: list[str]) -> str:
+    return ", ".join(paths) if paths else "none"

@@ -1,0 +1,1 @@
+"""jinja2 templates of every file svcgen generates; installed as the package data of `svcgen.templates`."""

@@ -1,0 +1,45 @@
+"""Shared by the codegen tests: the examples, building them, reading a built tree, running the CLI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from svcgen.codegen.render import render_package
+from svcgen.codegen.writer import write_package
+from svcgen.manifest import load_manifest
+
+REPO = Path(__file__).resolve().parents[2]
+GOLDEN = REPO / "tests" / "golden"
+EXAMPLES = ("inventory", "orders", "payments")
+CLI = "from svcgen.cli import main; main()"
+_TOOL_DIRS = frozenset({"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
+
+
+def manifest_path(example: str) -> str:
+    """The example's manifest as builds name it: relative to the repository (headers carry it)."""
+    return f"examples/manifests/{example}.yaml"
+
+
+def build_example(example: str, out: Path) -> Path:
+    """Build in-process; the working directory must be the repository. Returns OUT/<package>."""
+    model = load_manifest(manifest_path(example))
+    package_dir = out / model.package
+    write_package(render_package(model), package_dir)
+    return package_dir
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    """Every file under `root` by POSIX relative path, tool caches left out."""
+    return {
+        path.relative_to(root).as_posix(): path.read_bytes()
+        for path in sorted(root.rglob("*"))
+        if path.is_file() and not _TOOL_DIRS & set(path.relative_to(root).parts)
+    }
+
+
+def run_cli(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", CLI, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
+    )

@@ -1,0 +1,28 @@
+"""Each example builds to exactly the bytes in tests/golden/<example>/; `pytest --update-golden` rewrites them."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from .support import EXAMPLES, GOLDEN, REPO, build_example, tree
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_build_matches_golden(
+    example: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, update_golden: bool
+) -> None:
+    monkeypatch.chdir(REPO)
+    package_dir = build_example(example, tmp_path)
+    golden_dir = GOLDEN / example / package_dir.name
+    built = tree(package_dir)
+    if update_golden:
+        shutil.rmtree(GOLDEN / example, ignore_errors=True)
+        shutil.copytree(package_dir, golden_dir, ignore=shutil.ignore_patterns("__pycache__"))
+        return
+    expected = tree(golden_dir)
+    assert sorted(built) == sorted(expected), "missing or extra files; run pytest --update-golden after review"
+    for relpath, data in built.items():
+        assert data == expected[relpath], f"{example}/{relpath} differs from the golden file"
