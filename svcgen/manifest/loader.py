@@ -21,6 +21,8 @@ from .model import Position
 JsonPath = tuple[str | int, ...]
 
 _TAG = "tag:yaml.org,2002:"
+# libyaml's parser when pyyaml was built with it: same nodes and marks, several times faster.
+_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _SCALAR_TAGS = frozenset(_TAG + name for name in ("str", "null", "bool", "int", "float", "timestamp"))
 _CONSTRUCTOR = SafeConstructor()
 
@@ -57,10 +59,20 @@ def position_of(file: str, mark: yaml.Mark | None) -> Position:
     return Position(file, mark.line + 1, mark.column + 1)
 
 
+def _compose(text: str) -> Node | None:
+    try:
+        return yaml.compose(text, Loader=_LOADER)
+    except yaml.YAMLError:
+        if _LOADER is yaml.SafeLoader:
+            raise
+    # The pure-Python parser words its errors better; a broken manifest is small work either way.
+    return yaml.compose(text, Loader=yaml.SafeLoader)
+
+
 def load_yaml(text: str, file: str) -> YamlDocument:
     """Compose and convert one YAML document; raises ManifestError with every problem found."""
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = _compose(text)
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         problem = error.problem or "malformed YAML"

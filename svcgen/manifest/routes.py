@@ -6,14 +6,16 @@ matches in registration order; the manifest check rejects what that router could
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
+from ..runtime.http import routing
+from ..runtime.http.routing import PLACEHOLDER, Route, Router, split_path
 from ..runtime.reserved import VERSION_PATH_PARAM
 from .names import did_you_mean
 
-METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
-_PLACEHOLDER = re.compile(r"^\{([A-Za-z_][A-Za-z0-9_]*)\}$")
+METHODS = tuple(sorted(routing.METHODS))
+T = TypeVar("T")
 
 
 class RouteSyntaxError(ValueError):
@@ -40,14 +42,6 @@ class ParsedRoute:
         return f"{self.method} {self.path}"
 
 
-def split_path(path: str) -> list[str]:
-    """Segments without the leading slash; one trailing slash is ignored (as the runtime does)."""
-    trimmed = path[1:] if path.startswith("/") else path
-    if trimmed.endswith("/"):
-        trimmed = trimmed[:-1]
-    return trimmed.split("/") if trimmed else []
-
-
 def parse_route(text: str) -> ParsedRoute:
     """Parse `"POST /orders/{orderId}"`; raises RouteSyntaxError saying what is wrong."""
     parts = text.split()
@@ -68,7 +62,7 @@ def parse_route(text: str) -> ParsedRoute:
         if segment == "":
             raise RouteSyntaxError(f"route path {path!r} has an empty segment ('//')")
         if "{" in segment or "}" in segment:
-            found = _PLACEHOLDER.match(segment)
+            found = PLACEHOLDER.match(segment)
             if found is None:
                 raise RouteSyntaxError(
                     f"route path {path!r}: {segment!r} is not a placeholder; "
@@ -85,11 +79,26 @@ def parse_route(text: str) -> ParsedRoute:
 
 def shadows(earlier: ParsedRoute, later: ParsedRoute) -> bool:
     """True when every request `later` matches is matched by `earlier` first (so `later` never wins)."""
-    if earlier.method != later.method or len(earlier.segments) != len(later.segments):
-        return False
-    return all(
-        mine is not None or (theirs is None and segment == other)
-        for mine, theirs, segment, other in zip(
-            earlier.placeholders, later.placeholders, earlier.segments, later.segments, strict=True
-        )
-    )
+    index: ShadowIndex[bool] = ShadowIndex()
+    index.add(earlier, True)
+    return index.shadowing(later) is not None
+
+
+class ShadowIndex(Generic[T]):
+    """Routes in manifest order, asking which earlier route (if any) serves every request of a later one.
+
+    It is the runtime's own router matched against the later route's pattern text: a literal segment can
+    only be taken by an equal literal or a placeholder, and a `{name}` segment only by a placeholder.
+    """
+
+    def __init__(self) -> None:
+        self._router = Router()
+        self._owners: list[T] = []
+
+    def add(self, route: ParsedRoute, owner: T) -> None:
+        self._router.add(Route.create(route.method, route.path, str(len(self._owners))))
+        self._owners.append(owner)
+
+    def shadowing(self, route: ParsedRoute) -> T | None:
+        match = self._router.match(route.method, list(route.segments))
+        return None if match is None else self._owners[int(match.route.topic)]

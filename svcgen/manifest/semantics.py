@@ -22,7 +22,7 @@ from .fits import RecordFields, fits
 from .loader import JsonPath, YamlDocument
 from .model import Position
 from .names import canonical_camel, did_you_mean, is_pascal_identifier, pascal_case, suggestion
-from .routes import ParsedRoute, RouteSyntaxError, parse_route, shadows
+from .routes import ParsedRoute, RouteSyntaxError, ShadowIndex, parse_route
 from .typeexpr import CONTAINERS, SCALARS, TypeExpr, TypeExprError, parse_type
 
 _SCALAR_LIST = ", ".join(SCALARS)
@@ -328,7 +328,7 @@ class _Checker:
         versions: dict[str, set[str]] = {}
         for entry in topics:
             versions.setdefault(entry["id"], set()).add(entry.get("version", ""))
-        placed: list[tuple[ParsedRoute, str, Position]] = []
+        placed: ShadowIndex[tuple[ParsedRoute, str, Position]] = ShadowIndex()
         for index, entry in enumerate(topics):
             label = _topic_label(entry)
             for number, text in enumerate(entry.get("routes", [])):
@@ -339,15 +339,15 @@ class _Checker:
                     self.error(position, str(error))
                     continue
                 self.check_placeholders(route, entry, self.parsed.get(("topics", index, "request")), versions, position)
-                for earlier, earlier_label, earlier_position in placed:
-                    if shadows(earlier, route):
-                        self.error(
-                            position,
-                            f"route '{route}' ({label}) can never match: route '{earlier}' ({earlier_label}, "
-                            f"line {earlier_position.line}) comes first and matches every request it would",
-                        )
-                        break
-                placed.append((route, label, position))
+                shadowing = placed.shadowing(route)
+                if shadowing is not None:
+                    earlier, earlier_label, earlier_position = shadowing
+                    self.error(
+                        position,
+                        f"route '{route}' ({label}) can never match: route '{earlier}' ({earlier_label}, "
+                        f"line {earlier_position.line}) comes first and matches every request it would",
+                    )
+                placed.add(route, (route, label, position))
 
     def check_placeholders(
         self,

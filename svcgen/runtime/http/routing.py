@@ -13,7 +13,7 @@ from urllib.parse import unquote
 
 from ..reserved import VERSION_PATH_PARAM
 
-_PLACEHOLDER = re.compile(r"^\{([A-Za-z_][A-Za-z0-9_]*)\}$")
+PLACEHOLDER = re.compile(r"^\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
 
 
@@ -47,7 +47,7 @@ class Route:
         params: list[tuple[int, str]] = []
         for index, segment in enumerate(split_path(path)):
             if "{" in segment or "}" in segment:
-                match = _PLACEHOLDER.match(segment)
+                match = PLACEHOLDER.match(segment)
                 if match is None:
                     raise RouteError(f"route {method} {path}: a placeholder must be a whole segment like {{name}}")
                 name = match.group(1)

@@ -1,0 +1,5 @@
+"""`python -m svcgen`: the command line."""
+
+from .cli import main
+
+main()
