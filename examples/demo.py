@@ -1,110 +1,121 @@
-"""`make demo`: a typed service driven through the envelope surface and over real HTTP on 127.0.0.1."""
+"""`make demo`: build examples/manifests/orders.yaml into out/, serve it on 127.0.0.1, fill in a handler,
+rebuild, and show what the service answers before and after. Everything runs through the `svcgen` CLI."""
 
 from __future__ import annotations
 
-import asyncio
 import json
+import shutil
 import socket
-import threading
+import subprocess
+import sys
 import time
-from dataclasses import dataclass, field
-from datetime import datetime
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import httpx
-import uvicorn
 
-from svcgen.runtime import Context, HealthCheck, HealthChecks, Identity, Registry, Result, Service
-from svcgen.runtime.http.app import create_app
+REPO = Path(__file__).resolve().parents[1]
+MANIFEST = "examples/manifests/orders.yaml"
+OUT = REPO / "out"
+PACKAGE = OUT / "orders_service"
+SVCGEN = [sys.executable, "-m", "svcgen"]
 
+IMPLEMENTATION = '''"""Handler of orders:place (version v1): Place an order. Written by `make demo`."""
 
-@dataclass
-class LineItem:
-    sku: str
-    quantity: int = 1
+from __future__ import annotations
 
+from svcgen.runtime import Context, Result
 
-@dataclass
-class PlaceOrder:
-    customer_id: str
-    items: list[LineItem]
-    placed_at: datetime
-    note: str | None = None
+from ..models import Order, PlaceOrder
 
 
-@dataclass
-class Order:
-    order_id: str
-    customer_id: str
-    total_items: int
-    tags: list[str] = field(default_factory=list)
-
-
-async def place_order(request: PlaceOrder, context: Context) -> Result[Order]:
-    total = sum(item.quantity for item in request.items)
-    return Result.created(Order("o-1001", request.customer_id, total, ["demo"]))
-
-
-def build_service() -> Service:
-    registry = Registry()
-    registry.add("orders:place", place_order, summary="Place an order")
-    return Service(
-        Identity("orders", service_version="1.0.0", binding="http"),
-        registry,
-        health=HealthChecks([HealthCheck("database", lambda: True)]),
-        produces=[],
+async def handle(request: PlaceOrder, context: Context) -> Result[Order]:
+    order = Order(
+        order_id="o-1001",
+        customer_id=request.customer_id,
+        items=request.items,
+        total_items=sum(item.quantity for item in request.items),
+        placed_at=request.placed_at,
     )
+    return Result.created(order)
+'''
+
+ORDER = {"customerId": "c-42", "items": [{"sku": "apple", "quantity": 3}, {"sku": "pear"}],
+         "placedAt": "2026-11-22T10:00:00+01:00"}
 
 
-def show(title: str, value: object) -> None:
-    text = value if isinstance(value, str) else json.dumps(value, indent=2)
-    print(f"--- {title}\n{text}\n")
+def step(title: str) -> None:
+    print(f"\n=== {title}")
 
 
-async def envelope_part(service: Service) -> None:
-    body = {"customerId": "c-42", "items": [{"sku": "apple", "quantity": 3}, {"sku": "pear"}],
-            "placedAt": "2026-11-22T10:00:00+01:00"}
-    envelope = {"topic": "orders:place", "headers": {"x-correlation-id": "demo-1"}, "body": json.dumps(body)}
-    show("envelope in", envelope)
-    show("envelope out", json.loads(await service.invoke_envelope(json.dumps(envelope))))
-    bad = {**envelope, "body": json.dumps({**body, "items": [{"sku": "apple", "quantity": "three"}]})}
-    show("envelope with a bad field", json.loads(await service.invoke_envelope(json.dumps(bad))))
+def svcgen(*args: str) -> None:
+    print("$ svcgen " + " ".join(args))
+    subprocess.run([*SVCGEN, *args], cwd=REPO, check=True)
 
 
-def http_part(service: Service) -> None:
+def show(client: httpx.Client, method: str, path: str, body: object | None = None) -> None:
+    response = client.request(method, path, json=body)
+    text = json.dumps(response.json(), indent=2) if response.content else "(no body)"
+    if len(text) > 900:
+        text = text[:900] + "\n  ..."
+    print(f"{method} {path} → {response.status_code}\n{text}\n")
+
+
+@contextmanager
+def serving() -> Iterator[httpx.Client]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    app = create_app(service, ["POST /orders -> orders:place", "GET /descriptor -> svc:mesh"])
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    base = f"http://127.0.0.1:{port}"
-    print(f"=== serving on {base}\n")
+    print(f"$ svcgen serve out/orders_service --port {port}")
+    server = subprocess.Popen(
+        [*SVCGEN, "serve", str(PACKAGE), "--host", "127.0.0.1", "--port", str(port)],
+        cwd=REPO,
+        stderr=subprocess.DEVNULL,
+    )
     try:
-        with httpx.Client(base_url=base, timeout=5) as client:
-            placed = client.post("/orders", json={"customerId": "c-7", "items": [{"sku": "fig"}],
-                                                  "placedAt": "2026-11-22T09:00:00Z"})
-            show(f"POST /orders → {placed.status_code}", placed.json())
-            bad = client.post("/orders", content=b"{not json")
-            show(f"POST /orders (bad JSON) → {bad.status_code}", bad.json())
-            health = client.get("/svc/health")
-            show(f"GET /svc/health → {health.status_code}", health.json())
-            descriptor = client.get("/descriptor")
-            show(f"GET /descriptor → {descriptor.status_code}", descriptor.json())
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5) as client:
+            deadline = time.monotonic() + 20
+            while True:
+                try:
+                    client.get("/svc/spec")
+                    break
+                except httpx.TransportError:
+                    if time.monotonic() > deadline or server.poll() is not None:
+                        raise SystemExit("the service did not start") from None
+                    time.sleep(0.1)
+            yield client
     finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+        server.terminate()
+        server.wait(timeout=10)
 
 
 def main() -> None:
-    service = build_service()
-    print("=== one typed handler through the envelope surface\n")
-    asyncio.run(envelope_part(service))
-    http_part(service)
-    print("=== demo done")
+    if OUT.exists():
+        shutil.rmtree(OUT)
+    step("build the orders manifest")
+    svcgen("build", MANIFEST, "-o", "out")
+
+    step("serve the fresh build: every stub answers 501")
+    with serving() as client:
+        show(client, "POST", "/orders", ORDER)
+        show(client, "POST", "/orders", {"customerId": "c-42", "items": [{"sku": "apple", "quantity": "three"}]})
+        show(client, "GET", "/svc/health")
+        show(client, "POST", "/svc/invoke", {"topic": "orders:get", "body": json.dumps({"orderId": "o-1"})})
+
+    step("implement orders:place v1 in out/orders_service/handlers/orders_place_v1.py, then rebuild")
+    (PACKAGE / "handlers" / "orders_place_v1.py").write_text(IMPLEMENTATION)
+    svcgen("build", MANIFEST, "-o", "out")
+    svcgen("check", MANIFEST, "-o", "out")
+
+    step("serve again: the handler answers, v2 is still a stub")
+    with serving() as client:
+        show(client, "POST", "/orders", ORDER)
+        address = {"recipient": "Ada", "line1": "1 Main St", "city": "Lyon", "postal_code": "69001",
+                   "countryCode": "FR"}
+        show(client, "POST", "/v2/orders", {**ORDER, "shippingAddress": address})
+        show(client, "POST", "/svc/invoke/orders:place/v1", ORDER)
+    print("=== demo done: the package is in out/orders_service")
 
 
 if __name__ == "__main__":
