@@ -12,7 +12,7 @@ from svcgen.runtime.registry import Registry
 from svcgen.runtime.result import Result
 
 DESCRIPTOR = build_descriptor(Identity("orders", instance_id="i-1"), Registry(), [])
-MOMENT = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+MOMENT = datetime(2026, 11, 22, 10, 0, tzinfo=UTC).timestamp()
 
 
 class RecordingPublisher:

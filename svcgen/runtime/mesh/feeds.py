@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import orjson
@@ -16,6 +15,7 @@ from ..health import HealthReport
 from ..http.sender import HttpSender
 from ..reserved import DEFAULT_PREFIX, HEARTBEAT_TOPIC, ISSUES_TOPIC, REGISTER_TOPIC, TRACES_TOPIC, normalize_prefix
 from ..result import Result
+from .clock import rfc3339
 
 logger = logging.getLogger("svcgen.mesh.feeds")
 
@@ -99,23 +99,18 @@ class FeedSender:
 
 def heartbeat_document(
     service: str,
-    sent_at: datetime,
+    sent_at: float,
     report: HealthReport | None = None,
     *,
     instance_id: str | None = None,
     descriptor_hash: str | None = None,
 ) -> dict[str, Any]:
-    """`{service, sentAt, instanceId?, descriptorHash?, health}`; health defaults to healthy with no checks."""
-    document: dict[str, Any] = {"service": service, "sentAt": rfc3339_utc(sent_at)}
+    """`{service, sentAt, instanceId?, descriptorHash?, health}`; `sent_at` in epoch seconds; health defaults to
+    healthy with no checks."""
+    document: dict[str, Any] = {"service": service, "sentAt": rfc3339(sent_at)}
     if instance_id:
         document["instanceId"] = instance_id
     if descriptor_hash:
         document["descriptorHash"] = descriptor_hash
     document["health"] = report.document() if report is not None else {"isHealthy": True, "healthChecks": {}}
     return document
-
-
-def rfc3339_utc(moment: datetime) -> str:
-    """`2026-11-22T10:00:00.123Z`: millisecond precision, always UTC."""
-    utc = moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"

@@ -9,11 +9,11 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from ..descriptor import Descriptor
 from ..health import HealthReport
+from .clock import WallClock, wall_clock
 from .feeds import REREGISTER_KEY, FeedSender, heartbeat_document
 
 logger = logging.getLogger("svcgen.mesh.reporter")
@@ -30,10 +30,6 @@ IssueSource = Callable[[], Mapping[str, Any]]
 """Flushes the issue window into a batch (wire form)."""
 
 
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 class Reporter:
     def __init__(
         self,
@@ -48,7 +44,7 @@ class Reporter:
         interval: float = DEFAULT_INTERVAL,
         batch_size: int = DEFAULT_BATCH_SIZE,
         shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
-        clock: Callable[[], datetime] = _utc_now,
+        clock: WallClock = wall_clock,
     ) -> None:
         if interval <= 0:
             raise ValueError("reporter interval must be positive")

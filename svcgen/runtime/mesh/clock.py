@@ -1,0 +1,26 @@
+"""Clocks the mesh reads, injectable so tests never sleep, and the one RFC 3339 form their readings take.
+
+A wall clock is epoch seconds (`time.time`); a monotonic clock is seconds from any origin (`time.perf_counter`).
+Floats rather than datetimes: a reading happens on every invocation, the formatting only when a feed is built.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TypeAlias
+
+WallClock: TypeAlias = Callable[[], float]
+"""Seconds since the Unix epoch, UTC."""
+MonotonicClock: TypeAlias = Callable[[], float]
+"""Seconds from an arbitrary origin; only differences mean anything."""
+
+wall_clock: WallClock = time.time
+monotonic_clock: MonotonicClock = time.perf_counter
+
+
+def rfc3339(epoch_seconds: float) -> str:
+    """`2026-11-22T10:00:00.123Z`: UTC, millisecond precision."""
+    millis = round(epoch_seconds * 1000)
+    seconds, fraction = divmod(millis, 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{fraction:03d}Z"

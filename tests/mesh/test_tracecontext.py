@@ -1,0 +1,131 @@
+from __future__ import annotations
+
+import asyncio
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from svcgen.runtime.mesh.tracecontext import (
+    RandomIds,
+    TraceContext,
+    activate,
+    continue_trace,
+    current_trace,
+    deactivate,
+    format_traceparent,
+    parse_traceparent,
+    propagation_headers,
+)
+
+from .fakes import SequentialIds, traced_service
+
+TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+PARENT = "00f067aa0ba902b7"
+VALID = f"00-{TRACE}-{PARENT}-01"
+
+# (label, header value or None, joined)
+CASES: list[tuple[str, str | None, bool]] = [
+    ("valid", VALID, True),
+    ("valid-unsampled", f"00-{TRACE}-{PARENT}-00", True),
+    ("valid-future-version-exact-shape", f"01-{TRACE}-{PARENT}-01", True),
+    ("surrounding-ows", f" {VALID}\t", True),
+    ("absent", None, False),
+    ("empty", "", False),
+    ("three-segments", f"00-{TRACE}-{PARENT}", False),
+    ("five-segments", f"00-{TRACE}-{PARENT}-01-extra", False),
+    ("version-ff", f"ff-{TRACE}-{PARENT}-01", False),
+    ("version-one-digit", f"0-{TRACE}-{PARENT}-01", False),
+    ("trace-id-short", f"00-{TRACE[:-1]}-{PARENT}-01", False),
+    ("trace-id-long", f"00-{TRACE}0-{PARENT}-01", False),
+    ("parent-id-short", f"00-{TRACE}-{PARENT[:-1]}-01", False),
+    ("parent-id-long", f"00-{TRACE}-{PARENT}0-01", False),
+    ("flags-one-digit", f"00-{TRACE}-{PARENT}-0", False),
+    ("flags-non-hex", f"00-{TRACE}-{PARENT}-zz", False),
+    ("uppercase", f"00-{TRACE.upper()}-{PARENT}-01", False),
+    ("non-hex-trace", f"00-{TRACE[:-1]}g-{PARENT}-01", False),
+    ("all-zero-trace", f"00-{'0' * 32}-{PARENT}-01", False),
+    ("all-zero-parent", f"00-{TRACE}-{'0' * 16}-01", False),
+    ("newline-suffix", VALID + "\n", False),
+    ("garbage", "not a traceparent", False),
+]
+
+
+@pytest.mark.parametrize(("label", "value", "joined"), CASES, ids=[case[0] for case in CASES])
+def test_traceparent_is_joined_only_in_its_exact_shape(label: str, value: str | None, joined: bool) -> None:
+    parsed = parse_traceparent(value)
+    if joined:
+        assert parsed is not None
+        assert parsed[:2] == (TRACE, PARENT)
+    else:
+        assert parsed is None
+
+
+@pytest.mark.parametrize(("label", "value", "joined"), CASES, ids=[case[0] for case in CASES])
+def test_a_bad_traceparent_starts_a_new_trace_and_the_call_goes_on(label: str, value: str | None, joined: bool) -> None:
+    traced = traced_service()
+    headers = {"traceparent": value} if value is not None else {}
+    outcome = asyncio.run(traced.service.invoke("orders:get", headers=headers, body='{"orderId": "o-1"}'))
+    assert outcome.result.status == "ok"
+    [event] = traced.exporter.events
+    if joined:
+        assert (event.trace_id, event.parent_span_id) == (TRACE, PARENT)
+        assert event.span_id == f"{1:016x}"  # only a span id was minted
+    else:
+        assert (event.trace_id, event.parent_span_id) == (f"{1:032x}", None)
+        assert event.span_id == f"{2:016x}"
+
+
+def test_flags_keep_only_the_sampled_bit() -> None:
+    assert parse_traceparent(f"00-{TRACE}-{PARENT}-03") == (TRACE, PARENT, 1)
+    assert parse_traceparent(f"00-{TRACE}-{PARENT}-00") == (TRACE, PARENT, 0)
+
+
+def test_format_is_version_00_with_the_span_as_parent() -> None:
+    context = TraceContext(TRACE, "a" * 16, PARENT, 1)
+    assert format_traceparent(context) == f"00-{TRACE}-{'a' * 16}-01"
+    assert context.traceparent == format_traceparent(context)
+    joined = continue_trace(f"7f-{TRACE}-{PARENT}-ff", SequentialIds())
+    assert format_traceparent(joined) == f"00-{TRACE}-{1:016x}-01"
+
+
+def test_random_ids_are_lowercase_hex_of_the_right_length_and_distinct() -> None:
+    ids = RandomIds()
+    traces = {ids.trace_id() for _ in range(200)}
+    spans = {ids.span_id() for _ in range(200)}
+    assert len(traces) == len(spans) == 200
+    assert all(re.fullmatch(r"[0-9a-f]{32}", t) and t != "0" * 32 for t in traces)
+    assert all(re.fullmatch(r"[0-9a-f]{16}", s) and s != "0" * 16 for s in spans)
+
+
+def test_propagation_headers_follow_the_current_trace() -> None:
+    assert current_trace() is None
+    assert propagation_headers() == {}
+    context = TraceContext(TRACE, PARENT)
+    token = activate(context)
+    try:
+        assert current_trace() is context
+        assert propagation_headers() == {"traceparent": f"00-{TRACE}-{PARENT}-01"}
+    finally:
+        deactivate(token)
+    assert current_trace() is None
+
+
+@given(st.text(max_size=80))
+def test_parse_never_raises_and_joins_only_the_exact_shape(value: str) -> None:
+    parsed = parse_traceparent(value)
+    if parsed is not None:
+        assert re.fullmatch(r"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}", value.strip(" \t"))
+
+
+@given(st.from_regex(r"\A[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}\Z"))
+def test_every_exact_shape_with_nonzero_ids_and_a_known_version_joins(value: str) -> None:
+    version, trace_id, parent_id, _ = value.split("-")
+    expected = version != "ff" and trace_id != "0" * 32 and parent_id != "0" * 16
+    assert (parse_traceparent(value) is not None) == expected
+
+
+def test_a_non_string_header_value_starts_a_new_trace() -> None:
+    assert parse_traceparent(b"00-" + TRACE.encode()) is None
+    assert continue_trace(42, SequentialIds()).parent_span_id is None

@@ -1,0 +1,243 @@
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from svcgen.runtime.context import Context
+from svcgen.runtime.http.app import create_app
+from svcgen.runtime.mesh.exporters import InMemoryExporter, QueueExporter
+from svcgen.runtime.mesh.tracecontext import current_trace
+from svcgen.runtime.mesh.traces import LOG_EVERY, MAX_TEXT, TraceEvent
+from svcgen.runtime.pipeline import Next
+from svcgen.runtime.result import Result
+
+from .fakes import STARTED_TEXT, Traced, traced_service
+
+ALWAYS = {"traceId", "spanId", "service", "topic", "status"}
+TIMED = ALWAYS | {"instanceId", "durationMs", "startedAt"}
+
+
+def invoke(traced: Traced, topic: str, body: str | None = None, headers: dict[str, str] | None = None) -> Any:
+    return asyncio.run(traced.service.invoke(topic, headers=headers, body=body))
+
+
+def test_ok_event_has_exactly_the_known_keys_from_the_injected_clocks() -> None:
+    traced = traced_service()
+    outcome = invoke(traced, "orders:get", '{"orderId": "o-1"}')
+    assert outcome.result.status == "ok"
+    assert traced.events == [{
+        "traceId": f"{1:032x}", "spanId": f"{2:016x}", "service": "orders", "topic": "orders:get", "status": "ok",
+        "instanceId": "i-1", "durationMs": 12.5, "startedAt": STARTED_TEXT,
+    }]
+
+
+def test_no_instance_id_means_no_instance_key() -> None:
+    traced = traced_service(instance_id=None)
+    invoke(traced, "orders:get", '{"orderId": "o-1"}')
+    assert set(traced.events[0]) == TIMED - {"instanceId"}
+
+
+def test_resolved_version_and_status_verbatim() -> None:
+    traced = traced_service()
+    invoke(traced, "orders:place", '{"orderId": "o-1"}', {"svc-version": "v2"})
+    [event] = traced.events
+    assert (event["status"], event["topicVersion"]) == ("created", "v2")
+    assert set(event) == TIMED | {"topicVersion"}
+
+
+def test_not_found_and_validation_failures_are_traced_once_each() -> None:
+    traced = traced_service()
+    invoke(traced, "orders:nope", "{}", {"svc-version": "v9"})
+    invoke(traced, "orders:get", "{}")
+    invoke(traced, "", "{}")
+    invoke(traced, "orders:get", "{not json")
+    invoke(traced, "orders:place", "{}", {"svc-version": "v3"})
+    statuses = [(e["topic"], e["status"]) for e in traced.events]
+    assert statuses == [
+        ("orders:nope", "not-found"),
+        ("orders:get", "validation-error"),
+        ("", "validation-error"),
+        ("orders:get", "bad-request"),
+        ("orders:place", "not-found"),
+    ]
+    # A requested version that did not resolve is not a topicVersion.
+    assert all(set(e) == TIMED for e in traced.events)
+
+
+def test_handler_exception_is_service_unavailable_with_its_type_and_no_text() -> None:
+    traced = traced_service()
+    outcome = invoke(traced, "orders:explode", '{"orderId": "o-1"}')
+    assert outcome.result.status == "service-unavailable"
+    [event] = traced.events
+    assert event["status"] == "service-unavailable"
+    assert event["exceptionType"] == "LookupError"
+    assert set(event) == TIMED | {"exceptionType"}
+    text = orjson.dumps(event).decode()
+    assert "4111" not in text and "alice" not in text
+    assert "4111" not in repr(traced.exporter.events[0])
+
+
+def test_reserved_topics_are_not_routed_invocations() -> None:
+    traced = traced_service()
+    for topic in ("svc:mesh", "svc:spec", "svc:healthcheck"):
+        assert invoke(traced, topic).result.status == "ok"
+    envelope = asyncio.run(traced.service.invoke_envelope({"topic": "svc:mesh"}))
+    assert orjson.loads(envelope)["statusCode"] == "ok"
+    assert traced.events == []
+
+
+def test_correlation_id_is_read_and_a_huge_one_left_out() -> None:
+    traced = traced_service()
+    invoke(traced, "orders:get", '{"orderId": "o-1"}', {"X-Correlation-Id": "corr-42"})
+    invoke(traced, "orders:get", '{"orderId": "o-1"}', {"x-correlation-id": "c" * (MAX_TEXT + 1)})
+    invoke(traced, "orders:get", '{"orderId": "o-1"}', {"x-correlation-id": ""})
+    first, second, third = traced.events
+    assert first["correlationId"] == "corr-42"
+    assert "correlationId" not in second and "correlationId" not in third
+
+
+def test_an_unrouted_huge_topic_is_cut_in_the_event() -> None:
+    traced = traced_service()
+    invoke(traced, "x" * 100_000, "{}")
+    [event] = traced.events
+    assert event["status"] == "not-found"
+    assert len(event["topic"]) == MAX_TEXT and event["topic"].endswith("…")
+
+
+def test_trace_is_current_during_the_call_only_and_set_on_the_context() -> None:
+    seen: list[Any] = []
+
+    async def inner(context: Context, call_next: Next) -> Result[Any]:
+        seen.append((context.trace, current_trace()))
+        return await call_next(context)
+
+    traced = traced_service(inner=(inner,))
+    invoke(traced, "orders:get", '{"orderId": "o-1"}')
+    [(on_context, current)] = seen
+    assert on_context is current
+    assert on_context.trace_id == traced.events[0]["traceId"]
+    assert current_trace() is None
+
+
+def test_sync_handlers_see_the_trace_in_their_worker_thread() -> None:
+    traced = traced_service()
+    outcome = invoke(traced, "orders:sync", '{"orderId": "o-1"}')
+    body = orjson.loads(outcome.body)
+    [event] = traced.events
+    assert (body["traceId"], body["spanId"]) == (event["traceId"], event["spanId"])
+    assert body["headers"] == {"traceparent": f"00-{event['traceId']}-{event['spanId']}-01"}
+
+
+def test_concurrent_invocations_each_see_their_own_trace() -> None:
+    seen: list[tuple[str, str]] = []
+
+    async def inner(context: Context, call_next: Next) -> Result[Any]:
+        await asyncio.sleep(0)  # interleave the invocations
+        current = current_trace()
+        assert current is not None
+        seen.append((context.headers["x-correlation-id"], current.trace_id))
+        return await call_next(context)
+
+    traced = traced_service(inner=(inner,))
+
+    async def run() -> None:
+        await asyncio.gather(*(
+            traced.service.invoke("orders:get", headers={"x-correlation-id": str(i)}, body='{"orderId": "o"}')
+            for i in range(20)
+        ))
+
+    asyncio.run(run())
+    by_correlation = {e["correlationId"]: e["traceId"] for e in traced.events}
+    assert len(traced.events) == 20
+    assert dict(seen) == by_correlation
+
+
+def test_exception_escaping_an_inner_middleware_is_traced_then_reraised() -> None:
+    async def broken(context: Context, call_next: Next) -> Result[Any]:
+        raise KeyError("secret")
+
+    traced = traced_service(inner=(broken,))
+    with pytest.raises(KeyError):
+        invoke(traced, "orders:get", '{"orderId": "o-1"}')
+    [event] = traced.events
+    assert (event["status"], event["exceptionType"]) == ("unexpected-error", "KeyError")
+    assert current_trace() is None
+
+
+class RaisingExporter:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def export(self, event: TraceEvent) -> None:
+        self.calls += 1
+        raise RuntimeError("collector down")
+
+
+def test_a_failing_exporter_never_reaches_the_request(caplog: pytest.LogCaptureFixture) -> None:
+    exporter = RaisingExporter()
+    traced = traced_service(exporter=exporter)
+    with caplog.at_level(logging.WARNING, logger="svcgen.mesh.traces"):
+        outcomes = [invoke(traced, "orders:get", '{"orderId": "o-1"}') for _ in range(3)]
+    assert [o.result.status for o in outcomes] == ["ok", "ok", "ok"]
+    assert exporter.calls == 3 and traced.tracer.export_errors == 3
+    # Logged once per LOG_EVERY failures, not per request.
+    assert len([r for r in caplog.records if "exporter" in r.getMessage()]) == 1
+    assert LOG_EVERY > 3
+
+
+def test_a_failing_observer_or_id_source_never_reaches_the_request() -> None:
+    traced = traced_service()
+
+    def observer(event: TraceEvent, context: Context) -> None:
+        raise ValueError("bad observer")
+
+    traced.tracer.on_event.insert(0, observer)
+    assert invoke(traced, "orders:explode", '{"orderId": "o-1"}').result.status == "service-unavailable"
+    assert traced.tracer.observer_errors == 1
+    assert len(traced.issues) == 1  # later observers still ran
+
+    class BrokenIds:
+        def trace_id(self) -> str:
+            raise OSError("no entropy")
+
+        def span_id(self) -> str:
+            raise OSError("no entropy")
+
+    traced.tracer._ids = BrokenIds()
+    assert invoke(traced, "orders:get", '{"orderId": "o-1"}').result.status == "ok"
+    assert traced.tracer.internal_errors == 1
+
+
+def test_one_event_per_http_request_with_transport_headers() -> None:
+    queue = QueueExporter(cap=100)
+    traced = traced_service(exporter=queue)
+    app = create_app(traced.service, ["GET /orders/{orderId} -> orders:get"])
+
+    async def run() -> list[int]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://orders.test") as client:
+            codes = []
+            headers = {"traceparent": f"00-{'ab' * 16}-{'cd' * 8}-01", "x-correlation-id": "c-1"}
+            codes.append((await client.get("/orders/o-1", headers=headers)).status_code)
+            codes.append((await client.post("/svc/invoke/orders:explode", json={"orderId": "o"})).status_code)
+            codes.append((await client.get("/nowhere")).status_code)  # no route: no invocation
+            codes.append((await client.get("/svc/spec")).status_code)
+            return codes
+
+    assert asyncio.run(run()) == [200, 503, 404, 200]
+    first, second = queue.drain_wire()
+    assert (first["traceId"], first["parentSpanId"], first["correlationId"]) == ("ab" * 16, "cd" * 8, "c-1")
+    assert (second["status"], second["exceptionType"]) == ("service-unavailable", "LookupError")
+    assert [issue["transport"] for issue in traced.issues.flush()["issues"]] == ["http"]
+
+
+def test_in_memory_exporter_is_the_default_sink_of_the_helper() -> None:
+    traced = traced_service(exporter=InMemoryExporter(cap=1))
+    invoke(traced, "orders:get", '{"orderId": "o-1"}')
+    invoke(traced, "orders:get", '{"orderId": "o-2"}')
+    assert len(traced.exporter.events) == 1 and traced.exporter.dropped == 1
