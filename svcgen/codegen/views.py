@@ -88,6 +88,9 @@ def service_view(wiring: Wiring) -> ServiceView:
     imports.name("svcgen.runtime.http.app", "HttpApp")
     imports.name("svcgen.runtime.http.routing", "Route")
     imports.name("svcgen.runtime.produces", "ProducedTopic")
+    if wiring.mesh:
+        imports.name("svcgen.runtime.mesh.host", "MeshHost")
+        imports.name("svcgen.runtime.mesh.host", "MeshSettings")
     if wiring.health:
         imports.name("svcgen.runtime", "HealthCheck")
         imports.name("svcgen.runtime", "HealthChecks")
@@ -123,6 +126,7 @@ def clients_view(wiring: Wiring) -> ClientsView:
     imports.name("svcgen.runtime", "Result")
     imports.name("svcgen.runtime.codec", "codec_for")
     imports.name("svcgen.runtime.http.sender", "HttpSender")
+    imports.name("svcgen.runtime.mesh.tracecontext", "propagation_headers")
     _import_models([expr for p in wiring.produces for expr in (p.request, p.response)], imports)
     methods = tuple(
         ClientMethod(

@@ -8,6 +8,7 @@ from typing import Any, Final
 from svcgen.runtime import HealthCheck, HealthChecks, Identity, Registry, Service
 from svcgen.runtime.http.app import HttpApp
 from svcgen.runtime.http.routing import Route
+from svcgen.runtime.mesh.host import MeshHost, MeshSettings
 from svcgen.runtime.produces import ProducedTopic
 
 from . import health, models
@@ -24,10 +25,12 @@ TITLE: Final = "Inventory API"
 API_VERSION: Final = "0.9.0"
 PREFIX: Final = "/ops"
 
-# Mesh feeds: the collector base URL (feeds go to {collector}{prefix}/invoke), heartbeat period, issue feed.
-MESH_COLLECTOR: Final = "http://collector.internal:8700"
-MESH_HEARTBEAT_SECONDS: Final = 15.0
-MESH_ISSUES: Final = True
+MESH: Final = MeshSettings(
+    collector="http://collector.internal:8700",
+    heartbeat_seconds=15.0,
+    issues=True,
+)
+"""Mesh feeds: traces, issues, register and heartbeats go to {collector}{prefix}/invoke."""
 
 ROUTES: Final[tuple[Route, ...]] = (
     Route.parse("GET /stock/{sku}", "inventory:stock"),
@@ -95,8 +98,9 @@ def health_checks() -> HealthChecks:
     )
 
 
-def build_service(**options: Any) -> Service:
-    """The service as the manifest declares it; `options` go to `Service` (middleware, dependencies, ...)."""
+def build_service(*, mesh: MeshHost | None = None, **options: Any) -> Service:
+    """The service as the manifest declares it; `mesh` adds its trace middleware first; `options` go to
+    `Service` (middleware, dependencies, ...)."""
     settings: dict[str, Any] = {
         "health": health_checks(),
         "produces": PRODUCES,
@@ -105,9 +109,15 @@ def build_service(**options: Any) -> Service:
         "prefix": PREFIX,
     }
     settings.update(options)
+    if mesh is not None:
+        settings["middleware"] = [*mesh.middleware, *settings.get("middleware", ())]
     return Service(identity(), build_registry(), **settings)
 
 
-def create_app(service: Service | None = None, **options: Any) -> HttpApp:
-    """The HTTP app over `service` (default `build_service()`); `options` go to `HttpApp`."""
-    return HttpApp(service if service is not None else build_service(), ROUTES, **options)
+def create_app(service: Service | None = None, *, mesh: MeshHost | None = None, **options: Any) -> HttpApp:
+    """The HTTP app over `service` (default `build_service()` traced and reporting to the collector);
+    `options` go to `HttpApp`. A service passed in is served as it is, without the mesh."""
+    if service is not None:
+        return HttpApp(service, ROUTES, **options)
+    mesh = mesh if mesh is not None else MeshHost(identity(), MESH)
+    return mesh.attach(HttpApp(build_service(mesh=mesh), ROUTES, **options))

@@ -19,6 +19,7 @@ from typing import Any, Final, Self, TypeVar
 from svcgen.runtime import Result
 from svcgen.runtime.codec import codec_for
 from svcgen.runtime.http.sender import HttpSender
+from svcgen.runtime.mesh.tracecontext import propagation_headers
 
 from . import models
 
@@ -37,7 +38,10 @@ class Clients:
 
     def __init__(self, target: str | HttpSender) -> None:
         self._owns_sender = not isinstance(target, HttpSender)
-        self.sender = target if isinstance(target, HttpSender) else HttpSender(target)
+        # The sender forwards the current trace, so the callee's span joins this invocation's trace.
+        self.sender = (
+            target if isinstance(target, HttpSender) else HttpSender(target, extra_headers=propagation_headers)
+        )
 
     async def aclose(self) -> None:
         if self._owns_sender:

@@ -1,0 +1,84 @@
+"""Mesh plumbing for one hosted service: the trace middleware, its bounded queue, the issue aggregator,
+and the feeds reporter, started and stopped with the HTTP app's lifespan."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from dataclasses import dataclass
+
+from ..http.app import HttpApp
+from ..identity import Identity
+from ..pipeline import Middleware
+from .exporters import QueueExporter
+from .feeds import EnvelopePublisher, FeedSender, Publisher
+from .issues import IssueAggregator
+from .reporter import DEFAULT_INTERVAL, Reporter
+from .traces import TraceMiddleware
+
+DEFAULT_TRACE_QUEUE_CAP = 10_000
+
+
+@dataclass(frozen=True)
+class MeshSettings:
+    collector: str
+    """Collector base URL; feeds go to `{collector}{prefix}/invoke`."""
+    heartbeat_seconds: float = DEFAULT_INTERVAL
+    issues: bool = True
+    trace_queue_cap: int = DEFAULT_TRACE_QUEUE_CAP
+    """Trace events waiting for the next beat; past it the oldest are dropped and counted."""
+
+
+def new_instance_id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+class MeshHost:
+    def __init__(
+        self,
+        identity: Identity,
+        settings: MeshSettings,
+        *,
+        publisher: Publisher | None = None,
+        instance_id: str | None = None,
+    ) -> None:
+        self.settings = settings
+        self.instance_id = instance_id or identity.instance_id or new_instance_id()
+        self.identity = dataclasses.replace(identity, instance_id=self.instance_id)
+        self.queue = QueueExporter(cap=settings.trace_queue_cap)
+        self.issues = IssueAggregator(identity.service) if settings.issues else None
+        self.tracer = TraceMiddleware(
+            self.identity, self.queue, on_event=[self.issues.observe] if self.issues is not None else []
+        )
+        self._publisher = publisher
+        self.reporter: Reporter | None = None
+
+    @property
+    def middleware(self) -> list[Middleware]:
+        """Install first: the trace middleware times the whole invocation."""
+        return [self.tracer]
+
+    def attach(self, app: HttpApp) -> HttpApp:
+        """Run the reporter in `app`'s lifespan: register at startup, beat, flush once more at shutdown."""
+        owned = self._publisher is None
+        publisher = self._publisher or EnvelopePublisher(self.settings.collector, app.service.prefix)
+        reporter = Reporter(
+            FeedSender(publisher),
+            app.service.descriptor,
+            service=self.identity.service,
+            instance_id=self.instance_id,
+            health=app.service.check_health,
+            traces=self.queue.drain_wire,
+            issues=self.issues.flush if self.issues is not None else None,
+            interval=self.settings.heartbeat_seconds,
+        )
+
+        async def stop() -> None:
+            await reporter.stop()
+            if owned and isinstance(publisher, EnvelopePublisher):
+                await publisher.aclose()
+
+        app.on_startup.append(reporter.start)
+        app.on_shutdown.append(stop)
+        self.reporter = reporter
+        return app
