@@ -10,13 +10,15 @@ import pytest
 
 from svcgen.runtime.context import Context
 from svcgen.runtime.http.app import create_app
+from svcgen.runtime.identity import Identity
 from svcgen.runtime.mesh.exporters import InMemoryExporter, QueueExporter
 from svcgen.runtime.mesh.tracecontext import current_trace
-from svcgen.runtime.mesh.traces import LOG_EVERY, MAX_TEXT, TraceEvent
+from svcgen.runtime.mesh.traces import LOG_EVERY, MAX_TEXT, TraceEvent, TraceMiddleware
 from svcgen.runtime.pipeline import Next
 from svcgen.runtime.result import Result
+from svcgen.runtime.service import Service
 
-from .fakes import STARTED_TEXT, Traced, traced_service
+from .fakes import STARTED_TEXT, Traced, registry, traced_service
 
 ALWAYS = {"traceId", "spanId", "service", "topic", "status"}
 TIMED = ALWAYS | {"instanceId", "durationMs", "startedAt"}
@@ -208,9 +210,11 @@ def test_a_failing_observer_or_id_source_never_reaches_the_request() -> None:
         def span_id(self) -> str:
             raise OSError("no entropy")
 
-    traced.tracer._ids = BrokenIds()
-    assert invoke(traced, "orders:get", '{"orderId": "o-1"}').result.status == "ok"
-    assert traced.tracer.internal_errors == 1
+    broken = TraceMiddleware(Identity("orders"), InMemoryExporter(), ids=BrokenIds())
+    service = Service(Identity("orders"), registry(), middleware=[broken])
+    untraced = Traced(service, broken, InMemoryExporter(), traced.issues)
+    assert invoke(untraced, "orders:get", '{"orderId": "o-1"}').result.status == "ok"
+    assert broken.internal_errors == 1
 
 
 def test_one_event_per_http_request_with_transport_headers() -> None:
