@@ -1,0 +1,1 @@
+"""UI artifacts: the read models mesh dashboards fetch by relative path, written from a collector snapshot."""
