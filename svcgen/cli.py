@@ -6,11 +6,13 @@ lines on stderr with exit status 1, never as a traceback.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from pathlib import Path
 from typing import NoReturn
 
 import click
+import orjson
 
 from .codegen.errors import CodegenError
 from .codegen.files import GeneratedFile
@@ -19,6 +21,9 @@ from .codegen.starter import starter_manifest
 from .codegen.writer import stale_diff, write_package
 from .manifest import Manifest, ManifestError, load_manifest
 from .manifest.build import default_package
+from .runtime.mesh import probe as probing
+from .runtime.mesh.profile import MEANINGS
+from .runtime.reserved import DEFAULT_PREFIX
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -103,6 +108,33 @@ def serve(package_dir: Path, host: str, port: int, workers: int) -> None:
         _fail([f"{package_dir.as_posix()}: {name!r} is not an importable package name"])
     app_dir = str(package_dir.resolve().parent)
     uvicorn.run(f"{name}.app:app", host=host, port=port, workers=workers, app_dir=app_dir)
+
+
+@main.command()
+@click.argument("url")
+@click.option("--prefix", default=DEFAULT_PREFIX, show_default=True, help="Where the well-known surfaces are mounted.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--timeout", default=probing.DEFAULT_TIMEOUT, show_default=True, type=click.FloatRange(min=0.1),
+              help="Seconds to wait for each surface.")
+def probe(url: str, prefix: str, as_json: bool, timeout: float) -> None:
+    """Audit the running service at URL against the cloud-service profile, from outside.
+
+    Exit status 1 when a requirement is positively unmet; inconclusive verdicts do not fail.
+    """
+    if not url.startswith(("http://", "https://")):
+        _fail([f"{url}: not an http(s) URL; for example http://127.0.0.1:8000"])
+    report = asyncio.run(probing.probe(url, prefix=prefix, timeout=timeout))
+    if as_json:
+        click.echo(orjson.dumps(report.document(), option=orjson.OPT_INDENT_2).decode())
+    else:
+        click.echo(f"probe {report.base_url} (prefix {report.prefix})")
+        for verdict in report.requirements:
+            click.echo(f"  {verdict.id}  {verdict.verdict:<13}  {MEANINGS[verdict.id]}: {verdict.reason}")
+        unmet, unknown = report.not_satisfied, report.inconclusive
+        summary = f"not satisfied: {', '.join(unmet)}" if unmet else "clean: nothing positively unmet"
+        click.echo(summary + (f"; inconclusive: {', '.join(unknown)}" if unknown else ""))
+    if not report.is_clean:
+        raise SystemExit(1)
 
 
 @main.command()

@@ -16,7 +16,11 @@ from typing import Any
 
 from ..manifest.typeexpr import TypeExpr
 from ..runtime.context import Context
+from ..runtime.health import HealthCheck, HealthChecks
+from ..runtime.http.app import HttpApp
 from ..runtime.jsontext import document_bytes
+from ..runtime.mesh.host import MeshHost, MeshSettings
+from ..runtime.mesh.profile import declare_profile
 from ..runtime.produces import ProducedTopic
 from ..runtime.registry import Registry
 from ..runtime.result import Result
@@ -43,7 +47,10 @@ def contract_documents(wiring: Wiring, models_source: str, package: str) -> dict
             exec(compile(models_source, f"<{package}/models.py>", "exec"), module.__dict__)
         except Exception as error:
             raise CodegenError(f"{package}/models.py does not run: {type(error).__name__}: {error}") from error
-        service = _placeholder_service(wiring, module)
+        mesh = _mesh_host(wiring)
+        service = _placeholder_service(wiring, module, mesh)
+        # The profile create_app declares: the same self-check of the same hosting.
+        declare_profile(HttpApp(service), mesh)
         return {
             DESCRIPTOR: document_bytes(service.descriptor.document),
             OPENAPI: document_bytes(service.openapi),
@@ -53,7 +60,7 @@ def contract_documents(wiring: Wiring, models_source: str, package: str) -> dict
         del sys.modules[name]
 
 
-def _placeholder_service(wiring: Wiring, models: types.ModuleType) -> Service:
+def _placeholder_service(wiring: Wiring, models: types.ModuleType, mesh: MeshHost | None) -> Service:
     registry = Registry()
     for topic in wiring.topics:
         registry.add(
@@ -76,11 +83,24 @@ def _placeholder_service(wiring: Wiring, models: types.ModuleType) -> Service:
     return Service(
         wiring.identity(),
         registry,
+        middleware=mesh.middleware if mesh is not None else (),
+        health=HealthChecks([HealthCheck(check.name, _healthy) for check in wiring.health]) if wiring.health else None,
         produces=produces,
         title=wiring.title,
         api_version=wiring.api_version,
         prefix=wiring.prefix,
     )
+
+
+def _mesh_host(wiring: Wiring) -> MeshHost | None:
+    if wiring.mesh is None:
+        return None
+    settings = MeshSettings(wiring.mesh.collector, wiring.mesh.heartbeat_seconds, wiring.mesh.issues)
+    return MeshHost(wiring.identity(), settings)
+
+
+def _healthy() -> bool:
+    return True
 
 
 def _resolve(expr: TypeExpr, models: types.ModuleType) -> Any:

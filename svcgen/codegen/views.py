@@ -87,6 +87,7 @@ def service_view(wiring: Wiring) -> ServiceView:
         imports.name("svcgen.runtime", name)
     imports.name("svcgen.runtime.http.app", "HttpApp")
     imports.name("svcgen.runtime.http.routing", "Route")
+    imports.name("svcgen.runtime.mesh.profile", "declare_profile")
     imports.name("svcgen.runtime.produces", "ProducedTopic")
     if wiring.mesh:
         imports.name("svcgen.runtime.mesh.host", "MeshHost")

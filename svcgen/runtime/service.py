@@ -5,6 +5,7 @@ Everything derived from the registry (descriptor, spec, their JSON) is computed 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import cached_property
@@ -59,21 +60,29 @@ class Service:
         self.title = title
         self.api_version = api_version
         self.prefix = normalize_prefix(prefix)
-        self.pipeline = Pipeline(registry, middleware)
-        self.descriptor: Descriptor = build_descriptor(identity, registry, produces)
+        self.middleware = tuple(middleware)
+        self.pipeline = Pipeline(registry, self.middleware)
+        self.produces = produces
         self.spec: dict[str, Any] = build_spec(identity.service, registry)
-        self._mesh_answer = Outcome(Result.ok(self.descriptor.document), self.descriptor.json_text.encode())
         self._spec_answer = Outcome(Result.ok(self.spec), orjson.dumps(self.spec))
-        # Static answers are framed once, so their cost does not grow with the registry.
-        self._static_envelopes = {
-            MESH_TOPIC: response_envelope_bytes(self._mesh_answer),
-            SPEC_TOPIC: response_envelope_bytes(self._spec_answer),
-        }
+        self._static_envelopes: dict[str, bytes] = {SPEC_TOPIC: response_envelope_bytes(self._spec_answer)}
+        self._describe(identity)
         self._reserved: dict[str, _ReservedAnswer] = {
             MESH_TOPIC: self._answer_mesh,
             SPEC_TOPIC: self._answer_spec,
             HEALTHCHECK_TOPIC: self._answer_health,
         }
+
+    def declare_profile(self, profile: Mapping[str, Any]) -> None:
+        """Put the profile object in the descriptor; the hash does not cover it, so it stays the same."""
+        self._describe(dataclasses.replace(self.identity, profile=dict(profile)))
+
+    def _describe(self, identity: Identity) -> None:
+        self.identity = identity
+        self.descriptor: Descriptor = build_descriptor(identity, self.registry, self.produces)
+        self._mesh_answer = Outcome(Result.ok(self.descriptor.document), self.descriptor.json_text.encode())
+        # Static answers are framed once, so their cost does not grow with the registry.
+        self._static_envelopes[MESH_TOPIC] = response_envelope_bytes(self._mesh_answer)
 
     @cached_property
     def openapi(self) -> dict[str, Any]:

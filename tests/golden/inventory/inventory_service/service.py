@@ -9,6 +9,7 @@ from svcgen.runtime import HealthCheck, HealthChecks, Identity, Registry, Servic
 from svcgen.runtime.http.app import HttpApp
 from svcgen.runtime.http.routing import Route
 from svcgen.runtime.mesh.host import MeshHost, MeshSettings
+from svcgen.runtime.mesh.profile import declare_profile
 from svcgen.runtime.produces import ProducedTopic
 
 from . import health, models
@@ -116,8 +117,13 @@ def build_service(*, mesh: MeshHost | None = None, **options: Any) -> Service:
 
 def create_app(service: Service | None = None, *, mesh: MeshHost | None = None, **options: Any) -> HttpApp:
     """The HTTP app over `service` (default `build_service()` traced and reporting to the collector);
-    `options` go to `HttpApp`. A service passed in is served as it is, without the mesh."""
+    `options` go to `HttpApp`. A service passed in is served as it is, without the mesh. The descriptor
+    carries the profile self-check of the app as built."""
     if service is not None:
-        return HttpApp(service, ROUTES, **options)
+        app = HttpApp(service, ROUTES, **options)
+        declare_profile(app)
+        return app
     mesh = mesh if mesh is not None else MeshHost(identity(), MESH)
-    return mesh.attach(HttpApp(build_service(mesh=mesh), ROUTES, **options))
+    app = HttpApp(build_service(mesh=mesh), ROUTES, **options)
+    declare_profile(app, mesh)
+    return mesh.attach(app)

@@ -8,6 +8,7 @@ from typing import Any, Final
 from svcgen.runtime import Identity, Registry, Service
 from svcgen.runtime.http.app import HttpApp
 from svcgen.runtime.http.routing import Route
+from svcgen.runtime.mesh.profile import declare_profile
 from svcgen.runtime.produces import ProducedTopic
 
 from . import models
@@ -91,4 +92,6 @@ def build_service(**options: Any) -> Service:
 
 def create_app(service: Service | None = None, **options: Any) -> HttpApp:
     """The HTTP app over `service` (default `build_service()`); `options` go to `HttpApp`."""
-    return HttpApp(service if service is not None else build_service(), ROUTES, **options)
+    app = HttpApp(service if service is not None else build_service(), ROUTES, **options)
+    declare_profile(app)
+    return app

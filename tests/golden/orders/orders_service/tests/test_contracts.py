@@ -9,7 +9,7 @@ from pathlib import Path
 
 import httpx
 
-from ..service import build_service, create_app
+from ..service import create_app
 
 CONTRACTS = Path(__file__).resolve().parent.parent / "contracts"
 PREFIX = "/svc"
@@ -33,4 +33,5 @@ def test_served_openapi_is_committed() -> None:
 
 def test_descriptor_is_committed() -> None:
     committed = json.loads((CONTRACTS / "descriptor.json").read_text(encoding="utf-8"))
-    assert build_service().descriptor.document == committed
+    # create_app, not build_service: the descriptor carries the profile self-check of the app as hosted.
+    assert create_app().service.descriptor.document == committed
