@@ -96,7 +96,7 @@ def _mesh_host(wiring: Wiring) -> MeshHost | None:
     if wiring.mesh is None:
         return None
     settings = MeshSettings(wiring.mesh.collector, wiring.mesh.heartbeat_seconds, wiring.mesh.issues)
-    return MeshHost(wiring.identity(), settings)
+    return MeshHost(wiring.identity(), settings, environ={})
 
 
 def _healthy() -> bool:

@@ -9,7 +9,7 @@ import pytest
 from svcgen.runtime.health import HealthCheck, HealthChecks
 from svcgen.runtime.http.app import HttpApp
 from svcgen.runtime.identity import Identity
-from svcgen.runtime.mesh.host import MeshHost, MeshSettings
+from svcgen.runtime.mesh.host import COLLECTOR_ENV, MeshHost, MeshSettings
 from svcgen.runtime.mesh.profile import PROFILE_NAME, REQUIREMENTS, declare_profile, self_check
 from svcgen.runtime.registry import Registry
 from svcgen.runtime.service import Service
@@ -113,3 +113,12 @@ def test_the_register_feed_carries_the_declared_profile() -> None:
     mesh.attach(app)
     assert mesh.reporter is not None
     assert mesh.reporter.descriptor.document["profile"] == {"name": PROFILE_NAME}
+
+
+def test_the_collector_address_can_be_overridden_where_the_service_runs() -> None:
+    settings = MeshSettings("http://127.0.0.1:8700")
+    host = MeshHost(IDENTITY, settings, environ={COLLECTOR_ENV: "http://collector.internal:9000"})
+    assert host.settings.collector == "http://collector.internal:9000"
+    assert MeshHost(IDENTITY, settings, environ={COLLECTOR_ENV: " "}).settings.collector == "http://127.0.0.1:8700"
+    service = Service(IDENTITY, registry(), middleware=host.middleware)
+    assert "http://collector.internal:9000" in self_check(service, HttpApp(service), host).reason("R6")

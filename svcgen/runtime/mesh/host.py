@@ -4,7 +4,9 @@ and the feeds reporter, started and stopped with the HTTP app's lifespan."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..http.app import HttpApp
@@ -17,6 +19,8 @@ from .reporter import DEFAULT_INTERVAL, Reporter
 from .traces import TraceMiddleware
 
 DEFAULT_TRACE_QUEUE_CAP = 10_000
+COLLECTOR_ENV = "SVCGEN_COLLECTOR"
+"""Overrides the manifest's `mesh.collector` where the service runs, without a rebuild."""
 
 
 @dataclass(frozen=True)
@@ -41,8 +45,10 @@ class MeshHost:
         *,
         publisher: Publisher | None = None,
         instance_id: str | None = None,
+        environ: Mapping[str, str] = os.environ,
     ) -> None:
-        self.settings = settings
+        collector = environ.get(COLLECTOR_ENV, "").strip()
+        self.settings = dataclasses.replace(settings, collector=collector) if collector else settings
         self.instance_id = instance_id or identity.instance_id or new_instance_id()
         self.identity = dataclasses.replace(identity, instance_id=self.instance_id)
         self.queue = QueueExporter(cap=settings.trace_queue_cap)

@@ -8,6 +8,7 @@ from typing import Any, Final
 from svcgen.runtime import Identity, Registry, Service
 from svcgen.runtime.http.app import HttpApp
 from svcgen.runtime.http.routing import Route
+from svcgen.runtime.mesh.host import MeshHost, MeshSettings
 from svcgen.runtime.mesh.profile import declare_profile
 from svcgen.runtime.produces import ProducedTopic
 
@@ -19,6 +20,13 @@ SERVICE_VERSION: Final = "2.0.1"
 TITLE: Final = "Payments API"
 API_VERSION: Final = "2.0.0"
 PREFIX: Final = "/svc"
+
+MESH: Final = MeshSettings(
+    collector="http://127.0.0.1:8700",
+    heartbeat_seconds=30.0,
+    issues=True,
+)
+"""Mesh feeds: traces, issues, register and heartbeats go to {collector}{prefix}/invoke."""
 
 ROUTES: Final[tuple[Route, ...]] = (
     Route.parse("POST /captures", "payments:capture"),
@@ -78,8 +86,9 @@ def identity() -> Identity:
     )
 
 
-def build_service(**options: Any) -> Service:
-    """The service as the manifest declares it; `options` go to `Service` (middleware, dependencies, ...)."""
+def build_service(*, mesh: MeshHost | None = None, **options: Any) -> Service:
+    """The service as the manifest declares it; `mesh` adds its trace middleware first; `options` go to
+    `Service` (middleware, dependencies, ...)."""
     settings: dict[str, Any] = {
         "produces": PRODUCES,
         "title": TITLE,
@@ -87,11 +96,20 @@ def build_service(**options: Any) -> Service:
         "prefix": PREFIX,
     }
     settings.update(options)
+    if mesh is not None:
+        settings["middleware"] = [*mesh.middleware, *settings.get("middleware", ())]
     return Service(identity(), build_registry(), **settings)
 
 
-def create_app(service: Service | None = None, **options: Any) -> HttpApp:
-    """The HTTP app over `service` (default `build_service()`); `options` go to `HttpApp`."""
-    app = HttpApp(service if service is not None else build_service(), ROUTES, **options)
-    declare_profile(app)
-    return app
+def create_app(service: Service | None = None, *, mesh: MeshHost | None = None, **options: Any) -> HttpApp:
+    """The HTTP app over `service` (default `build_service()` traced and reporting to the collector);
+    `options` go to `HttpApp`. A service passed in is served as it is, without the mesh. The descriptor
+    carries the profile self-check of the app as built."""
+    if service is not None:
+        app = HttpApp(service, ROUTES, **options)
+        declare_profile(app)
+        return app
+    mesh = mesh if mesh is not None else MeshHost(identity(), MESH)
+    app = HttpApp(build_service(mesh=mesh), ROUTES, **options)
+    declare_profile(app, mesh)
+    return mesh.attach(app)
