@@ -1,0 +1,96 @@
+"""Reading the catalog: which entry stands for a service, and the topics it serves and sends.
+
+Descriptors and specs are outside input kept verbatim by the collector, so every read here is defensive:
+a malformed topic entry is skipped, a missing or non-object schema is the open schema `{}` (the topic
+descriptor default), a missing or non-string version is the empty version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..collector.snapshot import CatalogEntry, Json
+from .times import parse_epoch
+
+_NEVER = float("-inf")
+
+
+@dataclass(frozen=True, slots=True)
+class TopicContract:
+    service: str
+    topic: str
+    version: str
+    request_schema: Json
+    response_schema: Json
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.topic, self.version
+
+
+def current_entries(catalog: Iterable[CatalogEntry]) -> dict[str, CatalogEntry]:
+    """One entry per service: the one heard from last (register or spec poll); older serviceVersions are
+    history. Ties go to the greater serviceVersion so the choice never depends on list order."""
+    chosen: dict[str, CatalogEntry] = {}
+    for entry in catalog:
+        name = entry["service"]
+        if name not in chosen or _recency(entry) > _recency(chosen[name]):
+            chosen[name] = entry
+    return dict(sorted(chosen.items()))
+
+
+def served_topics(entry: CatalogEntry) -> list[TopicContract]:
+    """From the newer of the registered descriptor and the polled spec; the other when it has no topic list."""
+    descriptor_topics = _topic_list(entry.get("descriptor"), "topics")
+    spec_topics = _topic_list(entry.get("spec"), "topics")
+    if descriptor_topics is None or spec_topics is None:
+        chosen = descriptor_topics if spec_topics is None else spec_topics
+    else:
+        newer_spec = _at(entry.get("specFetchedAt")) > _at(entry.get("registeredAt"))
+        chosen = spec_topics if newer_spec else descriptor_topics
+    return _contracts(entry["service"], chosen or [])
+
+
+def produced_topics(entry: CatalogEntry) -> list[TopicContract]:
+    """The descriptor's `produces`: topics the service sends. A spec does not say."""
+    return _contracts(entry["service"], _topic_list(entry.get("descriptor"), "produces") or [])
+
+
+def _recency(entry: CatalogEntry) -> tuple[float, str]:
+    heard = max(_at(entry.get("registeredAt")), _at(entry.get("specFetchedAt")))
+    return heard, entry.get("serviceVersion", "")
+
+
+def _at(text: object) -> float:
+    epoch = parse_epoch(text)
+    return _NEVER if epoch is None else epoch
+
+
+def _topic_list(document: object, key: str) -> list[Any] | None:
+    if not isinstance(document, Mapping):
+        return None
+    topics = document.get(key)
+    return topics if isinstance(topics, list) else None
+
+
+def _contracts(service: str, entries: list[Any]) -> list[TopicContract]:
+    contracts: dict[tuple[str, str], TopicContract] = {}
+    for item in entries:
+        if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
+            continue
+        version = item.get("version")
+        contract = TopicContract(
+            service=service,
+            topic=item["id"],
+            version=version if isinstance(version, str) else "",
+            request_schema=_schema(item.get("requestSchema")),
+            response_schema=_schema(item.get("responseSchema")),
+        )
+        contracts.setdefault(contract.key, contract)  # a duplicated key: the first entry stands
+    return [contracts[key] for key in sorted(contracts)]
+
+
+def _schema(value: object) -> Json:
+    return dict(value) if isinstance(value, Mapping) else {}
