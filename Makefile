@@ -14,8 +14,18 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check svcgen tests bench
 	$(VENV)/bin/mypy svcgen
 
-test: lint
+test: lint chromium
 	$(VENV)/bin/pytest
+
+# The dashboard tests drive headless Chromium; install it (Debian package) when it is missing.
+.PHONY: chromium
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ]; then sudo=; \
+		elif command -v sudo >/dev/null 2>&1; then sudo=sudo; \
+		else echo "chromium is missing: install it as root (apt-get install -y chromium)" >&2; exit 1; fi; \
+		echo "installing chromium (apt-get)"; \
+		$$sudo apt-get update && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; }
 
 demo: $(STAMP)
 	$(PY) examples/demo.py
