@@ -1,1 +1,14 @@
-"""The collector: ingest of the mesh feeds, the catalog, its queries, its stores and its snapshot."""
+"""The collector: ingest of the mesh feeds, the catalog, its queries, its stores and its snapshot.
+
+Host it with `create_app(collector_service(Collector(JsonFileStore(path))))`; the poller feeds it through
+`Collector.record_poll`; the UI artifacts are written from `Collector.snapshot()` (or a store's `load()`).
+"""
+
+from .collector import Collector, SnapshotError
+from .limits import Limits
+from .service import collector_service
+from .snapshot import Snapshot
+from .store import JsonFileStore, MemoryStore, Store
+
+__all__ = ["Collector", "JsonFileStore", "Limits", "MemoryStore", "Snapshot", "SnapshotError", "Store",
+           "collector_service"]

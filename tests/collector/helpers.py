@@ -1,0 +1,122 @@
+"""A settable clock and small builders of feed documents for the collector tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from svcgen.runtime.mesh.collector import Collector, Limits, MemoryStore, Store
+
+START = 1_800_000_000.0
+START_TEXT = "2027-01-15T08:00:00.000Z"
+
+
+class Clock:
+    def __init__(self, now: float = START) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def collector(store: Store | None = None, clock: Clock | None = None, **options: Any) -> Collector:
+    limits = options.pop("limits", None) or Limits()
+    return Collector(store if store is not None else MemoryStore(), clock=clock or Clock(), limits=limits, **options)
+
+
+def topic(id_: str, request: dict[str, Any] | None = None, version: str = "") -> dict[str, Any]:
+    entry: dict[str, Any] = {"id": id_}
+    if version:
+        entry["version"] = version
+    entry["requestSchema"] = request if request is not None else {"type": "object"}
+    entry["responseSchema"] = {}
+    return entry
+
+
+def descriptor(
+    service: str = "orders",
+    topics: list[dict[str, Any]] | None = None,
+    *,
+    instance: str | None = "i-1",
+    version: str | None = None,
+    digest: str | None = None,
+    produces: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    document: dict[str, Any] = {"service": service}
+    if version:
+        document["serviceVersion"] = version
+    document["runtime"] = "python"
+    if instance:
+        document["instanceId"] = instance
+    document["topics"] = topics if topics is not None else [topic(f"{service}:get")]
+    if produces is not None:
+        document["produces"] = produces
+    document["descriptorHash"] = digest or f"sha256:{service}-{version or ''}-1"
+    return document
+
+
+def heartbeat(
+    service: str = "orders", *, instance: str | None = "i-1", digest: str | None = None, healthy: bool = True
+) -> dict[str, Any]:
+    document: dict[str, Any] = {"service": service, "sentAt": START_TEXT}
+    if instance:
+        document["instanceId"] = instance
+    document["descriptorHash"] = digest or f"sha256:{service}--1"
+    document["health"] = {"isHealthy": healthy, "healthChecks": {}}
+    return document
+
+
+def event(
+    n: int,
+    *,
+    service: str = "orders",
+    topic_id: str = "orders:get",
+    status: str = "ok",
+    trace: str | None = None,
+    parent: str | None = None,
+    span: str | None = None,
+    duration: float | None = 2.0,
+) -> dict[str, Any]:
+    wire: dict[str, Any] = {
+        "traceId": trace or f"{n:032x}",
+        "spanId": span or f"{n:016x}",
+        "service": service,
+        "topic": topic_id,
+        "status": status,
+    }
+    if parent:
+        wire["parentSpanId"] = parent
+    if duration is not None:
+        wire["durationMs"] = duration
+    wire["startedAt"] = START_TEXT
+    return wire
+
+
+def issue(
+    service: str = "orders",
+    *,
+    fingerprint: str = "f" * 32,
+    count: int = 1,
+    first: str = START_TEXT,
+    last: str = START_TEXT,
+    exemplars: list[str] | None = None,
+) -> dict[str, Any]:
+    return {
+        "fingerprint": fingerprint,
+        "classification": "exception",
+        "service": service,
+        "topic": "orders:get",
+        "status": "service-unavailable",
+        "exceptionType": "LookupError",
+        "count": count,
+        "firstSeen": first,
+        "lastSeen": last,
+        "exemplarTraceIds": exemplars if exemplars is not None else [],
+    }
+
+
+def ok(answer: Any) -> Any:
+    assert answer.status == "ok", (answer.status, answer.detail)
+    return answer.payload

@@ -1,0 +1,137 @@
+"""Ingest answers (spec "Collector ingest"): accepted counts, bad-request, not-found, malformed entries skipped."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from svcgen.runtime.mesh.feeds import REREGISTER_KEY
+
+from .helpers import collector, descriptor, event, heartbeat, issue, ok
+
+
+def test_each_feed_answers_its_accepted_count() -> None:
+    c = collector()
+    assert ok(c.register(descriptor())) == {"accepted": 1}
+    assert ok(c.heartbeat(heartbeat())) == {"accepted": 1}
+    assert ok(c.traces({"events": [event(1), event(2)]})) == {"accepted": 2}
+    assert ok(c.issues({"service": "orders", "issues": [issue()]})) == {"accepted": 1}
+    assert ok(c.issues({"service": "orders", "issues": []})) == {"accepted": 0}
+
+
+@pytest.mark.parametrize("feed", ["register", "heartbeat", "issues"])
+@pytest.mark.parametrize("body", [{}, {"service": ""}, {"service": 7}, [], "orders", None])
+def test_service_missing_is_bad_request(feed: str, body: Any) -> None:
+    c = collector()
+    payload = {**body, "issues": []} if isinstance(body, dict) and feed == "issues" else body
+    assert getattr(c, feed)(payload).status == "bad-request"
+
+
+@pytest.mark.parametrize("body", [{}, {"events": {}}, {"events": "x"}, None])
+def test_traces_without_an_event_list_is_bad_request(body: Any) -> None:
+    assert collector().traces(body).status == "bad-request"
+
+
+def test_malformed_heartbeat_health_is_bad_request() -> None:
+    c = collector()
+    assert c.heartbeat({"service": "orders", "health": {"isHealthy": "yes"}}).status == "bad-request"
+    # Health is optional on the wire side: it defaults to healthy with no checks.
+    assert ok(c.heartbeat({"service": "orders", "sentAt": "2027-01-15T08:00:00Z"})) == {
+        "accepted": 1,
+        REREGISTER_KEY: True,  # nothing registered yet
+    }
+
+
+def test_1000_traces_with_10_malformed_accepts_990() -> None:
+    c = collector()
+    events: list[Any] = [event(n) for n in range(990)]
+    malformed: list[Any] = [
+        None,
+        "event",
+        {"spanId": "a", "service": "s", "topic": "t", "status": "ok"},  # no traceId
+        {**event(1), "service": ""},
+        {**event(2), "durationMs": "slow"},
+        {**event(3), "durationMs": -1},
+        {**event(4), "startedAt": "yesterday"},
+        {**event(5), "topic": "x" * 10_000},
+        {**event(6), "parentSpanId": 12},
+        {**event(7), "status": None},
+    ]
+    for index, bad in enumerate(malformed):
+        events.insert(index * 97, bad)
+    assert len(events) == 1000
+    assert ok(c.traces({"events": events})) == {"accepted": 990}
+    assert c.skipped == 10
+    assert ok(c.query_topic({"topic": "orders:get"}))["invocations"] == 990
+
+
+def test_malformed_issue_entries_are_skipped_and_the_batch_accepted() -> None:
+    c = collector()
+    entries: list[Any] = [
+        issue(fingerprint="a" * 32),
+        {**issue(), "count": 0},
+        {**issue(), "count": True},
+        {**issue(), "firstSeen": "never"},
+        {**issue(), "service": "payments"},
+        {**issue(), "exemplarTraceIds": [1]},
+        "issue",
+        issue(fingerprint="b" * 32),
+    ]
+    assert ok(c.issues({"service": "orders", "issues": entries})) == {"accepted": 2}
+    assert c.skipped == 6
+
+
+@pytest.mark.parametrize(
+    ("query", "body"),
+    [
+        ("query_service", {}),
+        ("query_topic", {"service": "orders"}),
+        ("query_trace", {"traceId": 5}),
+        ("query_service", None),
+    ],
+)
+def test_a_missing_query_key_is_bad_request(query: str, body: Any) -> None:
+    assert getattr(collector(), query)(body).status == "bad-request"
+
+
+def test_unknown_service_topic_or_trace_is_not_found() -> None:
+    c = collector()
+    c.register(descriptor())
+    assert c.query_service({"service": "nobody"}).status == "not-found"
+    assert c.query_topic({"topic": "nothing:here"}).status == "not-found"
+    assert c.query_trace({"traceId": "0" * 32}).status == "not-found"
+    assert ok(c.query_service({"service": "orders"}))["service"] == "orders"
+    assert ok(c.query_topic({"topic": "orders:get"}))["providers"] == ["orders"]
+
+
+def test_queries_answer_the_design_shapes() -> None:
+    c = collector()
+    c.register(descriptor("shop", [{"id": "shop:buy"}], produces=[{"id": "pay:charge"}]))
+    c.register(descriptor("pay", [{"id": "pay:charge"}], instance="p-1"))
+    c.heartbeat(heartbeat("shop", digest="sha256:shop--1"))
+    c.traces({"events": [
+        event(1, service="shop", topic_id="shop:buy", trace="t" * 32, span="a" * 16),
+        event(2, service="pay", topic_id="pay:charge", trace="t" * 32, span="b" * 16, parent="a" * 16,
+              status="timeout"),
+    ]})
+    fleet = ok(c.query_fleet({}))
+    assert set(fleet) == {"services", "topics", "issues"}
+    assert [s["service"] for s in fleet["services"]] == ["pay", "shop"]
+    shop = fleet["services"][1]
+    assert set(shop) == {"service", "topics", "health", "instances", "missingFeeds"}
+    assert shop["topics"] == ["shop:buy"]
+    assert fleet["topics"] == [
+        {"topic": "pay:charge", "providers": ["pay"], "consumers": ["shop"], "invocations": 1},
+        {"topic": "shop:buy", "providers": ["shop"], "consumers": [], "invocations": 1},
+    ]
+    service = ok(c.query_service({"service": "shop"}))
+    assert set(service) == {"service", "health", "instances", "invocations", "missingFeeds"}
+    assert service["instances"][0]["instanceId"] == "i-1"
+    assert {"healthy": True, "hashMatches": True}.items() <= service["instances"][0].items()
+    assert ok(c.query_topic({"topic": "pay:charge"})) == {
+        "topic": "pay:charge", "providers": ["pay"], "consumers": ["shop"], "invocations": 1, "errors": 1,
+        "statusCounts": {"timeout": 1},
+    }
+    trace = ok(c.query_trace({"traceId": "t" * 32}))
+    assert [e["spanId"] for e in trace["events"]] == ["a" * 16, "b" * 16]

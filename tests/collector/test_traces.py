@@ -1,0 +1,83 @@
+"""The trace window, exact counters beyond it, edges by parent span, and flat memory under an endless feed."""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+
+from svcgen.runtime.mesh.collector import Limits
+
+from .helpers import collector, event, ok
+
+
+def test_the_window_drops_oldest_and_counters_stay_exact() -> None:
+    c = collector(limits=Limits(trace_window=50))
+    for batch in range(10):
+        c.traces({"events": [event(batch * 100 + n, status="ok" if n % 4 else "timeout") for n in range(100)]})
+    window = c.snapshot()["traces"]
+    assert window["cap"] == 50
+    assert window["dropped"] == 950
+    assert [e["spanId"] for e in window["events"]] == [f"{n:016x}" for n in range(950, 1000)]
+    counters = {(k["status"]): k for k in c.snapshot()["counters"]}
+    assert counters["ok"]["count"] == 750
+    assert counters["timeout"]["count"] == 250
+    assert counters["ok"]["timedCount"] == 750
+    assert counters["ok"]["totalDurationMs"] == 1500.0
+    assert ok(c.query_topic({"topic": "orders:get"}))["errors"] == 250
+    # A trace that left the window is unknown.
+    assert c.query_trace({"traceId": f"{0:032x}"}).status == "not-found"
+    assert ok(c.query_trace({"traceId": f"{999:032x}"}))["events"][0]["spanId"] == f"{999:016x}"
+
+
+def test_edges_are_found_whichever_span_arrives_first() -> None:
+    c = collector()
+    client = event(1, service="shop", topic_id="shop:buy", span="c" * 16)
+    server = event(2, service="pay", topic_id="pay:charge", span="s" * 16, parent="c" * 16, duration=4.0)
+    failing = event(3, service="pay", topic_id="pay:charge", span="f" * 16, parent="d" * 16, status="timeout")
+    late_client = event(4, service="shop", topic_id="shop:buy", span="d" * 16)
+    internal = event(5, service="shop", topic_id="shop:inner", span="i" * 16, parent="c" * 16)
+    c.traces({"events": [client, server]})
+    c.traces({"events": [failing]})  # the server reports before its client
+    c.traces({"events": [late_client, internal]})
+    (edge,) = c.snapshot()["edges"]
+    assert edge["client"] == "shop"
+    assert edge["server"] == "pay"
+    assert edge["count"] == 2
+    assert edge["errors"] == 1
+    assert edge["recentDurationsMs"] == [4.0, 2.0]
+
+
+def test_tables_are_bounded_and_count_what_they_refuse() -> None:
+    c = collector(limits=Limits(counters=2, span_index=10, pending_children=5))
+    c.traces({"events": [event(n, topic_id=f"t:{n}", parent=f"{n + 10_000:016x}") for n in range(20)]})
+    assert len(c.trace_log.counters) == 2
+    assert c.trace_log.refused_counters == 18
+    assert len(c.trace_log.spans) == 10
+    assert len(c.trace_log.pending) == 5
+
+
+def test_memory_is_flat_under_an_endless_trace_feed() -> None:
+    c = collector(limits=Limits(trace_window=1_000, span_index=2_000, pending_children=500))
+
+    def feed(batches: int, offset: int) -> None:
+        for b in range(batches):
+            base = offset + b * 100
+            c.traces({"events": [
+                event(base + n, service=f"svc{n % 5}", topic_id=f"t:{n % 7}", parent=f"{base + n - 1:016x}",
+                      status="ok" if n % 3 else "timeout")
+                for n in range(100)
+            ]})
+
+    tracemalloc.start()
+    try:
+        feed(50, 0)
+        gc.collect()
+        after_n = tracemalloc.get_traced_memory()[0]
+        feed(500, 10_000_000)
+        gc.collect()
+        after_10n = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert after_10n - after_n < 256 * 1024, (after_n, after_10n)
+    assert c.trace_log.dropped == 55_000 - 1_000
+    assert sum(k["count"] for k in c.snapshot()["counters"]) == 55_000
