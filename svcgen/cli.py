@@ -7,6 +7,7 @@ lines on stderr with exit status 1, never as a traceback.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterable
 from pathlib import Path
 from typing import NoReturn
@@ -22,6 +23,11 @@ from .codegen.writer import stale_diff, write_package
 from .manifest import Manifest, ManifestError, load_manifest
 from .manifest.build import default_package
 from .runtime.mesh import probe as probing
+from .runtime.mesh.artifacts import write_artifacts
+from .runtime.mesh.artifacts.site import DASHBOARD, dashboard_html
+from .runtime.mesh.collector import Collector, JsonFileStore, SnapshotError
+from .runtime.mesh.collector_host import DEFAULT_ARTIFACTS_INTERVAL, CollectorHost, CollectorSettings
+from .runtime.mesh.poller import DEFAULT_INTERVAL as DEFAULT_POLL_INTERVAL
 from .runtime.mesh.profile import MEANINGS
 from .runtime.reserved import DEFAULT_PREFIX
 
@@ -135,6 +141,76 @@ def probe(url: str, prefix: str, as_json: bool, timeout: float) -> None:
         click.echo(summary + (f"; inconclusive: {', '.join(unknown)}" if unknown else ""))
     if not report.is_clean:
         raise SystemExit(1)
+
+
+@main.group()
+def collector() -> None:
+    """The mesh collector: ingest, queries, poller, UI artifacts and dashboard."""
+
+
+@collector.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind.")
+@click.option("--port", default=8700, show_default=True, type=click.IntRange(0, 65535), help="Port to bind.")
+@click.option("--store", type=click.Path(dir_okay=False, path_type=Path), help="JSON file the state is kept in.")
+@click.option("--poll", "polls", multiple=True, metavar="NAME=URL", help="A service to poll (repeatable).")
+@click.option("--poll-interval", default=DEFAULT_POLL_INTERVAL, show_default=True, type=click.FloatRange(min=0.1),
+              help="Seconds between poll sweeps.")
+@click.option("--artifacts", type=click.Path(file_okay=False, path_type=Path),
+              help="Directory the UI artifacts are written to (default: a temporary one).")
+@click.option("--artifacts-interval", default=DEFAULT_ARTIFACTS_INTERVAL, show_default=True,
+              type=click.FloatRange(min=0.1), help="Seconds between artifact rewrites.")
+def collector_serve(
+    host: str, port: int, store: Path | None, polls: tuple[str, ...], poll_interval: float,
+    artifacts: Path | None, artifacts_interval: float,
+) -> None:
+    """Run the collector: envelope invoke surface with the collector topics, its health and spec, the
+    poller, the UI artifacts and the dashboard at /."""
+    import uvicorn
+
+    fleet = [_poll_target(text) for text in polls]
+    if store is not None and not store.parent.is_dir():
+        _fail([f"{store}: the directory {store.parent} does not exist"])
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per poll request is noise
+    settings = CollectorSettings(store=store, fleet=fleet, poll_interval=poll_interval, artifacts=artifacts,
+                                 artifacts_interval=artifacts_interval)
+    collector_host = CollectorHost(settings)
+    base = f"http://{host}:{port}"
+    click.echo(f"collector on {base}{settings.prefix}/invoke; dashboard at {base}/")
+    click.echo(f"state: {store or 'in memory'}; artifacts: {collector_host.artifacts}; "
+               f"polling {len(fleet)} service(s) every {poll_interval:g} s")
+    uvicorn.run(collector_host.app, host=host, port=port, log_level="warning")
+
+
+@main.command()
+@click.option("--store", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The collector's JSON-file store.")
+@click.option("-o", "--output", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Directory the artifacts are written into.")
+def artifacts(store: Path, out: Path) -> None:
+    """Write the UI artifacts and the dashboard from a collector snapshot, once."""
+    if not store.is_file():
+        _fail([f"{store}: no such store file"])
+    snapshot = JsonFileStore(store).load()
+    if snapshot is None:
+        _fail([f"{store}: not a collector snapshot (corrupt, truncated or unreadable)"])
+    restored = Collector()
+    try:
+        restored.restore(snapshot)
+        written = write_artifacts(restored.snapshot(), out)
+        (out / DASHBOARD).write_bytes(dashboard_html())
+    except SnapshotError as error:
+        _fail([f"{store}: {error}"])
+    except OSError as error:
+        _fail([f"{out}: cannot write: {error.strerror or error}"])
+    click.echo(f"wrote {len(written)} artifacts and {DASHBOARD} to {out}")
+
+
+def _poll_target(text: str) -> tuple[str, str]:
+    name, separator, url = text.partition("=")
+    if not separator or not name.strip() or not url.startswith(("http://", "https://")):
+        _fail([f"--poll {text}: expected NAME=URL, for example orders=http://127.0.0.1:8000"])
+    return name.strip(), url.rstrip("/")
 
 
 @main.command()

@@ -106,6 +106,8 @@ def build_service(*, mesh: MeshHost | None = None, **options: Any) -> Service:
     settings.update(options)
     if mesh is not None:
         settings["middleware"] = [*mesh.middleware, *settings.get("middleware", ())]
+        # The mesh's identity carries this instance's id, so register and heartbeats name the same instance.
+        return Service(mesh.identity, build_registry(), **settings)
     return Service(identity(), build_registry(), **settings)
 
 
