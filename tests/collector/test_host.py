@@ -1,0 +1,146 @@
+"""The collector host as a user runs it: `svcgen collector serve` and `svcgen artifacts`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from svcgen.runtime.mesh.collector import Collector, JsonFileStore
+from svcgen.runtime.mesh.collector_host import CollectorHost, CollectorSettings
+
+from ..http.server import free_port, running
+from .helpers import descriptor
+
+SVCGEN = [sys.executable, "-m", "svcgen"]
+
+
+def invoke(base: str, topic: str, body: Any) -> dict[str, Any]:
+    answer = httpx.post(f"{base}/svc/invoke", json={"topic": topic, "body": json.dumps(body)}, timeout=10)
+    assert answer.status_code == 200, answer.text
+    envelope = answer.json()
+    return {"statusCode": envelope["statusCode"], "body": json.loads(envelope["body"])}
+
+
+def wait_for(predicate: Any, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.05)
+
+
+def polled_fleet(request: httpx.Request) -> httpx.Response:
+    if request.url.path == "/svc/spec":
+        return httpx.Response(200, json={"service": "stock", "topics": [{"id": "stock:get", "requestSchema": {},
+                                                                          "responseSchema": {}}]})
+    return httpx.Response(200, json={"isHealthy": True, "healthChecks": {}})
+
+
+def test_the_host_serves_the_collector_dashboard_and_fresh_artifacts(tmp_path: Path) -> None:
+    settings = CollectorSettings(fleet=[("stock", "http://stock.test")], poll_interval=0.1, artifacts_interval=0.1)
+    host = CollectorHost(settings, transport=httpx.MockTransport(polled_fleet))
+    artifacts = host.artifacts
+    with running(host.app) as base:
+        assert invoke(base, "svc:mesh:register", descriptor("orders"))["body"] == {"accepted": 1}
+        page = httpx.get(base + "/", timeout=5)
+        assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+        assert b"manifest.json" in page.content
+
+        def estate() -> set[str]:
+            answer = httpx.get(base + "/manifest.json", timeout=5)
+            return {s["name"] for s in answer.json()["services"]} if answer.status_code == 200 else set()
+
+        wait_for(lambda: estate() == {"orders", "stock"})  # one pushed, one polled
+        assert httpx.get(base + "/services/orders.json", timeout=5).json()["name"] == "orders"
+        assert httpx.get(base + "/services/..%2F..%2Fetc%2Fpasswd", timeout=5).status_code == 404
+        assert httpx.get(base + "/services/nobody.json", timeout=5).status_code == 404
+        fleet = invoke(base, "svc:mesh:query:fleet", {})["body"]
+        assert {s["service"] for s in fleet["services"]} == {"orders", "stock"}
+        assert httpx.get(base + "/svc/health", timeout=5).json()["isHealthy"] is True
+    assert host.artifact_writes >= 2
+    assert not artifacts.exists()  # a temporary artifacts directory goes with the host
+
+
+@contextmanager
+def collector_process(*args: str) -> Iterator[str]:
+    port = free_port()
+    process = subprocess.Popen(
+        [*SVCGEN, "collector", "serve", "--port", str(port), *args],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                httpx.get(base + "/svc/health", timeout=1)
+                break
+            except httpx.TransportError:
+                assert process.poll() is None, process.communicate()[0]
+                assert time.monotonic() < deadline, "collector did not start"
+                time.sleep(0.1)
+        yield base
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
+        assert process.stdout is not None
+        process.stdout.close()
+
+
+def test_svcgen_collector_serve_restarts_on_its_store_with_the_same_answers(tmp_path: Path) -> None:
+    store = tmp_path / "collector.json"
+    artifacts = tmp_path / "artifacts"
+    questions = [("svc:mesh:query:fleet", {}), ("svc:mesh:query:service", {"service": "orders"}),
+                 ("svc:mesh:query:topic", {"topic": "orders:get"})]  # fmt: skip
+    with collector_process("--store", str(store), "--artifacts", str(artifacts)) as base:
+        invoke(base, "svc:mesh:register", descriptor("orders"))
+        event = {"traceId": "a" * 32, "spanId": "b" * 16, "service": "orders", "topic": "orders:get",
+                 "status": "ok", "durationMs": 2.5}  # fmt: skip
+        assert invoke(base, "svc:mesh:traces", {"events": [event]})["body"] == {"accepted": 1}
+        before = [invoke(base, topic, body) for topic, body in questions]
+    assert store.is_file()
+    assert json.loads((artifacts / "manifest.json").read_text())["services"][0]["name"] == "orders"
+    with collector_process("--store", str(store)) as base:
+        after = [invoke(base, topic, body) for topic, body in questions]
+    assert after == before
+    assert before[2]["body"]["invocations"] == 1
+
+
+def test_svcgen_collector_serve_refuses_a_bad_poll_target() -> None:
+    result = subprocess.run([*SVCGEN, "collector", "serve", "--poll", "orders"], capture_output=True, text=True,
+                            timeout=30)  # fmt: skip
+    assert result.returncode == 1
+    assert "expected NAME=URL" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_svcgen_artifacts_writes_the_estate_and_the_dashboard_from_a_store(tmp_path: Path) -> None:
+    store = tmp_path / "collector.json"
+    Collector(JsonFileStore(store)).register(descriptor("orders"))
+    out = tmp_path / "site"
+    result = subprocess.run([*SVCGEN, "artifacts", "--store", str(store), "-o", str(out)], capture_output=True,
+                            text=True, timeout=60)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "wrote" in result.stdout
+    names = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
+    assert names == {"manifest.json", "topology.json", "topics.json", "usage.json", "asyncapi.json",
+                     "annotations.json", "services/orders.json", "dashboard.html"}  # fmt: skip
+
+
+def test_svcgen_artifacts_refuses_a_missing_or_corrupt_store(tmp_path: Path) -> None:
+    missing = subprocess.run([*SVCGEN, "artifacts", "--store", str(tmp_path / "none.json"), "-o", str(tmp_path)],
+                             capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert missing.returncode == 1 and "no such store file" in missing.stderr
+    corrupt = tmp_path / "corrupt.json"
+    corrupt.write_text('{"format": 1, "catalog": [')
+    result = subprocess.run([*SVCGEN, "artifacts", "--store", str(corrupt), "-o", str(tmp_path / "out")],
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert result.returncode == 1 and "not a collector snapshot" in result.stderr
+    assert "Traceback" not in result.stderr
