@@ -98,13 +98,24 @@ class GetOrder:
 
 
 @dataclass(kw_only=True)
-class CapturePayment:
-    order_id: str
+class Money:
+    """An amount in minor units (cents) of a currency; as payments declares it."""
+
     amount_minor: int
     currency: str = "EUR"
 
 
 @dataclass(kw_only=True)
+class CapturePayment:
+    order_id: str
+    amount: Money
+    idempotency_key: str
+
+
+@dataclass(kw_only=True)
 class Capture:
     capture_id: str
+    order_id: str
+    amount: Money
+    status: str = "captured"
     captured_at: datetime
