@@ -8,6 +8,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from .dependencies import Scope
+from .jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits
 
 if TYPE_CHECKING:
     from .registry import Registration
@@ -33,6 +34,8 @@ class Context:
     fields: Mapping[str, str] | None = None
     """Text fields laid over the body (HTTP path and query), converted to their field types."""
     transport: str = "envelope"
+    json_limits: JsonLimits = DEFAULT_JSON_LIMITS
+    """What the body's JSON may be (depth, duplicate keys); the transport sets it."""
     trace: Any = None
     registration: Registration | None = None
     exception_type: str | None = None

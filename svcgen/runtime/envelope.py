@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 
+from .jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits, JsonRefused, parse_json
 from .outcome import Outcome
 
 
@@ -21,11 +22,11 @@ class Envelope:
     body: str | None
 
 
-def parse_envelope(raw: bytes | str) -> Envelope:
+def parse_envelope(raw: bytes | str, limits: JsonLimits = DEFAULT_JSON_LIMITS) -> Envelope:
     try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        raise EnvelopeError("envelope is not valid JSON") from None
+        value = parse_json(raw, limits, "envelope")
+    except JsonRefused as exc:
+        raise EnvelopeError(str(exc)) from None
     return envelope_from(value)
 
 

@@ -12,11 +12,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from . import status as st
 from .codec import Codec, DecodeError, codec_for
 from .context import Context
+from .jsonlimits import JsonLimits, JsonRefused, parse_json
 from .registry import Registration, Registry, TopicKey
 from .result import Result
 from .shapes import MapShape, RecordShape, shape_of
@@ -59,7 +58,7 @@ class Pipeline:
         registration = resolved.registration
         context.registration = registration
         context.version = registration.version
-        request = _decode(resolved, context.body, context.fields)
+        request = _decode(resolved, context.body, context.fields, context.json_limits)
         if isinstance(request, Result):
             return request
         try:
@@ -119,13 +118,13 @@ def _link(step: Middleware, following: Next) -> Next:
     return run
 
 
-def _decode(target: _Target, body: str | bytes | None, fields: Mapping[str, str] | None) -> Any:
-    """The typed request, or a failure Result (`bad-request` for bad JSON, `validation-error` for bad values)."""
+def _decode(target: _Target, body: str | bytes | None, fields: Mapping[str, str] | None, limits: JsonLimits) -> Any:
+    """The typed request, or a failure Result (`bad-request` for refused JSON, `validation-error` for bad values)."""
     if body:
         try:
-            value = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            return Result.bad_request("body is not valid JSON")
+            value = parse_json(body, limits)
+        except JsonRefused as exc:
+            return Result.bad_request(str(exc))
     else:
         value = {} if target.expects_object or fields else None
     codec = target.request_codec

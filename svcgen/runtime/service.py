@@ -21,6 +21,7 @@ from .descriptor import Descriptor, build_descriptor
 from .envelope import envelope_from, parse_envelope, response_envelope_bytes
 from .health import HealthChecks, HealthReport
 from .identity import Identity
+from .jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits
 from .openapi import build_openapi
 from .outcome import Outcome
 from .pipeline import Middleware, Pipeline
@@ -52,8 +53,11 @@ class Service:
         title: str = DEFAULT_TITLE,
         api_version: str = DEFAULT_API_VERSION,
         prefix: str = DEFAULT_PREFIX,
+        json_limits: JsonLimits = DEFAULT_JSON_LIMITS,
     ) -> None:
         self.identity = identity
+        self.json_limits = json_limits
+        """The default for invocations whose transport does not set its own."""
         self.registry = registry
         self.dependencies = dependencies or Dependencies()
         self.health = health
@@ -99,6 +103,7 @@ class Service:
         static_version: str = "",
         transport: str = "envelope",
         headers_lowered: bool = False,
+        json_limits: JsonLimits | None = None,
     ) -> Outcome:
         """One invocation: reserved topics first, then exactly one pipeline run."""
         reserved = self._reserved.get(topic)
@@ -113,6 +118,7 @@ class Service:
             body=body,
             fields=fields,
             transport=transport,
+            json_limits=json_limits or self.json_limits,
         )
         try:
             result = await self.pipeline(context)
@@ -120,13 +126,19 @@ class Service:
             await _close_scope(context)
         return self._encode(result, context)
 
-    async def invoke_envelope(self, raw: bytes | str | Mapping[str, Any]) -> bytes:
-        """Apply a message envelope; returns the response envelope's JSON. Raises EnvelopeError when malformed."""
-        envelope = envelope_from(raw) if isinstance(raw, Mapping) else parse_envelope(raw)
+    async def invoke_envelope(
+        self, raw: bytes | str | Mapping[str, Any], *, json_limits: JsonLimits | None = None
+    ) -> bytes:
+        """Apply a message envelope; returns the response envelope's JSON. Raises EnvelopeError when malformed.
+
+        `json_limits` hold for the envelope and for the payload inside its `body` alike.
+        """
+        limits = json_limits or self.json_limits
+        envelope = envelope_from(raw) if isinstance(raw, Mapping) else parse_envelope(raw, limits)
         static = self._static_envelopes.get(envelope.topic)
         if static is not None:
             return static
-        outcome = await self.invoke(envelope.topic, headers=envelope.headers, body=envelope.body)
+        outcome = await self.invoke(envelope.topic, headers=envelope.headers, body=envelope.body, json_limits=limits)
         return response_envelope_bytes(outcome)
 
     async def check_health(self) -> HealthReport:

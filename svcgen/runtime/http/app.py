@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from functools import cached_property
@@ -14,8 +15,8 @@ from ..envelope import EnvelopeError
 from ..jsontext import document_bytes
 from ..reserved import is_reserved_topic
 from ..service import Service
+from .limits import LIMIT_STATUS, LimitExceeded, Limits, check_headers
 from .requests import (
-    DEFAULT_MAX_BODY_BYTES,
     BodyTooLarge,
     ClientDisconnected,
     Receive,
@@ -33,8 +34,6 @@ logger = logging.getLogger("svcgen.http")
 LifespanHook = Callable[[], Awaitable[None]]
 _Surface = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-PAYLOAD_TOO_LARGE = "payload-too-large"
-
 
 class HttpApp:
     """Hosts a `Service` behind HTTP. Any ASGI server runs it; uvicorn is the default."""
@@ -47,12 +46,18 @@ class HttpApp:
         invoke: bool = True,
         spec: bool = True,
         openapi: bool = True,
-        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        limits: Limits | None = None,
+        max_body_bytes: int | None = None,
         on_startup: Sequence[LifespanHook] = (),
         on_shutdown: Sequence[LifespanHook] = (),
     ) -> None:
         self.service = service
-        self.max_body_bytes = max_body_bytes
+        limits = limits or Limits()
+        if max_body_bytes is not None:  # the older single-limit option, kept as a shortcut
+            limits = dataclasses.replace(limits, max_body_bytes=max_body_bytes)
+        self.limits = limits
+        self.max_body_bytes = limits.max_body_bytes
+        self._json_limits = limits.json
         self.on_startup = list(on_startup)
         self.on_shutdown = list(on_shutdown)
         self.routes = list(routes)
@@ -76,6 +81,7 @@ class HttpApp:
         method = scope["method"]
         path = scope["path"]
         try:
+            check_headers(scope, self.limits)
             surface = self.surfaces.get((method, path.rstrip("/") or "/"))
             if surface is not None:
                 await surface(scope, receive, send)
@@ -92,6 +98,7 @@ class HttpApp:
                     path_version=version,
                     transport="http",
                     headers_lowered=True,
+                    json_limits=self._json_limits,
                 )
                 await send_response(send, outcome.result.http_code, outcome.body, outcome.headers())
                 return
@@ -111,10 +118,14 @@ class HttpApp:
                 static_version=match.route.version,
                 transport="http",
                 headers_lowered=True,
+                json_limits=self._json_limits,
             )
             await send_response(send, outcome.result.http_code, outcome.body, outcome.headers())
         except BodyTooLarge:
-            await send_failure(send, 413, PAYLOAD_TOO_LARGE, f"body exceeds {self.max_body_bytes} bytes")
+            exceeded = self.limits.body_too_large()
+            await send_failure(send, exceeded.code, LIMIT_STATUS, exceeded.detail)
+        except LimitExceeded as exc:
+            await send_failure(send, exc.code, LIMIT_STATUS, exc.detail)
         except ClientDisconnected:
             return
         except Exception:
@@ -193,7 +204,7 @@ class HttpApp:
     async def _invoke(self, scope: Scope, receive: Receive, send: Send) -> None:
         raw = await read_body(receive, self.max_body_bytes)
         try:
-            answer = await self.service.invoke_envelope(raw)
+            answer = await self.service.invoke_envelope(raw, json_limits=self._json_limits)
         except EnvelopeError as exc:
             await send_failure(send, 400, st.BAD_REQUEST, str(exc))
             return

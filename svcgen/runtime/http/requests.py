@@ -11,8 +11,6 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
-DEFAULT_MAX_BODY_BYTES = 1024 * 1024
-
 
 class BodyTooLarge(Exception):
     pass

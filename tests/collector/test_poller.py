@@ -1,0 +1,384 @@
+"""The poller: what a sweep records for each kind of answer, its interval loop, and hostile targets."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from svcgen.runtime.health import HealthCheck, HealthCheckResult, HealthChecks
+from svcgen.runtime.http.app import create_app
+from svcgen.runtime.identity import Identity
+from svcgen.runtime.mesh.poller import DEFAULT_INTERVAL, Poll, Poller, Target
+from svcgen.runtime.service import Service
+
+from ..http.server import free_port, running
+from ..runtime.sample import build_registry
+
+SPEC = {"service": "orders", "topics": [{"id": "orders:place", "requestSchema": {}, "responseSchema": {}}]}
+HEALTHY = {"isHealthy": True, "healthChecks": {"db": {"status": "ok"}}}
+UNHEALTHY = {"isHealthy": False, "healthChecks": {"db": {"status": "failed"}}}
+
+
+@dataclass
+class Recorded:
+    service: str
+    base_url: str
+    spec: dict[str, Any] | None
+    health: dict[str, Any] | None
+    error: str | None
+
+
+class RecordingSink:
+    def __init__(self) -> None:
+        self.polls: list[Recorded] = []
+
+    def record_poll(
+        self,
+        service: str,
+        base_url: str,
+        *,
+        spec: dict[str, Any] | None,
+        health: dict[str, Any] | None,
+        error: str | None,
+    ) -> None:
+        self.polls.append(Recorded(service, base_url, spec, health, error))
+
+    def by_name(self) -> dict[str, Recorded]:
+        return {poll.service: poll for poll in self.polls}
+
+
+Answer = tuple[int, bytes]
+
+
+def answering(routes: dict[str, Answer | Exception]) -> httpx.MockTransport:
+    """Answers `http://<host>/<path>` from `routes`; an exception value is raised as the transport's failure."""
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        answer = routes.get(f"{request.url.host}{request.url.path}", (404, b'{"status":"not-found","detail":"x"}'))
+        if isinstance(answer, Exception):
+            raise answer
+        return httpx.Response(answer[0], content=answer[1])
+
+    return httpx.MockTransport(handle)
+
+
+def service(host: str, spec: Answer, health: Answer | None = None) -> dict[str, Answer | Exception]:
+    routes: dict[str, Answer | Exception] = {f"{host}/svc/spec": spec}
+    if health is not None:
+        routes[f"{host}/svc/health"] = health
+    return routes
+
+
+def ok(doc: Any, status: int = 200) -> Answer:
+    return status, orjson.dumps(doc)
+
+
+def swept(fleet: Any, transport: httpx.AsyncBaseTransport, **options: Any) -> tuple[RecordingSink, list[Poll]]:
+    sink = RecordingSink()
+    polls = asyncio.run(Poller(sink, fleet, transport=transport, **options).sweep())
+    return sink, polls
+
+
+def test_a_healthy_and_an_unhealthy_service_are_both_recorded_as_data() -> None:
+    transport = answering(service("a.test", ok(SPEC), ok(HEALTHY)) | service("b.test", ok(SPEC), ok(UNHEALTHY, 503)))
+    sink, polls = swept([("a", "http://a.test/"), ("b", "http://b.test")], transport)
+    assert sink.by_name() == {
+        "a": Recorded("a", "http://a.test", SPEC, HEALTHY, None),
+        "b": Recorded("b", "http://b.test", SPEC, UNHEALTHY, None),
+    }
+    assert all(poll.ok for poll in polls)
+
+
+def test_a_service_without_a_health_surface_is_a_successful_poll_without_health() -> None:
+    sink, _ = swept([("a", "http://a.test")], answering(service("a.test", ok(SPEC))))
+    assert sink.polls == [Recorded("a", "http://a.test", SPEC, None, None)]
+
+
+@pytest.mark.parametrize(
+    ("spec", "health", "error"),
+    [
+        (ok({"status": "x"}, 500), ok(HEALTHY), "spec: HTTP 500"),
+        ((302, b""), ok(HEALTHY), "spec: HTTP 302"),
+        ((200, b"<html>"), ok(HEALTHY), "spec: body is not valid JSON"),
+        (ok([1, 2]), ok(HEALTHY), "spec: body is not a JSON object"),
+        (ok({"service": "a"}), ok(HEALTHY), "spec: not a service spec (no topics array)"),
+        (ok(SPEC), ok(HEALTHY, 500), "health: HTTP 500"),
+        (ok(SPEC), ok(HEALTHY, 201), "health: HTTP 201"),
+        (ok(SPEC), (503, b"down"), "health: body is not valid JSON"),
+        (ok(SPEC), ok({"healthChecks": {}}), "health: not a health aggregate (no boolean isHealthy)"),
+        (ok(SPEC), ok({"isHealthy": "yes"}), "health: not a health aggregate (no boolean isHealthy)"),
+        ((404, b""), (404, b""), "spec: HTTP 404"),
+        (ok({}, 500), ok({}, 500), "spec: HTTP 500; health: HTTP 500"),
+    ],
+)
+def test_a_failed_poll_is_recorded_as_an_error_never_as_data(spec: Answer, health: Answer, error: str) -> None:
+    sink, polls = swept([("a", "http://a.test")], answering(service("a.test", spec, health)))
+    assert sink.polls == [Recorded("a", "http://a.test", None, None, error)]
+    assert polls[0].error == error and not polls[0].ok
+
+
+def test_connection_errors_and_timeouts_are_failed_polls() -> None:
+    routes = service("gone.test", httpx.ConnectError("connection refused"), ok(HEALTHY))
+    routes |= service("slow.test", httpx.ReadTimeout("slow"), httpx.ReadTimeout("slow"))
+    sink, _ = swept([("gone", "http://gone.test"), ("slow", "http://slow.test")], answering(routes), timeout=2)
+    recorded = sink.by_name()
+    assert recorded["gone"].error == "spec: ConnectError: connection refused"
+    assert recorded["slow"].error == "spec: no answer within 2s; health: no answer within 2s"
+    assert all(poll.spec is None and poll.health is None for poll in sink.polls)
+
+
+def test_a_hanging_answer_is_cut_at_the_timeout_and_the_others_are_recorded() -> None:
+    async def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.host == "hang.test":
+            await asyncio.sleep(60)
+        path = request.url.path
+        return httpx.Response(200, content=orjson.dumps(SPEC if path.endswith("/spec") else HEALTHY))
+
+    started = time.monotonic()
+    sink, _ = swept([("hang", "http://hang.test"), ("a", "http://a.test")], httpx.MockTransport(handle), timeout=0.2)
+    assert time.monotonic() - started < 2
+    assert sink.by_name()["a"].error is None
+    assert sink.by_name()["hang"].error == "spec: no answer within 0.2s; health: no answer within 0.2s"
+
+
+def test_an_oversized_answer_is_a_failed_poll() -> None:
+    transport = answering(service("a.test", (200, b" " * 2048 + orjson.dumps(SPEC)), ok(HEALTHY)))
+    sink, _ = swept([("a", "http://a.test")], transport, max_body_bytes=1024)
+    assert sink.polls[0].error == "spec: answer exceeds 1024 bytes"
+
+
+def test_the_prefix_is_normalised_and_moves_both_surfaces() -> None:
+    seen: list[str] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.path)
+        return httpx.Response(200, content=orjson.dumps(SPEC if request.url.path.endswith("spec") else HEALTHY))
+
+    sink, _ = swept([("a", "http://a.test/base/")], httpx.MockTransport(handle), prefix="ops/")
+    assert sorted(seen) == ["/base/ops/health", "/base/ops/spec"]
+    assert sink.polls[0].error is None
+
+
+def test_targets_are_polled_concurrently() -> None:
+    async def handle(request: httpx.Request) -> httpx.Response:
+        await asyncio.sleep(0.2)
+        return httpx.Response(200, content=orjson.dumps(SPEC if request.url.path.endswith("spec") else HEALTHY))
+
+    fleet = [(f"s{i}", f"http://s{i}.test") for i in range(8)]
+    started = time.monotonic()
+    sink, _ = swept(fleet, httpx.MockTransport(handle))
+    assert time.monotonic() - started < 1.0  # 8 targets x 0.2 s would be 1.6 s one after another
+    assert sorted(poll.service for poll in sink.polls if poll.error is None) == [name for name, _ in fleet]
+
+
+def test_fleet_sources_sync_async_and_broken() -> None:
+    transport = answering(service("a.test", ok(SPEC), ok(HEALTHY)))
+    target = [("a", "http://a.test")]
+
+    async def async_source() -> Iterable[Target]:
+        return target
+
+    def broken() -> Iterable[Target]:
+        raise RuntimeError("registry down")
+
+    assert len(swept(lambda: target, transport)[0].polls) == 1
+    assert len(swept(async_source, transport)[0].polls) == 1
+    assert swept(broken, transport)[0].polls == []
+    bad_entries: Any = [("a", "http://a.test"), ("only-name",), ("b", 7), ""]
+    assert [poll.service for poll in swept(bad_entries, transport)[0].polls] == ["a"]
+
+
+def test_a_sink_that_raises_does_not_stop_the_sweep() -> None:
+    class Flaky(RecordingSink):
+        def record_poll(self, service: str, base_url: str, **fields: Any) -> None:
+            if service == "a":
+                raise RuntimeError("sink broken")
+            super().record_poll(service, base_url, **fields)
+
+    sink = Flaky()
+    transport = answering(service("a.test", ok(SPEC), ok(HEALTHY)) | service("b.test", ok(SPEC), ok(HEALTHY)))
+    polls = asyncio.run(Poller(sink, [("a", "http://a.test"), ("b", "http://b.test")], transport=transport).sweep())
+    assert len(polls) == 2 and [poll.service for poll in sink.polls] == ["b"]
+
+
+def test_one_log_line_per_failed_poll_and_none_per_success(caplog: pytest.LogCaptureFixture) -> None:
+    transport = answering(service("a.test", ok(SPEC), ok(HEALTHY)) | service("b.test", ok({}, 500), ok(HEALTHY)))
+    with caplog.at_level(logging.INFO, logger="svcgen.mesh.poller"):
+        swept([("a", "http://a.test"), ("b", "http://b.test")], transport)
+    lines = [record.getMessage() for record in caplog.records]
+    assert lines == ["poll of b at http://b.test failed: spec: HTTP 500"]
+
+
+class FakeTime:
+    """A clock that sweeps advance, and a sleep that records its delays and parks after `sweeps` of them."""
+
+    def __init__(self, sweeps: int, sweep_cost: float) -> None:
+        self.now = 100.0
+        self.delays: list[float] = []
+        self.sweeps = sweeps
+        self.sweep_cost = sweep_cost
+        self.parked = asyncio.Event()
+
+    def clock(self) -> float:
+        return self.now
+
+    async def sleep(self, delay: float) -> None:
+        self.delays.append(delay)
+        self.now += delay
+        if len(self.delays) >= self.sweeps:
+            self.parked.set()
+            await asyncio.Event().wait()  # until stop() cancels the loop
+        await asyncio.sleep(0)
+
+
+def test_sweeps_run_on_the_interval_never_overlap_and_survive_failures() -> None:
+    fake = FakeTime(sweeps=4, sweep_cost=3.0)
+    active = 0
+    overlaps: list[int] = []
+    calls = 0
+
+    def fleet() -> Iterable[Target]:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise RuntimeError("fleet source down")  # this sweep polls nothing; the loop goes on
+        return [("a", "http://a.test")]
+
+    async def handle(request: httpx.Request) -> httpx.Response:
+        nonlocal active
+        active += 1
+        overlaps.append(active)
+        fake.now += fake.sweep_cost / 2  # two requests per sweep
+        await asyncio.sleep(0)
+        active -= 1
+        return httpx.Response(200, content=orjson.dumps(SPEC if request.url.path.endswith("spec") else HEALTHY))
+
+    sink = RecordingSink()
+
+    async def scenario() -> Poller:
+        poller = Poller(
+            sink, fleet, transport=httpx.MockTransport(handle), interval=10, sleep=fake.sleep, clock=fake.clock
+        )
+        poller.start()
+        poller.start()  # idempotent
+        await asyncio.wait_for(fake.parked.wait(), 5)
+        assert poller.running
+        await poller.stop()
+        assert not poller.running
+        return poller
+
+    poller = asyncio.run(scenario())
+    assert poller.sweeps == 4
+    assert len(sink.polls) == 3 and all(poll.error is None for poll in sink.polls)
+    # the wait after each sweep is the interval less what the sweep took
+    assert fake.delays == [7.0, 10.0, 7.0, 7.0]
+    assert max(overlaps) <= 2  # only a sweep's own two requests are ever in flight together
+
+
+def test_the_default_interval_is_thirty_seconds() -> None:
+    assert DEFAULT_INTERVAL == 30.0
+    assert Poller(RecordingSink(), []).interval == 30.0
+
+
+def test_stop_is_bounded_and_cancels_in_flight_requests() -> None:
+    cancelled = asyncio.Event()
+    entered = asyncio.Event()
+
+    async def handle(request: httpx.Request) -> httpx.Response:
+        entered.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return httpx.Response(200)
+
+    async def scenario() -> float:
+        poller = Poller(RecordingSink(), [("a", "http://a.test")], transport=httpx.MockTransport(handle), timeout=30)
+        poller.start()
+        await asyncio.wait_for(entered.wait(), 5)
+        started = time.monotonic()
+        await poller.stop()
+        assert cancelled.is_set()
+        await poller.stop()  # stopping twice is harmless
+        return time.monotonic() - started
+
+    assert asyncio.run(scenario()) < 1.0
+
+
+def app_with_health(name: str, *, healthy: bool) -> Any:
+    def database() -> HealthCheckResult:
+        return HealthCheckResult.ok() if healthy else HealthCheckResult.failed("connection refused")
+
+    checks = HealthChecks([HealthCheck("database", database), HealthCheck("cache", lambda: True)])
+    return create_app(Service(Identity(name), build_registry(), health=checks), ["POST /orders -> orders:place"])
+
+
+async def _hanging_server() -> tuple[asyncio.Server, str]:
+    """Accepts connections and reads, but never answers."""
+
+    async def hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await reader.read(65536)
+            await asyncio.sleep(3600)
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(hold, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    return server, f"http://127.0.0.1:{port}"
+
+
+def test_a_real_fleet_over_uvicorn_with_a_hanging_and_a_dead_target() -> None:
+    sink = RecordingSink()
+    dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+
+    async def sweep(fleet: Callable[[str], Awaitable[list[Target]]]) -> float:
+        server, hanging = await _hanging_server()
+        async with server:
+            started = time.monotonic()
+            await Poller(sink, await fleet(hanging), timeout=1.0).sweep()
+            return time.monotonic() - started
+
+    with (
+        running(app_with_health("orders", healthy=True)) as orders,
+        running(app_with_health("payments", healthy=False)) as payments,
+    ):
+
+        async def fleet(hanging: str) -> list[Target]:
+            return [("orders", orders), ("payments", payments), ("hang", hanging), ("dead", dead)]
+
+        elapsed = asyncio.run(sweep(fleet))
+
+    assert elapsed < 3.0  # the hanging target is cut at the 1 s timeout
+    recorded = sink.by_name()
+    assert recorded["orders"].error is None and recorded["orders"].health is not None
+    assert recorded["orders"].spec is not None and recorded["orders"].spec["service"] == "orders"
+    assert recorded["orders"].health["isHealthy"] is True
+    payments_poll = recorded["payments"]
+    assert payments_poll.error is None and payments_poll.health is not None
+    assert payments_poll.health["isHealthy"] is False  # a 503 health is unhealthy data, not a failed poll
+    assert payments_poll.health["healthChecks"]["database"]["status"] == "failed"
+    assert recorded["hang"].error == "spec: no answer within 1s; health: no answer within 1s"
+    assert recorded["dead"].error is not None and recorded["dead"].error.startswith("spec: ConnectError")
+    assert all(recorded[name].spec is None for name in ("hang", "dead"))
+
+
+def test_a_sweep_folds_into_the_real_collector() -> None:
+    collector_module = pytest.importorskip("svcgen.runtime.mesh.collector.collector")
+    collector = collector_module.Collector()
+    transport = answering(service("a.test", ok(SPEC), ok(UNHEALTHY, 503)) | service("b.test", ok({}, 500)))
+    asyncio.run(
+        Poller(collector, [("orders", "http://a.test"), ("broken", "http://b.test")], transport=transport).sweep()
+    )
+    fleet = {entry["service"]: entry for entry in collector.query_fleet().payload["services"]}
+    assert fleet["orders"]["topics"] == ["orders:place"]
+    assert fleet["broken"]["topics"] == []  # a failed poll is never ingested as data
