@@ -9,7 +9,7 @@ import pytest
 from svcgen.runtime.health import HealthCheck, HealthChecks
 from svcgen.runtime.http.app import HttpApp
 from svcgen.runtime.identity import Identity
-from svcgen.runtime.mesh.host import COLLECTOR_ENV, MeshHost, MeshSettings
+from svcgen.runtime.mesh.host import COLLECTOR_ENV, HEARTBEAT_ENV, MeshHost, MeshSettings
 from svcgen.runtime.mesh.profile import PROFILE_NAME, REQUIREMENTS, declare_profile, self_check
 from svcgen.runtime.registry import Registry
 from svcgen.runtime.service import Service
@@ -122,3 +122,11 @@ def test_the_collector_address_can_be_overridden_where_the_service_runs() -> Non
     assert MeshHost(IDENTITY, settings, environ={COLLECTOR_ENV: " "}).settings.collector == "http://127.0.0.1:8700"
     service = Service(IDENTITY, registry(), middleware=host.middleware)
     assert "http://collector.internal:9000" in self_check(service, HttpApp(service), host).reason("R6")
+
+
+def test_the_heartbeat_can_be_overridden_and_a_bad_value_is_refused_clearly() -> None:
+    settings = MeshSettings("http://127.0.0.1:8700", heartbeat_seconds=30)
+    assert MeshHost(IDENTITY, settings, environ={HEARTBEAT_ENV: "0.5"}).settings.heartbeat_seconds == 0.5
+    for bad in ("soon", "0", "-1", "inf", "nan"):
+        with pytest.raises(ValueError, match=f"{HEARTBEAT_ENV}="):
+            MeshHost(IDENTITY, settings, environ={HEARTBEAT_ENV: bad})

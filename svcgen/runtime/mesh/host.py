@@ -20,7 +20,9 @@ from .traces import TraceMiddleware
 
 DEFAULT_TRACE_QUEUE_CAP = 10_000
 COLLECTOR_ENV = "SVCGEN_COLLECTOR"
-"""Overrides the manifest's `mesh.collector` where the service runs, without a rebuild."""
+HEARTBEAT_ENV = "SVCGEN_HEARTBEAT_SECONDS"
+"""Override the manifest's `mesh.collector` and `mesh.heartbeatSeconds` where the service runs, without a
+rebuild."""
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,22 @@ class MeshSettings:
     issues: bool = True
     trace_queue_cap: int = DEFAULT_TRACE_QUEUE_CAP
     """Trace events waiting for the next beat; past it the oldest are dropped and counted."""
+
+
+def _overridden(settings: MeshSettings, environ: Mapping[str, str]) -> MeshSettings:
+    collector = environ.get(COLLECTOR_ENV, "").strip()
+    if collector:
+        settings = dataclasses.replace(settings, collector=collector)
+    heartbeat = environ.get(HEARTBEAT_ENV, "").strip()
+    if heartbeat:
+        try:
+            seconds = float(heartbeat)
+        except ValueError:
+            seconds = -1.0
+        if not 0 < seconds < float("inf"):
+            raise ValueError(f"{HEARTBEAT_ENV}={heartbeat!r}: expected a positive number of seconds")
+        settings = dataclasses.replace(settings, heartbeat_seconds=seconds)
+    return settings
 
 
 def new_instance_id() -> str:
@@ -47,8 +65,7 @@ class MeshHost:
         instance_id: str | None = None,
         environ: Mapping[str, str] = os.environ,
     ) -> None:
-        collector = environ.get(COLLECTOR_ENV, "").strip()
-        self.settings = dataclasses.replace(settings, collector=collector) if collector else settings
+        self.settings = _overridden(settings, environ)
         self.instance_id = instance_id or identity.instance_id or new_instance_id()
         self.identity = dataclasses.replace(identity, instance_id=self.instance_id)
         self.queue = QueueExporter(cap=settings.trace_queue_cap)
