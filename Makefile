@@ -11,7 +11,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check svcgen tests bench
+	$(VENV)/bin/ruff check svcgen tests bench examples
 	$(VENV)/bin/mypy svcgen
 
 test: lint chromium

@@ -1,5 +1,10 @@
-"""`make demo`: build examples/manifests/orders.yaml into out/, serve it on 127.0.0.1, fill in a handler,
-rebuild, and show what the service answers before and after. Everything runs through the `svcgen` CLI."""
+"""`make demo`, in two acts, everything through the `svcgen` CLI on 127.0.0.1:
+
+1. Build examples/manifests/orders.yaml into out/, serve the stubs, fill in a handler, rebuild, serve again.
+2. A live mesh: build orders, payments and inventory with real handlers, run a collector, send mixed traffic
+   (successes, validation errors, a handler exception, calls from orders to payments), probe every service,
+   print the fleet and one trace spanning two services, write the UI artifacts and the dashboard.
+"""
 
 from __future__ import annotations
 
@@ -62,11 +67,15 @@ def show(client: httpx.Client, method: str, path: str, body: object | None = Non
     print(f"{method} {path} → {response.status_code}\n{text}\n")
 
 
-@contextmanager
-def serving() -> Iterator[httpx.Client]:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def serving() -> Iterator[httpx.Client]:
+    port = free_port()
     print(f"$ svcgen serve out/orders_service --port {port}")
     server = subprocess.Popen(
         [*SVCGEN, "serve", str(PACKAGE), "--host", "127.0.0.1", "--port", str(port)],
@@ -115,7 +124,10 @@ def main() -> None:
                    "countryCode": "FR"}
         show(client, "POST", "/v2/orders", {**ORDER, "shippingAddress": address})
         show(client, "POST", "/svc/invoke/orders:place/v1", ORDER)
-    print("=== demo done: the package is in out/orders_service")
+    import demo_mesh
+
+    demo_mesh.run()
+    print("\n=== demo done: the packages are in out/, the mesh state in out/mesh/")
 
 
 if __name__ == "__main__":

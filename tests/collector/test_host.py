@@ -14,8 +14,11 @@ from typing import Any
 
 import httpx
 
+from svcgen.runtime import HealthCheck, HealthChecks, Identity, Registry, Result, Service
+from svcgen.runtime.http.app import HttpApp
 from svcgen.runtime.mesh.collector import Collector, JsonFileStore
 from svcgen.runtime.mesh.collector_host import CollectorHost, CollectorSettings
+from svcgen.runtime.mesh.host import MeshHost, MeshSettings
 
 from ..http.server import free_port, running
 from .helpers import descriptor
@@ -144,3 +147,20 @@ def test_svcgen_artifacts_refuses_a_missing_or_corrupt_store(tmp_path: Path) -> 
                             capture_output=True, text=True, timeout=60)  # fmt: skip
     assert result.returncode == 1 and "not a collector snapshot" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_service_under_its_own_prefix_reports_to_the_collector_under_the_default_one() -> None:
+    async def stock(request: dict[str, Any], context: Any) -> Result[dict[str, Any]]:
+        return Result.ok({"onHand": 3})
+
+    registry = Registry()
+    registry.add("stock:get", stock, request=dict[str, Any], response=dict[str, Any])
+    host = CollectorHost(CollectorSettings(artifacts_interval=60))
+    with running(host.app) as collector:
+        mesh = MeshHost(Identity("stock"), MeshSettings(collector, heartbeat_seconds=0.1), environ={})
+        health = HealthChecks([HealthCheck("db", lambda: True)])
+        service = Service(Identity("stock"), registry, middleware=mesh.middleware, health=health, prefix="/ops")
+        with running(mesh.attach(HttpApp(service))):
+
+            wait_for(lambda: invoke(collector, "svc:mesh:query:service", {"service": "stock"})["statusCode"] == "ok")
+            assert invoke(collector, "svc:mesh:query:service", {"service": "stock"})["body"]["health"] == "healthy"

@@ -28,7 +28,7 @@ rebuild."""
 @dataclass(frozen=True)
 class MeshSettings:
     collector: str
-    """Collector base URL; feeds go to `{collector}{prefix}/invoke`."""
+    """Collector base URL; feeds go to `{collector}/svc/invoke`, the collector's own (default) prefix."""
     heartbeat_seconds: float = DEFAULT_INTERVAL
     issues: bool = True
     trace_queue_cap: int = DEFAULT_TRACE_QUEUE_CAP
@@ -84,7 +84,8 @@ class MeshHost:
     def attach(self, app: HttpApp) -> HttpApp:
         """Run the reporter in `app`'s lifespan: register at startup, beat, flush once more at shutdown."""
         owned = self._publisher is None
-        publisher = self._publisher or EnvelopePublisher(self.settings.collector, app.service.prefix)
+        # The collector's surfaces are under the default prefix, whatever prefix this service uses.
+        publisher = self._publisher or EnvelopePublisher(self.settings.collector)
         reporter = Reporter(
             FeedSender(publisher),
             app.service.descriptor,
