@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from svcgen.runtime.mesh.artifacts.writer import write_artifacts
+from svcgen.runtime.mesh.collector import Collector
 from tests.artifacts.snapshots import sample_snapshot
 from tests.dashboard.harness import (
     ARTIFACT_FILES,
@@ -30,6 +31,7 @@ from tests.dashboard.harness import (
 )
 
 FIXTURES = Path(__file__).parent / "fixtures"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 DASH = "\u2014"
 
 
@@ -68,6 +70,34 @@ class Rendered:
         bodies = self.dom.find_all(lambda e: e.tag == "body")
         assert len(bodies) == 1
         return bodies[0].attrs.get("data-state")
+
+
+def write_mesh_artifacts(target: Path) -> None:
+    """What `make demo` writes: a real collector fed the example services' feeds (register, heartbeats, a trace
+    spanning orders and payments, failures, issues) and a poll, then the artifact writer."""
+    collector = Collector()
+    for name in ("orders", "payments", "inventory"):
+        descriptor = json.loads((GOLDEN / name / f"{name}_service" / "contracts" / "descriptor.json").read_text())
+        collector.register({**descriptor, "instanceId": f"{name}-1"})
+        collector.heartbeat({"service": name, "instanceId": f"{name}-1", "sentAt": "2026-11-23T09:00:01Z",
+                             "descriptorHash": descriptor["descriptorHash"], "health": {"isHealthy": True,
+                                                                                        "healthChecks": {}}})
+    trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+    events = [
+        {"traceId": trace, "spanId": "a" * 16, "service": "orders", "topic": "orders:place", "status": "created",
+         "topicVersion": "v1", "durationMs": 28.3, "startedAt": "2026-11-23T09:00:00.000Z"},
+        {"traceId": trace, "spanId": "b" * 16, "parentSpanId": "a" * 16, "service": "payments",
+         "topic": "payments:capture", "status": "ok", "durationMs": 0.9, "startedAt": "2026-11-23T09:00:00.010Z"},
+        {"traceId": "c" * 32, "spanId": "d" * 16, "service": "orders", "topic": "orders:place",
+         "status": "service-unavailable", "exceptionType": "RuntimeError", "durationMs": 1.2},
+    ]
+    collector.traces({"events": events})
+    collector.issues({"service": "orders", "issues": [{
+        "fingerprint": "f" * 32, "classification": "exception", "service": "orders", "topic": "orders:place",
+        "status": "service-unavailable", "exceptionType": "RuntimeError", "count": 1,
+        "firstSeen": "2026-11-23T09:00:00Z", "lastSeen": "2026-11-23T09:00:00Z", "exemplarTraceIds": ["c" * 32]}]})
+    collector.record_poll("payments", "http://127.0.0.1:8001", spec=None, health=None, error="spec: HTTP 503")
+    write_artifacts(collector.snapshot(), target)
 
 
 def render(tmp_path: Path, write: Callable[[Path], None] = write_test_artifacts) -> Rendered:
@@ -167,7 +197,9 @@ def test_dashboard_script_is_allowed_by_its_hash_only() -> None:
 # ---- Rendered in Chromium -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("write", [write_test_artifacts, write_sample_artifacts], ids=["fixtures", "writer"])
+@pytest.mark.parametrize(
+    "write", [write_test_artifacts, write_sample_artifacts, write_mesh_artifacts], ids=["fixtures", "writer", "mesh"]
+)
 def test_dashboard_renders_the_artifacts(tmp_path: Path, write: Callable[[Path], None]) -> None:
     rendered = render(tmp_path, write)
     assert_renders_cleanly(rendered)
