@@ -65,21 +65,30 @@ class Reporter:
         """Events drained for a batch the collector did not accept; counted, never silent."""
         self.lost_issue_batches = 0
         self._task: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
+        """Set by `stop`: the loop ends at its next pause instead of being cancelled mid-send."""
 
     async def start(self) -> None:
         """Start beating in the background; returns at once (the first beat registers)."""
         if self._task is None:
-            self._task = asyncio.create_task(self._run(), name=f"svcgen-reporter-{self.service}")
+            self._stopping = asyncio.Event()
+            self._task = asyncio.create_task(self._run(self._stopping), name=f"svcgen-reporter-{self.service}")
 
     async def stop(self) -> None:
-        """Stop the loop, then flush traces and issues once more within the shutdown timeout."""
+        """Let a beat in progress finish (its drained batch is not cut off mid-send), then flush traces and
+        issues once more; both within one shutdown timeout. A batch the deadline cuts off is counted in
+        `lost_trace_events`."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.shutdown_timeout
         task, self._task = self._task, None
         if task is not None:
+            self._stopping.set()
+            await asyncio.wait({task}, timeout=self.shutdown_timeout)
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         try:
-            await asyncio.wait_for(self._flush(), timeout=self.shutdown_timeout)
+            await asyncio.wait_for(self._flush(), timeout=max(0.0, deadline - loop.time()))
         except TimeoutError:
             logger.warning("final feed flush did not finish within %.1fs", self.shutdown_timeout)
         except Exception:
@@ -121,7 +130,12 @@ class Reporter:
                 events = self.traces(self.batch_size)
                 if not events:
                     break
-                sent = await self.feeds.traces(events)
+                try:
+                    sent = await self.feeds.traces(events)
+                except asyncio.CancelledError:
+                    # Cut off by stop's deadline: the batch is out of the queue and maybe not delivered.
+                    self.lost_trace_events += len(events)
+                    raise
                 if not sent.is_successful:
                     self.lost_trace_events += len(events)
                     logger.info("trace batch of %d not accepted (%s)", len(events), sent.status)
@@ -132,7 +146,8 @@ class Reporter:
             if not sent.is_successful:
                 self.lost_issue_batches += 1
 
-    async def _run(self) -> None:
-        while True:
+    async def _run(self, stopping: asyncio.Event) -> None:
+        while not stopping.is_set():
             await self.beat()
-            await asyncio.sleep(self.interval)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stopping.wait(), timeout=self.interval)
