@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -16,64 +17,11 @@ from demo import OUT, REPO, SVCGEN, free_port, step, svcgen
 MESH = OUT / "mesh"
 HEARTBEAT_SECONDS = "1"
 
-HANDLERS = {
-    "orders_service/handlers/orders_place_v1.py": '''"""orders:place v1: capture, then answer. By `make demo`."""
-
-from __future__ import annotations
-
-import os
-
-from svcgen.runtime import Context, Result
-
-from ..clients import Clients
-from ..models import CapturePayment, Money, Order, PlaceOrder
-
-
-async def handle(request: PlaceOrder, context: Context) -> Result[Order]:
-    if request.customer_id == "c-boom":
-        raise RuntimeError("the order book is on fire")  # the demo's handler exception
-    total = sum(item.quantity for item in request.items)
-    order_id = f"o-{request.customer_id}-{total}"
-    payment = CapturePayment(order_id=order_id, amount=Money(amount_minor=250 * total), idempotency_key=order_id)
-    async with Clients(os.environ["PAYMENTS_URL"]) as clients:
-        captured = await clients.payments_capture(payment)
-    if not captured.is_successful:
-        return Result.service_unavailable(f"payments answered {captured.status}")
-    order = Order(order_id=order_id, customer_id=request.customer_id, items=request.items, total_items=total,
-                  placed_at=request.placed_at)
-    return Result.created(order)
-''',
-    "payments_service/handlers/payments_capture.py": '''"""payments:capture: always captured. Written by `make demo`."""
-
-from __future__ import annotations
-
-from datetime import UTC, datetime
-
-from svcgen.runtime import Context, Result
-
-from ..models import Capture, CapturePayment
-
-
-async def handle(request: CapturePayment, context: Context) -> Result[Capture]:
-    return Result.ok(Capture(capture_id="cap-" + request.order_id, order_id=request.order_id, amount=request.amount,
-                             captured_at=datetime.now(UTC)))
-''',
-    "inventory_service/handlers/inventory_stock.py": '''"""inventory:stock: fixed levels. By `make demo`."""
-
-from __future__ import annotations
-
-from datetime import UTC, datetime
-
-from svcgen.runtime import Context, Result
-
-from ..models import StockLevel, StockLevels, StockQuery
-
-
-async def handle(request: StockQuery, context: Context) -> Result[StockLevels]:
-    level = StockLevel(sku=request.sku, warehouse="main", on_hand=12, bin_location="A-3", updated_at=datetime.now(UTC))
-    return Result.ok(StockLevels(sku=request.sku, levels=[level]))
-''',
-}
+HANDLERS = REPO / "examples" / "handlers" / "mesh"
+"""Real handlers: orders:place v1 (calls payments:capture, raises for customer c-boom), payments:capture,
+inventory:stock; copied into the built packages."""
+PACKAGES = {"orders_place_v1.py": "orders_service", "payments_capture.py": "payments_service",
+            "inventory_stock.py": "inventory_service"}
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 TRACEPARENT = f"00-{TRACE_ID}-00f067aa0ba902b7-01"
@@ -169,8 +117,8 @@ def run() -> None:
     step("a live mesh: orders, payments and inventory reporting to a collector")
     for name in ("orders", "payments", "inventory"):
         svcgen("build", f"examples/manifests/{name}.yaml", "-o", "out")
-    for path, source in HANDLERS.items():
-        (OUT / path).write_text(source)
+    for handler, package in PACKAGES.items():
+        shutil.copyfile(HANDLERS / handler, OUT / package / "handlers" / handler)
     print("wrote real handlers for orders:place v1 (calls payments:capture), payments:capture, inventory:stock")
     MESH.mkdir(parents=True, exist_ok=True)
     ports = {name: free_port() for name in ("collector", "orders", "payments", "inventory")}

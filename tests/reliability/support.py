@@ -30,25 +30,8 @@ START_TIMEOUT = 30.0
 STOP_TIMEOUT = 20.0
 HEARTBEAT_SECONDS = "0.5"
 
-PLACE_HANDLER = '''"""Handler of orders:place (version v1), as examples/demo.py implements it."""
-
-from __future__ import annotations
-
-from svcgen.runtime import Context, Result
-
-from ..models import Order, PlaceOrder
-
-
-async def handle(request: PlaceOrder, context: Context) -> Result[Order]:
-    order = Order(
-        order_id="o-1001",
-        customer_id=request.customer_id,
-        items=request.items,
-        total_items=sum(item.quantity for item in request.items),
-        placed_at=request.placed_at,
-    )
-    return Result.created(order)
-'''
+PLACE_HANDLER = (REPO / "examples" / "handlers" / "orders_place_v1.py").read_text()
+"""orders:place v1 as `make demo` implements it."""
 
 ORDER = {"customerId": "c-42", "items": [{"sku": "apple", "quantity": 3}, {"sku": "pear"}],
          "placedAt": "2026-11-22T10:00:00+01:00"}  # fmt: skip

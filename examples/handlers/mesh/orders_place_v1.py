@@ -1,0 +1,25 @@
+"""orders:place v1: capture, then answer. By `make demo`."""
+
+from __future__ import annotations
+
+import os
+
+from svcgen.runtime import Context, Result
+
+from ..clients import Clients
+from ..models import CapturePayment, Money, Order, PlaceOrder
+
+
+async def handle(request: PlaceOrder, context: Context) -> Result[Order]:
+    if request.customer_id == "c-boom":
+        raise RuntimeError("the order book is on fire")  # the demo's handler exception
+    total = sum(item.quantity for item in request.items)
+    order_id = f"o-{request.customer_id}-{total}"
+    payment = CapturePayment(order_id=order_id, amount=Money(amount_minor=250 * total), idempotency_key=order_id)
+    async with Clients(os.environ["PAYMENTS_URL"]) as clients:
+        captured = await clients.payments_capture(payment)
+    if not captured.is_successful:
+        return Result.service_unavailable(f"payments answered {captured.status}")
+    order = Order(order_id=order_id, customer_id=request.customer_id, items=request.items, total_items=total,
+                  placed_at=request.placed_at)
+    return Result.created(order)
