@@ -108,10 +108,46 @@ def test_unreachable_collector_is_retried_and_losses_are_counted() -> None:
         await reporter.beat()
 
     asyncio.run(run())
-    assert publisher.topics() == ["register", "heartbeat", "traces", "issues", "register", "heartbeat", "issues"]
-    assert reporter.lost_trace_events == 2
+    assert publisher.topics() == [
+        "register", "heartbeat", "traces", "issues",
+        "register", "heartbeat", "traces", "issues",
+    ]  # fmt: skip
+    retried = [payload for topic, payload in publisher.sent if topic == "svc:mesh:traces"]
+    assert retried[0] == retried[1] == {"events": [{"traceId": "a"}, {"traceId": "b"}]}  # surely not delivered: resent
+    assert reporter.lost_trace_events == 0 and reporter.pending_trace_events == 0
     assert reporter.lost_issue_batches == 1
     assert not reporter.needs_register
+
+
+def test_a_timed_out_batch_is_counted_lost_never_resent() -> None:
+    publisher = RecordingPublisher()
+    publisher.script("svc:mesh:traces", Result.timeout("collector did not answer"))
+    reporter = make(publisher, [{"traceId": "a"}, {"traceId": "b"}])
+
+    async def run() -> None:
+        await reporter.beat()
+        await reporter.beat()
+
+    asyncio.run(run())
+    assert publisher.topics().count("traces") == 1  # it may have arrived: resending could count it twice
+    assert reporter.lost_trace_events == 2
+
+
+def test_the_retry_buffer_is_bounded_and_what_is_left_at_shutdown_is_counted() -> None:
+    publisher = RecordingPublisher()
+    down = Result.service_unavailable("cannot reach collector")
+    publisher.script("svc:mesh:traces", down, down)
+    reporter = make(publisher, [{"traceId": str(n)} for n in range(5)], retry_cap=3, batch_size=5)
+
+    async def run() -> None:
+        await reporter.beat()
+        assert reporter.pending_trace_events == 3 and reporter.lost_trace_events == 2  # the oldest went
+        await reporter.stop()  # the final flush meets the collector still down
+
+    asyncio.run(run())
+    sent = [payload for topic, payload in publisher.sent if topic == "svc:mesh:traces"]
+    assert sent[1] == {"events": [{"traceId": "2"}, {"traceId": "3"}, {"traceId": "4"}]}
+    assert reporter.lost_trace_events == 5 and reporter.pending_trace_events == 0
 
 
 def test_stop_flushes_once_more_and_is_bounded_when_the_collector_hangs() -> None:

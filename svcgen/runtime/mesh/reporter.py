@@ -8,9 +8,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+from .. import status as st
 from ..descriptor import Descriptor
 from ..health import HealthReport
 from .clock import WallClock, wall_clock
@@ -22,6 +24,8 @@ DEFAULT_INTERVAL = 30.0
 DEFAULT_BATCH_SIZE = 500
 MAX_BATCHES_PER_BEAT = 20
 DEFAULT_SHUTDOWN_TIMEOUT = 2.0
+DEFAULT_RETRY_CAP = 10_000
+"""Trace events kept for the next beat after a send that surely did not arrive; past it the oldest are lost."""
 
 HealthSource = Callable[[], Awaitable[HealthReport]]
 TraceSource = Callable[[int], Sequence[Mapping[str, Any]]]
@@ -44,6 +48,7 @@ class Reporter:
         interval: float = DEFAULT_INTERVAL,
         batch_size: int = DEFAULT_BATCH_SIZE,
         shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+        retry_cap: int = DEFAULT_RETRY_CAP,
         clock: WallClock = wall_clock,
     ) -> None:
         if interval <= 0:
@@ -62,7 +67,11 @@ class Reporter:
         self.needs_register = True
         self.beats = 0
         self.lost_trace_events = 0
-        """Events drained for a batch the collector did not accept; counted, never silent."""
+        """Events the collector may not have: a send that timed out (it may have arrived: never resent, so
+        never counted twice), cut off at shutdown, or pushed out of the retry buffer. Counted, never silent."""
+        self.retry_cap = retry_cap
+        self._retry: deque[Mapping[str, Any]] = deque()
+        """Events of sends that surely did not arrive (refused, unreachable, not accepted), oldest first."""
         self.lost_issue_batches = 0
         self._task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
@@ -93,6 +102,10 @@ class Reporter:
             logger.warning("final feed flush did not finish within %.1fs", self.shutdown_timeout)
         except Exception:
             logger.warning("final feed flush failed", exc_info=True)
+        if self._retry:
+            self.lost_trace_events += len(self._retry)
+            logger.warning("%d trace event(s) never reached the collector before shutdown", len(self._retry))
+            self._retry.clear()
 
     async def beat(self) -> None:
         """One cycle: register when needed, heartbeat, traces, issues. Never raises."""
@@ -127,7 +140,7 @@ class Reporter:
     async def _flush(self) -> None:
         if self.traces is not None:
             for _ in range(MAX_BATCHES_PER_BEAT):
-                events = self.traces(self.batch_size)
+                events = self._next_trace_batch()
                 if not events:
                     break
                 try:
@@ -137,14 +150,39 @@ class Reporter:
                     self.lost_trace_events += len(events)
                     raise
                 if not sent.is_successful:
-                    self.lost_trace_events += len(events)
-                    logger.info("trace batch of %d not accepted (%s)", len(events), sent.status)
+                    self._keep_for_retry(events, sent.status)
                     break
         if self.issues is not None:
             # An empty batch is sent too: it is the issues feed's liveness beat.
             sent = await self.feeds.issues(self.issues())
             if not sent.is_successful:
                 self.lost_issue_batches += 1
+
+    def _next_trace_batch(self) -> Sequence[Mapping[str, Any]]:
+        assert self.traces is not None
+        if not self._retry:
+            return self.traces(self.batch_size)
+        count = min(self.batch_size, len(self._retry))
+        return [self._retry.popleft() for _ in range(count)]
+
+    def _keep_for_retry(self, events: Sequence[Mapping[str, Any]], status: str) -> None:
+        if status == st.TIMEOUT:
+            self.lost_trace_events += len(events)
+            logger.info("trace batch of %d timed out; it may have arrived, so it is not resent", len(events))
+            return
+        self._retry.extendleft(reversed(events))
+        overflow = len(self._retry) - self.retry_cap
+        for _ in range(max(0, overflow)):
+            self._retry.popleft()  # the oldest go, as in the trace queue
+        if overflow > 0:
+            self.lost_trace_events += overflow
+        logger.info("trace batch of %d not delivered (%s); %d event(s) kept for the next beat", len(events), status,
+                    len(self._retry))
+
+    @property
+    def pending_trace_events(self) -> int:
+        """Events waiting in the retry buffer."""
+        return len(self._retry)
 
     async def _run(self, stopping: asyncio.Event) -> None:
         while not stopping.is_set():
