@@ -31,8 +31,7 @@ demo: $(STAMP)
 	$(PY) examples/demo.py
 
 bench: $(STAMP)
-	@for script in $(filter-out bench/__init__.py bench/harness.py,$(wildcard bench/*.py)); do \
-		module=$$(echo $$script | sed 's|/|.|; s|\.py$$||'); echo "== $$module"; $(PY) -m $$module || exit 1; done
+	$(PY) -m bench.report
 
 clean:
 	rm -rf $(VENV) build *.egg-info

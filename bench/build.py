@@ -6,6 +6,7 @@ interpreter-start baseline.
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import subprocess
@@ -17,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from bench.harness import REPEATS, machine, report
+from bench.harness import REPEATS, Figure, Recorder, run
 
 SCALARS = ["string", "integer", "float", "boolean", "datetime", "string?", "list[string]", "map[integer]"]
 
@@ -63,21 +64,28 @@ def measure(manifest: dict[str, Any], workdir: Path, name: str) -> tuple[float, 
     return statistics.median(walls), max(peaks)
 
 
-def main() -> None:
-    print(f"bench/build.py on {machine()}\n")
+def measure_build(record: Recorder, args: argparse.Namespace) -> None:
     start_walls = [run_child([sys.executable, "-c", "pass"])[0] for _ in range(REPEATS)]
     interpreter = statistics.median(start_walls)
-    report("interpreter start (python -c pass)", interpreter * 1e3, "ms")
+    record(INTERPRETER, interpreter * 1e3, "ms")
     with tempfile.TemporaryDirectory() as scratch:
         workdir = Path(scratch)
         small_wall, small_peak = measure(synthetic_manifest(10, 20), workdir, "small")
-        report("build, 20 types / 10 topics, whole process", small_wall, "s", target=0.6)
-        report("  peak memory (RSS)", small_peak, "MB")
-        report("  ratio to interpreter start", small_wall / interpreter, "x")
+        record(SMALL, small_wall, "s", target=0.6)
+        record("  peak memory (RSS), small build", small_peak, "MB")
+        record("  ratio to interpreter start", small_wall / interpreter, "x")
         large_wall, large_peak = measure(synthetic_manifest(1000, 2000), workdir, "large")
-        report("build, 2000 types / 1000 topics, whole process", large_wall, "s", target=3)
-        report("  peak memory (RSS)", large_peak, "MB", target=300)
-        report("  ratio large/small wall time", large_wall / small_wall, "x")
+        record("build, 2000 types / 1000 topics, whole process", large_wall, "s", target=3, baseline=SMALL)
+        record("  peak memory (RSS), large build", large_peak, "MB", target=300)
+        record("  ratio large/small wall time", large_wall / small_wall, "x")
+
+
+INTERPRETER = "interpreter start (python -c pass)"
+SMALL = "build, 20 types / 10 topics, whole process"
+
+
+def main(argv: list[str] | None = None) -> list[Figure]:
+    return run("bench/build.py", measure_build, argv)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 memory must not grow with history), and the fleet query with a fleet of registered services.
 
     PYTHONPATH=. python -m bench.collector [--small 200000] [--large 2000000] [--batch 100] [--services 200]
+        [--json FILE]
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.harness import machine, per_call_us, report
+from bench.harness import Figure, Recorder, per_call_us, run
 from svcgen.runtime.mesh.collector import Collector, JsonFileStore
 
 STARTED_AT = "2027-01-15T08:00:00.000Z"
@@ -92,28 +93,35 @@ def fleet_collector(services: int) -> Collector:
     return collector
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--small", type=int, default=200_000)
     parser.add_argument("--large", type=int, default=2_000_000)
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--services", type=int, default=200)
-    args = parser.parse_args()
-    logging.getLogger("svcgen.mesh.collector").setLevel(logging.ERROR)  # "store does not exist yet" is expected
-    print(f"bench/collector.py on {machine()}\n")
+    return parser
 
+
+def measure(record: Recorder, args: argparse.Namespace) -> None:
+    logging.getLogger("svcgen.mesh.collector").setLevel(logging.ERROR)  # "store does not exist yet" is expected
     small_rate, small_start, small_peak, small_file = ingest(args.small, args.batch)
     large_rate, large_start, large_peak, large_file = ingest(args.large, args.batch)
-    report(f"trace ingest, {args.small:,} events, JSON store saved per batch", small_rate, "ev/s")
-    report(f"trace ingest, {args.large:,} events, JSON store saved per batch", large_rate, "ev/s")
-    report("  throughput loss, large vs small", (1 - large_rate / small_rate) * 100, "%", target=20)
-    report(f"  RSS growth during {args.small:,}", small_peak - small_start, "MiB")
-    report(f"  RSS growth during {args.large:,}", large_peak - large_start, "MiB")
-    report("  store file after small / large run", small_file / 2**20, "MiB", note=f"/ {large_file / 2**20:.2f} MiB")
+    small_name = f"trace ingest, {args.small:,} events, JSON store saved per batch"
+    record(small_name, small_rate, "ev/s")
+    record(f"trace ingest, {args.large:,} events, JSON store saved per batch", large_rate, "ev/s", baseline=small_name)
+    record("  throughput loss, large vs small", (1 - large_rate / small_rate) * 100, "%", target=20)
+    record(f"  RSS growth during {args.small:,}", small_peak - small_start, "MiB")
+    record(f"  RSS growth during {args.large:,}", large_peak - large_start, "MiB")
+    record("  store file after small run", small_file / 2**20, "MiB")
+    record("  store file after large run", large_file / 2**20, "MiB")
 
     collector = fleet_collector(args.services)
     latency = per_call_us(collector.query_fleet, 50) / 1000
-    report(f"svc:mesh:query:fleet, {args.services} services registered", latency, "ms")
+    record(f"svc:mesh:query:fleet, {args.services} services registered", latency, "ms")
+
+
+def main(argv: list[str] | None = None) -> list[Figure]:
+    return run("bench/collector.py", measure, argv, parser())
 
 
 if __name__ == "__main__":

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 from datetime import datetime
 from typing import Any
 
-from bench.harness import machine, once_ms, per_await_us, report
+from bench.harness import Figure, Recorder, once_ms, per_await_us, run
 from svcgen.runtime import Context, Identity, Registry, Result, Service
 from svcgen.runtime.descriptor import build_descriptor
 from svcgen.runtime.openapi import build_openapi
@@ -59,28 +60,27 @@ def registry_of(topics: int, distinct_types: int) -> Registry:
     return registry
 
 
-def main() -> None:
-    print(f"bench/core.py on {machine()}\n")
+def measure(record: Recorder, args: argparse.Namespace) -> None:
     registry = Registry()
     registry.add("orders:place", handle)
     service = Service(Identity("orders"), registry)
     calls = 20_000
     baseline = per_await_us(raw_baseline, calls)
     ours = per_await_us(lambda: service.invoke_envelope(ENVELOPE), calls)
-    report("raw baseline (json.loads, dataclass, handler, json.dumps)", baseline, "µs")
-    report("envelope invoke, 5-field typed handler", ours, "µs")
-    report("  ratio to baseline", ours / baseline, "x", target=3)
+    record(RAW, baseline, "µs")
+    record("envelope invoke, 5-field typed handler", ours, "µs", baseline=RAW)
+    record("  ratio to baseline", ours / baseline, "x", target=3)
 
     print()
     fresh = lambda: registry_of(1000, 500)  # noqa: E731
-    report("OpenAPI, 1000 topics, schemas derived on the way", once_ms(build_openapi, fresh), "ms", target=60)
-    report("descriptor, 1000 topics, schemas derived on the way",
+    record("OpenAPI, 1000 topics, schemas derived on the way", once_ms(build_openapi, fresh), "ms", target=60)
+    record("descriptor, 1000 topics, schemas derived on the way",
            once_ms(lambda r: build_descriptor(Identity("s"), r, []), fresh), "ms", target=30)
-    report("spec, 1000 topics, schemas derived on the way", once_ms(lambda r: build_spec("s", r), fresh), "ms")
+    record("spec, 1000 topics, schemas derived on the way", once_ms(lambda r: build_spec("s", r), fresh), "ms")
     warm = registry_of(1000, 500)
     build_openapi(warm)
-    report("OpenAPI, 1000 topics, schemas already derived", once_ms(lambda _: build_openapi(warm)), "ms", target=60)
-    report("descriptor, 1000 topics, schemas already derived",
+    record("OpenAPI, 1000 topics, schemas already derived", once_ms(lambda _: build_openapi(warm)), "ms", target=60)
+    record("descriptor, 1000 topics, schemas already derived",
            once_ms(lambda _: build_descriptor(Identity("s"), warm, [])), "ms", target=30)
 
     print()
@@ -89,9 +89,16 @@ def main() -> None:
     mesh: dict[str, Any] = {"topic": "svc:mesh"}
     small_us = per_await_us(lambda: small.invoke_envelope(mesh), 5000)
     large_us = per_await_us(lambda: large.invoke_envelope(mesh), 5000)
-    report("svc:mesh answer, 10 topics", small_us, "µs")
-    report("svc:mesh answer, 1000 topics", large_us, "µs")
-    report("  ratio 1000/10 topics (independent of topic count ≈ 1)", large_us / small_us, "x")
+    record("svc:mesh answer, 10 topics", small_us, "µs")
+    record("svc:mesh answer, 1000 topics", large_us, "µs", baseline="svc:mesh answer, 10 topics")
+    record("  ratio 1000/10 topics (independent of topic count ≈ 1)", large_us / small_us, "x")
+
+
+RAW = "raw baseline (json.loads, dataclass, handler, json.dumps)"
+
+
+def main(argv: list[str] | None = None) -> list[Figure]:
+    return run("bench/core.py", measure, argv)
 
 
 if __name__ == "__main__":

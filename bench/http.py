@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import dataclasses
 import json
@@ -15,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from bench.harness import machine, per_await_us, per_call_us, report
+from bench.harness import Figure, Recorder, per_await_us, per_call_us, run
 from svcgen.runtime import Context, Identity, Registry, Result, Service
 from svcgen.runtime.http.app import HttpApp, create_app
 from svcgen.runtime.http.routing import Route, Router, split_path
@@ -157,27 +158,34 @@ raw = raw_app
 constant = constant_app
 
 
-def main() -> None:
-    print(f"bench/http.py on {machine()}\n")
+def measure(record: Recorder, args: argparse.Namespace) -> None:
     raw_us = per_await_us(in_process(raw_app), 20_000)
     ours_us = per_await_us(in_process(typed), 20_000)
-    report("raw ASGI app, same JSON work (in-process)", raw_us, "µs")
-    report("POST /orders/{orderId}, typed (in-process)", ours_us, "µs")
-    report("  ratio to raw ASGI app", ours_us / raw_us, "x", target=3)
+    record(RAW, raw_us, "µs")
+    record("POST /orders/{orderId}, typed (in-process)", ours_us, "µs", baseline=RAW)
+    record("  ratio to raw ASGI app", ours_us / raw_us, "x", target=3)
 
     print()
     ten, thousand = routing_us(10), routing_us(1000)
-    report("route match, 10 routes", ten, "µs")
-    report("route match, 1000 routes", thousand, "µs")
-    report("  ratio 1000/10 routes", thousand / ten, "x", note="(about 1 expected: trie, not a scan)")
+    record("route match, 10 routes", ten, "µs")
+    record("route match, 1000 routes", thousand, "µs", baseline="route match, 10 routes")
+    record("  ratio 1000/10 routes", thousand / ten, "x", note="(about 1 expected: trie, not a scan)")
 
     print()
     print(f"under load: {LOAD_REQUESTS} requests, {LOAD_CONCURRENCY} concurrent, uvicorn on 127.0.0.1")
     constant_cpu = server_cpu_us_per_request("bench.http:constant", "/orders/o-17", BODY)
     typed_cpu = server_cpu_us_per_request("bench.http:typed", "/orders/o-17", BODY)
-    report("server CPU per request, raw ASGI constant", constant_cpu, "µs")
-    report("server CPU per request, typed route", typed_cpu, "µs")
-    report("  ratio to raw ASGI constant", typed_cpu / constant_cpu, "x", target=1.8)
+    record(CONSTANT, constant_cpu, "µs")
+    record("server CPU per request, typed route", typed_cpu, "µs", baseline=CONSTANT)
+    record("  ratio to raw ASGI constant", typed_cpu / constant_cpu, "x", target=1.8)
+
+
+RAW = "raw ASGI app, same JSON work (in-process)"
+CONSTANT = "server CPU per request, raw ASGI constant"
+
+
+def main(argv: list[str] | None = None) -> list[Figure]:
+    return run("bench/http.py", measure, argv)
 
 
 if __name__ == "__main__":

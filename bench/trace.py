@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from bench.harness import machine, per_await_us, report
+import argparse
+
+from bench.harness import Figure, Recorder, per_await_us, run
 from bench.http import in_process, update
 from svcgen.runtime import Identity, Registry, Service
 from svcgen.runtime.http.app import create_app
@@ -27,13 +29,19 @@ def app(traced: bool) -> object:
     return create_app(service, ["POST /orders/{orderId} -> orders:update"])
 
 
-def main() -> None:
-    print(f"bench/trace.py on {machine()}\n")
+def measure(record: Recorder, args: argparse.Namespace) -> None:
     plain = per_await_us(in_process(app(False)), CALLS)
     traced = per_await_us(in_process(app(True)), CALLS)
-    report("POST /orders/{orderId}, no mesh (in-process)", plain, "µs")
-    report("POST /orders/{orderId}, trace + queue + issues", traced, "µs")
-    report("  overhead", (traced / plain - 1) * 100, "%", target=15)
+    record(PLAIN, plain, "µs")
+    record("POST /orders/{orderId}, trace + queue + issues", traced, "µs", baseline=PLAIN)
+    record("  overhead", (traced / plain - 1) * 100, "%", target=15)
+
+
+PLAIN = "POST /orders/{orderId}, no mesh (in-process)"
+
+
+def main(argv: list[str] | None = None) -> list[Figure]:
+    return run("bench/trace.py", measure, argv)
 
 
 if __name__ == "__main__":

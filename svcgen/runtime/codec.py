@@ -189,11 +189,21 @@ def _decode_boolean(value: Any) -> bool:
     raise DecodeError("expected boolean")
 
 
+# The integers orjson reads and writes exactly. It reads a longer integer literal as a float (losing digits)
+# and refuses to write an int outside it, so a wire integer outside this range (a float that long, or a path
+# or query text) would be silently altered on the way in and fail to encode (a 500) if echoed back: it is
+# refused as a value that does not fit. An int given as a Python value is taken as it is.
+_INTEGER_MIN = -(2**63)
+_INTEGER_MAX = 2**64 - 1
+
+
 def _decode_integer(value: Any) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return int(value)
     if isinstance(value, float) and value.is_integer():
-        return int(value)
+        if _INTEGER_MIN <= value <= _INTEGER_MAX:
+            return int(value)
+        raise DecodeError("integer out of range")
     raise DecodeError("expected integer")
 
 
@@ -717,7 +727,11 @@ _TEXT_NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 
 def _text_integer(text: str) -> int:
     if _TEXT_INTEGER.fullmatch(text):
-        return int(text)
+        # More digits than any integer in range: out of it (and int() refuses texts over 4300 digits).
+        number = int(text) if len(text.lstrip("-0")) <= 20 else _INTEGER_MAX + 1
+        if _INTEGER_MIN <= number <= _INTEGER_MAX:
+            return number
+        raise DecodeError("integer out of range")
     raise DecodeError("expected integer")
 
 
