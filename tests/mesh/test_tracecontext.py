@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from svcgen.runtime.mesh.tracecontext import (
+    SAMPLED,
     RandomIds,
     TraceContext,
     activate,
@@ -17,6 +18,7 @@ from svcgen.runtime.mesh.tracecontext import (
     format_traceparent,
     parse_traceparent,
     propagation_headers,
+    random_root_trace,
 )
 
 from .fakes import SequentialIds, traced_service
@@ -129,3 +131,13 @@ def test_every_exact_shape_with_nonzero_ids_and_a_known_version_joins(value: str
 def test_a_non_string_header_value_starts_a_new_trace() -> None:
     assert parse_traceparent(b"00-" + TRACE.encode()) is None
     assert continue_trace(42, SequentialIds()).parent_span_id is None
+
+
+def test_random_roots_are_valid_unique_w3c_ids_across_pool_refills() -> None:
+    roots = [random_root_trace() for _ in range(1000)]  # several refills of the pre-read pool
+    assert len({root.trace_id for root in roots}) == 1000 and len({root.span_id for root in roots}) == 1000
+    for root in roots:
+        assert re.fullmatch(r"[0-9a-f]{32}", root.trace_id) and root.trace_id != "0" * 32
+        assert re.fullmatch(r"[0-9a-f]{16}", root.span_id) and root.span_id != "0" * 16
+        assert root.parent_span_id is None and root.flags == SAMPLED
+        assert parse_traceparent(format_traceparent(root)) == (root.trace_id, root.span_id, SAMPLED)

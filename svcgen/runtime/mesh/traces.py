@@ -167,7 +167,8 @@ class TraceMiddleware:
             topic = context.topic
             if context.registration is None and len(topic) > MAX_TEXT:
                 topic = topic[: MAX_TEXT - 1] + "…"
-            correlation_id = context.headers.get(CORRELATION_HEADER)
+            headers = context.headers
+            correlation_id = headers.get(CORRELATION_HEADER) if headers else None
             # Positional, in field order: keyword construction costs three times as much on every invocation.
             event = TraceEvent(
                 trace.trace_id,
