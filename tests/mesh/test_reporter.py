@@ -1,7 +1,10 @@
 import asyncio
+import logging
 from collections import deque
 from datetime import UTC, datetime
 from typing import Any
+
+import pytest
 
 from svcgen.runtime.descriptor import build_descriptor
 from svcgen.runtime.health import HealthCheckResult, HealthReport
@@ -179,3 +182,23 @@ def test_final_flush_on_stop_sends_what_is_left() -> None:
     reporter.traces = lambda n: [{"traceId": "last"}] if not publisher.sent else []
     asyncio.run(reporter.stop())
     assert publisher.topics() == ["traces", "issues"]
+
+
+def test_trace_events_a_full_queue_dropped_are_logged_once_per_beat(caplog: pytest.LogCaptureFixture) -> None:
+    dropped = [0]
+    reporter = make(RecordingPublisher(), dropped=lambda: dropped[0])
+
+    async def run() -> None:
+        await reporter.beat()
+        dropped[0] = 7
+        await reporter.beat()
+        await reporter.beat()  # nothing new: nothing logged
+        dropped[0] = 9
+        await reporter.beat()
+
+    with caplog.at_level(logging.WARNING, logger="svcgen.mesh.reporter"):
+        asyncio.run(run())
+    assert [r.getMessage() for r in caplog.records] == [
+        "7 trace event(s) dropped since the last beat: the trace queue was full (7 in all)",
+        "2 trace event(s) dropped since the last beat: the trace queue was full (9 in all)",
+    ]

@@ -49,6 +49,7 @@ class Reporter:
         batch_size: int = DEFAULT_BATCH_SIZE,
         shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
         retry_cap: int = DEFAULT_RETRY_CAP,
+        dropped: Callable[[], int] | None = None,
         clock: WallClock = wall_clock,
     ) -> None:
         if interval <= 0:
@@ -70,6 +71,9 @@ class Reporter:
         """Events the collector may not have: a send that timed out (it may have arrived: never resent, so
         never counted twice), cut off at shutdown, or pushed out of the retry buffer. Counted, never silent."""
         self.retry_cap = retry_cap
+        self.dropped = dropped
+        """How many events the trace source has dropped so far (a full queue); each beat logs any growth."""
+        self._dropped_seen = 0
         self._retry: deque[Mapping[str, Any]] = deque()
         """Events of sends that surely did not arrive (refused, unreachable, not accepted), oldest first."""
         self.lost_issue_batches = 0
@@ -118,6 +122,7 @@ class Reporter:
                     logger.info("register not accepted (%s); retrying on the next beat", registered.status)
             await self._heartbeat()
             await self._flush()
+            self._report_drops()
         except Exception:
             logger.warning("reporter beat failed", exc_info=True)
 
@@ -157,6 +162,15 @@ class Reporter:
             sent = await self.feeds.issues(self.issues())
             if not sent.is_successful:
                 self.lost_issue_batches += 1
+
+    def _report_drops(self) -> None:
+        if self.dropped is None:
+            return
+        total = self.dropped()
+        if total > self._dropped_seen:
+            logger.warning("%d trace event(s) dropped since the last beat: the trace queue was full (%d in all)",
+                           total - self._dropped_seen, total)
+            self._dropped_seen = total
 
     def _next_trace_batch(self) -> Sequence[Mapping[str, Any]]:
         assert self.traces is not None
