@@ -95,8 +95,9 @@ class CollectorHost:
             snapshot = self.collector.snapshot()
             await asyncio.to_thread(write_artifacts, snapshot, self.artifacts, prefix=self.settings.prefix)
             self.artifact_writes += 1
-        except Exception:
-            logger.exception("writing the UI artifacts to %s failed; retrying next interval", self.artifacts)
+        except Exception as exc:
+            logger.warning("writing the UI artifacts to %s failed (%s: %s); retrying in %g s", self.artifacts,
+                           type(exc).__name__, exc, self.settings.artifacts_interval)
 
     async def _write_every_interval(self) -> None:
         while True:
