@@ -129,7 +129,8 @@ def run() -> None:
         running.enter_context(background(
             [*SVCGEN, "collector", "serve", "--port", str(ports["collector"]), "--store", "out/mesh/collector.json",
              "--artifacts", "out/mesh/artifacts", "--artifacts-interval", "1", "--poll-interval", "2",
-             "--poll", f"orders={base['orders']}", "--poll", f"payments={base['payments']}"],
+             "--poll", f"orders={base['orders']}", "--poll", f"payments={base['payments']}",
+             "--poll", f"inventory={base['inventory']}/ops"],
             collector + "/svc/health", "the collector"))
         for name, prefix, extra in (("payments", "/svc", {}), ("inventory", "/ops", {}),
                                     ("orders", "/svc", {"PAYMENTS_URL": base["payments"] + "/svc/invoke"})):
@@ -145,8 +146,8 @@ def run() -> None:
         step("what the collector knows")
         show_fleet(collector)
         show_cross_service_trace(collector)
-        print(f"\nthe dashboard is live at {collector}/ while the mesh runs")
+        print(f"\nthe dashboard is live at {collector}/ while the mesh runs; a copy to keep:")
+        svcgen("artifacts", "--store", "out/mesh/collector.json", "-o", "out/mesh/site")
+        print("view it later: python3 -m http.server -d out/mesh/site 8080, then open http://127.0.0.1:8080/")
         step("stop everything")
-    svcgen("artifacts", "--store", "out/mesh/collector.json", "-o", "out/mesh/site")
-    print("view the dashboard: python3 -m http.server -d out/mesh/site 8080, then open http://127.0.0.1:8080/")
     print(f"the collector's state is in {Path('out/mesh/collector.json')}")

@@ -11,6 +11,7 @@ import logging
 from collections.abc import Iterable
 from pathlib import Path
 from typing import NoReturn
+from urllib.parse import urlsplit
 
 import click
 import orjson
@@ -152,7 +153,8 @@ def collector() -> None:
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind.")
 @click.option("--port", default=8700, show_default=True, type=click.IntRange(0, 65535), help="Port to bind.")
 @click.option("--store", type=click.Path(dir_okay=False, path_type=Path), help="JSON file the state is kept in.")
-@click.option("--poll", "polls", multiple=True, metavar="NAME=URL", help="A service to poll (repeatable).")
+@click.option("--poll", "polls", multiple=True, metavar="NAME=URL",
+              help="A service to poll (repeatable); a path in URL is its surfaces' prefix, /svc without one.")
 @click.option("--poll-interval", default=DEFAULT_POLL_INTERVAL, show_default=True, type=click.FloatRange(min=0.1),
               help="Seconds between poll sweeps.")
 @click.option("--artifacts", type=click.Path(file_okay=False, path_type=Path),
@@ -206,11 +208,15 @@ def artifacts(store: Path, out: Path) -> None:
     click.echo(f"wrote {len(written)} artifacts and {DASHBOARD} to {out}")
 
 
-def _poll_target(text: str) -> tuple[str, str]:
+def _poll_target(text: str) -> tuple[str, str, str]:
+    """(name, base URL, prefix): the URL's path is where the service's surfaces are, `/svc` when it has none."""
     name, separator, url = text.partition("=")
-    if not separator or not name.strip() or not url.startswith(("http://", "https://")):
-        _fail([f"--poll {text}: expected NAME=URL, for example orders=http://127.0.0.1:8000"])
-    return name.strip(), url.rstrip("/")
+    parts = urlsplit(url)
+    if not separator or not name.strip() or parts.scheme not in ("http", "https") or not parts.netloc \
+            or parts.query or parts.fragment:
+        _fail([f"--poll {text}: expected NAME=URL, for example orders=http://127.0.0.1:8000 "
+               "(or inventory=http://127.0.0.1:8001/ops for surfaces under /ops)"])
+    return name.strip(), f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/") or DEFAULT_PREFIX
 
 
 @main.command()

@@ -164,3 +164,28 @@ def test_a_service_under_its_own_prefix_reports_to_the_collector_under_the_defau
 
             wait_for(lambda: invoke(collector, "svc:mesh:query:service", {"service": "stock"})["statusCode"] == "ok")
             assert invoke(collector, "svc:mesh:query:service", {"service": "stock"})["body"]["health"] == "healthy"
+
+
+def test_a_polled_service_under_its_own_prefix_is_polled_there_and_linked_there(tmp_path: Path) -> None:
+    def fleet(request: httpx.Request) -> httpx.Response:
+        if request.url.host == "stock.test" and request.url.path == "/ops/spec":
+            return httpx.Response(200, json={"service": "stock", "topics": []})
+        if request.url.host == "stock.test" and request.url.path == "/ops/health":
+            return httpx.Response(200, json={"isHealthy": True, "healthChecks": {}})
+        return polled_fleet(request) if request.url.host == "orders.test" else httpx.Response(404)
+
+    targets = [("stock", "http://stock.test", "/ops"), ("orders", "http://orders.test")]
+    settings = CollectorSettings(fleet=targets, poll_interval=60, artifacts=tmp_path / "site", artifacts_interval=0.1)
+    host = CollectorHost(settings, transport=httpx.MockTransport(fleet))
+    with running(host.app):
+
+        def links() -> dict[str, Any]:
+            path = tmp_path / "site" / "manifest.json"
+            services = json.loads(path.read_text())["services"] if path.is_file() else []
+            return {s["name"]: (s["status"], s["specUrl"], s["healthUrl"]) for s in services}
+
+        wait_for(lambda: len(links()) == 2)
+    assert links() == {
+        "stock": ("healthy", "http://stock.test/ops/spec", "http://stock.test/ops/health"),
+        "orders": ("healthy", "http://orders.test/svc/spec", "http://orders.test/svc/health"),
+    }

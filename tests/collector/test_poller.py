@@ -39,6 +39,7 @@ class Recorded:
 class RecordingSink:
     def __init__(self) -> None:
         self.polls: list[Recorded] = []
+        self.prefixes: dict[str, str] = {}
 
     def record_poll(
         self,
@@ -48,8 +49,10 @@ class RecordingSink:
         spec: dict[str, Any] | None,
         health: dict[str, Any] | None,
         error: str | None,
+        prefix: str = "/svc",
     ) -> None:
         self.polls.append(Recorded(service, base_url, spec, health, error))
+        self.prefixes[service] = prefix
 
     def by_name(self) -> dict[str, Recorded]:
         return {poll.service: poll for poll in self.polls}

@@ -49,11 +49,12 @@ class PollSink(Protocol):
         spec: dict[str, Any] | None,
         health: dict[str, Any] | None,
         error: str | None,
+        prefix: str = DEFAULT_PREFIX,
     ) -> None: ...
 
 
-Target: TypeAlias = tuple[str, str]
-"""(service name, base URL)."""
+Target: TypeAlias = "tuple[str, str] | tuple[str, str, str]"
+"""(service name, base URL) polled under the poller's prefix, or (name, base URL, that service's prefix)."""
 FleetSource: TypeAlias = "Iterable[Target] | Callable[[], Iterable[Target] | Awaitable[Iterable[Target]]]"
 Sleep: TypeAlias = Callable[[float], Awaitable[None]]
 
@@ -139,7 +140,9 @@ class Poller:
         async with self._lock, self._client_for_sweep() as client:
             targets = await self._targets()
             gate = asyncio.Semaphore(self.max_concurrency)
-            polls = await asyncio.gather(*(self._poll_and_record(client, gate, name, url) for name, url in targets))
+            polls = await asyncio.gather(
+                *(self._poll_and_record(client, gate, name, url, prefix) for name, url, prefix in targets)
+            )
             self.sweeps += 1
         failed = sum(not poll.ok for poll in polls)
         logger.debug("sweep %d: %d target(s), %d failed", self.sweeps, len(polls), failed)
@@ -171,7 +174,7 @@ class Poller:
         async with self._new_client() as client:
             yield client
 
-    async def _targets(self) -> list[Target]:
+    async def _targets(self) -> list[tuple[str, str, str]]:
         try:
             source = self.fleet() if callable(self.fleet) else self.fleet
             if inspect.isawaitable(source):
@@ -180,29 +183,33 @@ class Poller:
         except Exception:
             logger.exception("poller fleet source failed; this sweep polls nothing")
             return []
-        targets: list[Target] = []
+        targets: list[tuple[str, str, str]] = []
         for entry in entries:
-            if isinstance(entry, tuple) and len(entry) == 2 and all(isinstance(part, str) and part for part in entry):
-                targets.append((entry[0], entry[1].rstrip("/")))
+            if isinstance(entry, tuple) and len(entry) in (2, 3) and all(isinstance(part, str) for part in entry) \
+                    and entry[0] and entry[1]:
+                prefix = normalize_prefix(entry[2]) if len(entry) == 3 else self.prefix
+                targets.append((entry[0], entry[1].rstrip("/"), prefix))
             else:
-                logger.warning("poller skips fleet entry %r: expected (name, base URL)", entry)
+                logger.warning("poller skips fleet entry %r: expected (name, base URL[, prefix])", entry)
         return targets
 
-    async def _poll_and_record(self, client: httpx.AsyncClient, gate: asyncio.Semaphore, name: str, base: str) -> Poll:
+    async def _poll_and_record(
+        self, client: httpx.AsyncClient, gate: asyncio.Semaphore, name: str, base: str, prefix: str
+    ) -> Poll:
         async with gate:
-            poll = await self._poll(client, name, base)
+            poll = await self._poll(client, name, base, prefix)
         if poll.error is not None:
             logger.warning("poll of %s at %s failed: %s", name, base, poll.error)
         try:
-            self.sink.record_poll(name, base, spec=poll.spec, health=poll.health, error=poll.error)
+            self.sink.record_poll(name, base, spec=poll.spec, health=poll.health, error=poll.error, prefix=prefix)
         except Exception:
             logger.exception("poll sink refused the poll of %s", name)
         return poll
 
-    async def _poll(self, client: httpx.AsyncClient, name: str, base: str) -> Poll:
+    async def _poll(self, client: httpx.AsyncClient, name: str, base: str, prefix: str) -> Poll:
         spec, health = await asyncio.gather(
-            self._surface(client, f"{base}{self.prefix}/spec"),
-            self._surface(client, f"{base}{self.prefix}/health"),
+            self._surface(client, f"{base}{prefix}/spec"),
+            self._surface(client, f"{base}{prefix}/health"),
             return_exceptions=True,
         )
         errors: list[str] = []

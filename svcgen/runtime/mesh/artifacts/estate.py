@@ -61,8 +61,8 @@ def build_manifest(snapshot: Snapshot, *, generated_at: str, prefix: str = DEFAU
                 "name": facts.name,
                 "status": service_health(poll, facts.instances).status,
                 "contractDrift": facts.name in drifting,
-                "specUrl": _surface_url(base_url, prefix, "spec"),
-                "healthUrl": _surface_url(base_url, prefix, "health"),
+                "specUrl": _surface_url(base_url, poll.get("prefix", prefix) if poll else prefix, "spec"),
+                "healthUrl": _surface_url(base_url, poll.get("prefix", prefix) if poll else prefix, "health"),
             }
         )
     return {"generatedAtUtc": generated_at, "services": services}

@@ -26,6 +26,7 @@ from typing import Any, Final, Literal
 
 from ...descriptor import HASH_PREFIX, UNHASHED_KEYS
 from ...jsontext import hash_bytes
+from ...reserved import DEFAULT_PREFIX
 from .limits import Limits
 from .snapshot import CatalogEntry, InstanceEntry, Json, PollEntry, TopicChange
 from .wire import put_bounded, require
@@ -164,11 +165,14 @@ class Catalog:
         return HeartbeatVerdict(instance["registerExpected"], drift)
 
     def poll(
-        self, service: str, base_url: str, at: str, *, spec: Json | None, health: Json | None, error: str | None
+        self, service: str, base_url: str, at: str, *, spec: Json | None, health: Json | None, error: str | None,
+        prefix: str = DEFAULT_PREFIX,
     ) -> None:
         key = (service, base_url)
         previous = self.polls.get(key)
         poll = PollEntry(service=service, baseUrl=base_url, at=at, ok=error is None, failures=0)
+        if prefix != DEFAULT_PREFIX:
+            poll["prefix"] = prefix
         if error is not None:
             poll["error"] = error
             poll["failures"] = (previous["failures"] if previous else 0) + 1

@@ -20,6 +20,7 @@ import threading
 from collections import defaultdict
 from typing import Any, Final
 
+from ...reserved import DEFAULT_PREFIX
 from ...result import Result
 from ..clock import WallClock, rfc3339, wall_clock
 from ..feeds import REREGISTER_KEY
@@ -151,15 +152,17 @@ class Collector:
 
     def record_poll(
         self, service: str, base_url: str, *, spec: dict[str, Any] | None, health: dict[str, Any] | None,
-        error: str | None,
+        error: str | None, prefix: str = DEFAULT_PREFIX,
     ) -> None:
-        """Fold one poll of a fleet member in. `error` None: a successful poll, `spec` and `health` are data;
-        otherwise a failed poll, recorded (ok false, failures + 1) and never ingested as data."""
+        """Fold one poll of a fleet member in (its surfaces under `prefix`). `error` None: a successful poll,
+        `spec` and `health` are data; otherwise a failed poll, recorded (ok false, failures + 1) and never
+        ingested as data."""
         with self._lock:
             self.catalog.poll(
                 service,
                 base_url,
                 self._now(),
+                prefix=prefix,
                 spec=spec if error is None and isinstance(spec, dict) else None,
                 health=_health(health) if error is None and isinstance(health, dict) else None,
                 error=error,

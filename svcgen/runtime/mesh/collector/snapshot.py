@@ -65,6 +65,8 @@ class PollEntry(TypedDict):
 
     service: str
     baseUrl: str
+    prefix: NotRequired[str]
+    """Where its well-known surfaces are, when not under the default prefix."""
     at: str
     ok: bool
     error: NotRequired[str]
