@@ -8,13 +8,12 @@ manifest no longer names them.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
 from pathlib import Path
 from typing import Final
 
 from ...reserved import DEFAULT_PREFIX
+from ..atomicwrite import write_atomic
 from ..collector.snapshot import Json, Snapshot
 from .annotations import build_annotations
 from .asyncapi import build_asyncapi
@@ -76,33 +75,3 @@ def confined(directory: Path, file_name: str) -> Path:
 def write_json(path: Path, document: Json) -> Path:
     write_atomic(path, document_bytes(document))
     return path
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Readers see the old file or the new one, never a torn one; a crash leaves at most a stray temp file."""
-    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as temp:
-            temp.write(data)
-            temp.flush()
-            os.fsync(temp.fileno())
-        os.replace(temp_name, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp_name)
-        raise
-    _fsync_directory(path.parent)
-
-
-def _fsync_directory(directory: Path) -> None:
-    # Makes the rename itself durable; not every platform can open a directory, which is not an error.
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

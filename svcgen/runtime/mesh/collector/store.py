@@ -7,15 +7,14 @@ nothing with one warning: the collector starts empty rather than not at all (DES
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import tempfile
 from pathlib import Path
 from typing import Protocol, cast
 
 import orjson
 
+from ..atomicwrite import write_atomic
 from .snapshot import Snapshot
 
 logger = logging.getLogger("svcgen.mesh.collector")
@@ -69,30 +68,4 @@ class JsonFileStore:
         return cast(Snapshot, document)
 
     def save(self, snapshot: Snapshot) -> None:
-        data = orjson.dumps(snapshot)
-        directory = self.path.parent
-        fd, temp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=directory)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temp, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            raise
-        _fsync_directory(directory)
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Make the rename itself durable; some platforms cannot open a directory, which is fine."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        with contextlib.suppress(OSError):
-            os.fsync(fd)
-    finally:
-        os.close(fd)
+        write_atomic(self.path, orjson.dumps(snapshot))
