@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import TypeAlias
 
 WallClock: TypeAlias = Callable[[], float]
@@ -24,3 +25,16 @@ def rfc3339(epoch_seconds: float) -> str:
     millis = round(epoch_seconds * 1000)
     seconds, fraction = divmod(millis, 1000)
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{fraction:03d}Z"
+
+
+def parse_rfc3339(value: object) -> float | None:
+    """Epoch seconds of an RFC 3339 / ISO 8601 time (no offset means UTC); None for anything else."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()

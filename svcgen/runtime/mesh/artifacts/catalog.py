@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..clock import parse_rfc3339
 from ..collector.snapshot import CatalogEntry, Json
-from .times import parse_epoch
 
 _NEVER = float("-inf")
 
@@ -64,7 +64,7 @@ def _recency(entry: CatalogEntry) -> tuple[float, str]:
 
 
 def _at(text: object) -> float:
-    epoch = parse_epoch(text)
+    epoch = parse_rfc3339(text)
     return _NEVER if epoch is None else epoch
 
 

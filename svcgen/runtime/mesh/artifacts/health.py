@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from ..clock import parse_rfc3339
 from ..collector.snapshot import InstanceEntry, Json, PollEntry
-from .times import parse_epoch
 
 HEALTHY: Final = "healthy"
 UNHEALTHY: Final = "unhealthy"
@@ -35,12 +35,12 @@ class HealthVerdict:
 
 def newest_poll(polls: Iterable[PollEntry]) -> PollEntry | None:
     """A name polled at several base URLs: the newest poll stands (ties: the greater base URL)."""
-    ranked = sorted(polls, key=lambda poll: (parse_epoch(poll["at"]) or 0.0, poll["baseUrl"]))
+    ranked = sorted(polls, key=lambda poll: (parse_rfc3339(poll["at"]) or 0.0, poll["baseUrl"]))
     return ranked[-1] if ranked else None
 
 
 def service_health(poll: PollEntry | None, instances: Iterable[InstanceEntry]) -> HealthVerdict:
-    beats = _heartbeats_after(instances, parse_epoch(poll["at"]) if poll is not None else None)
+    beats = _heartbeats_after(instances, parse_rfc3339(poll["at"]) if poll is not None else None)
     if beats:
         return _from_heartbeats(beats)
     if poll is None:
@@ -57,7 +57,7 @@ def _heartbeats_after(instances: Iterable[InstanceEntry], since: float | None) -
     """(time, aggregate) of each instance's last heartbeat after `since`, newest first."""
     beats: list[tuple[float, str, Json]] = []
     for instance in instances:
-        at = parse_epoch(instance.get("lastHeartbeatAt"))
+        at = parse_rfc3339(instance.get("lastHeartbeatAt"))
         if at is None or (since is not None and at <= since):
             continue
         health = instance.get("health")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 
-from ..clock import rfc3339
+from ..clock import parse_rfc3339, rfc3339
 
 Now = datetime | float | None
 """When the artifacts are generated: an aware or naive-UTC datetime, epoch seconds, or None for the wall clock."""
@@ -24,20 +24,7 @@ def generated_at(now: Now) -> str:
     return rfc3339(epoch_of(now))
 
 
-def parse_epoch(text: object) -> float | None:
-    """Epoch seconds of an RFC 3339 / ISO 8601 string; None for anything unparseable (a missing input)."""
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.timestamp()
-
-
 def utc_text(text: object) -> str | None:
     """Normalised to the one UTC form, so the artifacts never mix offsets; unparseable degrades to null."""
-    epoch = parse_epoch(text)
+    epoch = parse_rfc3339(text)
     return None if epoch is None else rfc3339(epoch)

@@ -11,8 +11,8 @@ import math
 from collections.abc import Sequence
 from typing import Final
 
+from ..clock import parse_rfc3339
 from ..collector.snapshot import EdgeEntry, Json, Snapshot
-from .times import parse_epoch
 
 TRACES_SOURCE: Final = "traces"
 
@@ -45,7 +45,7 @@ def percentile(ordered: Sequence[float], rank: float) -> float | None:
 
 
 def requests_per_minute(count: int, first: str | None, last: str | None) -> float | None:
-    start, end = parse_epoch(first), parse_epoch(last)
+    start, end = parse_rfc3339(first), parse_rfc3339(last)
     if start is None or end is None or end <= start:
         return None
     return count / ((end - start) / 60)

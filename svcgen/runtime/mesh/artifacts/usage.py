@@ -7,8 +7,9 @@ The window is the span of the counted events' start times, known only when every
 
 from __future__ import annotations
 
+from ..clock import parse_rfc3339
 from ..collector.snapshot import CounterEntry, Json, Snapshot
-from .times import parse_epoch, utc_text
+from .times import utc_text
 from .topology import TRACES_SOURCE
 
 
@@ -26,10 +27,10 @@ def build_usage(snapshot: Snapshot, *, generated_at: str) -> Json:
 def usage_window(counters: list[CounterEntry]) -> tuple[str | None, str | None]:
     firsts = [counter.get("firstStartedAt") for counter in counters]
     lasts = [counter.get("lastStartedAt") for counter in counters]
-    if not counters or any(parse_epoch(text) is None for text in firsts + lasts):
+    if not counters or any(parse_rfc3339(text) is None for text in firsts + lasts):
         return None, None
-    start = min(firsts, key=lambda text: parse_epoch(text) or 0.0)
-    end = max(lasts, key=lambda text: parse_epoch(text) or 0.0)
+    start = min(firsts, key=lambda text: parse_rfc3339(text) or 0.0)
+    end = max(lasts, key=lambda text: parse_rfc3339(text) or 0.0)
     return utc_text(start), utc_text(end)
 
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import math
 import re
 from collections import OrderedDict
-from datetime import UTC, datetime
 from typing import Any, Final, TypeVar
 
-from ..clock import rfc3339
+from ..clock import parse_rfc3339, rfc3339
 
 MAX_TEXT: Final = 256
 """Longest id, name or status kept from a feed; longer ones make the entry malformed."""
@@ -40,13 +39,8 @@ def timestamp(value: Any) -> str | None:
         return None
     if _MESH_FORM.fullmatch(value):
         return value
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return rfc3339(moment.timestamp())
+    epoch = parse_rfc3339(value)
+    return None if epoch is None else rfc3339(epoch)
 
 
 def require(entry: Any, fields: dict[str, type | tuple[type, ...]]) -> None:
