@@ -16,7 +16,7 @@ from ...status import CONFLICT
 from ..issues import fingerprint
 from .limits import Limits
 from .snapshot import Json
-from .wire import number, put_bounded, text, timestamp
+from .wire import copy_optional_texts, number, put_bounded, text, timestamp
 
 CONTRACT_DRIFT: Final = "contract-drift"
 DRIFT_TOPIC: Final = MESH_TOPIC
@@ -54,14 +54,8 @@ def normalize_issue(raw: Any, service: str) -> Json | None:
     ):
         return None
     issue: Json = {"fingerprint": fp, "classification": classification, "service": service, "topic": topic}
-    for key in _OPTIONAL:
-        value = raw.get(key)
-        if value is None:
-            continue
-        checked = text(value)
-        if checked is None:
-            return None
-        issue[key] = checked
+    if not copy_optional_texts(raw, _OPTIONAL, issue):
+        return None
     trace_ids = [text(trace_id) for trace_id in exemplars]
     if None in trace_ids:
         return None

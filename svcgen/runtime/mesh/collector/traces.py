@@ -16,7 +16,7 @@ from typing import Any, Final
 from ...status import is_success
 from .limits import Limits
 from .snapshot import CounterEntry, EdgeEntry, Json, TraceWindow
-from .wire import number, put_bounded, require, text, timestamp
+from .wire import copy_optional_texts, number, put_bounded, require, text, timestamp
 
 _REQUIRED: Final = ("traceId", "spanId", "service", "topic")
 _OPTIONAL_TEXT: Final = ("parentSpanId", "instanceId", "topicVersion", "exceptionType", "correlationId")
@@ -46,14 +46,8 @@ def normalize_event(raw: Any) -> Json | None:
     if status is None:
         return None
     event["status"] = status
-    for key in _OPTIONAL_TEXT:
-        value = raw.get(key)
-        if value is None:
-            continue
-        checked = text(value)
-        if checked is None:
-            return None
-        event[key] = checked
+    if not copy_optional_texts(raw, _OPTIONAL_TEXT, event):
+        return None
     duration = raw.get("durationMs")
     if duration is not None:
         checked_duration = number(duration)

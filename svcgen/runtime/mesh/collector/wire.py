@@ -25,6 +25,19 @@ def text(value: Any, *, empty: bool = False) -> str | None:
     return None
 
 
+def copy_optional_texts(raw: dict[str, Any], keys: tuple[str, ...], into: dict[str, Any]) -> bool:
+    """Copy each of `keys` that `raw` carries into `into`; False when one is there but is not valid text."""
+    for key in keys:
+        value = raw.get(key)
+        if value is None:
+            continue
+        checked = text(value)
+        if checked is None:
+            return False
+        into[key] = checked
+    return True
+
+
 def number(value: Any) -> float | None:
     """A finite, non-negative JSON number (booleans are not numbers), else None."""
     if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
