@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +19,7 @@ from svcgen.runtime.mesh.collector_host import CollectorHost, CollectorSettings
 from svcgen.runtime.mesh.host import MeshHost, MeshSettings
 
 from ..http.server import free_port, running
+from ..processes import stop_process, wait_for, wait_until_up
 from .helpers import descriptor
 
 SVCGEN = [sys.executable, "-m", "svcgen"]
@@ -31,13 +30,6 @@ def invoke(base: str, topic: str, body: Any) -> dict[str, Any]:
     assert answer.status_code == 200, answer.text
     envelope = answer.json()
     return {"statusCode": envelope["statusCode"], "body": json.loads(envelope["body"])}
-
-
-def wait_for(predicate: Any, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.05)
 
 
 def polled_fleet(request: httpx.Request) -> httpx.Response:
@@ -73,29 +65,18 @@ def test_the_host_serves_the_collector_dashboard_and_fresh_artifacts(tmp_path: P
 
 
 @contextmanager
-def collector_process(*args: str) -> Iterator[str]:
+def collector_process(tmp_path: Path, *args: str) -> Iterator[str]:
     port = free_port()
-    process = subprocess.Popen(
-        [*SVCGEN, "collector", "serve", "--port", str(port), *args],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )  # fmt: skip
+    log = tmp_path / f"collector-{port}.log"
+    with log.open("wb") as output:
+        process = subprocess.Popen([*SVCGEN, "collector", "serve", "--port", str(port), *args],
+                                   stdout=output, stderr=subprocess.STDOUT)  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                httpx.get(base + "/svc/health", timeout=1)
-                break
-            except httpx.TransportError:
-                assert process.poll() is None, process.communicate()[0]
-                assert time.monotonic() < deadline, "collector did not start"
-                time.sleep(0.1)
+        wait_until_up(process, base + "/svc/health", log)
         yield base
     finally:
-        process.terminate()
-        process.wait(timeout=15)
-        assert process.stdout is not None
-        process.stdout.close()
+        stop_process(process)
 
 
 def test_svcgen_collector_serve_restarts_on_its_store_with_the_same_answers(tmp_path: Path) -> None:
@@ -103,7 +84,7 @@ def test_svcgen_collector_serve_restarts_on_its_store_with_the_same_answers(tmp_
     artifacts = tmp_path / "artifacts"
     questions = [("svc:mesh:query:fleet", {}), ("svc:mesh:query:service", {"service": "orders"}),
                  ("svc:mesh:query:topic", {"topic": "orders:get"})]  # fmt: skip
-    with collector_process("--store", str(store), "--artifacts", str(artifacts)) as base:
+    with collector_process(tmp_path, "--store", str(store), "--artifacts", str(artifacts)) as base:
         invoke(base, "svc:mesh:register", descriptor("orders"))
         event = {"traceId": "a" * 32, "spanId": "b" * 16, "service": "orders", "topic": "orders:get",
                  "status": "ok", "durationMs": 2.5}  # fmt: skip
@@ -111,7 +92,7 @@ def test_svcgen_collector_serve_restarts_on_its_store_with_the_same_answers(tmp_
         before = [invoke(base, topic, body) for topic, body in questions]
     assert store.is_file()
     assert json.loads((artifacts / "manifest.json").read_text())["services"][0]["name"] == "orders"
-    with collector_process("--store", str(store)) as base:
+    with collector_process(tmp_path, "--store", str(store)) as base:
         after = [invoke(base, topic, body) for topic, body in questions]
     assert after == before
     assert before[2]["body"]["invocations"] == 1

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,6 +17,7 @@ from svcgen.runtime import Identity, Registry, Result, Service
 from svcgen.runtime.http.app import create_app
 
 from ..http.server import free_port, running
+from ..processes import stop_process, wait_for, wait_until_up
 
 TYPES = """
 types:
@@ -123,25 +123,10 @@ def serve(package: Path, env: dict[str, str]) -> Iterator[str]:
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                httpx.get(base + "/svc/spec", timeout=1)
-                break
-            except httpx.TransportError:
-                assert process.poll() is None and time.monotonic() < deadline, "service did not start"
-                time.sleep(0.1)
+        wait_until_up(process, base + "/svc/spec")
         yield base
     finally:
-        process.terminate()  # graceful: the lifespan shutdown flushes the feeds once more
-        process.wait(timeout=15)
-
-
-def wait_for(predicate: Any, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.05)
+        stop_process(process)  # graceful: the lifespan shutdown flushes the feeds once more
 
 
 def test_two_services_one_trace_and_every_feed(tmp_path: Path) -> None:

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,13 +20,12 @@ from typing import Any
 import httpx
 
 from ..http.server import free_port
+from ..processes import stop_process, tail, wait_until_up
 
 REPO = Path(__file__).resolve().parents[2]
 ORDERS_MANIFEST = REPO / "examples" / "manifests" / "orders.yaml"
 SVCGEN = [sys.executable, "-m", "svcgen"]
 SERVE_COUNTED = Path(__file__).with_name("serve_counted.py")
-START_TIMEOUT = 30.0
-STOP_TIMEOUT = 20.0
 HEARTBEAT_SECONDS = "0.5"
 
 PLACE_HANDLER = (REPO / "examples" / "handlers" / "orders_place_v1.py").read_text()
@@ -42,16 +40,6 @@ def report(title: str, **figures: Any) -> str:
     text = f"[reliability] {title}: " + ", ".join(f"{key}={value}" for key, value in figures.items())
     print(text, flush=True)
     return text
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out after {timeout:g}s waiting for {what}"
-        time.sleep(0.05)
 
 
 def build_orders(out: Path, handler: str = PLACE_HANDLER) -> Path:
@@ -70,37 +58,6 @@ def rss_kib(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     raise AssertionError(f"no VmRSS for pid {pid}")
-
-
-def stop_process(process: subprocess.Popen[Any], *, graceful: bool = True) -> int:
-    """SIGTERM (or SIGKILL) and wait; a process that outlives STOP_TIMEOUT is killed. Returns the exit code."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM if graceful else signal.SIGKILL)
-        try:
-            process.wait(timeout=STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=STOP_TIMEOUT)
-    return process.returncode
-
-
-def wait_until_up(process: subprocess.Popen[Any], url: str, log: Path) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
-    while True:
-        try:
-            httpx.get(url, timeout=1)
-            return
-        except httpx.TransportError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                stop_process(process, graceful=False)
-                raise AssertionError(f"{url} did not come up; its log:\n{tail(log)}") from None
-            time.sleep(0.05)
-
-
-def tail(log: Path, lines: int = 40) -> str:
-    with suppress(OSError):
-        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
-    return "(no log)"
 
 
 @dataclass

@@ -12,7 +12,8 @@ from typing import Any
 
 import httpx
 
-from .support import ORDER, CollectorProcess, build_orders, invoke, report, served, traceparent, wait_for
+from ..processes import wait_for
+from .support import ORDER, CollectorProcess, build_orders, invoke, report, served, traceparent
 
 OUTAGE_SECONDS = 2.0
 """Four heartbeats of 0.5 s: long enough that the reporter must notice the collector is gone."""

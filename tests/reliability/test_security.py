@@ -28,7 +28,8 @@ from svcgen.runtime.mesh.artifacts.filenames import service_file_names
 from svcgen.runtime.mesh.collector_host import CollectorHost, CollectorSettings
 
 from ..http.server import running
-from .support import ORDER, SVCGEN, build_orders, invoke, report, served, traceparent, wait_for
+from ..processes import wait_for
+from .support import ORDER, SVCGEN, build_orders, invoke, report, served, traceparent
 
 HOSTILE_NAMES = [
     "../../escape", "/abs/path", "..", "a/../../b", ".", "../", "/", "~/x", "C:\\evil\\x", "x\x00y",
