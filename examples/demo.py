@@ -56,6 +56,18 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def wait_until_up(url: str, process: subprocess.Popen[bytes], what: str) -> None:
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            httpx.get(url, timeout=1)
+            return
+        except httpx.TransportError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise SystemExit(f"{what} did not start") from None
+            time.sleep(0.1)
+
+
 @contextmanager
 def serving() -> Iterator[httpx.Client]:
     port = free_port()
@@ -66,16 +78,8 @@ def serving() -> Iterator[httpx.Client]:
         stderr=subprocess.DEVNULL,
     )
     try:
+        wait_until_up(f"http://127.0.0.1:{port}/svc/spec", server, "the service")
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5) as client:
-            deadline = time.monotonic() + 20
-            while True:
-                try:
-                    client.get("/svc/spec")
-                    break
-                except httpx.TransportError:
-                    if time.monotonic() > deadline or server.poll() is not None:
-                        raise SystemExit("the service did not start") from None
-                    time.sleep(0.1)
             yield client
     finally:
         server.terminate()

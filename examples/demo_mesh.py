@@ -12,7 +12,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import httpx
-from demo import OUT, REPO, SVCGEN, free_port, step, svcgen
+from demo import OUT, REPO, SVCGEN, free_port, step, svcgen, wait_until_up
 
 MESH = OUT / "mesh"
 HEARTBEAT_SECONDS = "1"
@@ -26,18 +26,6 @@ PACKAGES = {"orders_place_v1.py": "orders_service", "payments_capture.py": "paym
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 TRACEPARENT = f"00-{TRACE_ID}-00f067aa0ba902b7-01"
 ORDER = {"customerId": "c-7", "items": [{"sku": "apple", "quantity": 2}], "placedAt": "2026-11-23T09:00:00Z"}
-
-
-def wait_until_up(url: str, process: subprocess.Popen[bytes], what: str) -> None:
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            httpx.get(url, timeout=1)
-            return
-        except httpx.TransportError:
-            if time.monotonic() > deadline or process.poll() is not None:
-                raise SystemExit(f"{what} did not start") from None
-            time.sleep(0.1)
 
 
 @contextmanager
