@@ -126,7 +126,7 @@ def traced_service(
         clock=SteppingClock(),
         wall_clock=fixed_wall_clock(),
         ids=SequentialIds(),
-        on_event=[issues.observe],
+        on_failure=[issues.observe],
     )
     built = Service(Identity(service, instance_id=instance_id), reg or registry(), middleware=[tracer, *inner])
     sink = exporter if isinstance(exporter, InMemoryExporter) else InMemoryExporter()

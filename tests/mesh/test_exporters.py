@@ -5,11 +5,13 @@ import threading
 import pytest
 
 from svcgen.runtime.mesh.exporters import Exporter, InMemoryExporter, QueueExporter
-from svcgen.runtime.mesh.traces import TraceEvent
+from svcgen.runtime.mesh.tracecontext import TraceContext
+from svcgen.runtime.mesh.traces import TraceEvent, TraceRecord
 
 
-def event(n: int) -> TraceEvent:
-    return TraceEvent(f"{n:032x}", f"{n:016x}", "orders", "orders:get", "ok", duration_ms=1.0)
+def event(n: int) -> TraceRecord:
+    trace = TraceContext(f"{n:032x}", f"{n:016x}")
+    return TraceEvent(trace, "orders", "orders:get", "ok", duration_ms=1.0).to_record()
 
 
 def test_queue_drops_the_oldest_when_full_and_counts() -> None:
@@ -28,7 +30,7 @@ def test_queue_drains_in_batches_oldest_first() -> None:
     assert [e.span_id for e in queue.drain(2)] == [f"{1:016x}", f"{2:016x}"]
     assert queue.drain_wire(1) == [
         {"traceId": f"{3:032x}", "spanId": f"{3:016x}", "service": "orders", "topic": "orders:get", "status": "ok",
-         "durationMs": 1.0}
+         "durationMs": 1.0, "startedAt": "1970-01-01T00:00:00.000Z"}
     ]
     assert len(queue) == 2
     assert queue.drain(0) == []

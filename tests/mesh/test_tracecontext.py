@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 
 import pytest
 from hypothesis import given
@@ -9,6 +10,7 @@ from hypothesis import strategies as st
 
 from svcgen.runtime.mesh.tracecontext import (
     SAMPLED,
+    PendingTrace,
     RandomIds,
     TraceContext,
     activate,
@@ -141,3 +143,52 @@ def test_random_roots_are_valid_unique_w3c_ids_across_pool_refills() -> None:
         assert re.fullmatch(r"[0-9a-f]{16}", root.span_id) and root.span_id != "0" * 16
         assert root.parent_span_id is None and root.flags == SAMPLED
         assert parse_traceparent(format_traceparent(root)) == (root.trace_id, root.span_id, SAMPLED)
+
+
+def pending(inbound: str | None, ids: SequentialIds | None = None) -> PendingTrace:
+    trace = PendingTrace.drawing_from(ids)()
+    trace.inbound = inbound
+    return trace
+
+
+def test_a_pending_trace_mints_nothing_until_read_then_keeps_its_ids() -> None:
+    ids = SequentialIds()
+    trace = pending(VALID, ids)
+    other = pending(None, ids)
+    assert ids.trace_id() == f"{1:032x}"  # nothing was drawn by creating them
+    assert (other.trace_id, other.span_id) == (f"{2:032x}", f"{3:016x}")
+    decided = trace.resolve()
+    assert (decided.trace_id, decided.parent_span_id, decided.span_id) == (TRACE, PARENT, f"{4:016x}")
+    assert trace.resolve() is decided and trace.traceparent == f"00-{TRACE}-{4:016x}-01"
+
+
+def test_a_pending_trace_read_from_many_threads_is_decided_once() -> None:
+    for _ in range(50):
+        trace = pending(None)
+        barrier = threading.Barrier(8)
+        seen: list[TraceContext] = []
+
+        def read(
+            trace: PendingTrace = trace, barrier: threading.Barrier = barrier, seen: list[TraceContext] = seen
+        ) -> None:
+            barrier.wait()
+            seen.append(trace.resolve())
+
+        threads = [threading.Thread(target=read) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len({id(context) for context in seen}) == 1
+
+
+def test_the_current_pending_trace_is_read_as_its_decided_context() -> None:
+    trace = pending(VALID)
+    token = activate(trace)
+    try:
+        current = current_trace()
+        assert current is trace.resolve()
+        assert propagation_headers() == {"traceparent": current.traceparent}
+        assert current.parent_span_id == PARENT
+    finally:
+        deactivate(token)

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from typing import Any
 
 import httpx
@@ -11,14 +12,16 @@ import pytest
 from svcgen.runtime.context import Context
 from svcgen.runtime.http.app import create_app
 from svcgen.runtime.identity import Identity
+from svcgen.runtime.mesh import tracecontext
 from svcgen.runtime.mesh.exporters import InMemoryExporter, QueueExporter
+from svcgen.runtime.mesh.issues import IssueAggregator
 from svcgen.runtime.mesh.tracecontext import current_trace
-from svcgen.runtime.mesh.traces import LOG_EVERY, MAX_TEXT, TraceEvent, TraceMiddleware
+from svcgen.runtime.mesh.traces import LOG_EVERY, MAX_TEXT, REANCHOR_SECONDS, TraceEvent, TraceMiddleware
 from svcgen.runtime.pipeline import Next
 from svcgen.runtime.result import Result
 from svcgen.runtime.service import Service
 
-from .fakes import STARTED_TEXT, Traced, registry, traced_service
+from .fakes import STARTED_TEXT, SteppingClock, Traced, registry, traced_service
 
 ALWAYS = {"traceId", "spanId", "service", "topic", "status"}
 TIMED = ALWAYS | {"instanceId", "durationMs", "startedAt"}
@@ -121,7 +124,7 @@ def test_trace_is_current_during_the_call_only_and_set_on_the_context() -> None:
     traced = traced_service(inner=(inner,))
     invoke(traced, "orders:get", '{"orderId": "o-1"}')
     [(on_context, current)] = seen
-    assert on_context is current
+    assert on_context.resolve() is current
     assert on_context.trace_id == traced.events[0]["traceId"]
     assert current_trace() is None
 
@@ -192,13 +195,13 @@ def test_a_failing_exporter_never_reaches_the_request(caplog: pytest.LogCaptureF
     assert LOG_EVERY > 3
 
 
-def test_a_failing_observer_or_id_source_never_reaches_the_request() -> None:
+def test_a_failing_observer_or_id_source_never_reaches_the_request(caplog: pytest.LogCaptureFixture) -> None:
     traced = traced_service()
 
     def observer(event: TraceEvent, context: Context) -> None:
         raise ValueError("bad observer")
 
-    traced.tracer.on_event.insert(0, observer)
+    traced.tracer.on_failure.insert(0, observer)
     assert invoke(traced, "orders:explode", '{"orderId": "o-1"}').result.status == "service-unavailable"
     assert traced.tracer.observer_errors == 1
     assert len(traced.issues) == 1  # later observers still ran
@@ -210,11 +213,22 @@ def test_a_failing_observer_or_id_source_never_reaches_the_request() -> None:
         def span_id(self) -> str:
             raise OSError("no entropy")
 
-    broken = TraceMiddleware(Identity("orders"), InMemoryExporter(), ids=BrokenIds())
+    exporter = InMemoryExporter()
+    broken = TraceMiddleware(Identity("orders"), exporter, ids=BrokenIds())
     service = Service(Identity("orders"), registry(), middleware=[broken])
-    untraced = Traced(service, broken, InMemoryExporter(), traced.issues)
-    assert invoke(untraced, "orders:get", '{"orderId": "o-1"}').result.status == "ok"
-    assert broken.internal_errors == 1
+    fallback = Traced(service, broken, exporter, traced.issues)
+    failures = tracecontext.id_source_failures
+    with caplog.at_level(logging.ERROR, logger="svcgen.mesh.traces"):
+        assert invoke(fallback, "orders:sync", '{"orderId": "o-1"}').result.status == "ok"
+        assert invoke(fallback, "orders:get", '{"orderId": "o-1"}').result.status == "ok"
+    # The ids are decided when first read (here by the handler's outbound headers, then by the encoder): the
+    # failing source is replaced by OS randomness, counted, and logged once.
+    first, second = fallback.events
+    assert re.fullmatch(r"[0-9a-f]{32}", first["traceId"]) and re.fullmatch(r"[0-9a-f]{32}", second["traceId"])
+    assert first["traceId"] != second["traceId"]
+    assert tracecontext.id_source_failures == failures + 2
+    logged_on = [n for n in (failures + 1, failures + 2) if (n - 1) % LOG_EVERY == 0]
+    assert len([r for r in caplog.records if "id source" in r.getMessage()]) == len(logged_on)
 
 
 def test_one_event_per_http_request_with_transport_headers() -> None:
@@ -245,3 +259,30 @@ def test_in_memory_exporter_is_the_default_sink_of_the_helper() -> None:
     invoke(traced, "orders:get", '{"orderId": "o-1"}')
     invoke(traced, "orders:get", '{"orderId": "o-2"}')
     assert len(traced.exporter.events) == 1 and traced.exporter.dropped == 1
+
+
+def test_started_at_follows_a_wall_clock_step_within_the_reanchor_interval() -> None:
+    wall = [1_800_000_000.0]
+    clock = SteppingClock(start=50.0, step=0.25)
+    exporter = InMemoryExporter()
+    tracer = TraceMiddleware(Identity("orders"), exporter, clock=clock, wall_clock=lambda: wall[0])
+    service = Service(Identity("orders"), registry(), middleware=[tracer])
+    traced = Traced(service, tracer, exporter, IssueAggregator("orders"))
+    invoke(traced, "orders:get", '{"orderId": "o-1"}')  # reads the wall clock: 0.0 s
+    wall[0] += 3600.0  # the wall clock is stepped an hour ahead
+    invoke(traced, "orders:get", '{"orderId": "o-1"}')  # starts 0.5 s later: still on the old reading
+    invoke(traced, "orders:get", '{"orderId": "o-1"}')  # 1.0 s later: reads the wall clock again
+    first, second, third = (event.started_at for event in exporter.events)
+    assert (first, second, third) == (1_800_000_000.0, 1_800_000_000.5, 1_800_003_600.0)
+    assert REANCHOR_SECONDS == 1.0
+
+
+def test_observers_see_failures_only() -> None:
+    seen: list[str] = []
+    traced = traced_service()
+    traced.tracer.on_failure.append(lambda event, context: seen.append(event.status))
+    invoke(traced, "orders:get", '{"orderId": "o-1"}')
+    invoke(traced, "orders:get", "{}")
+    invoke(traced, "orders:explode", '{"orderId": "o-1"}')
+    assert seen == ["validation-error", "service-unavailable"]
+    assert [event["status"] for event in traced.events] == ["ok", "validation-error", "service-unavailable"]

@@ -22,9 +22,18 @@ monotonic_clock: MonotonicClock = time.perf_counter
 
 def rfc3339(epoch_seconds: float) -> str:
     """`2026-11-22T10:00:00.123Z`: UTC, millisecond precision."""
+    global _last_second
     millis = round(epoch_seconds * 1000)
     seconds, fraction = divmod(millis, 1000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{fraction:03d}Z"
+    # A batch of trace events mostly shares its seconds: format each second once (one tuple, swapped atomically).
+    cached_seconds, text = _last_second
+    if cached_seconds != seconds:
+        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+        _last_second = (seconds, text)
+    return f"{text}.{fraction:03d}Z"
+
+
+_last_second: tuple[int, str] = (-1, "")
 
 
 def parse_rfc3339(value: object) -> float | None:

@@ -1,28 +1,32 @@
-"""Where finished trace events go: the `Exporter` protocol, an in-memory exporter and a draining queue.
+"""Where finished invocations go: the `Exporter` protocol, an in-memory exporter and a draining queue.
 
-Both keep at most `cap` events and drop the OLDEST when full, counting what they dropped (DESIGN §8 "Bounded").
+An exporter takes the trace middleware's `TraceRecord`, a tuple cheap enough to build on every invocation, and
+turns records into `TraceEvent`s only when they are read or drained, off the request path.
 
-Threads: the trace middleware exports on the event loop, but `export` may also be called from a worker thread
-(sync handlers run in `asyncio.to_thread`, and a host may run several loops). `deque.append` alone would be
-safe under the GIL, but "full → count a drop → append" and "drain n" are several steps, so a plain lock guards
-them; uncontended it costs well under a microsecond and keeps `dropped` exact.
+Both keep at most `cap` records and drop the OLDEST when full, counting what they dropped (DESIGN §8 "Bounded").
+
+Threads and cost: `export` runs on every invocation, so it takes no lock. The trace middleware exports on the
+event loop, but `export` may also be called from other threads. `deque(maxlen=cap).append` drops the oldest by
+itself and `next()` on an `itertools.count` tallies the export; both are single C calls, atomic under the GIL.
+`dropped` is derived from the tally by the readers, which share a lock: exports minus removals minus what is
+held. It is exact whenever no export is half done (always, on the loop), and never goes down.
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections import deque
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import Any, Final, Protocol
 
-if TYPE_CHECKING:
-    from .traces import TraceEvent
+from .traces import TraceEvent, TraceRecord
 
 DEFAULT_CAP: Final = 10_000
 
 
 class Exporter(Protocol):
-    def export(self, event: TraceEvent) -> None:
-        """Take one finished event. Runs on the request path: it must be cheap and should not block."""
+    def export(self, record: TraceRecord) -> None:
+        """Take one finished invocation. Runs on the request path: it must be cheap and should not block."""
         ...
 
 
@@ -33,29 +37,47 @@ class InMemoryExporter:
         if cap < 1:
             raise ValueError("exporter cap must be at least 1")
         self.cap = cap
-        self.dropped = 0
-        """Events pushed out by newer ones since construction."""
-        self._events: deque[TraceEvent] = deque(maxlen=cap)
+        self._records: deque[TraceRecord] = deque(maxlen=cap)
+        self._tally = itertools.count()
+        """Advanced once per export and once per tally read (`_exports`)."""
+        self._tally_reads = 0
+        self._removed = 0
+        self._dropped = 0
         self._lock = threading.Lock()
+        """Readers only: exports never wait."""
 
-    def export(self, event: TraceEvent) -> None:
+    def export(self, record: TraceRecord) -> None:
+        self._records.append(record)
+        next(self._tally)
+
+    @property
+    def dropped(self) -> int:
+        """Records pushed out by newer ones since construction."""
         with self._lock:
-            if len(self._events) == self.cap:
-                self.dropped += 1
-            self._events.append(event)
+            return self._count_dropped()
+
+    def _count_dropped(self) -> int:
+        # Reading the tally advances it: take out this read and every earlier one.
+        exports = next(self._tally) - self._tally_reads
+        self._tally_reads += 1
+        self._dropped = max(self._dropped, exports - self._removed - len(self._records))
+        return self._dropped
 
     @property
     def events(self) -> list[TraceEvent]:
         """A snapshot, oldest first."""
         with self._lock:
-            return list(self._events)
+            records = list(self._records)
+        return [TraceEvent.from_record(record) for record in records]
 
     def clear(self) -> None:
         with self._lock:
-            self._events.clear()
+            self._count_dropped()
+            self._removed += len(self._records)
+            self._records.clear()
 
     def __len__(self) -> int:
-        return len(self._events)
+        return len(self._records)
 
 
 class QueueExporter(InMemoryExporter):
@@ -64,9 +86,12 @@ class QueueExporter(InMemoryExporter):
     def drain(self, max: int | None = None) -> list[TraceEvent]:
         """Remove and return up to `max` events (all when None), oldest first."""
         with self._lock:
-            count = len(self._events) if max is None else min(max, len(self._events))
-            pop = self._events.popleft
-            return [pop() for _ in range(count)]
+            count = len(self._records) if max is None else min(max, len(self._records))
+            pop = self._records.popleft
+            self._count_dropped()
+            records = [pop() for _ in range(count)]
+            self._removed += count
+        return [TraceEvent.from_record(record) for record in records]
 
     def drain_wire(self, max: int | None = None) -> list[dict[str, Any]]:
         """`drain` in wire form (the reporter's trace source); encoding happens here, off the request path."""

@@ -71,7 +71,7 @@ class MeshHost:
         self.queue = QueueExporter(cap=settings.trace_queue_cap)
         self.issues = IssueAggregator(identity.service) if settings.issues else None
         self.tracer = TraceMiddleware(
-            self.identity, self.queue, on_event=[self.issues.observe] if self.issues is not None else []
+            self.identity, self.queue, on_failure=[self.issues.observe] if self.issues is not None else []
         )
         self._publisher = publisher
         self.reporter: Reporter | None = None

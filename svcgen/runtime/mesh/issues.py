@@ -1,7 +1,7 @@
 """The issue aggregator: failures deduplicated into issues, flushed as delta batches (spec "Issue and issue batch").
 
 DESIGN §7 "Issue" fixes the wire form, the fingerprint and the classification. Fed from finished trace events
-(`observe`, an `on_event` observer of the trace middleware), so a failure is seen once and nothing is computed
+(`observe`, an `on_failure` observer of the trace middleware), so a failure is seen once and nothing is computed
 twice; `record` is the direct entry for other sources.
 
 Bounded per window (DESIGN §8): at most `max_issues` distinct issues (further occurrences of NEW issues are

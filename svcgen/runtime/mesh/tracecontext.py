@@ -14,17 +14,23 @@ ignored.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
+import threading
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Final, Protocol
+from typing import ClassVar, Final, Protocol, TypeAlias
+
+logger = logging.getLogger("svcgen.mesh.traces")
 
 TRACEPARENT: Final = "traceparent"
 VERSION: Final = "00"
 SAMPLED: Final = 0x01
+LOG_EVERY: Final = 1000
+"""A tracing failure that keeps happening is logged on its 1st, 1001st, ... occurrence, not per request."""
 
 _SHAPE: Final = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
 _ZERO_TRACE: Final = "0" * 32
@@ -46,6 +52,9 @@ class TraceContext:
     def traceparent(self) -> str:
         """The header value that makes this span the parent of the next hop."""
         return format_traceparent(self)
+
+    def resolve(self) -> TraceContext:
+        return self
 
 
 def parse_traceparent(value: object) -> tuple[str, str, int] | None:
@@ -132,20 +141,100 @@ def continue_trace(traceparent: object, ids: IdGenerator) -> TraceContext:
     return TraceContext(trace_id, ids.span_id(), parent_id, flags)
 
 
+class PendingTrace:
+    """An invocation's place in a trace, decided the first time anything reads it: from its inbound `traceparent`
+    (joined when valid) and fresh ids.
+
+    Parsing the header and minting ids cost about a microsecond, and most invocations are never asked for their
+    ids until their event is encoded off the request path. The first `resolve()` decides once, under a lock (a
+    worker thread and the reporter may ask at once); every later read sees the same ids. An id source that fails
+    is logged and replaced by OS randomness for that trace: reading a trace never raises.
+
+    Built on every invocation, so it has no Python `__init__` (a frame costs more than the object): create it
+    and set `inbound` at once, `trace = PendingTrace(); trace.inbound = value`.
+    """
+
+    __slots__ = ("inbound",)
+
+    inbound: str | TraceContext | None
+    """The inbound `traceparent` value (None when absent) until the trace is decided, then the decided context:
+    one slot, so that reading it never meets an unset attribute."""
+    ids: ClassVar[IdGenerator | None] = None
+    """Where new ids come from; None is the OS random source, through the pool of new roots. A class attribute
+    so that instances need not carry it: `drawing_from(ids)` makes a subclass with another source."""
+
+    @classmethod
+    def drawing_from(cls, ids: IdGenerator | None) -> type[PendingTrace]:
+        if ids is None:
+            return cls
+        return type(cls.__name__, (cls,), {"__slots__": (), "ids": ids})
+
+    def resolve(self) -> TraceContext:
+        decided = self.inbound
+        if isinstance(decided, TraceContext):
+            return decided
+        with _resolving:
+            inbound = self.inbound
+            if isinstance(inbound, TraceContext):
+                return inbound
+            decided = self.inbound = self._decide(inbound)
+            return decided
+
+    def _decide(self, inbound: str | None) -> TraceContext:
+        ids = self.ids
+        if ids is None:
+            return random_root_trace() if inbound is None else continue_trace(inbound, RandomIds())
+        try:
+            return continue_trace(inbound, ids)
+        except Exception:
+            global id_source_failures
+            id_source_failures += 1
+            if (id_source_failures - 1) % LOG_EVERY == 0:
+                logger.exception(
+                    "trace id source %s failed; its traces take OS-random ids (%d failure(s), logged once per %d)",
+                    type(ids).__name__, id_source_failures, LOG_EVERY,
+                )
+            return continue_trace(inbound, RandomIds())
+
+    @property
+    def trace_id(self) -> str:
+        return self.resolve().trace_id
+
+    @property
+    def span_id(self) -> str:
+        return self.resolve().span_id
+
+    @property
+    def parent_span_id(self) -> str | None:
+        return self.resolve().parent_span_id
+
+    @property
+    def traceparent(self) -> str:
+        return self.resolve().traceparent
+
+
+_resolving: Final = threading.Lock()
+id_source_failures = 0
+"""Injected id sources that raised, process-wide (counted under `_resolving`)."""
+
+Trace: TypeAlias = TraceContext | PendingTrace
+"""What an invocation carries as its trace: decided already, or on first read."""
+
 # contextvars, not a global: concurrent invocations on one loop each see their own trace, and
 # `asyncio.to_thread` copies the context, so sync handlers see it too.
-_current: ContextVar[TraceContext | None] = ContextVar("svcgen_trace", default=None)
+_current: ContextVar[Trace | None] = ContextVar("svcgen_trace", default=None)
 
 
 def current_trace() -> TraceContext | None:
     """The trace of the invocation running now, or None outside one."""
-    return _current.get()
+    current = _current.get()
+    return None if current is None else current.resolve()
 
 
-activate: Final[Callable[[TraceContext | None], Token[TraceContext | None]]] = _current.set
+activate: Final[Callable[[Trace | None], Token[Trace | None]]] = _current.set
 """Make a trace current; give the token back to `deactivate` when the invocation ends. The context variable's
 own methods, not wrappers: they run twice on every invocation."""
-deactivate: Final[Callable[[Token[TraceContext | None]], None]] = _current.reset
+deactivate: Final[Callable[[Token[Trace | None]], None]] = _current.reset
 
 
 def propagation_headers() -> Mapping[str, str]:
@@ -157,4 +246,4 @@ def propagation_headers() -> Mapping[str, str]:
     context = _current.get()
     if context is None:
         return _NO_HEADERS
-    return {TRACEPARENT: format_traceparent(context)}
+    return {TRACEPARENT: format_traceparent(context.resolve())}

@@ -1,9 +1,14 @@
 """Trace events and the trace middleware: exactly one event per routed invocation (spec "Trace events").
 
 Install the middleware first (outermost) so it times routing and decoding too. It reads `traceparent` (join or
-start a trace) and `x-correlation-id`, makes the trace current for outbound calls, and hands the finished event to
-the exporter and then to each `on_event` observer (the issue aggregator is one). Reserved topics (`svc:mesh`,
-`svc:spec`, `svc:healthcheck`) are answered before the pipeline, so they are never traced.
+start a trace) and `x-correlation-id`, makes the trace current for outbound calls, and hands a record of the
+finished invocation to the exporter and, when the invocation failed, its event to each `on_failure` observer (the
+issue aggregator is one). Reserved topics (`svc:mesh`, `svc:spec`, `svc:healthcheck`) are answered before the
+pipeline, so they are never traced.
+
+The request path only reads clocks, headers and the result, and appends one tuple (`TraceRecord`): the trace's ids
+are decided when first read (`PendingTrace`) and the `TraceEvent` is built when the record is read, off the
+request path (bench/trace.py measures what each costs).
 
 Nothing here may fail, slow or block the request: its own bookkeeping is wrapped, and exporter/observer errors are
 counted and logged once per `LOG_EVERY` failures, never raised.
@@ -14,8 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from ..context import Context
 from ..identity import Identity
@@ -23,43 +27,49 @@ from ..pipeline import Next
 from ..result import Result
 from ..status import UNEXPECTED_ERROR
 from .clock import MonotonicClock, WallClock, monotonic_clock, rfc3339, wall_clock
-from .exporters import Exporter
-from .tracecontext import (
-    TRACEPARENT,
-    IdGenerator,
-    RandomIds,
-    TraceContext,
-    activate,
-    continue_trace,
-    deactivate,
-    random_root_trace,
-    start_trace,
-)
+from .tracecontext import LOG_EVERY, TRACEPARENT, IdGenerator, PendingTrace, Trace, activate, deactivate
+
+if TYPE_CHECKING:
+    from .exporters import Exporter
 
 logger = logging.getLogger("svcgen.mesh.traces")
 
 CORRELATION_HEADER: Final = "x-correlation-id"
-LOG_EVERY: Final = 1000
-"""An exporter or observer that keeps failing is logged on its 1st, 1001st, ... failure."""
 MAX_TEXT: Final = 256
 """Caller-chosen text kept in an event: a longer unrouted topic is cut, a longer correlation id left out."""
 
+REANCHOR_SECONDS: Final = 1.0
+"""How often the tracer re-reads the wall clock beside the monotonic one; a wall-clock step shows in `startedAt`
+within this."""
+
+Origin: TypeAlias = tuple[str, "str | None", float, float]
+"""What every record of one tracer shares: (service, instance id, wall clock and monotonic clock read together).
+A monotonic reading `m` started at wall time `wall + (m - monotonic)`."""
+
+TraceRecord: TypeAlias = tuple[
+    Trace, Origin, str, bool, str, bool, str, "str | None", float, float, "str | None"
+]
+"""One finished invocation as the request path keeps it, a plain tuple because it is built on every invocation:
+(trace, origin, topic, routed, status, successful, version as the context had it, exception type, started and
+ended in monotonic seconds, correlation id). `TraceEvent.from_record` reads it; `TraceEvent.to_record` writes one
+from an event."""
+
 Observer = Callable[["TraceEvent", Context], None]
-"""Called with every finished event and its context, after the exporter; must be cheap."""
+"""Called with the event of a failed invocation and its context, after the exporter; must be cheap."""
 
 
-# Not frozen: a frozen dataclass sets each field through object.__setattr__, which costs ~2 µs per invocation.
+# Not frozen: a frozen dataclass sets each field through object.__setattr__, several times the cost, and the
+# reporter builds one per drained record.
 @dataclass(slots=True)
 class TraceEvent:
-    """One routed invocation, built once and then only read (treat it as immutable). Optional fields are None
-    when unknown and then absent from the wire form."""
+    """One routed invocation as the spec's trace event says it; treat it as immutable. Optional fields are None
+    when unknown and then absent from the wire form. Its ids come from `trace`, which may be decided only when
+    first read."""
 
-    trace_id: str
-    span_id: str
+    trace: Trace
     service: str
     topic: str
     status: str
-    parent_span_id: str | None = None
     instance_id: str | None = None
     topic_version: str | None = None
     exception_type: str | None = None
@@ -69,19 +79,63 @@ class TraceEvent:
     """Epoch seconds; RFC 3339 UTC on the wire."""
     correlation_id: str | None = None
     successful: bool = True
-    """Not a wire key: whether the Result counted as a success, so observers need not re-derive it."""
+    """Not a wire key: whether the Result counted as a success."""
+
+    @classmethod
+    def from_record(cls, record: TraceRecord) -> TraceEvent:
+        (trace, origin, topic, routed, status, successful, version, exception_type, started, ended,
+         correlation_id) = record
+        service, instance_id, wall, monotonic = origin
+        if not routed and len(topic) > MAX_TEXT:
+            topic = topic[: MAX_TEXT - 1] + "…"
+        return cls(
+            trace,
+            service,
+            topic,
+            status,
+            instance_id or None,
+            # Only a resolved version: before routing, the context's version is what the caller asked for.
+            (version or None) if routed else None,
+            exception_type or None,
+            (ended - started) * 1000.0,
+            wall + (started - monotonic),
+            correlation_id if correlation_id and len(correlation_id) <= MAX_TEXT else None,
+            successful,
+        )
+
+    def to_record(self) -> TraceRecord:
+        """A record that reads back as this event (what an exporter takes); no duration or start reads back as 0."""
+        origin = (self.service, self.instance_id, self.started_at or 0.0, 0.0)
+        duration = (self.duration_ms or 0.0) / 1000.0
+        return (
+            self.trace, origin, self.topic, True, self.status, self.successful, self.topic_version or "",
+            self.exception_type, 0.0, duration, self.correlation_id,
+        )
+
+    @property
+    def trace_id(self) -> str:
+        return self.trace.trace_id
+
+    @property
+    def span_id(self) -> str:
+        return self.trace.span_id
+
+    @property
+    def parent_span_id(self) -> str | None:
+        return self.trace.parent_span_id
 
     def to_wire(self) -> dict[str, Any]:
         """Spec "Trace event" keys in table order; unknown keys are omitted, never null."""
+        trace = self.trace.resolve()
         wire: dict[str, Any] = {
-            "traceId": self.trace_id,
-            "spanId": self.span_id,
+            "traceId": trace.trace_id,
+            "spanId": trace.span_id,
             "service": self.service,
             "topic": self.topic,
             "status": self.status,
         }
-        if self.parent_span_id:
-            wire["parentSpanId"] = self.parent_span_id
+        if trace.parent_span_id:
+            wire["parentSpanId"] = trace.parent_span_id
         if self.instance_id:
             wire["instanceId"] = self.instance_id
         if self.topic_version:
@@ -102,11 +156,13 @@ class TraceMiddleware:
 
     - `clock`: monotonic seconds, for `durationMs`; `wall_clock`: epoch seconds, for `startedAt`.
     - `ids`: trace/span id source (default: OS randomness).
-    - `on_event`: observers of every finished event, e.g. `IssueAggregator.observe`.
+    - `on_failure`: observers of the event of every failed invocation, e.g. `IssueAggregator.observe`; a
+      success calls nothing but the exporter.
     - A handler exception reaches here as the pipeline's `service-unavailable` Result with
       `context.exception_type` set; an exception escaping an inner middleware is traced as `unexpected-error`
       (what the HTTP binding answers for it) with its type, then re-raised untouched. A cancelled invocation has
       no outcome and emits no event.
+    - `context.trace` and `current_trace()` give the invocation's trace while it runs.
     """
 
     def __init__(
@@ -117,26 +173,29 @@ class TraceMiddleware:
         clock: MonotonicClock = monotonic_clock,
         wall_clock: WallClock = wall_clock,
         ids: IdGenerator | None = None,
-        on_event: Sequence[Observer] = (),
+        on_failure: Sequence[Observer] = (),
     ) -> None:
         self.service = identity.service
         self.instance_id = identity.instance_id or None
         self.exporter = exporter
-        self.on_event = list(on_event)
+        self.on_failure = list(on_failure)
         self.export_errors = 0
         self.observer_errors = 0
         self.internal_errors = 0
         self._clock = clock
         self._wall_clock = wall_clock
-        self._ids: IdGenerator = ids if ids is not None else RandomIds()
-        self._new_root: Callable[[], TraceContext] = random_root_trace if ids is None else partial(start_trace, ids)
+        self._pending = PendingTrace.drawing_from(ids)
+        self._origin: Origin = (self.service, self.instance_id, 0.0, 0.0)
+        self._reanchor_at = float("-inf")
 
     async def __call__(self, context: Context, call_next: Next) -> Result[Any]:
         try:
-            inbound = context.headers.get(TRACEPARENT)
-            trace = self._new_root() if inbound is None else continue_trace(inbound, self._ids)
-            started_at = self._wall_clock()
+            headers = context.headers
+            trace = self._pending()
+            trace.inbound = headers.get(TRACEPARENT)
             started = self._clock()
+            if started >= self._reanchor_at:
+                self._reanchor(started)
         except Exception:
             self._internal_error("starting a trace")
             return await call_next(context)
@@ -145,61 +204,57 @@ class TraceMiddleware:
         try:
             result = await call_next(context)
         except Exception as exc:
-            self._finish(context, trace, started, started_at, UNEXPECTED_ERROR, False, type(exc).__qualname__)
+            self._emit(context, (
+                trace, self._origin, context.topic, context.registration is not None, UNEXPECTED_ERROR, False,
+                context.version, type(exc).__qualname__, started, self._clock(), headers.get(CORRELATION_HEADER),
+            ))
             raise
         finally:
             deactivate(token)
-        self._finish(context, trace, started, started_at, result.status, result.is_successful, context.exception_type)
+        try:
+            successful = result.is_successful
+            record: TraceRecord = (
+                trace, self._origin, context.topic, context.registration is not None, result.status, successful,
+                context.version, context.exception_type, started, self._clock(), headers.get(CORRELATION_HEADER),
+            )
+        except Exception:
+            self._internal_error("recording a trace")
+            return result
+        try:
+            self.exporter.export(record)
+        except Exception as exc:
+            self._export_failed(exc)
+        if not successful:
+            self._observe(context, record)
         return result
 
-    def _finish(
-        self,
-        context: Context,
-        trace: TraceContext,
-        started: float,
-        started_at: float,
-        status: str,
-        successful: bool,
-        exception_type: str | None,
-    ) -> None:
+    def _reanchor(self, monotonic: float) -> None:
+        self._origin = (self.service, self.instance_id, self._wall_clock(), monotonic)
+        self._reanchor_at = monotonic + REANCHOR_SECONDS
+
+    def _emit(self, context: Context, record: TraceRecord) -> None:
         try:
-            duration_ms = (self._clock() - started) * 1000.0  # rounded when encoded, off the request path
-            topic = context.topic
-            if context.registration is None and len(topic) > MAX_TEXT:
-                topic = topic[: MAX_TEXT - 1] + "…"
-            headers = context.headers
-            correlation_id = headers.get(CORRELATION_HEADER) if headers else None
-            # Positional, in field order: keyword construction costs three times as much on every invocation.
-            event = TraceEvent(
-                trace.trace_id,
-                trace.span_id,
-                self.service,
-                topic,
-                status,
-                trace.parent_span_id,
-                self.instance_id,
-                # Only a resolved version: before routing, context.version is what the caller asked for.
-                (context.version or None) if context.registration is not None else None,
-                exception_type or None,
-                duration_ms,
-                started_at,
-                correlation_id if correlation_id and len(correlation_id) <= MAX_TEXT else None,
-                successful,
-            )
+            self.exporter.export(record)
+        except Exception as exc:
+            self._export_failed(exc)
+        self._observe(context, record)
+
+    def _observe(self, context: Context, record: TraceRecord) -> None:
+        try:
+            event = TraceEvent.from_record(record)
         except Exception:
             self._internal_error("building a trace event")
             return
-        try:
-            self.exporter.export(event)
-        except Exception as exc:
-            self.export_errors += 1
-            _log_sometimes(self.export_errors, "trace exporter %s failed (%s)", type(self.exporter).__name__, exc)
-        for observer in self.on_event:
+        for observer in self.on_failure:
             try:
                 observer(event, context)
             except Exception as exc:
                 self.observer_errors += 1
                 _log_sometimes(self.observer_errors, "trace observer %s failed (%s)", _name(observer), exc)
+
+    def _export_failed(self, exc: Exception) -> None:
+        self.export_errors += 1
+        _log_sometimes(self.export_errors, "trace exporter %s failed (%s)", type(self.exporter).__name__, exc)
 
     def _internal_error(self, doing: str) -> None:
         self.internal_errors += 1
