@@ -154,7 +154,8 @@ class TraceEvent:
 class TraceMiddleware:
     """Pipeline middleware `(context, next) -> Result`; register it first so it is outermost.
 
-    - `clock`: monotonic seconds, for `durationMs`; `wall_clock`: epoch seconds, for `startedAt`.
+    - `clock`: monotonic seconds, read at the start and end of each invocation; `wall_clock`: epoch seconds,
+      read beside it at most once per `REANCHOR_SECONDS` to turn a start into `startedAt`.
     - `ids`: trace/span id source (default: OS randomness).
     - `on_failure`: observers of the event of every failed invocation, e.g. `IssueAggregator.observe`; a
       success calls nothing but the exporter.
