@@ -36,7 +36,6 @@ class Context:
     transport: str = "envelope"
     json_limits: JsonLimits = DEFAULT_JSON_LIMITS
     """What the body's JSON may be (depth, duplicate keys); the transport sets it."""
-    trace: Any = None
     registration: Registration | None = None
     exception_type: str | None = None
     items: dict[str, Any] = field(default_factory=dict)

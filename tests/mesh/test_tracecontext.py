@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import re
 import threading
 
@@ -21,6 +22,7 @@ from svcgen.runtime.mesh.tracecontext import (
     parse_traceparent,
     propagation_headers,
     random_root_trace,
+    resolve,
 )
 
 from .fakes import SequentialIds, traced_service
@@ -146,8 +148,9 @@ def test_random_roots_are_valid_unique_w3c_ids_across_pool_refills() -> None:
 
 
 def pending(inbound: str | None, ids: SequentialIds | None = None) -> PendingTrace:
-    trace = PendingTrace.drawing_from(ids)()
-    trace.inbound = inbound
+    trace: PendingTrace = {"inbound": inbound}
+    if ids is not None:
+        trace["ids"] = ids
     return trace
 
 
@@ -156,10 +159,10 @@ def test_a_pending_trace_mints_nothing_until_read_then_keeps_its_ids() -> None:
     trace = pending(VALID, ids)
     other = pending(None, ids)
     assert ids.trace_id() == f"{1:032x}"  # nothing was drawn by creating them
-    assert (other.trace_id, other.span_id) == (f"{2:032x}", f"{3:016x}")
-    decided = trace.resolve()
+    assert (resolve(other).trace_id, resolve(other).span_id) == (f"{2:032x}", f"{3:016x}")
+    decided = resolve(trace)
     assert (decided.trace_id, decided.parent_span_id, decided.span_id) == (TRACE, PARENT, f"{4:016x}")
-    assert trace.resolve() is decided and trace.traceparent == f"00-{TRACE}-{4:016x}-01"
+    assert resolve(trace) is decided and decided.traceparent == f"00-{TRACE}-{4:016x}-01"
 
 
 def test_a_pending_trace_read_from_many_threads_is_decided_once() -> None:
@@ -172,7 +175,7 @@ def test_a_pending_trace_read_from_many_threads_is_decided_once() -> None:
             trace: PendingTrace = trace, barrier: threading.Barrier = barrier, seen: list[TraceContext] = seen
         ) -> None:
             barrier.wait()
-            seen.append(trace.resolve())
+            seen.append(resolve(trace))
 
         threads = [threading.Thread(target=read) for _ in range(8)]
         for thread in threads:
@@ -187,8 +190,17 @@ def test_the_current_pending_trace_is_read_as_its_decided_context() -> None:
     token = activate(trace)
     try:
         current = current_trace()
-        assert current is trace.resolve()
+        assert current is resolve(trace)
+        assert current is not None and current.parent_span_id == PARENT
         assert propagation_headers() == {"traceparent": current.traceparent}
-        assert current.parent_span_id == PARENT
     finally:
         deactivate(token)
+
+
+def test_a_pending_trace_is_left_to_reference_counting_until_decided() -> None:
+    # Text only: the garbage collector does not track it; deciding it stores a context, which it must track.
+    trace = pending(VALID)
+    gc.collect()
+    assert not gc.is_tracked(trace)
+    resolve(trace)
+    assert gc.is_tracked(trace)

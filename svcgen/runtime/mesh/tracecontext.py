@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import ClassVar, Final, Protocol, TypeAlias
+from typing import Final, NotRequired, Protocol, TypeAlias, TypedDict
 
 logger = logging.getLogger("svcgen.mesh.traces")
 
@@ -52,9 +52,6 @@ class TraceContext:
     def traceparent(self) -> str:
         """The header value that makes this span the parent of the next hop."""
         return format_traceparent(self)
-
-    def resolve(self) -> TraceContext:
-        return self
 
 
 def parse_traceparent(value: object) -> tuple[str, str, int] | None:
@@ -141,84 +138,63 @@ def continue_trace(traceparent: object, ids: IdGenerator) -> TraceContext:
     return TraceContext(trace_id, ids.span_id(), parent_id, flags)
 
 
-class PendingTrace:
-    """An invocation's place in a trace, decided the first time anything reads it: from its inbound `traceparent`
-    (joined when valid) and fresh ids.
+class PendingTrace(TypedDict):
+    """An invocation's place in a trace, decided the first time anything reads it (`resolve`): from its inbound
+    `traceparent` (joined when valid) and fresh ids.
 
     Parsing the header and minting ids cost about a microsecond, and most invocations are never asked for their
-    ids until their event is encoded off the request path. The first `resolve()` decides once, under a lock (a
+    ids until their event is encoded off the request path. The first `resolve` decides once, under a lock (a
     worker thread and the reporter may ask at once); every later read sees the same ids. An id source that fails
     is logged and replaced by OS randomness for that trace: reading a trace never raises.
 
-    Built on every invocation, so it has no Python `__init__` (a frame costs more than the object): create it
-    and set `inbound` at once, `trace = PendingTrace(); trace.inbound = value`.
+    A plain dict, built on every invocation as `{"inbound": value}`: it costs a fraction of a class instance, and
+    until decided it holds only text, so the garbage collector does not track it.
     """
 
-    __slots__ = ("inbound",)
+    inbound: str | None
+    """The inbound `traceparent` value, None when absent."""
+    ids: NotRequired[IdGenerator]
+    """Where new ids come from when not the OS random source (through the pool of new roots)."""
+    decided: NotRequired[TraceContext]
 
-    inbound: str | TraceContext | None
-    """The inbound `traceparent` value (None when absent) until the trace is decided, then the decided context:
-    one slot, so that reading it never meets an unset attribute."""
-    ids: ClassVar[IdGenerator | None] = None
-    """Where new ids come from; None is the OS random source, through the pool of new roots. A class attribute
-    so that instances need not carry it: `drawing_from(ids)` makes a subclass with another source."""
 
-    @classmethod
-    def drawing_from(cls, ids: IdGenerator | None) -> type[PendingTrace]:
-        if ids is None:
-            return cls
-        return type(cls.__name__, (cls,), {"__slots__": (), "ids": ids})
+Trace: TypeAlias = TraceContext | PendingTrace
+"""What an invocation carries as its trace: decided already, or on first read."""
 
-    def resolve(self) -> TraceContext:
-        decided = self.inbound
-        if isinstance(decided, TraceContext):
-            return decided
-        with _resolving:
-            inbound = self.inbound
-            if isinstance(inbound, TraceContext):
-                return inbound
-            decided = self.inbound = self._decide(inbound)
-            return decided
 
-    def _decide(self, inbound: str | None) -> TraceContext:
-        ids = self.ids
-        if ids is None:
-            return random_root_trace() if inbound is None else continue_trace(inbound, RandomIds())
-        try:
-            return continue_trace(inbound, ids)
-        except Exception:
-            global id_source_failures
-            id_source_failures += 1
-            if (id_source_failures - 1) % LOG_EVERY == 0:
-                logger.exception(
-                    "trace id source %s failed; its traces take OS-random ids (%d failure(s), logged once per %d)",
-                    type(ids).__name__, id_source_failures, LOG_EVERY,
-                )
-            return continue_trace(inbound, RandomIds())
+def resolve(trace: Trace) -> TraceContext:
+    """The decided place of a trace, deciding it now if nothing has read it yet."""
+    if isinstance(trace, TraceContext):
+        return trace
+    decided = trace.get("decided")
+    if decided is not None:
+        return decided
+    with _resolving:
+        decided = trace.get("decided")
+        if decided is None:
+            decided = trace["decided"] = _decide(trace["inbound"], trace.get("ids"))
+        return decided
 
-    @property
-    def trace_id(self) -> str:
-        return self.resolve().trace_id
 
-    @property
-    def span_id(self) -> str:
-        return self.resolve().span_id
-
-    @property
-    def parent_span_id(self) -> str | None:
-        return self.resolve().parent_span_id
-
-    @property
-    def traceparent(self) -> str:
-        return self.resolve().traceparent
+def _decide(inbound: str | None, ids: IdGenerator | None) -> TraceContext:
+    global id_source_failures
+    if ids is None:
+        return random_root_trace() if inbound is None else continue_trace(inbound, RandomIds())
+    try:
+        return continue_trace(inbound, ids)
+    except Exception:
+        id_source_failures += 1
+        if (id_source_failures - 1) % LOG_EVERY == 0:
+            logger.exception(
+                "trace id source %s failed; its traces take OS-random ids (%d failure(s), logged once per %d)",
+                type(ids).__name__, id_source_failures, LOG_EVERY,
+            )
+        return continue_trace(inbound, RandomIds())
 
 
 _resolving: Final = threading.Lock()
 id_source_failures = 0
 """Injected id sources that raised, process-wide (counted under `_resolving`)."""
-
-Trace: TypeAlias = TraceContext | PendingTrace
-"""What an invocation carries as its trace: decided already, or on first read."""
 
 # contextvars, not a global: concurrent invocations on one loop each see their own trace, and
 # `asyncio.to_thread` copies the context, so sync handlers see it too.
@@ -228,7 +204,7 @@ _current: ContextVar[Trace | None] = ContextVar("svcgen_trace", default=None)
 def current_trace() -> TraceContext | None:
     """The trace of the invocation running now, or None outside one."""
     current = _current.get()
-    return None if current is None else current.resolve()
+    return None if current is None else resolve(current)
 
 
 activate: Final[Callable[[Trace | None], Token[Trace | None]]] = _current.set
@@ -246,4 +222,4 @@ def propagation_headers() -> Mapping[str, str]:
     context = _current.get()
     if context is None:
         return _NO_HEADERS
-    return {TRACEPARENT: format_traceparent(context.resolve())}
+    return {TRACEPARENT: format_traceparent(resolve(context))}

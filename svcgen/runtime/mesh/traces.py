@@ -7,7 +7,7 @@ issue aggregator is one). Reserved topics (`svc:mesh`, `svc:spec`, `svc:healthch
 pipeline, so they are never traced.
 
 The request path only reads clocks, headers and the result, and appends one tuple (`TraceRecord`): the trace's ids
-are decided when first read (`PendingTrace`) and the `TraceEvent` is built when the record is read, off the
+are decided when first read (`PendingTrace`, `resolve`) and the `TraceEvent` is built when the record is read, off the
 request path (bench/trace.py measures what each costs).
 
 Nothing here may fail, slow or block the request: its own bookkeeping is wrapped, and exporter/observer errors are
@@ -27,7 +27,7 @@ from ..pipeline import Next
 from ..result import Result
 from ..status import UNEXPECTED_ERROR
 from .clock import MonotonicClock, WallClock, monotonic_clock, rfc3339, wall_clock
-from .tracecontext import LOG_EVERY, TRACEPARENT, IdGenerator, PendingTrace, Trace, activate, deactivate
+from .tracecontext import LOG_EVERY, TRACEPARENT, IdGenerator, PendingTrace, Trace, activate, deactivate, resolve
 
 if TYPE_CHECKING:
     from .exporters import Exporter
@@ -114,19 +114,19 @@ class TraceEvent:
 
     @property
     def trace_id(self) -> str:
-        return self.trace.trace_id
+        return resolve(self.trace).trace_id
 
     @property
     def span_id(self) -> str:
-        return self.trace.span_id
+        return resolve(self.trace).span_id
 
     @property
     def parent_span_id(self) -> str | None:
-        return self.trace.parent_span_id
+        return resolve(self.trace).parent_span_id
 
     def to_wire(self) -> dict[str, Any]:
         """Spec "Trace event" keys in table order; unknown keys are omitted, never null."""
-        trace = self.trace.resolve()
+        trace = resolve(self.trace)
         wire: dict[str, Any] = {
             "traceId": trace.trace_id,
             "spanId": trace.span_id,
@@ -163,7 +163,7 @@ class TraceMiddleware:
       `context.exception_type` set; an exception escaping an inner middleware is traced as `unexpected-error`
       (what the HTTP binding answers for it) with its type, then re-raised untouched. A cancelled invocation has
       no outcome and emits no event.
-    - `context.trace` and `current_trace()` give the invocation's trace while it runs.
+    - `current_trace()` gives the invocation's trace while it runs.
     """
 
     def __init__(
@@ -185,22 +185,22 @@ class TraceMiddleware:
         self.internal_errors = 0
         self._clock = clock
         self._wall_clock = wall_clock
-        self._pending = PendingTrace.drawing_from(ids)
+        self._ids = ids
         self._origin: Origin = (self.service, self.instance_id, 0.0, 0.0)
         self._reanchor_at = float("-inf")
 
     async def __call__(self, context: Context, call_next: Next) -> Result[Any]:
         try:
             headers = context.headers
-            trace = self._pending()
-            trace.inbound = headers.get(TRACEPARENT)
+            trace: PendingTrace = {"inbound": headers.get(TRACEPARENT)}
+            if self._ids is not None:
+                trace["ids"] = self._ids
             started = self._clock()
             if started >= self._reanchor_at:
                 self._reanchor(started)
         except Exception:
             self._internal_error("starting a trace")
             return await call_next(context)
-        context.trace = trace
         token = activate(trace)
         try:
             result = await call_next(context)
