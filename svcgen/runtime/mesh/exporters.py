@@ -39,7 +39,7 @@ class InMemoryExporter:
         self.cap = cap
         self._records: deque[TraceRecord] = deque(maxlen=cap)
         self._tally = itertools.count()
-        """Advanced once per export and once per tally read (`_exports`)."""
+        """Advanced once per export and once per read of it (`_count_dropped`)."""
         self._tally_reads = 0
         self._removed = 0
         self._dropped = 0
@@ -72,7 +72,6 @@ class InMemoryExporter:
 
     def clear(self) -> None:
         with self._lock:
-            self._count_dropped()
             self._removed += len(self._records)
             self._records.clear()
 
@@ -88,7 +87,6 @@ class QueueExporter(InMemoryExporter):
         with self._lock:
             count = len(self._records) if max is None else min(max, len(self._records))
             pop = self._records.popleft
-            self._count_dropped()
             records = [pop() for _ in range(count)]
             self._removed += count
         return [TraceEvent.from_record(record) for record in records]
