@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import asyncio
-import gc
+import os
 import re
 import threading
 
@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from svcgen.runtime.mesh.tracecontext import (
     SAMPLED,
     PendingTrace,
-    RandomIds,
     TraceContext,
     activate,
     continue_trace,
@@ -20,8 +19,8 @@ from svcgen.runtime.mesh.tracecontext import (
     deactivate,
     format_traceparent,
     parse_traceparent,
+    pending_trace,
     propagation_headers,
-    random_root_trace,
     resolve,
 )
 
@@ -96,15 +95,6 @@ def test_format_is_version_00_with_the_span_as_parent() -> None:
     assert format_traceparent(joined) == f"00-{TRACE}-{1:016x}-01"
 
 
-def test_random_ids_are_lowercase_hex_of_the_right_length_and_distinct() -> None:
-    ids = RandomIds()
-    traces = {ids.trace_id() for _ in range(200)}
-    spans = {ids.span_id() for _ in range(200)}
-    assert len(traces) == len(spans) == 200
-    assert all(re.fullmatch(r"[0-9a-f]{32}", t) and t != "0" * 32 for t in traces)
-    assert all(re.fullmatch(r"[0-9a-f]{16}", s) and s != "0" * 16 for s in spans)
-
-
 def test_propagation_headers_follow_the_current_trace() -> None:
     assert current_trace() is None
     assert propagation_headers() == {}
@@ -137,9 +127,9 @@ def test_a_non_string_header_value_starts_a_new_trace() -> None:
     assert continue_trace(42, SequentialIds()).parent_span_id is None
 
 
-def test_random_roots_are_valid_unique_w3c_ids_across_pool_refills() -> None:
-    roots = [random_root_trace() for _ in range(1000)]  # several refills of the pre-read pool
-    assert len({root.trace_id for root in roots}) == 1000 and len({root.span_id for root in roots}) == 1000
+def test_derived_ids_are_valid_w3c_ids_unique_per_invocation() -> None:
+    roots = [resolve(pending_trace(None)) for _ in range(2000)]
+    assert len({root.trace_id for root in roots}) == 2000 and len({root.span_id for root in roots}) == 2000
     for root in roots:
         assert re.fullmatch(r"[0-9a-f]{32}", root.trace_id) and root.trace_id != "0" * 32
         assert re.fullmatch(r"[0-9a-f]{16}", root.span_id) and root.span_id != "0" * 16
@@ -147,27 +137,17 @@ def test_random_roots_are_valid_unique_w3c_ids_across_pool_refills() -> None:
         assert parse_traceparent(format_traceparent(root)) == (root.trace_id, root.span_id, SAMPLED)
 
 
-def pending(inbound: str | None, ids: SequentialIds | None = None) -> PendingTrace:
-    trace: PendingTrace = {"inbound": inbound}
-    if ids is not None:
-        trace["ids"] = ids
-    return trace
+def test_a_pending_trace_joins_a_valid_inbound_trace_with_a_span_of_its_own() -> None:
+    joined = resolve(pending_trace(VALID))
+    assert (joined.trace_id, joined.parent_span_id, joined.flags) == (TRACE, PARENT, SAMPLED)
+    assert joined.span_id != PARENT and re.fullmatch(r"[0-9a-f]{16}", joined.span_id)
+    started = resolve(pending_trace(f"ff-{TRACE}-{PARENT}-01"))
+    assert started.trace_id != TRACE and started.parent_span_id is None
 
 
-def test_a_pending_trace_mints_nothing_until_read_then_keeps_its_ids() -> None:
-    ids = SequentialIds()
-    trace = pending(VALID, ids)
-    other = pending(None, ids)
-    assert ids.trace_id() == f"{1:032x}"  # nothing was drawn by creating them
-    assert (resolve(other).trace_id, resolve(other).span_id) == (f"{2:032x}", f"{3:016x}")
-    decided = resolve(trace)
-    assert (decided.trace_id, decided.parent_span_id, decided.span_id) == (TRACE, PARENT, f"{4:016x}")
-    assert resolve(trace) is decided and decided.traceparent == f"00-{TRACE}-{4:016x}-01"
-
-
-def test_a_pending_trace_read_from_many_threads_is_decided_once() -> None:
-    for _ in range(50):
-        trace = pending(None)
+def test_a_pending_trace_reads_the_same_ids_every_time_from_any_thread() -> None:
+    for _ in range(20):
+        trace = pending_trace(VALID)
         barrier = threading.Barrier(8)
         seen: list[TraceContext] = []
 
@@ -182,25 +162,39 @@ def test_a_pending_trace_read_from_many_threads_is_decided_once() -> None:
             thread.start()
         for thread in threads:
             thread.join()
-        assert len({id(context) for context in seen}) == 1
+        assert len(seen) == 8 and all(context == seen[0] for context in seen)
+        # Ids come from the invocation's number alone, not from who reads first: a copy reads the same.
+        assert resolve((trace[0], trace[1])) == seen[0]
 
 
-def test_the_current_pending_trace_is_read_as_its_decided_context() -> None:
-    trace = pending(VALID)
+def test_the_current_pending_trace_is_read_as_what_it_resolves_to() -> None:
+    trace = pending_trace(VALID)
     token = activate(trace)
     try:
         current = current_trace()
-        assert current is resolve(trace)
+        assert current == resolve(trace)
         assert current is not None and current.parent_span_id == PARENT
         assert propagation_headers() == {"traceparent": current.traceparent}
     finally:
         deactivate(token)
 
 
-def test_a_pending_trace_is_left_to_reference_counting_until_decided() -> None:
-    # Text only: the garbage collector does not track it; deciding it stores a context, which it must track.
-    trace = pending(VALID)
-    gc.collect()
-    assert not gc.is_tracked(trace)
-    resolve(trace)
-    assert gc.is_tracked(trace)
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX")
+def test_a_forked_child_derives_other_ids_than_its_parent_for_the_same_invocation_number() -> None:
+    trace = pending_trace(None)
+    parent_ids = resolve(trace)
+    reading, writing = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child: report what the same pending trace resolves to, then leave at once
+        try:
+            derived = resolve(trace)
+            os.write(writing, f"{derived.trace_id}{derived.span_id}".encode())
+        finally:
+            os._exit(0)
+    os.close(writing)
+    with os.fdopen(reading, "rb") as pipe:
+        child_ids = pipe.read().decode()
+    os.waitpid(child, 0)
+    assert re.fullmatch(r"[0-9a-f]{48}", child_ids)
+    assert child_ids != parent_ids.trace_id + parent_ids.span_id
+    assert resolve(trace) == parent_ids  # the parent's own key is unchanged

@@ -84,13 +84,17 @@ class QueueExporter(InMemoryExporter):
 
     def drain(self, max: int | None = None) -> list[TraceEvent]:
         """Remove and return up to `max` events (all when None), oldest first."""
+        return [TraceEvent.from_record(record) for record in self._take(max)]
+
+    def drain_wire(self, max: int | None = None) -> list[dict[str, Any]]:
+        """`drain` in wire form (the reporter's trace source); encoding happens here, off the request path."""
+        # One event at a time: a batch of events held at once would outlive collections and cost a full one.
+        return [TraceEvent.from_record(record).to_wire() for record in self._take(max)]
+
+    def _take(self, max: int | None) -> list[TraceRecord]:
         with self._lock:
             count = len(self._records) if max is None else min(max, len(self._records))
             pop = self._records.popleft
             records = [pop() for _ in range(count)]
             self._removed += count
-        return [TraceEvent.from_record(record) for record in records]
-
-    def drain_wire(self, max: int | None = None) -> list[dict[str, Any]]:
-        """`drain` in wire form (the reporter's trace source); encoding happens here, off the request path."""
-        return [event.to_wire() for event in self.drain(max)]
+        return records

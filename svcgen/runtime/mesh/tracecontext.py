@@ -10,27 +10,26 @@ Flags: only the `sampled` bit (0x01) is defined for version `00`; it is carried 
 the other bits are cleared rather than forwarded with a meaning this code cannot vouch for. A new trace is
 sampled (every routed invocation is traced). Surrounding spaces/tabs are not part of an HTTP field value and are
 ignored.
+
+Ids: an invocation carries its inbound header and a number (`PendingTrace`); its ids are derived from them when
+first read (`resolve`), which for most invocations is when the reporter encodes the event, off the request path.
 """
 
 from __future__ import annotations
 
-import logging
+import hashlib
+import itertools
 import os
 import re
-import threading
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Final, NotRequired, Protocol, TypeAlias, TypedDict
-
-logger = logging.getLogger("svcgen.mesh.traces")
+from typing import Final, Protocol, TypeAlias
 
 TRACEPARENT: Final = "traceparent"
 VERSION: Final = "00"
 SAMPLED: Final = 0x01
-LOG_EVERY: Final = 1000
-"""A tracing failure that keeps happening is logged on its 1st, 1001st, ... occurrence, not per request."""
 
 _SHAPE: Final = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
 _ZERO_TRACE: Final = "0" * 32
@@ -73,6 +72,8 @@ def format_traceparent(context: TraceContext) -> str:
 
 
 class IdGenerator(Protocol):
+    """An id source to inject (deterministic ids in tests); without one, ids are derived on read (`resolve`)."""
+
     def trace_id(self) -> str:
         """32 lowercase hex characters, not all zero."""
         ...
@@ -82,51 +83,8 @@ class IdGenerator(Protocol):
         ...
 
 
-class RandomIds:
-    """Ids from the OS random source, as W3C recommends: unguessable and uniformly random.
-
-    One `os.urandom` call per id: stateless, safe from any thread. New roots on the request path come from
-    `random_root_trace`'s pool instead.
-    """
-
-    def trace_id(self) -> str:
-        return _nonzero_hex(16, _ZERO_TRACE)
-
-    def span_id(self) -> str:
-        return _nonzero_hex(8, _ZERO_SPAN)
-
-
-def _nonzero_hex(size: int, zero: str) -> str:
-    # An all-zero id is invalid: vanishingly rare, but never emitted. Comparing the text is cheaper than any(raw).
-    value = os.urandom(size).hex()
-    while value == zero:
-        value = os.urandom(size).hex()
-    return value
-
-
 def start_trace(ids: IdGenerator) -> TraceContext:
     return TraceContext(ids.trace_id(), ids.span_id(), None, SAMPLED)
-
-
-_ROOTS_PER_READ: Final = 256
-_roots: list[str] = []
-"""Pre-read root ids, 48 hex characters each (trace id + span id). `list.pop` and `list.extend` are atomic, so
-threads may share it; a refill race only reads more than needed."""
-
-
-def random_root_trace() -> TraceContext:
-    """`start_trace(RandomIds())` from a pool filled by one OS read per 256 roots: the hot path of every
-    invocation without a `traceparent`, where a read per request costs a system call each time."""
-    try:
-        raw = _roots.pop()
-    except IndexError:
-        text = os.urandom(24 * _ROOTS_PER_READ).hex()
-        _roots.extend(text[i : i + 48] for i in range(0, len(text), 48))
-        raw = _roots.pop()
-    trace_id, span_id = raw[:32], raw[32:]
-    if trace_id == _ZERO_TRACE or span_id == _ZERO_SPAN:
-        return start_trace(RandomIds())
-    return TraceContext(trace_id, span_id, None, SAMPLED)
 
 
 def continue_trace(traceparent: object, ids: IdGenerator) -> TraceContext:
@@ -138,63 +96,72 @@ def continue_trace(traceparent: object, ids: IdGenerator) -> TraceContext:
     return TraceContext(trace_id, ids.span_id(), parent_id, flags)
 
 
-class PendingTrace(TypedDict):
-    """An invocation's place in a trace, decided the first time anything reads it (`resolve`): from its inbound
-    `traceparent` (joined when valid) and fresh ids.
+PendingTrace: TypeAlias = tuple["str | None", int]
+"""An invocation's place in a trace before anything reads it: (inbound `traceparent` or None, invocation number).
 
-    Parsing the header and minting ids cost about a microsecond, and most invocations are never asked for their
-    ids until their event is encoded off the request path. The first `resolve` decides once, under a lock (a
-    worker thread and the reporter may ask at once); every later read sees the same ids. An id source that fails
-    is logged and replaced by OS randomness for that trace: reading a trace never raises.
-
-    A plain dict, built on every invocation as `{"inbound": value}`: it costs a fraction of a class instance, and
-    until decided it holds only text, so the garbage collector does not track it.
-    """
-
-    inbound: str | None
-    """The inbound `traceparent` value, None when absent."""
-    ids: NotRequired[IdGenerator]
-    """Where new ids come from when not the OS random source (through the pool of new roots)."""
-    decided: NotRequired[TraceContext]
-
+`resolve` derives the ids from these two alone, so every reader (a handler's outbound call, the encoder, any
+thread) sees the same ids with no shared state to decide or lock. It is a plain tuple of text and an int, built on
+every invocation, so the garbage collector untracks it and the records holding it after one pass instead of
+traversing them until they are drained.
+"""
 
 Trace: TypeAlias = TraceContext | PendingTrace
-"""What an invocation carries as its trace: decided already, or on first read."""
+"""What an invocation carries as its trace: decided already (an injected id source), or derived on read."""
+
+next_invocation: Final[Callable[[], int]] = itertools.count(1).__next__
+"""Numbers invocations process-wide (one C call, atomic under the GIL): two tracers in one process never share a
+number, so never share ids."""
+
+
+def pending_trace(inbound: str | None) -> PendingTrace:
+    return (inbound, next_invocation())
 
 
 def resolve(trace: Trace) -> TraceContext:
-    """The decided place of a trace, deciding it now if nothing has read it yet."""
+    """The ids of a trace: the inbound trace joined when valid, with ids derived from the invocation number."""
     if isinstance(trace, TraceContext):
         return trace
-    decided = trace.get("decided")
-    if decided is not None:
-        return decided
-    with _resolving:
-        decided = trace.get("decided")
-        if decided is None:
-            decided = trace["decided"] = _decide(trace["inbound"], trace.get("ids"))
-        return decided
+    inbound, number = trace
+    trace_id, span_id = _key.ids(number)
+    parsed = None if inbound is None else parse_traceparent(inbound)
+    if parsed is None:
+        return TraceContext(trace_id, span_id, None, SAMPLED)
+    joined_trace_id, parent_id, flags = parsed
+    return TraceContext(joined_trace_id, span_id, parent_id, flags)
 
 
-def _decide(inbound: str | None, ids: IdGenerator | None) -> TraceContext:
-    global id_source_failures
-    if ids is None:
-        return random_root_trace() if inbound is None else continue_trace(inbound, RandomIds())
-    try:
-        return continue_trace(inbound, ids)
-    except Exception:
-        id_source_failures += 1
-        if (id_source_failures - 1) % LOG_EVERY == 0:
-            logger.exception(
-                "trace id source %s failed; its traces take OS-random ids (%d failure(s), logged once per %d)",
-                type(ids).__name__, id_source_failures, LOG_EVERY,
-            )
-        return continue_trace(inbound, RandomIds())
+class _IdKey:
+    """Ids are a keyed BLAKE2b of the invocation number: a counter-mode generator, uniformly random and unguessable
+    to anyone without this process's key, as W3C asks of ids, at one hash per read rather than an OS read per
+    invocation. A forked child draws a new key, or it would repeat its parent's ids."""
+
+    def __init__(self) -> None:
+        self.hasher = hashlib.blake2b(key=os.urandom(32), digest_size=24)
+
+    def ids(self, number: int) -> tuple[str, str]:
+        attempt = 0
+        while True:
+            hasher = self.hasher.copy()
+            hasher.update((number | attempt << 64).to_bytes(16, "little"))
+            text = hasher.hexdigest()
+            trace_id, span_id = text[:32], text[32:]
+            # An all-zero id is invalid: vanishingly rare, but never emitted; the next attempt is as random.
+            if trace_id != _ZERO_TRACE and span_id != _ZERO_SPAN:
+                return trace_id, span_id
+            attempt += 1
 
 
-_resolving: Final = threading.Lock()
-id_source_failures = 0
-"""Injected id sources that raised, process-wide (counted under `_resolving`)."""
+_key = _IdKey()
+
+
+def _rekey() -> None:
+    global _key
+    _key = _IdKey()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_rekey)
+
 
 # contextvars, not a global: concurrent invocations on one loop each see their own trace, and
 # `asyncio.to_thread` copies the context, so sync handlers see it too.

@@ -6,9 +6,10 @@ finished invocation to the exporter and, when the invocation failed, its event t
 issue aggregator is one). Reserved topics (`svc:mesh`, `svc:spec`, `svc:healthcheck`) are answered before the
 pipeline, so they are never traced.
 
-The request path only reads clocks, headers and the result, and appends one tuple (`TraceRecord`): the trace's ids
-are decided when first read (`PendingTrace`, `resolve`) and the `TraceEvent` is built when the record is read, off the
-request path (bench/trace.py measures what each costs).
+The request path only reads clocks, headers and the result, and appends one tuple (`TraceRecord`) of text and
+numbers, which the garbage collector soon stops tracking: the trace's ids are derived when first read
+(`PendingTrace`, `resolve`) and the `TraceEvent` is built when the record is read, off the request path
+(bench/trace.py measures what each costs).
 
 Nothing here may fail, slow or block the request: its own bookkeeping is wrapped, and exporter/observer errors are
 counted and logged once per `LOG_EVERY` failures, never raised.
@@ -27,7 +28,17 @@ from ..pipeline import Next
 from ..result import Result
 from ..status import UNEXPECTED_ERROR
 from .clock import MonotonicClock, WallClock, monotonic_clock, rfc3339, wall_clock
-from .tracecontext import LOG_EVERY, TRACEPARENT, IdGenerator, PendingTrace, Trace, activate, deactivate, resolve
+from .tracecontext import (
+    TRACEPARENT,
+    IdGenerator,
+    Trace,
+    TraceContext,
+    activate,
+    continue_trace,
+    deactivate,
+    next_invocation,
+    resolve,
+)
 
 if TYPE_CHECKING:
     from .exporters import Exporter
@@ -35,6 +46,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger("svcgen.mesh.traces")
 
 CORRELATION_HEADER: Final = "x-correlation-id"
+LOG_EVERY: Final = 1000
+"""A tracing failure that keeps happening is logged on its 1st, 1001st, ... occurrence, not per request."""
 MAX_TEXT: Final = 256
 """Caller-chosen text kept in an event: a longer unrouted topic is cut, a longer correlation id left out."""
 
@@ -47,12 +60,14 @@ Origin: TypeAlias = tuple[str, "str | None", float, float]
 A monotonic reading `m` started at wall time `wall + (m - monotonic)`."""
 
 TraceRecord: TypeAlias = tuple[
-    Trace, Origin, str, bool, str, bool, str, "str | None", float, float, "str | None"
+    "str | TraceContext | None", int, Origin, str, bool, str, bool, str, "str | None", float, float, "str | None"
 ]
 """One finished invocation as the request path keeps it, a plain tuple because it is built on every invocation:
-(trace, origin, topic, routed, status, successful, version as the context had it, exception type, started and
-ended in monotonic seconds, correlation id). `TraceEvent.from_record` reads it; `TraceEvent.to_record` writes one
-from an event."""
+(inbound `traceparent` and invocation number, which are its `PendingTrace`, or a decided `TraceContext` and 0;
+origin, topic, routed, status, successful, version as the context had it, exception type, started and ended in
+monotonic seconds, correlation id). It holds only text and numbers, not even the pending trace's tuple, so the
+garbage collector stops tracking it at its first pass. `TraceEvent.from_record` reads it; `TraceEvent.to_record`
+writes one from an event."""
 
 Observer = Callable[["TraceEvent", Context], None]
 """Called with the event of a failed invocation and its context, after the exporter; must be cheap."""
@@ -83,8 +98,9 @@ class TraceEvent:
 
     @classmethod
     def from_record(cls, record: TraceRecord) -> TraceEvent:
-        (trace, origin, topic, routed, status, successful, version, exception_type, started, ended,
+        (held, number, origin, topic, routed, status, successful, version, exception_type, started, ended,
          correlation_id) = record
+        trace: Trace = held if isinstance(held, TraceContext) else (held, number)
         service, instance_id, wall, monotonic = origin
         if not routed and len(topic) > MAX_TEXT:
             topic = topic[: MAX_TEXT - 1] + "…"
@@ -107,26 +123,34 @@ class TraceEvent:
         """A record that reads back as this event (what an exporter takes); no duration or start reads back as 0."""
         origin = (self.service, self.instance_id, self.started_at or 0.0, 0.0)
         duration = (self.duration_ms or 0.0) / 1000.0
+        held, number = (self.trace, 0) if isinstance(self.trace, TraceContext) else self.trace
         return (
-            self.trace, origin, self.topic, True, self.status, self.successful, self.topic_version or "",
+            held, number, origin, self.topic, True, self.status, self.successful, self.topic_version or "",
             self.exception_type, 0.0, duration, self.correlation_id,
         )
 
     @property
     def trace_id(self) -> str:
-        return resolve(self.trace).trace_id
+        return self.decided_trace().trace_id
 
     @property
     def span_id(self) -> str:
-        return resolve(self.trace).span_id
+        return self.decided_trace().span_id
 
     @property
     def parent_span_id(self) -> str | None:
-        return resolve(self.trace).parent_span_id
+        return self.decided_trace().parent_span_id
+
+    def decided_trace(self) -> TraceContext:
+        """The event's ids, derived once (replacing a pending trace by what it resolves to changes nothing read)."""
+        trace = self.trace
+        if not isinstance(trace, TraceContext):
+            trace = self.trace = resolve(trace)
+        return trace
 
     def to_wire(self) -> dict[str, Any]:
         """Spec "Trace event" keys in table order; unknown keys are omitted, never null."""
-        trace = resolve(self.trace)
+        trace = self.decided_trace()
         wire: dict[str, Any] = {
             "traceId": trace.trace_id,
             "spanId": trace.span_id,
@@ -156,7 +180,9 @@ class TraceMiddleware:
 
     - `clock`: monotonic seconds, read at the start and end of each invocation; `wall_clock`: epoch seconds,
       read beside it at most once per `REANCHOR_SECONDS` to turn a start into `startedAt`.
-    - `ids`: trace/span id source (default: OS randomness).
+    - `ids`: an id source deciding each trace as the invocation starts (deterministic ids in tests); by default
+      ids are derived when first read (`resolve`). A failing source is counted in `id_errors` and logged, and
+      that invocation takes derived ids.
     - `on_failure`: observers of the event of every failed invocation, e.g. `IssueAggregator.observe`; a
       success calls nothing but the exporter.
     - A handler exception reaches here as the pipeline's `service-unavailable` Result with
@@ -183,6 +209,7 @@ class TraceMiddleware:
         self.export_errors = 0
         self.observer_errors = 0
         self.internal_errors = 0
+        self.id_errors = 0
         self._clock = clock
         self._wall_clock = wall_clock
         self._ids = ids
@@ -192,9 +219,16 @@ class TraceMiddleware:
     async def __call__(self, context: Context, call_next: Next) -> Result[Any]:
         try:
             headers = context.headers
-            trace: PendingTrace = {"inbound": headers.get(TRACEPARENT)}
-            if self._ids is not None:
-                trace["ids"] = self._ids
+            inbound = headers.get(TRACEPARENT)
+            number = next_invocation()
+            decided = None if self._ids is None else self._decide(inbound, self._ids)
+            # The record holds the pending trace's parts, not its tuple (see TraceRecord).
+            held: str | TraceContext | None
+            trace: Trace
+            if decided is None:
+                held, trace = inbound, (inbound, number)
+            else:
+                held = trace = decided
             started = self._clock()
             if started >= self._reanchor_at:
                 self._reanchor(started)
@@ -206,7 +240,7 @@ class TraceMiddleware:
             result = await call_next(context)
         except Exception as exc:
             self._emit(context, (
-                trace, self._origin, context.topic, context.registration is not None, UNEXPECTED_ERROR, False,
+                held, number, self._origin, context.topic, context.registration is not None, UNEXPECTED_ERROR, False,
                 context.version, type(exc).__qualname__, started, self._clock(), headers.get(CORRELATION_HEADER),
             ))
             raise
@@ -215,7 +249,7 @@ class TraceMiddleware:
         try:
             successful = result.is_successful
             record: TraceRecord = (
-                trace, self._origin, context.topic, context.registration is not None, result.status, successful,
+                held, number, self._origin, context.topic, context.registration is not None, result.status, successful,
                 context.version, context.exception_type, started, self._clock(), headers.get(CORRELATION_HEADER),
             )
         except Exception:
@@ -228,6 +262,15 @@ class TraceMiddleware:
         if not successful:
             self._observe(context, record)
         return result
+
+    def _decide(self, inbound: str | None, ids: IdGenerator) -> TraceContext | None:
+        """The trace from an injected id source, or None (take derived ids) when the source fails."""
+        try:
+            return continue_trace(inbound, ids)
+        except Exception as exc:
+            self.id_errors += 1
+            _log_sometimes(self.id_errors, "trace id source %s failed (%s)", type(ids).__name__, exc)
+            return None
 
     def _reanchor(self, monotonic: float) -> None:
         self._origin = (self.service, self.instance_id, self._wall_clock(), monotonic)
