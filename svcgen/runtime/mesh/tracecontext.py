@@ -100,9 +100,8 @@ PendingTrace: TypeAlias = tuple["str | None", int]
 """An invocation's place in a trace before anything reads it: (inbound `traceparent` or None, invocation number).
 
 `resolve` derives the ids from these two alone, so every reader (a handler's outbound call, the encoder, any
-thread) sees the same ids with no shared state to decide or lock. It is a plain tuple of text and an int, built on
-every invocation, so the garbage collector untracks it and the records holding it after one pass instead of
-traversing them until they are drained.
+thread) sees the same ids with no shared state to decide or lock. Built on every invocation, it holds only text and
+an int, which the garbage collector stops tracking after one pass.
 """
 
 Trace: TypeAlias = TraceContext | PendingTrace
