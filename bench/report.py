@@ -260,12 +260,12 @@ def render(tables: list[Table], machine: dict[str, str], args: argparse.Namespac
                 f"The tracing overhead target (≤ {series.target:g} % over the untraced route) is **not met**: in "
                 f"this report the median is {number(series.median)} % ({number(min(series.values))} – "
                 f"{number(max(series.values))} % over the runs). The in-process route costs about 13–15 µs. On "
-                "it the request path now only reads two clocks and two headers, makes the trace current and "
-                "appends one tuple; ids are decided when first read and the event is built by the reporter. A "
-                "recorder stripped of everything the spec asks beyond that (no success check for issues, no "
-                "wall time, a bare list appended) measured about 11 % in one session, so the target is at the "
-                "edge of what a Python middleware can do on this route. What a served request pays is the "
-                "under-load figure below (server CPU per request through uvicorn).",
+                "it the request path only reads two clocks and two headers, makes the trace current and appends "
+                "one tuple of text and numbers; ids are derived from the invocation's number when first read and "
+                "the event is built by the reporter. In instructions (callgrind) that adds about 8 % to the "
+                "route; in time about twice as much, and runs on this shared machine spread by several points, "
+                "so the target sits at the edge of what a Python middleware can do on this route. What a served "
+                "request pays is the under-load figure below (server CPU per request through uvicorn).",
             ]
     out.append("")
     for table in tables:

@@ -63,11 +63,11 @@ TraceRecord: TypeAlias = tuple[
     "str | TraceContext | None", int, Origin, str, bool, str, bool, str, "str | None", float, float, "str | None"
 ]
 """One finished invocation as the request path keeps it, a plain tuple because it is built on every invocation:
-(inbound `traceparent` and invocation number, which are its `PendingTrace`, or a decided `TraceContext` and 0;
-origin, topic, routed, status, successful, version as the context had it, exception type, started and ended in
-monotonic seconds, correlation id). It holds only text and numbers, not even the pending trace's tuple, so the
-garbage collector stops tracking it at its first pass. `TraceEvent.from_record` reads it; `TraceEvent.to_record`
-writes one from an event."""
+(inbound `traceparent` and invocation number, which make its `PendingTrace`, or a decided `TraceContext` and the
+number; origin, topic, routed, status, successful, version as the context had it, exception type, started and
+ended in monotonic seconds, correlation id). It holds only text and numbers, not even the pending trace's tuple,
+so the garbage collector stops tracking it within a pass or two instead of traversing every queued record.
+`TraceEvent.from_record` reads it; `TraceEvent.to_record` writes one from an event."""
 
 Observer = Callable[["TraceEvent", Context], None]
 """Called with the event of a failed invocation and its context, after the exporter; must be cheap."""
