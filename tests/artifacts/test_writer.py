@@ -133,3 +133,19 @@ def test_a_symlink_planted_at_a_service_file_is_replaced_not_followed(tmp_path: 
     write_artifacts(sample_snapshot(), tmp_path / "out", now=NOW_EPOCH)
     assert outside.read_text() == "keep"
     assert not (tmp_path / "out" / "services" / "orders.json").is_symlink()
+
+
+def test_files_of_services_that_left_the_estate_are_removed_and_nothing_else(tmp_path: Path) -> None:
+    write_artifacts(sample_snapshot(), tmp_path, now=NOW_EPOCH)
+    services = tmp_path / "services"
+    (services / "notes.txt").write_text("kept: not a service file")
+    (services / ".orders.json.abc.tmp").write_text("kept: another writer's temporary file")
+    assert (services / "orders.json").exists() and (services / "inventory.json").exists()
+
+    write_artifacts(empty_snapshot(), tmp_path, now=NOW_EPOCH)
+    remaining = sorted(path.name for path in services.iterdir())
+    assert remaining == [".orders.json.abc.tmp", "notes.txt"]
+    assert json.loads((tmp_path / "manifest.json").read_bytes())["services"] == []
+
+    write_artifacts(sample_snapshot(), tmp_path, now=NOW_EPOCH)  # they come back when the services do
+    assert (services / "orders.json").exists() and (services / "inventory.json").exists()

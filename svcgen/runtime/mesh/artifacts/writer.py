@@ -2,12 +2,13 @@
 confined to the target directory, whatever a service is called.
 
 services/ is written first and manifest.json last, so a reader following the manifest never meets a
-service file that is not there yet. Files of services that left the estate are not deleted; the
-manifest no longer names them.
+service file that is not there yet. The files of services that left the estate are removed after the
+manifest stops naming them; anything in services/ that is not a `.json` service file is left alone.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Final
@@ -27,6 +28,8 @@ from .usage import build_usage
 
 SERVICES_DIR: Final = "services"
 
+logger = logging.getLogger("svcgen.mesh.artifacts")
+
 
 def write_artifacts(snapshot: Snapshot, target: Path, *, now: Now = None, prefix: str = DEFAULT_PREFIX) -> list[Path]:
     """Write every artifact under `target` (created if missing); returns the paths written, in order.
@@ -40,7 +43,8 @@ def write_artifacts(snapshot: Snapshot, target: Path, *, now: Now = None, prefix
     services_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     documents = build_service_documents(snapshot)
-    for name, file_name in service_file_names(documents).items():
+    service_files = service_file_names(documents)
+    for name, file_name in service_files.items():
         written.append(write_json(confined(services_dir, file_name), documents[name]))
     top_level: list[tuple[str, Json]] = [
         ("topics.json", build_topics(snapshot, generated_at=stamp)),
@@ -52,7 +56,29 @@ def write_artifacts(snapshot: Snapshot, target: Path, *, now: Now = None, prefix
     ]
     for file_name, document in top_level:
         written.append(write_json(confined(root, file_name), document))
+    remove_stale_service_files(services_dir, set(service_files.values()))
     return written
+
+
+def remove_stale_service_files(services_dir: Path, current: set[str]) -> list[Path]:
+    """Remove services/*.json files the manifest no longer names; returns what was removed.
+
+    Temporary files of an atomic write start with a dot and are never touched. A file that cannot be removed
+    is logged and left: the manifest no longer names it, so no reader reaches it.
+    """
+    removed: list[Path] = []
+    for path in sorted(services_dir.glob("*.json")):
+        if path.name in current or path.name.startswith(".") or not path.is_file():
+            continue
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            logger.warning("could not remove %s of a service that left the estate (%s)", path, exc)
+            continue
+        removed.append(path)
+    return removed
 
 
 def confined(directory: Path, file_name: str) -> Path:
