@@ -60,25 +60,19 @@ def write_artifacts(snapshot: Snapshot, target: Path, *, now: Now = None, prefix
     return written
 
 
-def remove_stale_service_files(services_dir: Path, current: set[str]) -> list[Path]:
-    """Remove services/*.json files the manifest no longer names; returns what was removed.
+def remove_stale_service_files(services_dir: Path, current: set[str]) -> None:
+    """Remove services/*.json files the manifest no longer names.
 
     Temporary files of an atomic write start with a dot and are never touched. A file that cannot be removed
     is logged and left: the manifest no longer names it, so no reader reaches it.
     """
-    removed: list[Path] = []
     for path in sorted(services_dir.glob("*.json")):
         if path.name in current or path.name.startswith(".") or not path.is_file():
             continue
         try:
-            path.unlink()
-        except FileNotFoundError:
-            continue
+            path.unlink(missing_ok=True)
         except OSError as exc:
             logger.warning("could not remove %s of a service that left the estate (%s)", path, exc)
-            continue
-        removed.append(path)
-    return removed
 
 
 def confined(directory: Path, file_name: str) -> Path:
