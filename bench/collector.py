@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness import Figure, Recorder, per_call_us, run
-from svcgen.runtime.mesh.collector import Collector, JsonFileStore
+from svcgen.runtime._mesh.collector import Collector, JsonFileStore
 
 STARTED_AT = "2027-01-15T08:00:00.000Z"
 SERVICES = ("shop", "pay", "stock", "ship", "mail")

@@ -10,9 +10,9 @@ from typing import Any
 
 from bench.harness import Figure, Recorder, once_ms, per_await_us, run
 from svcgen.runtime import Context, Identity, Registry, Result, Service
-from svcgen.runtime.descriptor import build_descriptor
-from svcgen.runtime.openapi import build_openapi
-from svcgen.runtime.specdoc import build_spec
+from svcgen.runtime._descriptor import build_descriptor
+from svcgen.runtime._openapi import build_openapi
+from svcgen.runtime._specdoc import build_spec
 
 
 @dataclasses.dataclass

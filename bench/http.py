@@ -18,8 +18,8 @@ import httpx
 
 from bench.harness import Figure, Recorder, per_await_us, per_call_us, run
 from svcgen.runtime import Context, Identity, Registry, Result, Service
-from svcgen.runtime.http.app import HttpApp, create_app
-from svcgen.runtime.http.routing import Route, Router, split_path
+from svcgen.runtime._http.app import HttpApp, create_app
+from svcgen.runtime._http.routing import Route, Router, split_path
 
 LOAD_REQUESTS = int(os.environ.get("BENCH_LOAD_REQUESTS", "4000"))
 LOAD_CONCURRENCY = 16

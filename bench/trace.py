@@ -18,10 +18,10 @@ from typing import Any
 from bench.harness import REPEATS, Figure, Recorder, run
 from bench.http import BODY, LOAD_CONCURRENCY, LOAD_REQUESTS, in_process, server_cpu_us_per_request, update
 from svcgen.runtime import Identity, Registry, Service
-from svcgen.runtime.http.app import create_app
-from svcgen.runtime.mesh.exporters import QueueExporter
-from svcgen.runtime.mesh.issues import IssueAggregator
-from svcgen.runtime.mesh.traces import TraceMiddleware
+from svcgen.runtime._http.app import create_app
+from svcgen.runtime._mesh.exporters import QueueExporter
+from svcgen.runtime._mesh.issues import IssueAggregator
+from svcgen.runtime._mesh.traces import TraceMiddleware
 
 CALLS = 20_000
 ROUNDS = 2 * REPEATS

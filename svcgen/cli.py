@@ -23,14 +23,14 @@ from .codegen.starter import starter_manifest
 from .codegen.writer import stale_diff, write_package
 from .manifest import Manifest, ManifestError, load_manifest
 from .manifest.build import default_package
-from .runtime.mesh import probe as probing
-from .runtime.mesh.artifacts import write_artifacts
-from .runtime.mesh.artifacts.site import DASHBOARD, dashboard_html
-from .runtime.mesh.collector import Collector, JsonFileStore, SnapshotError
-from .runtime.mesh.collector_host import DEFAULT_ARTIFACTS_INTERVAL, CollectorHost, CollectorSettings
-from .runtime.mesh.poller import DEFAULT_INTERVAL as DEFAULT_POLL_INTERVAL
-from .runtime.mesh.profile import MEANINGS
-from .runtime.reserved import DEFAULT_PREFIX
+from .runtime._mesh import probe as probing
+from .runtime._mesh.artifacts import write_artifacts
+from .runtime._mesh.artifacts.site import DASHBOARD, dashboard_html
+from .runtime._mesh.collector import Collector, JsonFileStore, SnapshotError
+from .runtime._mesh.collector_host import DEFAULT_ARTIFACTS_INTERVAL, CollectorHost, CollectorSettings
+from .runtime._mesh.poller import DEFAULT_INTERVAL as DEFAULT_POLL_INTERVAL
+from .runtime._mesh.profile import MEANINGS
+from .runtime._reserved import DEFAULT_PREFIX
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -15,16 +15,16 @@ from datetime import datetime
 from typing import Any
 
 from ..manifest.typeexpr import TypeExpr
-from ..runtime.context import Context
-from ..runtime.health import HealthCheck, HealthChecks
-from ..runtime.http.app import HttpApp
-from ..runtime.jsontext import document_bytes
-from ..runtime.mesh.host import MeshHost, MeshSettings
-from ..runtime.mesh.profile import declare_profile
-from ..runtime.produces import ProducedTopic
-from ..runtime.registry import Registry
-from ..runtime.result import Result
-from ..runtime.service import Service
+from ..runtime._context import Context
+from ..runtime._health import HealthCheck, HealthChecks
+from ..runtime._http.app import HttpApp
+from ..runtime._jsontext import document_bytes
+from ..runtime._mesh.host import MeshHost, MeshSettings
+from ..runtime._mesh.profile import declare_profile
+from ..runtime._produces import ProducedTopic
+from ..runtime._registry import Registry
+from ..runtime._result import Result
+from ..runtime._service import Service
 from .errors import CodegenError
 from .imports import Imports
 from .wiring import MODELS_MODULE, Wiring, type_text

@@ -162,7 +162,7 @@ class _Renderer:
     def record(self, name: str, value: dict[str, Any]) -> str:
         fields = self.records.fields.get(name)
         if fields is None:
-            codec_for = self.name("svcgen.runtime.codec", "codec_for")
+            codec_for = self.name("svcgen.runtime", "codec_for")
             return f"{codec_for}({name}).decode({py_value(value)})"
         arguments = [f"{attribute(f.wire)}={self.value(f.type, value[f.wire])[0]}" for f in fields if f.wire in value]
         return f"{name}({', '.join(arguments)})"

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..manifest.model import RecordDef
 from ..manifest.semantics import load_json_schema
-from ..runtime.naming import is_canonical_camel, snake_to_camel
+from ..runtime._naming import is_canonical_camel, snake_to_camel
 from .errors import CodegenError
 from .imports import Imports
 

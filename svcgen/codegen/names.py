@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import keyword
 
-from ..runtime.naming import camel_to_snake
+from ..runtime._naming import camel_to_snake
 
 
 def attribute(wire: str) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..manifest.model import Manifest, RecordDef
-from ..runtime.naming import camel_to_snake
+from ..runtime._naming import camel_to_snake
 from .annotations import BUILTIN_TYPE_NAMES, annotation
 from .defaults import RecordIndex, field_assignment
 from .errors import CodegenError

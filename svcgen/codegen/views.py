@@ -85,13 +85,13 @@ def service_view(wiring: Wiring) -> ServiceView:
     imports.name("typing", "Final")
     for name in ("Identity", "Registry", "Service"):
         imports.name("svcgen.runtime", name)
-    imports.name("svcgen.runtime.http.app", "HttpApp")
-    imports.name("svcgen.runtime.http.routing", "Route")
-    imports.name("svcgen.runtime.mesh.profile", "declare_profile")
-    imports.name("svcgen.runtime.produces", "ProducedTopic")
+    imports.name("svcgen.runtime", "HttpApp")
+    imports.name("svcgen.runtime", "Route")
+    imports.name("svcgen.runtime", "declare_profile")
+    imports.name("svcgen.runtime", "ProducedTopic")
     if wiring.mesh:
-        imports.name("svcgen.runtime.mesh.host", "MeshHost")
-        imports.name("svcgen.runtime.mesh.host", "MeshSettings")
+        imports.name("svcgen.runtime", "MeshHost")
+        imports.name("svcgen.runtime", "MeshSettings")
     if wiring.health:
         imports.name("svcgen.runtime", "HealthCheck")
         imports.name("svcgen.runtime", "HealthChecks")
@@ -125,9 +125,9 @@ def clients_view(wiring: Wiring) -> ClientsView:
     for name in ("Any", "Final", "Self", "TypeVar"):
         imports.name("typing", name)
     imports.name("svcgen.runtime", "Result")
-    imports.name("svcgen.runtime.codec", "codec_for")
-    imports.name("svcgen.runtime.http.sender", "HttpSender")
-    imports.name("svcgen.runtime.mesh.tracecontext", "propagation_headers")
+    imports.name("svcgen.runtime", "codec_for")
+    imports.name("svcgen.runtime", "HttpSender")
+    imports.name("svcgen.runtime", "propagation_headers")
     _import_models([expr for p in wiring.produces for expr in (p.request, p.response)], imports)
     methods = tuple(
         ClientMethod(

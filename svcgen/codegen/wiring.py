@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 from ..manifest.model import Manifest, MeshDef, TopicDef
 from ..manifest.typeexpr import TypeExpr
-from ..runtime.collisions import handler_slugs
-from ..runtime.identity import Identity
-from ..runtime.naming import slug
-from ..runtime.registry import TopicKey
+from ..runtime._collisions import handler_slugs
+from ..runtime._identity import Identity
+from ..runtime._naming import slug
+from ..runtime._registry import TopicKey
 from .annotations import annotation
 from .errors import CodegenError
 from .imports import Imports

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..runtime.reserved import DEFAULT_PREFIX, normalize_prefix
+from ..runtime._reserved import DEFAULT_PREFIX, normalize_prefix
 from .loader import YamlDocument
 from .model import NO_DEFAULT, FieldDef, Manifest, MeshDef, RecordDef, RouteDef, TopicDef
 from .routes import parse_route

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..runtime.naming import camel_to_snake
+from ..runtime._naming import camel_to_snake
 from .typeexpr import TypeExpr
 
 NO_DEFAULT: Any = object()

@@ -7,7 +7,7 @@ import keyword
 import re
 from collections.abc import Iterable
 
-from ..runtime.naming import is_canonical_camel
+from ..runtime._naming import is_canonical_camel
 
 _ACRONYM_END = re.compile(r"([A-Z]+)([A-Z][a-z])")
 _CAMEL_BOUNDARY = re.compile(r"([a-z0-9])([A-Z])")

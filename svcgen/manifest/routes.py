@@ -1,6 +1,6 @@
 """Manifest routes: `METHOD /path` with whole-segment `{name}` placeholders, and route shadowing.
 
-Path splitting and the method set follow the runtime router (svcgen.runtime.http.routing), which
+Path splitting and the method set follow the runtime router (svcgen.runtime._http.routing), which
 matches in registration order; the manifest check rejects what that router could never serve.
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from ..runtime.http import routing
-from ..runtime.http.routing import PLACEHOLDER, Route, Router, split_path
-from ..runtime.reserved import VERSION_PATH_PARAM
+from ..runtime._http import routing
+from ..runtime._http.routing import PLACEHOLDER, Route, Router, split_path
+from ..runtime._reserved import VERSION_PATH_PARAM
 from .names import did_you_mean
 
 METHODS = tuple(sorted(routing.METHODS))

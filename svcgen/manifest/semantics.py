@@ -15,8 +15,8 @@ from typing import Any
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped,unused-ignore]
 from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped,unused-ignore]
 
-from ..runtime.naming import is_canonical_camel, slug
-from ..runtime.reserved import RESERVED_TOPIC_PREFIX, VERSION_PATH_PARAM, is_reserved_topic
+from ..runtime._naming import is_canonical_camel, slug
+from ..runtime._reserved import RESERVED_TOPIC_PREFIX, VERSION_PATH_PARAM, is_reserved_topic
 from .diagnostics import Diagnostic
 from .fits import RecordFields, fits
 from .loader import JsonPath, YamlDocument

@@ -1,28 +1,64 @@
-"""The svcgen runtime: what generated services import.
+"""The svcgen runtime: the one public namespace generated services, handlers and wiring import.
 
-Handlers need only `Context` and `Result`; the host wiring (registry, service, health, dependencies)
-is exported here too. The HTTP binding lives in `svcgen.runtime.http`.
+`__all__` is the whole supported API; every `_`-prefixed module below it is private and may change
+without notice. `API_LEVEL` rises when generated code needs something this namespace did not offer
+before; a generated package checks it at import (docs/runtime.md, "API level").
 """
 
-from .context import Context
-from .dependencies import Dependencies, Scope
-from .health import HealthCheck, HealthCheckResult, HealthChecks
-from .identity import Identity
-from .registry import Registry, RegistryError, TopicKey
-from .result import Result
-from .service import Service
+from ._codec import Codec, DecodeError, codec_for
+from ._context import Context
+from ._dependencies import Dependencies, DependencyError, Scope
+from ._health import HealthCheck, HealthCheckResult, HealthChecks
+from ._http.app import HttpApp, create_app
+from ._http.limits import Limits
+from ._http.routing import Route
+from ._http.sender import HttpSender
+from ._identity import Identity
+from ._jsonlimits import JsonLimits
+from ._mesh.host import MeshHost, MeshSettings
+from ._mesh.profile import declare_profile, self_check
+from ._mesh.tracecontext import TraceContext, current_trace, propagation_headers
+from ._pipeline import Middleware, Next
+from ._produces import ProducedTopic
+from ._registry import Registry, RegistryError, TopicKey
+from ._result import Result
+from ._service import Service
+from ._version import API_LEVEL, RuntimeMismatch, require_api_level
 
 __all__ = [
+    "API_LEVEL",
+    "Codec",
     "Context",
+    "DecodeError",
     "Dependencies",
+    "DependencyError",
     "HealthCheck",
     "HealthCheckResult",
     "HealthChecks",
+    "HttpApp",
+    "HttpSender",
     "Identity",
+    "JsonLimits",
+    "Limits",
+    "MeshHost",
+    "MeshSettings",
+    "Middleware",
+    "Next",
+    "ProducedTopic",
     "Registry",
     "RegistryError",
     "Result",
+    "Route",
+    "RuntimeMismatch",
     "Scope",
     "Service",
     "TopicKey",
+    "TraceContext",
+    "codec_for",
+    "create_app",
+    "current_trace",
+    "declare_profile",
+    "propagation_headers",
+    "require_api_level",
+    "self_check",
 ]

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from svcgen.runtime.mesh.collector.snapshot import (
+from svcgen.runtime._mesh.collector.snapshot import (
     SNAPSHOT_FORMAT,
     CatalogEntry,
     CounterEntry,

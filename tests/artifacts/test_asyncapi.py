@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from svcgen.runtime.mesh.artifacts import build_asyncapi
+from svcgen.runtime._mesh.artifacts import build_asyncapi
 
 from .snapshots import (
     CAPTURE_PAYMENT,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 
-from svcgen.runtime.mesh.artifacts import HEALTHY, UNHEALTHY, UNREACHABLE, build_manifest, build_service_documents
-from svcgen.runtime.mesh.artifacts.health import service_health
+from svcgen.runtime._mesh.artifacts import HEALTHY, UNHEALTHY, UNREACHABLE, build_manifest, build_service_documents
+from svcgen.runtime._mesh.artifacts.health import service_health
 
 from .snapshots import (
     NOW,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from svcgen.runtime.mesh.artifacts import build_topics
+from svcgen.runtime._mesh.artifacts import build_topics
 
 from .snapshots import (
     CAPTURE,

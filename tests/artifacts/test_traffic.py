@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from svcgen.runtime.mesh.artifacts import build_topology, build_usage
-from svcgen.runtime.mesh.artifacts.topology import percentile
+from svcgen.runtime._mesh.artifacts import build_topology, build_usage
+from svcgen.runtime._mesh.artifacts.topology import percentile
 
 from .snapshots import NOW, counter, edge, empty_snapshot, sample_snapshot
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from svcgen.runtime.mesh.artifacts import sanitise, service_file_names, write_artifacts
-from svcgen.runtime.mesh.artifacts.times import Now
-from svcgen.runtime.mesh.artifacts.writer import confined
+from svcgen.runtime._mesh.artifacts import sanitise, service_file_names, write_artifacts
+from svcgen.runtime._mesh.artifacts.times import Now
+from svcgen.runtime._mesh.artifacts.writer import confined
 
 from .snapshots import NOW, NOW_EPOCH, empty_snapshot, instance, sample_snapshot
 

@@ -17,7 +17,7 @@ import pytest
 from svcgen.codegen import render_package
 from svcgen.codegen.writer import write_package
 from svcgen.manifest import load_manifest_text
-from svcgen.runtime.http.sender import HttpSender
+from svcgen.runtime._http.sender import HttpSender
 
 PACKAGE = "echo_clients_service"
 MANIFEST = """\

@@ -19,7 +19,7 @@ from svcgen.codegen.imports import Imports
 from svcgen.manifest import load_manifest
 from svcgen.manifest.model import FieldDef, Manifest, RecordDef, RouteDef, TopicDef
 from svcgen.manifest.typeexpr import parse_type
-from svcgen.runtime.codec import codec_for
+from svcgen.runtime._codec import codec_for
 
 from .support import REPO
 

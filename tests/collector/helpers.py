@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from svcgen.runtime.mesh.collector import Collector, Limits, MemoryStore, Store
+from svcgen.runtime._mesh.collector import Collector, Limits, MemoryStore, Store
 
 START = 1_800_000_000.0
 START_TEXT = "2027-01-15T08:00:00.000Z"

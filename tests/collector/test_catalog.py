@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from svcgen.runtime.mesh.collector.issues import CONTRACT_DRIFT
-from svcgen.runtime.mesh.feeds import REREGISTER_KEY
+from svcgen.runtime._mesh.collector.issues import CONTRACT_DRIFT
+from svcgen.runtime._mesh.feeds import REREGISTER_KEY
 
 from .helpers import Clock, collector, descriptor, event, heartbeat, issue, ok, topic
 

@@ -13,10 +13,10 @@ from typing import Any
 import httpx
 
 from svcgen.runtime import HealthCheck, HealthChecks, Identity, Registry, Result, Service
-from svcgen.runtime.http.app import HttpApp
-from svcgen.runtime.mesh.collector import Collector, JsonFileStore
-from svcgen.runtime.mesh.collector_host import CollectorHost, CollectorSettings
-from svcgen.runtime.mesh.host import MeshHost, MeshSettings
+from svcgen.runtime._http.app import HttpApp
+from svcgen.runtime._mesh.collector import Collector, JsonFileStore
+from svcgen.runtime._mesh.collector_host import CollectorHost, CollectorSettings
+from svcgen.runtime._mesh.host import MeshHost, MeshSettings
 
 from ..http.server import free_port, running
 from ..processes import stop_process, wait_for, wait_until_up

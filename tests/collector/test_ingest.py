@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from svcgen.runtime.mesh.feeds import REREGISTER_KEY
+from svcgen.runtime._mesh.feeds import REREGISTER_KEY
 
 from .helpers import collector, descriptor, event, heartbeat, issue, ok
 

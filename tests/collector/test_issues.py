@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from svcgen.runtime.mesh.collector import Limits
-from svcgen.runtime.mesh.issues import IssueAggregator
+from svcgen.runtime._mesh.collector import Limits
+from svcgen.runtime._mesh.issues import IssueAggregator
 
 from .helpers import collector, issue, ok
 

@@ -13,11 +13,11 @@ import httpx
 import orjson
 import pytest
 
-from svcgen.runtime.health import HealthCheck, HealthCheckResult, HealthChecks
-from svcgen.runtime.http.app import create_app
-from svcgen.runtime.identity import Identity
-from svcgen.runtime.mesh.poller import DEFAULT_INTERVAL, Poll, Poller, Target
-from svcgen.runtime.service import Service
+from svcgen.runtime._health import HealthCheck, HealthCheckResult, HealthChecks
+from svcgen.runtime._http.app import create_app
+from svcgen.runtime._identity import Identity
+from svcgen.runtime._mesh.poller import DEFAULT_INTERVAL, Poll, Poller, Target
+from svcgen.runtime._service import Service
 
 from ..http.server import free_port, running
 from ..runtime.sample import build_registry
@@ -376,7 +376,7 @@ def test_a_real_fleet_over_uvicorn_with_a_hanging_and_a_dead_target() -> None:
 
 
 def test_a_sweep_folds_into_the_real_collector() -> None:
-    collector_module = pytest.importorskip("svcgen.runtime.mesh.collector.collector")
+    collector_module = pytest.importorskip("svcgen.runtime._mesh.collector.collector")
     collector = collector_module.Collector()
     transport = answering(service("a.test", ok(SPEC), ok(UNHEALTHY, 503)) | service("b.test", ok({}, 500)))
     asyncio.run(

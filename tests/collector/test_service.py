@@ -10,10 +10,10 @@ import httpx
 import orjson
 
 from svcgen.runtime import Identity, Service
-from svcgen.runtime.http.app import create_app
-from svcgen.runtime.mesh.collector import Collector, collector_service
-from svcgen.runtime.mesh.feeds import EnvelopePublisher
-from svcgen.runtime.mesh.host import MeshHost, MeshSettings
+from svcgen.runtime._http.app import create_app
+from svcgen.runtime._mesh.collector import Collector, collector_service
+from svcgen.runtime._mesh.feeds import EnvelopePublisher
+from svcgen.runtime._mesh.host import MeshHost, MeshSettings
 
 from ..mesh.fakes import registry
 from .helpers import Clock, descriptor, event, heartbeat, issue

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
-from svcgen.runtime.mesh.collector import Collector, JsonFileStore, Limits, MemoryStore, SnapshotError
+from svcgen.runtime._mesh.collector import Collector, JsonFileStore, Limits, MemoryStore, SnapshotError
 
 from .helpers import Clock, collector, descriptor, event, heartbeat, issue, ok, topic
 
@@ -133,7 +133,7 @@ class FailingStore(MemoryStore):
 def test_failing_store_is_reported_by_the_collector_health_check() -> None:
     import asyncio
 
-    from svcgen.runtime.mesh.collector import collector_service
+    from svcgen.runtime._mesh.collector import collector_service
 
     c = collector(FailingStore())
     c.register(descriptor())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import tracemalloc
 
-from svcgen.runtime.mesh.collector import Limits
+from svcgen.runtime._mesh.collector import Limits
 
 from .helpers import collector, event, ok
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from svcgen.runtime.mesh.artifacts.writer import write_artifacts
-from svcgen.runtime.mesh.collector import Collector
+from svcgen.runtime._mesh.artifacts.writer import write_artifacts
+from svcgen.runtime._mesh.collector import Collector
 from tests.artifacts.snapshots import sample_snapshot
 from tests.dashboard.harness import (
     ARTIFACT_FILES,

@@ -3,13 +3,13 @@ from typing import Any
 
 import pytest
 
-from svcgen.runtime.context import Context
-from svcgen.runtime.http.app import HttpApp, create_app
-from svcgen.runtime.http.routing import Route, RouteError
-from svcgen.runtime.identity import Identity
-from svcgen.runtime.registry import Registry
-from svcgen.runtime.result import Result
-from svcgen.runtime.service import Service
+from svcgen.runtime._context import Context
+from svcgen.runtime._http.app import HttpApp, create_app
+from svcgen.runtime._http.routing import Route, RouteError
+from svcgen.runtime._identity import Identity
+from svcgen.runtime._registry import Registry
+from svcgen.runtime._result import Result
+from svcgen.runtime._service import Service
 
 from ..runtime.sample import GetOrder, build_registry, build_service
 from .client import call

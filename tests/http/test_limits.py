@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from svcgen.runtime.http.app import HttpApp
-from svcgen.runtime.http.limits import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_HEADERS, Limits
-from svcgen.runtime.jsonlimits import DEFAULT_MAX_JSON_DEPTH, JsonLimits, JsonRefused, parse_json
+from svcgen.runtime._http.app import HttpApp
+from svcgen.runtime._http.limits import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_HEADERS, Limits
+from svcgen.runtime._jsonlimits import DEFAULT_MAX_JSON_DEPTH, JsonLimits, JsonRefused, parse_json
 
 from .asgi import raw_request
 from .server import running

@@ -1,6 +1,6 @@
 import pytest
 
-from svcgen.runtime.http.routing import Route, Router, split_path, split_raw_path
+from svcgen.runtime._http.routing import Route, Router, split_path, split_raw_path
 
 
 def router(*specs: str) -> Router:

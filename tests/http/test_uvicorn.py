@@ -2,7 +2,7 @@
 
 import httpx
 
-from svcgen.runtime.http.app import create_app
+from svcgen.runtime._http.app import create_app
 
 from ..runtime.sample import build_service
 from .server import running

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from svcgen.manifest import ManifestError, load_manifest_text
 from svcgen.manifest.typeexpr import SCALARS
 from svcgen.manifest.validate import manifest_schema
-from svcgen.runtime.naming import is_canonical_camel
+from svcgen.runtime._naming import is_canonical_camel
 
 RECORD_NAMES = st.from_regex(r"[A-Z][a-z]{1,7}", fullmatch=True).filter(lambda name: name != "Any")
 FIELD_NAMES = st.from_regex(r"[a-z][a-z0-9]{0,5}(?:[A-Z][a-z0-9]{1,4}){0,2}", fullmatch=True).filter(is_canonical_camel)

@@ -6,15 +6,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from svcgen.runtime.context import Context
-from svcgen.runtime.identity import Identity
-from svcgen.runtime.mesh.exporters import InMemoryExporter
-from svcgen.runtime.mesh.issues import IssueAggregator
-from svcgen.runtime.mesh.traces import TraceMiddleware
-from svcgen.runtime.pipeline import Middleware
-from svcgen.runtime.registry import Registry
-from svcgen.runtime.result import Result
-from svcgen.runtime.service import Service
+from svcgen.runtime._context import Context
+from svcgen.runtime._identity import Identity
+from svcgen.runtime._mesh.exporters import InMemoryExporter
+from svcgen.runtime._mesh.issues import IssueAggregator
+from svcgen.runtime._mesh.traces import TraceMiddleware
+from svcgen.runtime._pipeline import Middleware
+from svcgen.runtime._registry import Registry
+from svcgen.runtime._result import Result
+from svcgen.runtime._service import Service
 
 STARTED = datetime(2026, 11, 22, 10, 0, 0, 123000, tzinfo=UTC)
 STARTED_TEXT = "2026-11-22T10:00:00.123Z"
@@ -79,7 +79,7 @@ async def explode(request: GetOrder, context: Context) -> Result[Order]:
 
 def sync_trace(request: GetOrder, context: Context) -> Result[dict[str, Any]]:
     """A sync handler (runs in a worker thread): reports what it sees of the current trace."""
-    from svcgen.runtime.mesh.tracecontext import current_trace, propagation_headers
+    from svcgen.runtime._mesh.tracecontext import current_trace, propagation_headers
 
     current = current_trace()
     return Result.ok({

@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 from hypothesis import given
 from hypothesis import strategies as st
 
-from svcgen.runtime.mesh.clock import parse_rfc3339, rfc3339
+from svcgen.runtime._mesh.clock import parse_rfc3339, rfc3339
 
 
 def test_rfc3339_is_utc_with_milliseconds_and_rounds_into_the_next_second() -> None:

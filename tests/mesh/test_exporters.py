@@ -4,9 +4,9 @@ import threading
 
 import pytest
 
-from svcgen.runtime.mesh.exporters import Exporter, InMemoryExporter, QueueExporter
-from svcgen.runtime.mesh.tracecontext import TraceContext
-from svcgen.runtime.mesh.traces import TraceEvent, TraceRecord
+from svcgen.runtime._mesh.exporters import Exporter, InMemoryExporter, QueueExporter
+from svcgen.runtime._mesh.tracecontext import TraceContext
+from svcgen.runtime._mesh.traces import TraceEvent, TraceRecord
 
 
 def event(n: int) -> TraceRecord:

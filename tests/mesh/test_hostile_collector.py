@@ -12,9 +12,9 @@ from contextlib import contextmanager
 import httpx
 import pytest
 
-from svcgen.runtime.http.app import create_app
-from svcgen.runtime.mesh.feeds import EnvelopePublisher
-from svcgen.runtime.mesh.host import MeshHost, MeshSettings
+from svcgen.runtime._http.app import create_app
+from svcgen.runtime._mesh.feeds import EnvelopePublisher
+from svcgen.runtime._mesh.host import MeshHost, MeshSettings
 
 from ..http.server import free_port, running
 from ..runtime.sample import build_service

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from svcgen.runtime.mesh.issues import IssueAggregator, classify, fingerprint
+from svcgen.runtime._mesh.issues import IssueAggregator, classify, fingerprint
 
 from .fakes import SteppingClock, traced_service
 

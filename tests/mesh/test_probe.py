@@ -14,12 +14,12 @@ from typing import Any
 import httpx
 import pytest
 
-from svcgen.runtime.health import HealthCheck, HealthChecks
-from svcgen.runtime.http.app import HttpApp
-from svcgen.runtime.identity import Identity
-from svcgen.runtime.mesh.probe import INCONCLUSIVE, NOT_SATISFIED, SATISFIED, ProbeReport, probe
-from svcgen.runtime.registry import Registry
-from svcgen.runtime.service import Service
+from svcgen.runtime._health import HealthCheck, HealthChecks
+from svcgen.runtime._http.app import HttpApp
+from svcgen.runtime._identity import Identity
+from svcgen.runtime._mesh.probe import INCONCLUSIVE, NOT_SATISFIED, SATISFIED, ProbeReport, probe
+from svcgen.runtime._registry import Registry
+from svcgen.runtime._service import Service
 
 from ..http.server import free_port, running
 from .fakes import registry

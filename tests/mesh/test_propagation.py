@@ -6,16 +6,16 @@ from typing import Any
 
 import httpx
 
-from svcgen.runtime.context import Context
-from svcgen.runtime.http.app import create_app
-from svcgen.runtime.http.sender import HttpSender
-from svcgen.runtime.identity import Identity
-from svcgen.runtime.mesh.exporters import InMemoryExporter
-from svcgen.runtime.mesh.propagation import trace_propagating_sender
-from svcgen.runtime.mesh.traces import TraceMiddleware
-from svcgen.runtime.registry import Registry
-from svcgen.runtime.result import Result
-from svcgen.runtime.service import Service
+from svcgen.runtime._context import Context
+from svcgen.runtime._http.app import create_app
+from svcgen.runtime._http.sender import HttpSender
+from svcgen.runtime._identity import Identity
+from svcgen.runtime._mesh.exporters import InMemoryExporter
+from svcgen.runtime._mesh.propagation import trace_propagating_sender
+from svcgen.runtime._mesh.traces import TraceMiddleware
+from svcgen.runtime._registry import Registry
+from svcgen.runtime._result import Result
+from svcgen.runtime._service import Service
 
 from .fakes import SequentialIds
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from svcgen.runtime.mesh.tracecontext import (
+from svcgen.runtime._mesh.tracecontext import (
     SAMPLED,
     PendingTrace,
     TraceContext,

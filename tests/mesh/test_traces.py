@@ -10,16 +10,16 @@ import httpx
 import orjson
 import pytest
 
-from svcgen.runtime.context import Context
-from svcgen.runtime.http.app import create_app
-from svcgen.runtime.identity import Identity
-from svcgen.runtime.mesh.exporters import InMemoryExporter, QueueExporter
-from svcgen.runtime.mesh.issues import IssueAggregator
-from svcgen.runtime.mesh.tracecontext import current_trace
-from svcgen.runtime.mesh.traces import LOG_EVERY, MAX_TEXT, REANCHOR_SECONDS, TraceEvent, TraceMiddleware, TraceRecord
-from svcgen.runtime.pipeline import Next
-from svcgen.runtime.result import Result
-from svcgen.runtime.service import Service
+from svcgen.runtime._context import Context
+from svcgen.runtime._http.app import create_app
+from svcgen.runtime._identity import Identity
+from svcgen.runtime._mesh.exporters import InMemoryExporter, QueueExporter
+from svcgen.runtime._mesh.issues import IssueAggregator
+from svcgen.runtime._mesh.tracecontext import current_trace
+from svcgen.runtime._mesh.traces import LOG_EVERY, MAX_TEXT, REANCHOR_SECONDS, TraceEvent, TraceMiddleware, TraceRecord
+from svcgen.runtime._pipeline import Next
+from svcgen.runtime._result import Result
+from svcgen.runtime._service import Service
 
 from .fakes import STARTED_TEXT, SteppingClock, Traced, registry, traced_service
 

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 
 from svcgen.runtime import Identity, Registry, Result, Service
-from svcgen.runtime.http.app import create_app
+from svcgen.runtime._http.app import create_app
 
 from ..http.server import free_port, running
 from ..processes import stop_process, wait_for, wait_until_up

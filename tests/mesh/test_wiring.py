@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from svcgen.runtime.mesh.exporters import QueueExporter
-from svcgen.runtime.mesh.feeds import FeedSender
-from svcgen.runtime.mesh.reporter import Reporter
-from svcgen.runtime.result import Result
+from svcgen.runtime._mesh.exporters import QueueExporter
+from svcgen.runtime._mesh.feeds import FeedSender
+from svcgen.runtime._mesh.reporter import Reporter
+from svcgen.runtime._result import Result
 
 from .fakes import STARTED, traced_service
 

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from svcgen.runtime.mesh import host
+from svcgen.runtime._mesh import host
 
 QUEUE_CAP_ENV = "SVCGEN_TEST_TRACE_QUEUE_CAP"
 """Test-only: the trace queue's cap, which the manifest does not set."""

@@ -42,9 +42,9 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from svcgen.runtime import Context, Identity, Registry, Result, Service
-from svcgen.runtime.http.app import create_app
-from svcgen.runtime.mesh.collector import Collector, collector_service
-from svcgen.runtime.mesh.host import MeshHost, MeshSettings
+from svcgen.runtime._http.app import create_app
+from svcgen.runtime._mesh.collector import Collector, collector_service
+from svcgen.runtime._mesh.host import MeshHost, MeshSettings
 
 from ..http.server import running
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 
-from svcgen.runtime.mesh.collector import Collector
-from svcgen.runtime.mesh.collector_host import CollectorHost, CollectorSettings
+from svcgen.runtime._mesh.collector import Collector
+from svcgen.runtime._mesh.collector_host import CollectorHost, CollectorSettings
 
 from ..http.server import running
 from .support import ORDER, build_orders, report, rss_kib, served

@@ -9,9 +9,9 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from svcgen.runtime import HealthCheck, HealthChecks, Identity, Registry, Result, Service
-from svcgen.runtime.http.app import HttpApp
-from svcgen.runtime.mesh.collector import Collector
-from svcgen.runtime.mesh.poller import Poller
+from svcgen.runtime._http.app import HttpApp
+from svcgen.runtime._mesh.collector import Collector
+from svcgen.runtime._mesh.poller import Poller
 
 from ..http.server import free_port, running
 from .support import report

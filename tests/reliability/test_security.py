@@ -23,9 +23,9 @@ import httpx
 import orjson
 import pytest
 
-from svcgen.runtime.mesh.artifacts import write_artifacts
-from svcgen.runtime.mesh.artifacts.filenames import service_file_names
-from svcgen.runtime.mesh.collector_host import CollectorHost, CollectorSettings
+from svcgen.runtime._mesh.artifacts import write_artifacts
+from svcgen.runtime._mesh.artifacts.filenames import service_file_names
+from svcgen.runtime._mesh.collector_host import CollectorHost, CollectorSettings
 
 from ..http.server import running
 from ..processes import wait_for

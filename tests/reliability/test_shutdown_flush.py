@@ -1,7 +1,7 @@
 """Shutdown while a trace batch is on its way to the collector: the batch is delivered, or counted as lost when the
 shutdown deadline cuts it off; never dropped silently (DESIGN §8 "Bounded" and "Nothing lost that was accepted").
 
-Before the fix in svcgen/runtime/mesh/reporter.py, `Reporter.stop` cancelled the beat task mid-send: the batch
+Before the fix in svcgen/runtime/_mesh/reporter.py, `Reporter.stop` cancelled the beat task mid-send: the batch
 already drained from the queue was neither delivered nor counted in `lost_trace_events`.
 """
 
@@ -11,12 +11,12 @@ import asyncio
 import time
 from typing import Any
 
-from svcgen.runtime.descriptor import build_descriptor
-from svcgen.runtime.identity import Identity
-from svcgen.runtime.mesh.feeds import FeedSender
-from svcgen.runtime.mesh.reporter import Reporter
-from svcgen.runtime.registry import Registry
-from svcgen.runtime.result import Result
+from svcgen.runtime._descriptor import build_descriptor
+from svcgen.runtime._identity import Identity
+from svcgen.runtime._mesh.feeds import FeedSender
+from svcgen.runtime._mesh.reporter import Reporter
+from svcgen.runtime._registry import Registry
+from svcgen.runtime._result import Result
 
 from .support import report
 

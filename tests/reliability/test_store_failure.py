@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from svcgen.runtime.mesh.collector import Collector, JsonFileStore
-from svcgen.runtime.mesh.collector_host import CollectorHost, CollectorSettings
+from svcgen.runtime._mesh.collector import Collector, JsonFileStore
+from svcgen.runtime._mesh.collector_host import CollectorHost, CollectorSettings
 
 from ..http.server import running
 from .support import invoke, report

@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from svcgen.runtime.context import Context
-from svcgen.runtime.health import HealthCheck, HealthCheckResult, HealthChecks
-from svcgen.runtime.identity import Identity
-from svcgen.runtime.registry import Registry
-from svcgen.runtime.result import Result
-from svcgen.runtime.service import Service
+from svcgen.runtime._context import Context
+from svcgen.runtime._health import HealthCheck, HealthCheckResult, HealthChecks
+from svcgen.runtime._identity import Identity
+from svcgen.runtime._registry import Registry
+from svcgen.runtime._result import Result
+from svcgen.runtime._service import Service
 
 
 @dataclass

@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from svcgen.runtime.codec import DecodeError, codec_for
-from svcgen.runtime.naming import snake_to_camel
-from svcgen.runtime.schema import schema_of
+from svcgen.runtime._codec import DecodeError, codec_for
+from svcgen.runtime._naming import snake_to_camel
+from svcgen.runtime._schema import schema_of
 
 # Aware datetimes at every whole-minute offset RFC 3339 can write.
 _offsets = st.integers(-(24 * 60 - 1), 24 * 60 - 1).map(lambda minutes: timezone(timedelta(minutes=minutes)))

@@ -5,12 +5,12 @@ from typing import Any
 
 import pytest
 
-from svcgen.runtime.context import Context
-from svcgen.runtime.dependencies import Dependencies, DependencyError
-from svcgen.runtime.identity import Identity
-from svcgen.runtime.registry import Registry
-from svcgen.runtime.result import Result
-from svcgen.runtime.service import Service
+from svcgen.runtime._context import Context
+from svcgen.runtime._dependencies import Dependencies, DependencyError
+from svcgen.runtime._identity import Identity
+from svcgen.runtime._registry import Registry
+from svcgen.runtime._result import Result
+from svcgen.runtime._service import Service
 
 
 class Connection:

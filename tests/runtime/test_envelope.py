@@ -4,11 +4,11 @@ from typing import Any
 
 import pytest
 
-from svcgen.runtime.context import Context
-from svcgen.runtime.envelope import EnvelopeError
-from svcgen.runtime.pipeline import Next
-from svcgen.runtime.result import Result
-from svcgen.runtime.service import Service
+from svcgen.runtime._context import Context
+from svcgen.runtime._envelope import EnvelopeError
+from svcgen.runtime._pipeline import Next
+from svcgen.runtime._result import Result
+from svcgen.runtime._service import Service
 
 from .sample import build_service
 

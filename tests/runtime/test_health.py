@@ -1,7 +1,7 @@
 import asyncio
 import threading
 
-from svcgen.runtime.health import HealthCheck, HealthCheckResult, HealthChecks, HealthReport
+from svcgen.runtime._health import HealthCheck, HealthCheckResult, HealthChecks, HealthReport
 
 
 def run(checks: HealthChecks) -> dict[str, object]:

@@ -4,12 +4,12 @@ from typing import Any
 
 import pytest
 
-from svcgen.runtime.context import Context
-from svcgen.runtime.identity import Identity
-from svcgen.runtime.pipeline import Next
-from svcgen.runtime.registry import Registry
-from svcgen.runtime.result import Result
-from svcgen.runtime.service import Service
+from svcgen.runtime._context import Context
+from svcgen.runtime._identity import Identity
+from svcgen.runtime._pipeline import Next
+from svcgen.runtime._registry import Registry
+from svcgen.runtime._result import Result
+from svcgen.runtime._service import Service
 
 from .sample import GetOrder, Order, build_service
 

@@ -2,9 +2,9 @@ from typing import Any
 
 import pytest
 
-from svcgen.runtime.context import Context
-from svcgen.runtime.registry import Registry, RegistryError, TopicKey
-from svcgen.runtime.result import Result
+from svcgen.runtime._context import Context
+from svcgen.runtime._registry import Registry, RegistryError, TopicKey
+from svcgen.runtime._result import Result
 
 from .sample import GetOrder, Order, PlaceOrder, build_registry, place_order
 

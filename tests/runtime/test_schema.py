@@ -9,7 +9,7 @@ from typing import Any, Optional, Union
 import pytest
 from jsonschema import Draft202012Validator
 
-from svcgen.runtime.schema import schema_of
+from svcgen.runtime._schema import schema_of
 
 
 @dataclass

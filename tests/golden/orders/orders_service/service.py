@@ -5,12 +5,19 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from svcgen.runtime import HealthCheck, HealthChecks, Identity, Registry, Service
-from svcgen.runtime.http.app import HttpApp
-from svcgen.runtime.http.routing import Route
-from svcgen.runtime.mesh.host import MeshHost, MeshSettings
-from svcgen.runtime.mesh.profile import declare_profile
-from svcgen.runtime.produces import ProducedTopic
+from svcgen.runtime import (
+    HealthCheck,
+    HealthChecks,
+    HttpApp,
+    Identity,
+    MeshHost,
+    MeshSettings,
+    ProducedTopic,
+    Registry,
+    Route,
+    Service,
+    declare_profile,
+)
 
 from . import health, models
 from .handlers import orders_get, orders_place_v1, orders_place_v2

@@ -16,10 +16,7 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, Final, Self, TypeVar
 
-from svcgen.runtime import Result
-from svcgen.runtime.codec import codec_for
-from svcgen.runtime.http.sender import HttpSender
-from svcgen.runtime.mesh.tracecontext import propagation_headers
+from svcgen.runtime import HttpSender, Result, codec_for, propagation_headers
 
 from . import models
 

@@ -1,0 +1,867 @@
+"""Request decoding and response encoding, compiled once per type from its `Shape`.
+
+`codec_for(tp)` turns the shape of a type into plain functions: records get a decoder and an encoder
+generated as Python source (one straight-line function per record, no loop over fields, no
+reflection per call), everything else gets a closure built once. The request path only runs those.
+
+Wire decisions:
+
+- Paths in errors use wire names: `items[2].quantity`, map keys as `tags.someKey`, and a name that is
+  not an ASCII identifier in brackets as a JSON string: `tags["some key"]`. The root path is "".
+- integer accepts an integral float (`3.0` → 3); number accepts integers and gives a float; neither
+  accepts a bool or a non-finite float. boolean and string accept only their own JSON type.
+- datetime is RFC 3339 with `T` and an offset (`Z` or `±hh:mm`); a zone is kept as its fixed offset.
+  Encoding a naive datetime is an error: it has no RFC 3339 form and the decoder would reject it.
+  An offset with seconds (historic zones) is encoded in UTC: same instant, valid RFC 3339.
+- bytes is standard base64 with padding, nothing else accepted.
+- Records ignore unknown keys; an absent optional field takes its default; `null` is only accepted
+  where the type is nullable, even for a field that has a default.
+- Encoding trusts the declared types of scalar fields (no checks per value); unions check members.
+- Text fields (HTTP path and query values), see `Codec.decode_text_fields`: integer `-?[0-9]+`;
+  number a JSON number; boolean `true`/`false`; string, datetime and bytes stay text; a nullable
+  field reads `""` and `null` as null, except where its type takes any text (string, bytes, any):
+  there the text is kept and null is had by leaving the field out; an array of scalars is
+  comma-separated (`""` is empty); a map, record or array of structured items is JSON text; a union
+  takes the first member whose conversion succeeds.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import keyword
+import math
+import re
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timezone
+from functools import lru_cache
+from typing import Any, Generic, TypeVar, overload
+
+import orjson
+
+from ._shapes import (
+    AnyShape,
+    ArrayShape,
+    FieldShape,
+    MapShape,
+    NullableShape,
+    RecordShape,
+    RecursiveShape,
+    ScalarShape,
+    Shape,
+    UnionShape,
+    shape_of,
+)
+
+T = TypeVar("T")
+
+Decoder = Callable[[Any], Any]
+Encoder = Callable[[Any], Any]
+TextConverter = Callable[[str], Any]
+
+
+class DecodeError(ValueError):
+    """A JSON value that does not fit the type: where (`path`, wire names) and what was expected."""
+
+    path: str
+    message: str
+
+    def __init__(self, message: str, path: str = "") -> None:
+        super().__init__(message, path)
+        self.message = message
+        self.path = path
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+    def _under(self, segment: str) -> DecodeError:
+        """Prefix the path with the segment the error came through (an error is re-raised, not rebuilt)."""
+        path = self.path
+        if not path:
+            self.path = segment
+        elif path[0] == "[":
+            self.path = segment + path
+        else:
+            self.path = f"{segment}.{path}"
+        self.args = (self.message, self.path)
+        return self
+
+
+class Codec(Generic[T]):
+    """Decoder, encoder and text-field converter of one type.
+
+    `decode(value) -> T` and `encode(obj) -> Any` are plain function attributes rather than methods:
+    the request path calls them directly, without a bound-method hop.
+    """
+
+    __slots__ = ("_text", "decode", "encode", "shape")
+
+    decode: Callable[[Any], T]
+    """JSON value (as from `orjson.loads`) → typed object; raises `DecodeError`."""
+    encode: Callable[[T], Any]
+    """Typed object → JSON-able value with wire names."""
+
+    def __init__(
+        self,
+        shape: Shape,
+        decode: Callable[[Any], T],
+        encode: Callable[[T], Any],
+        text: Mapping[str, TextConverter] | None,
+    ) -> None:
+        self.shape = shape
+        self.decode = decode
+        self.encode = encode
+        self._text = text
+
+    def decode_text_fields(self, fields: Mapping[str, str]) -> dict[str, Any]:
+        """HTTP path/query strings → JSON values of the record's field types, ready to merge and `decode`.
+
+        Names that are not fields of the record stay strings; a non-record codec returns the fields as
+        they are. A value that cannot be converted raises `DecodeError` at that field's path.
+        """
+        table = self._text
+        if table is None:
+            return dict(fields)
+        converted: dict[str, Any] = {}
+        for name, text in fields.items():
+            convert = table.get(name)
+            if convert is None:
+                converted[name] = text
+                continue
+            try:
+                converted[name] = convert(text)
+            except DecodeError as exc:
+                raise exc._under(_segment(name)) from None
+        return converted
+
+    def __repr__(self) -> str:
+        return f"Codec({self.shape!r})"
+
+
+@overload
+def codec_for(tp: type[T]) -> Codec[T]: ...
+@overload
+def codec_for(tp: Any) -> Codec[Any]: ...
+def codec_for(tp: Any) -> Codec[Any]:
+    """The codec of a type, compiled on first use and then shared."""
+    return _codec_for(tp)
+
+
+@lru_cache(maxsize=4096)
+def _codec_for(tp: Any) -> Codec[Any]:
+    shape = shape_of(tp)
+    compiler = _Compiler()
+    decode, encode = compiler.compile(shape)
+    text = _record_text_table(shape) if isinstance(shape, RecordShape) else None
+    return Codec(shape, decode, encode, text)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Paths
+
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _segment(name: Any) -> str:
+    """A name's path segment: as it is when an ASCII identifier, else a bracketed JSON string."""
+    text = str(name)
+    return text if _PLAIN_NAME.fullmatch(text) else f"[{orjson.dumps(text).decode()}]"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Scalars: full decoders (every case, used directly or as the slow path behind an inline type check)
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _decode_string(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    raise DecodeError("expected string")
+
+
+def _decode_boolean(value: Any) -> bool:
+    if value is True or value is False:
+        return value
+    raise DecodeError("expected boolean")
+
+
+# The integers orjson reads and writes exactly. It reads a longer integer literal as a float (losing digits)
+# and refuses to write an int outside it, so a wire integer outside this range (a float that long, or a path
+# or query text) would be silently altered on the way in and fail to encode (a 500) if echoed back: it is
+# refused as a value that does not fit. An int given as a Python value is taken as it is.
+_INTEGER_MIN = -(2**63)
+_INTEGER_MAX = 2**64 - 1
+
+
+def _decode_integer(value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        if _INTEGER_MIN <= value <= _INTEGER_MAX:
+            return int(value)
+        raise DecodeError("integer out of range")
+    raise DecodeError("expected integer")
+
+
+def _decode_number(value: Any) -> float:
+    if isinstance(value, float | int) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except OverflowError:
+            raise DecodeError("expected number") from None
+        if math.isfinite(number):
+            return number
+    raise DecodeError("expected number")
+
+
+# `T` and `Z` may be lower case in RFC 3339; 3.11's fromisoformat wants them upper case.
+_RFC3339 = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})?"
+)
+
+
+def _decode_datetime(value: Any) -> datetime:
+    match = _RFC3339.fullmatch(value) if isinstance(value, str) else None
+    if match is None:
+        raise DecodeError("expected RFC 3339 date-time")
+    if match.group(1) is None:
+        raise DecodeError("expected RFC 3339 date-time with offset")
+    try:
+        return datetime.fromisoformat(value.upper())
+    except ValueError:
+        raise DecodeError("expected RFC 3339 date-time") from None
+
+
+def _decode_bytes(value: Any) -> bytes:
+    if isinstance(value, str):
+        try:
+            return base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            pass
+    raise DecodeError("expected base64")
+
+
+def _encode_datetime(value: datetime) -> str:
+    zone = value.tzinfo
+    if zone is UTC or (type(zone) is timezone and zone in _WHOLE_MINUTE_ZONES):
+        # orjson writes the same text as isoformat() at a third of the cost.
+        return _orjson_dumps(value)[1:-1].decode("ascii") if type(value) is datetime else value.isoformat()
+    offset = value.utcoffset()
+    if offset is None:
+        raise ValueError("a naive datetime has no RFC 3339 form; give it a timezone")
+    if offset.seconds % 60 or offset.microseconds:
+        # RFC 3339 offsets are whole minutes (and orjson would round them): same instant in UTC.
+        return value.astimezone(UTC).isoformat()
+    if type(zone) is timezone and len(_WHOLE_MINUTE_ZONES) < _WHOLE_MINUTE_ZONES_CAP:
+        _WHOLE_MINUTE_ZONES.add(zone)
+    return value.isoformat()
+
+
+_orjson_dumps = orjson.dumps
+# Fixed-offset zones already seen to be whole minutes (the decoder makes one per offset it reads).
+_WHOLE_MINUTE_ZONES: set[timezone] = {UTC}
+_WHOLE_MINUTE_ZONES_CAP = 2048  # there are 24 * 60 * 2 whole-minute offsets
+
+
+def _encode_bytes(value: bytes) -> str:
+    return base64.b64encode(value).decode("ascii")
+
+
+_SCALAR_DECODERS: dict[str, Decoder] = {
+    "string": _decode_string,
+    "boolean": _decode_boolean,
+    "integer": _decode_integer,
+    "number": _decode_number,
+    "datetime": _decode_datetime,
+    "bytes": _decode_bytes,
+}
+_SCALAR_ENCODERS: dict[str, Encoder] = {
+    "string": _identity,
+    "boolean": _identity,
+    "integer": _identity,
+    "number": _identity,
+    "datetime": _encode_datetime,
+    "bytes": _encode_bytes,
+}
+# The JSON value orjson gives for these is already the Python value: an exact-type check is enough,
+# anything else goes to the full decoder. `{}` is the expression being checked.
+_SCALAR_FAST_MISS: dict[str, str] = {
+    "string": "type({}) is not str",
+    "boolean": "{0} is not True and {0} is not False",
+    "integer": "type({}) is not int",
+    # x - x is 0.0 only for a finite float: inf and nan take the slow path and are refused there.
+    "number": "type({0}) is not float or {0} - {0} != 0.0",
+}
+_SCALAR_EXPECTED = {
+    "string": "string",
+    "boolean": "boolean",
+    "integer": "integer",
+    "number": "number",
+    "datetime": "RFC 3339 date-time",
+    "bytes": "base64",
+}
+
+
+def _fast_miss(shape: Shape, var: str) -> str | None:
+    """An expression true when `var` needs the shape's decoder; "" when it never does; None when it always does."""
+    if isinstance(shape, AnyShape):
+        return ""
+    if isinstance(shape, ScalarShape) and shape.kind in _SCALAR_FAST_MISS:
+        return _SCALAR_FAST_MISS[shape.kind].format(var)
+    if isinstance(shape, NullableShape):
+        inner = _fast_miss(shape.inner, var)
+        if inner == "":
+            return ""
+        if inner is not None:
+            return f"{var} is not None and ({inner})"
+    return None
+
+
+def _passes_through(shape: Shape) -> bool:
+    """Whether encoding a (well-typed) value of the shape returns it unchanged."""
+    if isinstance(shape, ScalarShape):
+        return shape.kind in _SCALAR_FAST_MISS
+    if isinstance(shape, NullableShape):
+        return _passes_through(shape.inner)
+    return False
+
+
+def _expected(shape: Shape) -> str:
+    match shape:
+        case ScalarShape(kind):
+            return _SCALAR_EXPECTED[kind]
+        case NullableShape(inner):
+            return f"{_expected(inner)} or null"
+        case ArrayShape():
+            return "array"
+        case UnionShape(members):
+            return " or ".join(_expected(member) for member in members)
+        case AnyShape():
+            return "any value"
+    return "object"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Any: JSON passes through; encoding looks for dataclasses, datetimes and bytes, dispatching on the
+# type once per type seen.
+
+_ANY_ENCODERS: dict[type, Encoder] = {}
+_ANY_ENCODERS_CAP = 1024  # beyond it a type is resolved on every call instead of remembered
+
+
+def _encode_any(value: Any) -> Any:
+    kind = type(value)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    encode = _ANY_ENCODERS.get(kind)
+    if encode is None:
+        encode = _any_encoder(kind)
+        if len(_ANY_ENCODERS) < _ANY_ENCODERS_CAP:
+            _ANY_ENCODERS[kind] = encode
+    return encode(value)
+
+
+def _any_encoder(kind: type) -> Encoder:
+    if issubclass(kind, str | int | float) or kind is type(None):
+        return _identity
+    if issubclass(kind, datetime):
+        return _encode_datetime
+    if issubclass(kind, bytes | bytearray | memoryview):
+        return _encode_bytes
+    if dataclasses.is_dataclass(kind):
+        return codec_for(kind).encode
+    if issubclass(kind, Mapping):
+        return _encode_any_mapping
+    if issubclass(kind, set | frozenset):
+        return _encode_any_set
+    if issubclass(kind, list | tuple):
+        return _encode_any_sequence
+    return _identity  # left to orjson (enums, UUIDs, dates) or to fail there
+
+
+def _encode_any_mapping(value: Mapping[Any, Any]) -> dict[Any, Any]:
+    return {key: _encode_any(item) for key, item in value.items()}
+
+
+def _encode_any_sequence(value: Any) -> list[Any]:
+    return [_encode_any(item) for item in value]
+
+
+def _encode_any_set(value: Any) -> list[Any]:
+    return _sorted_if_possible([_encode_any(item) for item in value])
+
+
+def _sorted_if_possible(items: list[Any]) -> list[Any]:
+    # A set has no order of its own; sorting makes the JSON stable where the items allow it.
+    try:
+        return sorted(items)
+    except TypeError:
+        return items
+
+
+# ---------------------------------------------------------------------------------------------------
+# Compilation
+
+
+class _RecordCell:
+    """A record's functions, filled in once compiled; recursive references call through it."""
+
+    __slots__ = ("decode", "encode")
+
+    def __init__(self) -> None:
+        self.decode: Decoder | None = None
+        self.encode: Encoder | None = None
+
+
+_MISSING = object()
+
+
+class _Compiler:
+    """Compiles one type's shape tree. Records met twice in the tree share one compiled pair."""
+
+    def __init__(self) -> None:
+        self._records: dict[type, _RecordCell] = {}
+
+    def compile(self, shape: Shape) -> tuple[Decoder, Encoder]:
+        match shape:
+            case AnyShape():
+                return _identity, _encode_any
+            case ScalarShape(kind):
+                return _SCALAR_DECODERS[kind], _SCALAR_ENCODERS[kind]
+            case NullableShape(inner):
+                return self._nullable(inner)
+            case ArrayShape(items, container):
+                return self._array(items, container)
+            case MapShape(values):
+                return self._map(values)
+            case UnionShape(members):
+                return self._union(members)
+            case RecordShape(cls, fields):
+                return self._record(cls, fields)
+            case RecursiveShape(cls):
+                return self._recursive(cls)
+        raise TypeError(f"unknown shape {shape!r}")
+
+    def _nullable(self, inner: Shape) -> tuple[Decoder, Encoder]:
+        decode_inner, encode_inner = self.compile(inner)
+
+        def decode(value: Any) -> Any:
+            return None if value is None else decode_inner(value)
+
+        def encode(value: Any) -> Any:
+            return None if value is None else encode_inner(value)
+
+        return decode, (encode if encode_inner is not _identity else _identity)
+
+    def _array(self, items: Shape, container: str) -> tuple[Decoder, Encoder]:
+        decode_item, encode_item = self.compile(items)
+        decode_all = _list_mapper(items, decode_item)
+
+        def decode_list(value: Any) -> Any:
+            if type(value) is not list and not isinstance(value, list | tuple):
+                raise DecodeError("expected array")
+            return decode_all(value)
+
+        def decode_tuple(value: Any) -> Any:
+            return tuple(decode_list(value))
+
+        def decode_set(value: Any) -> Any:
+            decoded = decode_list(value)
+            try:
+                return set(decoded) if container == "set" else frozenset(decoded)
+            except TypeError:
+                raise DecodeError("expected array of hashable items") from None
+
+        decode = {"list": decode_list, "tuple": decode_tuple}.get(container, decode_set)
+        plain = encode_item is _identity
+
+        def encode_sequence(value: Any) -> Any:
+            return list(value) if plain else [encode_item(item) for item in value]
+
+        def encode_set(value: Any) -> Any:
+            return _sorted_if_possible(encode_sequence(value))
+
+        return decode, (encode_set if container in ("set", "frozenset") else encode_sequence)
+
+    def _map(self, values: Shape) -> tuple[Decoder, Encoder]:
+        decode_value, encode_value = self.compile(values)
+        miss = _fast_miss(values, "x")
+        plain = encode_value is _identity
+
+        def decode(value: Any) -> Any:
+            if type(value) is not dict and not isinstance(value, Mapping):
+                raise DecodeError("expected object")
+            if miss == "":
+                return dict(value)
+            decoded = {}
+            for key, item in value.items():
+                try:
+                    decoded[key] = decode_value(item)
+                except DecodeError as exc:
+                    raise exc._under(_segment(key)) from None
+            return decoded
+
+        def encode(value: Any) -> Any:
+            return dict(value) if plain else {key: encode_value(item) for key, item in value.items()}
+
+        return decode, encode
+
+    def _union(self, members: tuple[Shape, ...]) -> tuple[Decoder, Encoder]:
+        compiled = [self.compile(member) for member in members]
+        decoders = [decode for decode, _ in compiled]
+        encoders = [(_accepts(member), encode) for member, (_, encode) in zip(members, compiled, strict=True)]
+        expected = f"expected {' or '.join(_expected(member) for member in members)}"
+
+        def decode(value: Any) -> Any:
+            for decode_member in decoders:
+                try:
+                    return decode_member(value)
+                except DecodeError:
+                    continue
+            raise DecodeError(expected)
+
+        def encode(value: Any) -> Any:
+            for accepts, encode_member in encoders:
+                if accepts(value):
+                    try:
+                        return encode_member(value)
+                    except (TypeError, ValueError, AttributeError):
+                        continue
+            raise TypeError(f"{type(value).__name__} value fits no member of the union ({expected})")
+
+        return decode, encode
+
+    def _recursive(self, cls: type) -> tuple[Decoder, Encoder]:
+        cell = self._records.get(cls)
+        if cell is None:  # not below its own record: compile it in full
+            return self.compile(shape_of(cls))
+        if cell.decode is not None and cell.encode is not None:
+            return cell.decode, cell.encode
+        bound = cell
+
+        def decode(value: Any) -> Any:
+            assert bound.decode is not None
+            return bound.decode(value)
+
+        def encode(value: Any) -> Any:
+            assert bound.encode is not None
+            return bound.encode(value)
+
+        return decode, encode
+
+    def _record(self, cls: type, fields: tuple[FieldShape, ...]) -> tuple[Decoder, Encoder]:
+        cell = self._records.get(cls)
+        if cell is not None:
+            return self._recursive(cls)
+        cell = self._records[cls] = _RecordCell()
+        compiled = [self.compile(f.shape) for f in fields]
+        decode = _record_decoder(cls, fields, [decode for decode, _ in compiled])
+        encode = _record_encoder(cls, fields, [encode for _, encode in compiled])
+        cell.decode, cell.encode = decode, encode
+        return decode, encode
+
+
+def _list_mapper(items: Shape, decode_item: Decoder) -> Callable[[Any], list[Any]]:
+    """`value` → list of decoded items; the index goes into the path of an item's error."""
+    miss = _fast_miss(items, "x")
+    if miss == "":
+        return list
+    if miss is None:
+
+        def convert(value: Any) -> list[Any]:
+            return [decode_item(item) for item in value]
+
+    else:
+        namespace: dict[str, Any] = {"_decode": decode_item}
+        exec(f"def convert(value):\n    return [_decode(x) if {miss} else x for x in value]\n", namespace)
+        convert = namespace["convert"]
+
+    def mapped(value: Any) -> list[Any]:
+        try:
+            return convert(value)
+        except DecodeError:
+            # Only on failure: find the index again rather than counting on every success.
+            for index, item in enumerate(value):
+                try:
+                    decode_item(item)
+                except DecodeError as exc:
+                    raise exc._under(f"[{index}]") from None
+            raise
+
+    return mapped
+
+
+def _accepts(shape: Shape) -> Callable[[Any], bool]:
+    """A shallow type test choosing the union member that encodes a value."""
+    match shape:
+        case AnyShape():
+            return lambda value: True
+        case ScalarShape("boolean"):
+            return lambda value: isinstance(value, bool)
+        case ScalarShape("integer"):
+            return lambda value: isinstance(value, int) and not isinstance(value, bool)
+        case ScalarShape("number"):
+            return lambda value: isinstance(value, int | float) and not isinstance(value, bool)
+        case ScalarShape("string"):
+            return lambda value: isinstance(value, str)
+        case ScalarShape("datetime"):
+            return lambda value: isinstance(value, datetime)
+        case ScalarShape("bytes"):
+            return lambda value: isinstance(value, bytes | bytearray | memoryview)
+        case NullableShape(inner):
+            accepts_inner = _accepts(inner)
+            return lambda value: value is None or accepts_inner(value)
+        case ArrayShape(_, "list"):
+            return lambda value: isinstance(value, list)
+        case ArrayShape(_, "tuple"):
+            return lambda value: isinstance(value, tuple)
+        case ArrayShape():
+            return lambda value: isinstance(value, set | frozenset)
+        case MapShape():
+            return lambda value: isinstance(value, Mapping)
+        case UnionShape(members):
+            tests = [_accepts(member) for member in members]
+            return lambda value: any(test(value) for test in tests)
+        case RecordShape(cls, _) | RecursiveShape(cls):
+            record_cls = cls
+            return lambda value: isinstance(value, record_cls)
+    raise TypeError(f"unknown shape {shape!r}")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Records: one generated function each way
+
+
+def _is_plain_attr(name: str) -> bool:
+    return name.isidentifier() and not keyword.iskeyword(name)
+
+
+def _record_decoder(cls: type, fields: tuple[FieldShape, ...], decoders: list[Decoder]) -> Decoder:
+    namespace: dict[str, Any] = {
+        "_cls": cls,
+        "_M": _MISSING,
+        "_Mapping": Mapping,
+        "DecodeError": DecodeError,
+    }
+    lines = [
+        "def decode(v):",
+        "    if type(v) is not dict and not isinstance(v, _Mapping):",
+        "        raise DecodeError('expected object')",
+        "    get = v.get",
+    ]
+    keywords: list[str] = []
+    extra: list[str] = []
+    for index, (f, decode) in enumerate(zip(fields, decoders, strict=True)):
+        var = f"x{index}"
+        segment = repr(_segment(f.wire))
+        lines.append(f"    {var} = get({f.wire!r}, _M)")
+        lines.append(f"    if {var} is _M:")
+        if f.required:
+            lines.append(f"        raise DecodeError('required', {segment})")
+        elif f.default_factory is not dataclasses.MISSING:
+            namespace[f"_factory{index}"] = f.default_factory
+            lines.append(f"        {var} = _factory{index}()")
+        else:
+            namespace[f"_default{index}"] = f.default
+            lines.append(f"        {var} = _default{index}")
+        miss = _fast_miss(f.shape, var)
+        if miss != "":
+            namespace[f"_decode{index}"] = decode
+            lines.append(f"    elif {miss}:" if miss else "    else:")
+            lines.append("        try:")
+            lines.append(f"            {var} = _decode{index}({var})")
+            lines.append("        except DecodeError as e:")
+            lines.append(f"            raise e._under({segment})")
+        if _is_plain_attr(f.attr):
+            keywords.append(f"{f.attr}={var}")
+        else:
+            extra.append(f"{f.attr!r}: {var}")
+    if extra:
+        keywords.append(f"**{{{', '.join(extra)}}}")
+    namespace["_name"] = cls.__qualname__
+    lines += [
+        "    try:",
+        f"        return _cls({', '.join(keywords)})",
+        "    except DecodeError:",
+        "        raise",
+        # A __post_init__ that refuses the values is a validation failure, not a server error;
+        # its text stays off the wire.
+        "    except ValueError as e:",
+        "        raise DecodeError('rejected by ' + _name) from e",
+    ]
+    return _define("decode", lines, namespace, cls)
+
+
+def _record_encoder(cls: type, fields: tuple[FieldShape, ...], encoders: list[Encoder]) -> Encoder:
+    namespace: dict[str, Any] = {"_getattr": getattr}
+    items: list[str] = []
+    for index, (f, encode) in enumerate(zip(fields, encoders, strict=True)):
+        read = f"o.{f.attr}" if _is_plain_attr(f.attr) else f"_getattr(o, {f.attr!r})"
+        if encode is _identity or _passes_through(f.shape):
+            items.append(f"{f.wire!r}: {read}")
+        else:
+            namespace[f"_encode{index}"] = encode
+            items.append(f"{f.wire!r}: _encode{index}({read})")
+    lines = ["def encode(o):", f"    return {{{', '.join(items)}}}"]
+    return _define("encode", lines, namespace, cls)
+
+
+def _define(name: str, lines: list[str], namespace: dict[str, Any], cls: type) -> Callable[[Any], Any]:
+    code = compile("\n".join(lines) + "\n", f"<svcgen codec {name} {cls.__qualname__}>", "exec")
+    exec(code, namespace)
+    function: Callable[[Any], Any] = namespace[name]
+    function.__qualname__ = f"{name}_{cls.__qualname__}"
+    return function
+
+
+# ---------------------------------------------------------------------------------------------------
+# Text fields (HTTP path and query values)
+
+_TEXT_INTEGER = re.compile(r"-?[0-9]+")
+_TEXT_NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+
+
+def _text_integer(text: str) -> int:
+    if _TEXT_INTEGER.fullmatch(text):
+        # More digits than any integer in range: out of it (and int() refuses texts over 4300 digits).
+        number = int(text) if len(text.lstrip("-0")) <= 20 else _INTEGER_MAX + 1
+        if _INTEGER_MIN <= number <= _INTEGER_MAX:
+            return number
+        raise DecodeError("integer out of range")
+    raise DecodeError("expected integer")
+
+
+def _text_number(text: str) -> int | float:
+    match = _TEXT_NUMBER.fullmatch(text)
+    if match is None:
+        raise DecodeError("expected number")
+    if match.group(1) is None and match.group(2) is None:
+        return int(text)
+    number = float(text)
+    if not math.isfinite(number):
+        raise DecodeError("expected number")
+    return number
+
+
+def _text_boolean(text: str) -> bool:
+    if text == "true":
+        return True
+    if text == "false":
+        return False
+    raise DecodeError("expected boolean")
+
+
+def _text_json(expected: str) -> TextConverter:
+    def convert(text: str) -> Any:
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            raise DecodeError(expected) from None
+
+    return convert
+
+
+_TEXT_SCALARS: dict[str, TextConverter | None] = {
+    "string": None,
+    "datetime": None,
+    "bytes": None,
+    "integer": _text_integer,
+    "number": _text_number,
+    "boolean": _text_boolean,
+}
+
+
+def _record_text_table(shape: RecordShape) -> dict[str, TextConverter]:
+    table: dict[str, TextConverter] = {}
+    for f in shape.fields:
+        convert = _text_converter(f.shape)
+        if convert is not None:
+            table[f.wire] = convert
+    return table
+
+
+def _text_converter(shape: Shape) -> TextConverter | None:
+    """Text → the JSON value `decode` expects for the shape; None when the text already is that value."""
+    match shape:
+        case AnyShape():
+            return None
+        case ScalarShape(kind):
+            return _TEXT_SCALARS[kind]
+        case NullableShape(inner):
+            return _text_nullable(inner)
+        case ArrayShape(items, _) if _is_text_scalar(items):
+            return _text_list(_text_converter(items))
+        case ArrayShape():
+            return _text_json("expected JSON array")
+        case UnionShape(members):
+            return _text_union(members)
+    return _text_json("expected JSON object")
+
+
+def _is_text_scalar(shape: Shape) -> bool:
+    if isinstance(shape, NullableShape):
+        return _is_text_scalar(shape.inner)
+    return isinstance(shape, ScalarShape | AnyShape)
+
+
+def _text_nullable(inner: Shape) -> TextConverter | None:
+    convert_inner = _text_converter(inner)
+    if _takes_any_text(inner):
+        return convert_inner  # "" and "null" are values of the type: they cannot also mean null
+
+    def convert(text: str) -> Any:
+        if text in ("", "null"):
+            return None
+        return text if convert_inner is None else convert_inner(text)
+
+    return convert
+
+
+def _takes_any_text(shape: Shape) -> bool:
+    match shape:
+        case ScalarShape("string" | "bytes") | AnyShape():
+            return True
+        case UnionShape(members):
+            return any(_takes_any_text(member) for member in members)
+    return False
+
+
+def _text_list(convert_item: TextConverter | None) -> TextConverter:
+    def convert(text: str) -> list[Any]:
+        if not text:
+            return []
+        parts = text.split(",")
+        if convert_item is None:
+            return parts
+        converted = []
+        for index, part in enumerate(parts):
+            try:
+                converted.append(convert_item(part))
+            except DecodeError as exc:
+                raise exc._under(f"[{index}]") from None
+        return converted
+
+    return convert
+
+
+def _text_union(members: tuple[Shape, ...]) -> TextConverter | None:
+    converters = [_text_converter(member) for member in members]
+    if converters[0] is None:
+        return None  # the first member takes the text as it is
+    expected = f"expected {' or '.join(_expected(member) for member in members)}"
+
+    def convert(text: str) -> Any:
+        for convert_member in converters:
+            if convert_member is None:
+                return text
+            try:
+                return convert_member(text)
+            except DecodeError:
+                continue
+        raise DecodeError(expected)
+
+    return convert

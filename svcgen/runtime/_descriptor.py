@@ -1,0 +1,91 @@
+"""The service descriptor: identity plus served and sent topic descriptors, built once per service.
+
+Answered on `svc:mesh` and sent as the register feed body. A value that is not known is omitted, never
+null. Topics: a missing registry (None) is unknown, so `topics` is omitted and `registry` is degraded;
+an empty registry is `topics: []`. Produces likewise: None is unknown (`produces` omitted,
+`outbound-registry` degraded) while `[]` states the service sends nothing and is emitted as `produces: []`,
+so the two cases stay distinguishable in the document and in its hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import orjson
+
+from ._identity import Identity
+from ._jsontext import hash_bytes
+from ._produces import ProducedTopic
+from ._registry import Registry
+from ._topics import topic_descriptors
+
+HASH_PREFIX: Final = "sha256:"
+DEGRADED_REGISTRY: Final = "registry"
+DEGRADED_OUTBOUND_REGISTRY: Final = "outbound-registry"
+UNHASHED_KEYS: Final = frozenset({"instanceId", "degraded", "profile", "descriptorHash"})
+"""Per-instance or advisory keys: two instances of one contract share a hash."""
+
+
+@dataclass(frozen=True, slots=True)
+class Descriptor:
+    document: dict[str, Any]
+    """Key order: service, serviceVersion, runtime, binding, instanceId, placement, topics, produces,
+    degraded, profile, descriptorHash. Embeds the shared cached schemas: read-only."""
+    hash: str
+    """`sha256:` + hex digest of the canonical form of the document without `UNHASHED_KEYS`."""
+    json_text: str
+    """Compact JSON text of `document`: the `svc:mesh` answer body."""
+
+
+def build_descriptor(
+    identity: Identity,
+    registry: Registry | None,
+    produces: Sequence[ProducedTopic] | None = None,
+) -> Descriptor:
+    document: dict[str, Any] = {"service": identity.service}
+    _put(document, "serviceVersion", identity.service_version)
+    _put(document, "runtime", identity.runtime)
+    _put(document, "binding", identity.binding)
+    _put(document, "instanceId", identity.instance_id)
+    if identity.placement:
+        # Sorted so the committed bytes do not depend on how the mapping was built.
+        document["placement"] = dict(sorted(identity.placement.items()))
+    if registry is not None:
+        document["topics"] = topic_descriptors(registry)
+    if produces is not None:
+        _check_unique(produces)
+        document["produces"] = topic_descriptors(produces)
+    degraded = _degraded(identity, registry is None, produces is None)
+    if degraded:
+        document["degraded"] = degraded
+    if identity.profile:
+        document["profile"] = dict(identity.profile)
+    digest = hashlib.sha256(hash_bytes({k: v for k, v in document.items() if k not in UNHASHED_KEYS}))
+    document["descriptorHash"] = descriptor_hash = HASH_PREFIX + digest.hexdigest()
+    return Descriptor(document, descriptor_hash, orjson.dumps(document).decode())
+
+
+def _put(document: dict[str, Any], key: str, value: str | None) -> None:
+    if value:
+        document[key] = value
+
+
+def _degraded(identity: Identity, no_registry: bool, no_produces: bool) -> list[str]:
+    names = list(identity.degraded or ())
+    if no_registry:
+        names.append(DEGRADED_REGISTRY)
+    if no_produces:
+        names.append(DEGRADED_OUTBOUND_REGISTRY)
+    return list(dict.fromkeys(names))
+
+
+def _check_unique(produces: Sequence[ProducedTopic]) -> None:
+    seen: set[tuple[str, str]] = set()
+    for produced in produces:
+        key = (produced.topic, produced.version)
+        if key in seen:
+            raise ValueError(f"produces lists {produced.topic!r} (version {produced.version!r}) twice")
+        seen.add(key)

@@ -1,0 +1,244 @@
+"""The ASGI application: well-known surfaces first, then application routes, one pipeline run per request."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from functools import cached_property
+from typing import Any
+
+import orjson
+
+from .. import _status as st
+from .._envelope import EnvelopeError
+from .._jsontext import document_bytes
+from .._reserved import is_reserved_topic
+from .._service import Service
+from .limits import LIMIT_STATUS, LimitExceeded, Limits, check_headers
+from .requests import (
+    BodyTooLarge,
+    ClientDisconnected,
+    Receive,
+    Scope,
+    Send,
+    query_fields,
+    read_body,
+    request_headers,
+)
+from .responses import send_failure, send_response
+from .routing import Route, RouteError, Router, split_path, split_raw_path
+
+logger = logging.getLogger("svcgen.http")
+
+LifespanHook = Callable[[], Awaitable[None]]
+_Surface = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class HttpApp:
+    """Hosts a `Service` behind HTTP. Any ASGI server runs it; uvicorn is the default."""
+
+    def __init__(
+        self,
+        service: Service,
+        routes: Iterable[Route] = (),
+        *,
+        invoke: bool = True,
+        spec: bool = True,
+        openapi: bool = True,
+        limits: Limits | None = None,
+        max_body_bytes: int | None = None,
+        on_startup: Sequence[LifespanHook] = (),
+        on_shutdown: Sequence[LifespanHook] = (),
+    ) -> None:
+        self.service = service
+        limits = limits or Limits()
+        if max_body_bytes is not None:  # the older single-limit option, kept as a shortcut
+            limits = dataclasses.replace(limits, max_body_bytes=max_body_bytes)
+        self.limits = limits
+        self.max_body_bytes = limits.max_body_bytes
+        self._json_limits = limits.json
+        self.on_startup = list(on_startup)
+        self.on_shutdown = list(on_shutdown)
+        self.routes = list(routes)
+        self.router = Router()
+        for route in self.routes:
+            self._check_topic(route)
+            self.router.add(route)
+        self.surfaces = self._surfaces(invoke=invoke, spec=spec, openapi=openapi)
+        # POST {prefix}/invoke/<topic>[/<version>]: the typed per-topic face the operations document describes.
+        self._topic_invoke = split_path(f"{service.prefix}/invoke") if invoke else None
+        self._refuse_shadowing()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            await self._http(scope, receive, send)
+        elif kind == "lifespan":
+            await self._lifespan(receive, send)
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        method = scope["method"]
+        path = scope["path"]
+        try:
+            check_headers(scope, self.limits)
+            surface = self.surfaces.get((method, path.rstrip("/") or "/"))
+            if surface is not None:
+                await surface(scope, receive, send)
+                return
+            segments = split_raw_path(scope.get("raw_path") or path.encode())
+            topic_call = self._topic_call(method, segments)
+            if topic_call is not None:
+                topic, version = topic_call
+                body = await read_body(receive, self.max_body_bytes)
+                outcome = await self.service.invoke(
+                    topic,
+                    headers=request_headers(scope),
+                    body=body,
+                    path_version=version,
+                    transport="http",
+                    headers_lowered=True,
+                    json_limits=self._json_limits,
+                )
+                await send_response(send, outcome.result.http_code, outcome.body, outcome.headers())
+                return
+            match = self.router.match(method, segments)
+            if match is None:
+                await send_failure(send, 404, st.NOT_FOUND, f"no route for {method} {path}")
+                return
+            body = await read_body(receive, self.max_body_bytes)
+            fields = query_fields(scope)
+            fields.update(match.params)
+            outcome = await self.service.invoke(
+                match.route.topic,
+                headers=request_headers(scope),
+                body=body,
+                fields=fields,
+                path_version=match.path_version,
+                static_version=match.route.version,
+                transport="http",
+                headers_lowered=True,
+                json_limits=self._json_limits,
+            )
+            await send_response(send, outcome.result.http_code, outcome.body, outcome.headers())
+        except BodyTooLarge:
+            exceeded = self.limits.body_too_large()
+            await send_failure(send, exceeded.code, LIMIT_STATUS, exceeded.detail)
+        except LimitExceeded as exc:
+            await send_failure(send, exc.code, LIMIT_STATUS, exc.detail)
+        except ClientDisconnected:
+            return
+        except Exception:
+            # A binding bug must never take the host down; the request gets a clean failure body.
+            logger.exception("unexpected error serving %s %s", method, path)
+            await send_failure(send, 500, st.UNEXPECTED_ERROR, "the server failed to handle the request")
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                try:
+                    for hook in self.on_startup:
+                        await hook()
+                except Exception as exc:
+                    logger.exception("startup failed")
+                    await send({"type": "lifespan.startup.failed", "message": type(exc).__name__})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                for hook in self.on_shutdown:
+                    try:
+                        await hook()
+                    except Exception:
+                        logger.exception("shutdown hook failed")
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    def _surfaces(self, *, invoke: bool, spec: bool, openapi: bool) -> dict[tuple[str, str], _Surface]:
+        prefix = self.service.prefix
+        surfaces: dict[tuple[str, str], _Surface] = {}
+        if invoke:
+            surfaces[("POST", f"{prefix}/invoke")] = self._invoke
+        if self.service.health is not None:
+            surfaces[("GET", f"{prefix}/health")] = self._health
+        if spec:
+            surfaces[("GET", f"{prefix}/spec")] = _constant(document_bytes(self.service.spec))
+        if openapi:
+            surfaces[("GET", f"{prefix}/openapi.json")] = self._openapi
+        return surfaces
+
+    def _check_topic(self, route: Route) -> None:
+        if is_reserved_topic(route.topic):
+            return
+        if not self.service.registry.versions(route.topic):
+            raise RouteError(f"route {route} names topic {route.topic!r}, which has no handler")
+
+    def _topic_call(self, method: str, segments: list[str]) -> tuple[str, str | None] | None:
+        """(topic, version) of a `POST {prefix}/invoke/<topic>[/<version>]`, else None."""
+        base = self._topic_invoke
+        if base is None or method != "POST":
+            return None
+        depth = len(base)
+        if len(segments) not in (depth + 1, depth + 2) or segments[:depth] != base:
+            return None
+        return segments[depth], segments[depth + 1] if len(segments) == depth + 2 else None
+
+    def _refuse_shadowing(self) -> None:
+        for method, path in self.surfaces:
+            match = self.router.match(method, split_raw_path(path.encode()))
+            if match is not None:
+                raise RouteError(
+                    f"route {match.route} collides with the well-known surface {method} {path}; "
+                    "move the route or change the prefix"
+                )
+        if self._topic_invoke is None:
+            return
+        invoke_path = "/" + "/".join(self._topic_invoke)
+        for route in self.routes:
+            if route.method == "POST" and route.could_match(self._topic_invoke, extra=(1, 2)):
+                raise RouteError(
+                    f"route {route} collides with the well-known surface POST {invoke_path}/<topic>[/<version>]; "
+                    "move the route or change the prefix"
+                )
+
+    async def _invoke(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raw = await read_body(receive, self.max_body_bytes)
+        try:
+            answer = await self.service.invoke_envelope(raw, json_limits=self._json_limits)
+        except EnvelopeError as exc:
+            await send_failure(send, 400, st.BAD_REQUEST, str(exc))
+            return
+        await send_response(send, 200, answer)
+
+    async def _health(self, scope: Scope, receive: Receive, send: Send) -> None:
+        report = await self.service.check_health()
+        await send_response(send, 200 if report.is_healthy else 503, orjson.dumps(report.document()))
+
+    async def _openapi(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send_response(send, 200, self.openapi_body)
+
+    @cached_property
+    def openapi_body(self) -> bytes:
+        """Served exactly as committed to contracts/openapi.json; built on first request."""
+        return document_bytes(self.service.openapi)
+
+
+def _constant(body: bytes) -> _Surface:
+    async def answer(scope: Scope, receive: Receive, send: Send) -> None:
+        await send_response(send, 200, body)
+
+    return answer
+
+
+def create_app(service: Service, routes: Iterable[str | Route] = (), **options: Any) -> HttpApp:
+    """Build the app from route specs like `"POST /orders -> orders:place"` or Route objects."""
+    parsed = [route if isinstance(route, Route) else _parse_binding(route) for route in routes]
+    return HttpApp(service, parsed, **options)
+
+
+def _parse_binding(text: str) -> Route:
+    spec, arrow, target = text.partition("->")
+    if not arrow:
+        raise RouteError(f"route {text!r}: expected 'METHOD /path -> topic[@version]'")
+    topic, _, version = target.strip().partition("@")
+    return Route.parse(spec, topic.strip(), version.strip())

@@ -1,0 +1,159 @@
+"""Routes (method + path pattern → topic and version) matched through a segment trie.
+
+Literal segments are dictionary lookups, so matching cost follows the path's depth, not the route
+count. Where several routes match, the first registered wins (spec "Application routes").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from urllib.parse import unquote
+
+from .._reserved import VERSION_PATH_PARAM
+
+PLACEHOLDER = re.compile(r"^\{([A-Za-z_][A-Za-z0-9_]*)\}$")
+METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
+
+
+class RouteError(ValueError):
+    """A route that can never work: raised when the app is built, never per request."""
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    method: str
+    path: str
+    topic: str
+    version: str = ""
+    """The route's static version; a `{version}` segment or a caller header overrides it."""
+    params: tuple[tuple[int, str], ...] = field(default=(), compare=False)
+    """(segment index, name) of each placeholder."""
+
+    @classmethod
+    def parse(cls, spec: str, topic: str, version: str = "") -> Route:
+        """`"POST /orders/{orderId}"` → a Route."""
+        method, _, path = spec.strip().partition(" ")
+        return cls.create(method, path.strip(), topic, version)
+
+    @classmethod
+    def create(cls, method: str, path: str, topic: str, version: str = "") -> Route:
+        method = method.upper()
+        if method not in METHODS:
+            raise RouteError(f"route {method} {path}: unknown method {method!r}")
+        if not path.startswith("/"):
+            raise RouteError(f"route {method} {path}: path must start with '/'")
+        params: list[tuple[int, str]] = []
+        for index, segment in enumerate(split_path(path)):
+            if "{" in segment or "}" in segment:
+                match = PLACEHOLDER.match(segment)
+                if match is None:
+                    raise RouteError(f"route {method} {path}: a placeholder must be a whole segment like {{name}}")
+                name = match.group(1)
+                if any(existing == name for _, existing in params):
+                    raise RouteError(f"route {method} {path}: placeholder {{{name}}} appears twice")
+                params.append((index, name))
+        return cls(method, path, topic, version, tuple(params))
+
+    def could_match(self, leading: list[str], extra: tuple[int, ...]) -> bool:
+        """Whether some path made of the literal `leading` segments plus `extra` more could match this route."""
+        pattern = split_path(self.path)
+        if len(pattern) - len(leading) not in extra:
+            return False
+        placeholders = {index for index, _ in self.params}
+        return all(i in placeholders or pattern[i] == segment for i, segment in enumerate(leading))
+
+    @property
+    def has_version_segment(self) -> bool:
+        return any(name == VERSION_PATH_PARAM for _, name in self.params)
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.path}"
+
+
+@dataclass(frozen=True, slots=True)
+class RouteMatch:
+    route: Route
+    params: dict[str, str]
+    """Captured path parameters, without `version`."""
+    path_version: str | None
+
+
+class _Node:
+    __slots__ = ("literals", "param", "routes")
+
+    def __init__(self) -> None:
+        self.literals: dict[str, _Node] = {}
+        self.param: _Node | None = None
+        self.routes: dict[str, tuple[int, Route]] = {}
+
+
+class Router:
+    def __init__(self, routes: Iterable[Route] = ()) -> None:
+        self._root = _Node()
+        self._count = 0
+        for route in routes:
+            self.add(route)
+
+    def __len__(self) -> int:
+        return self._count
+
+    def add(self, route: Route) -> None:
+        node = self._root
+        placeholders = {index for index, _ in route.params}
+        for index, segment in enumerate(split_path(route.path)):
+            if index in placeholders:
+                if node.param is None:
+                    node.param = _Node()
+                node = node.param
+            else:
+                node = node.literals.setdefault(segment, _Node())
+        # The first registration of an identical method+shape keeps its place; later ones can never win.
+        node.routes.setdefault(route.method, (self._count, route))
+        self._count += 1
+
+    def match(self, method: str, segments: list[str]) -> RouteMatch | None:
+        best = _best(self._root, method, segments, 0)
+        if best is None:
+            return None
+        route = best[1]
+        params: dict[str, str] = {}
+        path_version: str | None = None
+        for index, name in route.params:
+            value = segments[index]
+            if name == VERSION_PATH_PARAM:
+                path_version = value
+            else:
+                params[name] = value
+        return RouteMatch(route, params, path_version)
+
+
+def _best(node: _Node, method: str, segments: list[str], depth: int) -> tuple[int, Route] | None:
+    if depth == len(segments):
+        return node.routes.get(method)
+    segment = segments[depth]
+    best: tuple[int, Route] | None = None
+    literal = node.literals.get(segment)
+    if literal is not None:
+        best = _best(literal, method, segments, depth + 1)
+    if node.param is not None and segment:
+        candidate = _best(node.param, method, segments, depth + 1)
+        if candidate is not None and (best is None or candidate[0] < best[0]):
+            best = candidate
+    return best
+
+
+def split_path(path: str) -> list[str]:
+    """Segments of a path, without the leading slash; one trailing slash is ignored."""
+    trimmed = path[1:] if path.startswith("/") else path
+    if trimmed.endswith("/"):
+        trimmed = trimmed[:-1]
+    return trimmed.split("/") if trimmed else []
+
+
+def split_raw_path(raw_path: bytes) -> list[str]:
+    """Segments of a raw (still percent-encoded) path: `%2F` stays inside its segment."""
+    if b"%" not in raw_path:
+        return split_path(raw_path.decode("latin-1"))
+    return [unquote(segment, errors="replace") for segment in split_path(raw_path.decode("latin-1"))]

@@ -1,0 +1,145 @@
+"""The estate: manifest.json (one line per service) and services/<file>.json (its spec and health).
+
+A service is in the estate when the collector has registered, polled or heard a heartbeat from it; a
+service known only from traces has no contract or health to show and stays out. `specUrl` and `healthUrl`
+are the service's live well-known surfaces, `{baseUrl}{prefix}/spec|health`, known only for a service
+with a base URL (a polled one); the artifact file of a service is derivable from its name (filenames.py).
+
+The per-service spec is the last polled spec verbatim with the collector's hashes. A service never polled
+shows the spec its registered descriptor implies (`{service, topics}`, the same topic descriptors), hashed
+the same way, with `fetchedAtUtc` its register time and no previous hash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from ..._reserved import DEFAULT_PREFIX, normalize_prefix
+from ..collector.snapshot import CatalogEntry, InstanceEntry, Json, PollEntry, Snapshot
+from .catalog import current_entries
+from .encoding import canonical_text, text_hash
+from .health import HealthVerdict, newest_poll, service_health
+from .times import utc_text
+
+CONTRACT_DRIFT: Final = "contract-drift"
+"""The collector's own issue classification."""
+
+
+@dataclass(slots=True)
+class _ServiceFacts:
+    name: str
+    entry: CatalogEntry | None = None
+    polls: list[PollEntry] = field(default_factory=list)
+    instances: list[InstanceEntry] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class _Spec:
+    text: str
+    hash: str
+    previous_hash: str | None
+    fetched_at: str | None
+
+
+def estate_names(snapshot: Snapshot) -> list[str]:
+    names = {entry["service"] for entry in snapshot["catalog"]}
+    names.update(poll["service"] for poll in snapshot["polls"])
+    names.update(instance["service"] for instance in snapshot["instances"])
+    return sorted(names)
+
+
+def build_manifest(snapshot: Snapshot, *, generated_at: str, prefix: str = DEFAULT_PREFIX) -> Json:
+    drifting = _drifting_services(snapshot)
+    services: list[Json] = []
+    for facts in _facts(snapshot):
+        poll = newest_poll(facts.polls)
+        base_url = _base_url(facts.entry, poll)
+        services.append(
+            {
+                "name": facts.name,
+                "status": service_health(poll, facts.instances).status,
+                "contractDrift": facts.name in drifting,
+                "specUrl": _surface_url(base_url, poll.get("prefix", prefix) if poll else prefix, "spec"),
+                "healthUrl": _surface_url(base_url, poll.get("prefix", prefix) if poll else prefix, "health"),
+            }
+        )
+    return {"generatedAtUtc": generated_at, "services": services}
+
+
+def build_service_documents(snapshot: Snapshot) -> dict[str, Json]:
+    """services/<file>.json per service name; the writer decides the file names."""
+    drifting = _drifting_services(snapshot)
+    documents: dict[str, Json] = {}
+    for facts in _facts(snapshot):
+        poll = newest_poll(facts.polls)
+        verdict: HealthVerdict = service_health(poll, facts.instances)
+        spec = _spec_of(facts.entry)
+        documents[facts.name] = {
+            "name": facts.name,
+            "fetchedAtUtc": spec.fetched_at if spec else None,
+            "specJson": spec.text if spec else None,
+            "specHash": spec.hash if spec else None,
+            "previousSpecHash": spec.previous_hash if spec else None,
+            "contractDrift": facts.name in drifting,
+            "health": verdict.health,
+            "error": poll.get("error") if poll is not None and not poll["ok"] else None,
+        }
+    return documents
+
+
+def _facts(snapshot: Snapshot) -> list[_ServiceFacts]:
+    facts = {name: _ServiceFacts(name) for name in estate_names(snapshot)}
+    for name, entry in current_entries(snapshot["catalog"]).items():
+        facts[name].entry = entry
+    for poll in snapshot["polls"]:
+        facts[poll["service"]].polls.append(poll)
+    for instance in snapshot["instances"]:
+        facts[instance["service"]].instances.append(instance)
+    return list(facts.values())
+
+
+def _drifting_services(snapshot: Snapshot) -> set[str]:
+    """A contract-drift issue, or an instance whose heartbeat hash differs from the registered descriptor."""
+    drifting = {
+        issue["service"]
+        for issue in snapshot["issues"]
+        if isinstance(issue, Mapping)
+        and issue.get("classification") == CONTRACT_DRIFT
+        and isinstance(issue.get("service"), str)
+    }
+    drifting.update(instance["service"] for instance in snapshot["instances"] if not instance["hashMatches"])
+    return drifting
+
+
+def _spec_of(entry: CatalogEntry | None) -> _Spec | None:
+    if entry is None:
+        return None
+    spec = entry.get("spec")
+    if isinstance(spec, Mapping):
+        text = canonical_text(spec)
+        return _Spec(
+            text,
+            entry.get("specHash") or text_hash(text),
+            entry.get("previousSpecHash"),
+            utc_text(entry.get("specFetchedAt")),
+        )
+    descriptor = entry.get("descriptor")
+    topics = descriptor.get("topics") if isinstance(descriptor, Mapping) else None
+    if not isinstance(topics, list):
+        return None
+    text = canonical_text({"service": entry["service"], "topics": topics})
+    return _Spec(text, text_hash(text), None, utc_text(entry.get("registeredAt")))
+
+
+def _base_url(entry: CatalogEntry | None, poll: PollEntry | None) -> str | None:
+    if poll is not None:
+        return poll["baseUrl"]
+    return entry.get("baseUrl") if entry is not None else None
+
+
+def _surface_url(base_url: str | None, prefix: str, surface: str) -> str | None:
+    if not base_url:
+        return None
+    return f"{base_url.rstrip('/')}{normalize_prefix(prefix)}/{surface}"

@@ -1,0 +1,70 @@
+"""The dashboard over HTTP: `GET /` is dashboard.html, the artifacts are served beside it by relative path,
+and every other request goes to the wrapped ASGI app (the collector's binding).
+
+Only artifact names are served (`manifest.json`, ..., `services/<file>.json` with a sanitised file name),
+read from the artifacts directory and never outside it.
+"""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+from pathlib import Path
+from typing import Final
+
+from ... import _status as st
+from ..._http.app import HttpApp
+from ..._http.requests import Receive, Scope, Send
+from ..._http.responses import send_failure, send_response
+from .writer import SERVICES_DIR
+
+DASHBOARD: Final = "dashboard.html"
+TOP_LEVEL: Final = frozenset(
+    {"manifest.json", "topology.json", "topics.json", "usage.json", "asyncapi.json", "annotations.json"}
+)
+_SERVICE_FILE: Final = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,120}\.json")
+_HTML: Final = {"content-type": "text/html; charset=utf-8", "cache-control": "no-cache"}
+_JSON: Final = {"content-type": "application/json", "cache-control": "no-cache"}
+
+
+def dashboard_html() -> bytes:
+    return resources.files(__package__).joinpath(DASHBOARD).read_bytes()
+
+
+class ArtifactSite:
+    def __init__(self, directory: Path, app: HttpApp) -> None:
+        self.directory = directory.resolve()
+        self.app = app
+        self._dashboard = dashboard_html()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] in ("GET", "HEAD"):
+            path: str = scope["path"]
+            if path in ("/", f"/{DASHBOARD}"):
+                await send_response(send, 200, self._dashboard, _HTML)
+                return
+            artifact = self._artifact(path)
+            if artifact is not None:
+                await self._send_file(send, artifact)
+                return
+        await self.app(scope, receive, send)
+
+    def _artifact(self, path: str) -> Path | None:
+        name = path.lstrip("/")
+        if name in TOP_LEVEL:
+            return self.directory / name
+        folder, _, file_name = name.partition("/")
+        if folder == SERVICES_DIR and _SERVICE_FILE.fullmatch(file_name):
+            return self.directory / SERVICES_DIR / file_name
+        return None
+
+    async def _send_file(self, send: Send, path: Path) -> None:
+        try:
+            body = path.read_bytes()
+        except FileNotFoundError:
+            await send_failure(send, 404, st.NOT_FOUND, f"{path.name} has not been written yet")
+            return
+        except OSError as exc:
+            await send_failure(send, 503, st.SERVICE_UNAVAILABLE, f"{path.name} cannot be read ({type(exc).__name__})")
+            return
+        await send_response(send, 200, body, _JSON)

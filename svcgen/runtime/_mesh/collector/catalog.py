@@ -1,0 +1,309 @@
+"""The catalog: what each service says it is (register, polled spec) and how its instances are doing (heartbeats,
+polled health).
+
+- Entries are keyed by (service, serviceVersion); a re-register replaces the key's descriptor and records a
+  TopicChange per topic whose request/response schema changed and a removed topic per topic no longer provided.
+  A polled spec lands on the service's most recently updated entry (a spec carries no serviceVersion), with the
+  same diffing against the previous spec.
+- Instances are keyed by (service, instanceId); one without an id is tracked under `""`.
+- A heartbeat whose descriptor hash is none of the service's registered hashes sets `hashMatches: false` and
+  `registerExpected: true` (a drift); a heartbeat from a service the collector holds no descriptor for sets
+  `registerExpected` too (the collector lost it or never had it). The next register of the instance clears both.
+
+Health of a service (`health`), from the instances heard within `stale_after` and the polls:
+- `unknown`: no health data (no fresh heartbeat, no poll);
+- `healthy`: every fresh instance and every poll reports healthy;
+- `unhealthy`: none does (a failed poll counts as unhealthy: the service is unreachable);
+- `degraded`: some do, some do not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from ..._descriptor import HASH_PREFIX, UNHASHED_KEYS
+from ..._jsontext import hash_bytes
+from ..._reserved import DEFAULT_PREFIX
+from .limits import Limits
+from .snapshot import CatalogEntry, InstanceEntry, Json, PollEntry, TopicChange
+from .wire import put_bounded, require
+
+Health = Literal["unknown", "healthy", "degraded", "unhealthy"]
+_SCHEMAS: Final = ("requestSchema", "responseSchema")
+NO_INSTANCE_ID: Final = ""
+
+
+def document_hash(document: Json) -> str:
+    """`sha256:` + hex of the document as JSON with sorted keys, no whitespace."""
+    return HASH_PREFIX + hashlib.sha256(hash_bytes(document)).hexdigest()
+
+
+def descriptor_hash(descriptor: Json) -> str:
+    """The descriptor's own hash, else the one it would have (DESIGN §7: without the unhashed keys)."""
+    sent = descriptor.get("descriptorHash")
+    if isinstance(sent, str) and sent:
+        return sent
+    return document_hash({k: v for k, v in descriptor.items() if k not in UNHASHED_KEYS})
+
+
+def _topics(document: Json | None, key: str = "topics") -> dict[tuple[str, str], Json]:
+    """(id, version) → topic descriptor; entries that are not topic descriptors are ignored."""
+    listed = document.get(key) if document else None
+    topics: dict[tuple[str, str], Json] = {}
+    if isinstance(listed, list):
+        for topic in listed:
+            if isinstance(topic, dict) and isinstance(topic.get("id"), str):
+                version = topic.get("version")
+                topics[(topic["id"], version if isinstance(version, str) else "")] = topic
+    return topics
+
+
+@dataclass(slots=True)
+class ServiceRecords:
+    entries: list[CatalogEntry] = field(default_factory=list)
+    instances: list[InstanceEntry] = field(default_factory=list)
+    polls: list[PollEntry] = field(default_factory=list)
+
+    @property
+    def described(self) -> bool:
+        """A descriptor registered or a spec polled."""
+        return any("descriptor" in entry or "spec" in entry for entry in self.entries)
+
+    @property
+    def has_health(self) -> bool:
+        """Whether the service ever sent or answered health (drives `missingFeeds`)."""
+        return any("health" in item for item in (*self.instances, *self.polls))
+
+    def provided(self) -> set[tuple[str, str]]:
+        """(topic, version) the service's descriptors and specs list."""
+        topics: set[tuple[str, str]] = set()
+        for entry in self.entries:
+            topics.update(_topics(entry.get("descriptor")))
+            topics.update(_topics(entry.get("spec")))
+        return topics
+
+    def produced(self) -> set[tuple[str, str]]:
+        """(topic, version) the service's descriptors say it sends."""
+        topics: set[tuple[str, str]] = set()
+        for entry in self.entries:
+            topics.update(_topics(entry.get("descriptor"), "produces"))
+        return topics
+
+    def health(self, fresh_since: str) -> Health:
+        """See the module docstring; `fresh_since` is the RFC 3339 time before which a heartbeat is stale."""
+        seen: list[bool] = []
+        for instance in self.instances:
+            health = instance.get("health")
+            if health is not None and instance.get("lastHeartbeatAt", "") >= fresh_since:
+                seen.append(health.get("isHealthy") is not False)
+        for poll in self.polls:
+            if not poll["ok"]:
+                seen.append(False)
+            elif "health" in poll:
+                seen.append(poll["health"].get("isHealthy") is not False)
+        if not seen:
+            return "unknown"
+        if all(seen):
+            return "healthy"
+        return "degraded" if any(seen) else "unhealthy"
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatVerdict:
+    reregister: bool
+    """Tell the reporter to register again."""
+    drift: bool
+    """The heartbeat's hash differs from every hash registered for the service."""
+
+
+class Catalog:
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.entries: OrderedDict[tuple[str, str], CatalogEntry] = OrderedDict()
+        self.instances: OrderedDict[tuple[str, str], InstanceEntry] = OrderedDict()
+        self.polls: OrderedDict[tuple[str, str], PollEntry] = OrderedDict()
+
+    # --- ingest ---------------------------------------------------------------------------------------------
+
+    def register(self, service: str, descriptor: Json, at: str) -> None:
+        version = descriptor.get("serviceVersion")
+        version = version if isinstance(version, str) else ""
+        entry = self._entry(service, version)
+        previous = entry.get("descriptor")
+        if previous is not None:
+            self._diff(entry, _topics(previous), _topics(descriptor), at)
+        digest = descriptor_hash(descriptor)
+        entry["descriptor"] = descriptor
+        entry["descriptorHash"] = digest
+        entry["registeredAt"] = at
+        instance = self._instance(service, _instance_id(descriptor))
+        if version:
+            instance["serviceVersion"] = version
+        instance["descriptorHash"] = digest
+        instance["hashMatches"] = True
+        instance["registerExpected"] = False
+
+    def heartbeat(self, service: str, heartbeat: Json, health: Json, at: str) -> HeartbeatVerdict:
+        instance = self._instance(service, _instance_id(heartbeat))
+        sent = heartbeat.get("descriptorHash")
+        held = {entry["descriptorHash"] for entry in self._of(service) if "descriptorHash" in entry}
+        drift = False
+        if not held:
+            instance["registerExpected"] = True
+        elif isinstance(sent, str) and sent:
+            drift = sent not in held
+            instance["hashMatches"] = not drift
+            if drift:
+                instance["registerExpected"] = True
+        if isinstance(sent, str) and sent:
+            instance["descriptorHash"] = sent
+        instance["health"] = health
+        instance["lastHeartbeatAt"] = at
+        return HeartbeatVerdict(instance["registerExpected"], drift)
+
+    def poll(
+        self, service: str, base_url: str, at: str, *, spec: Json | None, health: Json | None, error: str | None,
+        prefix: str = DEFAULT_PREFIX,
+    ) -> None:
+        key = (service, base_url)
+        previous = self.polls.get(key)
+        poll = PollEntry(service=service, baseUrl=base_url, at=at, ok=error is None, failures=0)
+        if prefix != DEFAULT_PREFIX:
+            poll["prefix"] = prefix
+        if error is not None:
+            poll["error"] = error
+            poll["failures"] = (previous["failures"] if previous else 0) + 1
+        elif health is not None:
+            poll["health"] = health
+        put_bounded(self.polls, key, poll, self.limits.polls)
+        if error is not None:
+            return
+        entry = self._entry(service, self._newest_version(service))
+        entry["baseUrl"] = base_url
+        if spec is None:
+            return
+        digest = document_hash(spec)
+        if digest != entry.get("specHash"):
+            if "spec" in entry:
+                self._diff(entry, _topics(entry.get("spec")), _topics(spec), at)
+            if "specHash" in entry:
+                entry["previousSpecHash"] = entry["specHash"]
+            entry["spec"] = spec
+            entry["specHash"] = digest
+        entry["specFetchedAt"] = at
+
+    # --- reads ----------------------------------------------------------------------------------------------
+
+    def services(self) -> set[str]:
+        names = {service for service, _ in self.entries}
+        names.update(service for service, _ in self.instances)
+        names.update(service for service, _ in self.polls)
+        return names
+
+    def grouped(self) -> dict[str, ServiceRecords]:
+        """Everything the catalog holds, per service, in one pass (a fleet query must not rescan per service)."""
+        groups: dict[str, ServiceRecords] = {}
+        for (service, _), entry in self.entries.items():
+            groups.setdefault(service, ServiceRecords()).entries.append(entry)
+        for (service, _), instance in self.instances.items():
+            groups.setdefault(service, ServiceRecords()).instances.append(instance)
+        for (service, _), poll in self.polls.items():
+            groups.setdefault(service, ServiceRecords()).polls.append(poll)
+        return groups
+
+    def _of(self, service: str) -> list[CatalogEntry]:
+        return [entry for (name, _), entry in self.entries.items() if name == service]
+
+    # --- helpers --------------------------------------------------------------------------------------------
+
+    def _entry(self, service: str, version: str) -> CatalogEntry:
+        key = (service, version)
+        entry = self.entries.get(key)
+        if entry is None:
+            entry = CatalogEntry(service=service, changes=[], removedTopics=[])
+            if version:
+                entry["serviceVersion"] = version
+        put_bounded(self.entries, key, entry, self.limits.catalog)
+        return entry
+
+    def _newest_version(self, service: str) -> str:
+        newest = ""
+        for name, version in self.entries:
+            if name == service:
+                newest = version
+        return newest
+
+    def _instance(self, service: str, instance_id: str) -> InstanceEntry:
+        key = (service, instance_id)
+        instance = self.instances.get(key)
+        if instance is None:
+            instance = InstanceEntry(service=service, instanceId=instance_id, hashMatches=True, registerExpected=False)
+        put_bounded(self.instances, key, instance, self.limits.instances)
+        return instance
+
+    def _diff(self, entry: CatalogEntry, old: dict[tuple[str, str], Json], new: dict[tuple[str, str], Json],
+              at: str) -> None:
+        for key, topic in new.items():
+            before = old.get(key)
+            if before is None:
+                continue
+            fields = [name for name in _SCHEMAS if before.get(name, {}) != topic.get(name, {})]
+            if fields:
+                entry["changes"].append(TopicChange(topic=key[0], version=key[1], at=at, fields=fields))
+        del entry["changes"][: -self.limits.changes]
+        removed = entry["removedTopics"]
+        # A topic provided again is no longer removed.
+        removed[:] = [item for item in removed if (item.get("topic"), item.get("version", "")) not in new]
+        for key in old.keys() - new.keys():
+            removed.append({"topic": key[0], "version": key[1]})
+        del removed[: -self.limits.removed_topics]
+
+    # --- snapshot -------------------------------------------------------------------------------------------
+
+    def snapshot(self) -> tuple[list[CatalogEntry], list[InstanceEntry], list[PollEntry]]:
+        # Descriptors, specs and health documents are replaced, never mutated, so they are shared.
+        catalog = [
+            CatalogEntry(**{**entry, "changes": list(entry["changes"]),
+                            "removedTopics": list(entry["removedTopics"])})
+            for entry in self.entries.values()
+        ]
+        instances = [InstanceEntry(**instance) for instance in self.instances.values()]
+        polls = [PollEntry(**poll) for poll in self.polls.values()]
+        return catalog, instances, polls
+
+    def restore(self, catalog: list[CatalogEntry], instances: list[InstanceEntry], polls: list[PollEntry]) -> None:
+        for entry in catalog:
+            require(entry, {"service": str, "changes": list, "removedTopics": list})
+            copied = CatalogEntry(**{**entry, "changes": list(entry["changes"]),
+                                     "removedTopics": list(entry["removedTopics"])})
+            put_bounded(self.entries, (entry["service"], entry.get("serviceVersion", "")), copied, self.limits.catalog)
+        for instance in instances:
+            require(instance, {"service": str, "instanceId": str, "hashMatches": bool, "registerExpected": bool})
+            put_bounded(self.instances, (instance["service"], instance["instanceId"]),
+                        InstanceEntry(**instance), self.limits.instances)
+        for poll in polls:
+            require(poll, {"service": str, "baseUrl": str, "at": str, "ok": bool, "failures": int})
+            put_bounded(self.polls, (poll["service"], poll["baseUrl"]), PollEntry(**poll),
+                        self.limits.polls)
+
+
+def _instance_id(document: Json) -> str:
+    value = document.get("instanceId")
+    return value if isinstance(value, str) else NO_INSTANCE_ID
+
+
+def instance_view(instance: InstanceEntry) -> dict[str, Any]:
+    view: dict[str, Any] = {"instanceId": instance["instanceId"]}
+    health = instance.get("health")
+    if health is not None:
+        view["healthy"] = health.get("isHealthy") is not False
+    view["hashMatches"] = instance["hashMatches"]
+    view["registerExpected"] = instance["registerExpected"]
+    if "serviceVersion" in instance:
+        view["serviceVersion"] = instance["serviceVersion"]
+    if "lastHeartbeatAt" in instance:
+        view["lastHeartbeatAt"] = instance["lastHeartbeatAt"]
+    return view

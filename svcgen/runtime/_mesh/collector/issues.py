@@ -1,0 +1,132 @@
+"""Issue batches merged by fingerprint across instances (DESIGN §7 wire shape), plus the collector's own
+`contract-drift` issues.
+
+Counts are deltas and accrue; firstSeen is the earliest, lastSeen the latest; the newest `exemplars` trace ids are
+kept. Fields outside the fingerprint (transport, status when an exception type decides it) keep their first value.
+The table is bounded: past `Limits.issues` the least recently seen issue is dropped and counted.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, Final
+
+from ..._reserved import MESH_TOPIC
+from ..._status import CONFLICT
+from ..issues import fingerprint
+from .limits import Limits
+from .snapshot import Json
+from .wire import copy_optional_texts, number, put_bounded, text, timestamp
+
+CONTRACT_DRIFT: Final = "contract-drift"
+DRIFT_TOPIC: Final = MESH_TOPIC
+"""A drift is about the descriptor, which `svc:mesh` answers."""
+DRIFT_STATUS: Final = CONFLICT
+"""The heartbeat's descriptor hash conflicts with the registered one."""
+_OPTIONAL: Final = ("version", "transport", "exceptionType")
+
+
+def normalize_issue(raw: Any, service: str) -> Json | None:
+    """The issue in wire key order with every field checked; None when malformed."""
+    if not isinstance(raw, dict):
+        return None
+    owner = raw.get("service", service)
+    fp = text(raw.get("fingerprint"))
+    classification = text(raw.get("classification"))
+    topic = text(raw.get("topic"))
+    status = text(raw.get("status"), empty=True)
+    count = raw.get("count")
+    first = timestamp(raw.get("firstSeen"))
+    last = timestamp(raw.get("lastSeen"))
+    exemplars = raw.get("exemplarTraceIds", [])
+    if (
+        owner != service  # a batch speaks for one service
+        or fp is None
+        or classification is None
+        or topic is None
+        or status is None
+        or not isinstance(count, int)
+        or number(count) is None
+        or count < 1
+        or first is None
+        or last is None
+        or not isinstance(exemplars, list)
+    ):
+        return None
+    issue: Json = {"fingerprint": fp, "classification": classification, "service": service, "topic": topic}
+    if not copy_optional_texts(raw, _OPTIONAL, issue):
+        return None
+    trace_ids = [text(trace_id) for trace_id in exemplars]
+    if None in trace_ids:
+        return None
+    issue["status"] = status
+    issue["count"] = count
+    issue["firstSeen"] = min(first, last)
+    issue["lastSeen"] = max(first, last)
+    issue["exemplarTraceIds"] = trace_ids
+    return _ordered(issue)
+
+
+def _ordered(issue: Json) -> Json:
+    """DESIGN §7 key order, so a merged issue reads like one the sender flushed."""
+    order = ("fingerprint", "classification", "service", "topic", "version", "transport", "status", "exceptionType",
+             "count", "firstSeen", "lastSeen", "exemplarTraceIds")
+    return {key: issue[key] for key in order if key in issue}
+
+
+class IssueBook:
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.issues: OrderedDict[str, Json] = OrderedDict()
+        self.dropped = 0
+        """Issues pushed out by newer ones past the cap."""
+
+    def merge(self, issue: Json) -> None:
+        """Fold one normalised issue in."""
+        existing = self.issues.get(issue["fingerprint"])
+        if existing is None:
+            issue["exemplarTraceIds"] = _newest(issue["exemplarTraceIds"], [], self.limits.exemplars)
+            self.dropped += put_bounded(self.issues, issue["fingerprint"], issue, self.limits.issues)
+            return
+        newer = issue["lastSeen"] >= existing["lastSeen"]
+        existing["count"] += issue["count"]
+        existing["firstSeen"] = min(existing["firstSeen"], issue["firstSeen"])
+        existing["lastSeen"] = max(existing["lastSeen"], issue["lastSeen"])
+        old, new = existing["exemplarTraceIds"], issue["exemplarTraceIds"]
+        existing["exemplarTraceIds"] = (
+            _newest(new, old, self.limits.exemplars) if newer else _newest(old, new, self.limits.exemplars)
+        )
+        self.issues.move_to_end(issue["fingerprint"])
+
+    def file_drift(self, service: str, at: str) -> None:
+        """One occurrence of the collector's own issue: a heartbeat whose descriptor hash differs from the
+        registered one."""
+        self.merge({
+            "fingerprint": fingerprint(service, DRIFT_TOPIC, "", CONTRACT_DRIFT, DRIFT_STATUS),
+            "classification": CONTRACT_DRIFT,
+            "service": service,
+            "topic": DRIFT_TOPIC,
+            "status": DRIFT_STATUS,
+            "count": 1,
+            "firstSeen": at,
+            "lastSeen": at,
+            "exemplarTraceIds": [],
+        })
+
+    def snapshot(self) -> list[Json]:
+        return [{**issue, "exemplarTraceIds": list(issue["exemplarTraceIds"])} for issue in self.issues.values()]
+
+    def restore(self, issues: list[Json]) -> None:
+        """Merge snapshot issues back, checked like a batch's; a malformed one is left out."""
+        for raw in issues:
+            service = raw.get("service") if isinstance(raw, dict) else None
+            issue = normalize_issue(raw, service) if isinstance(service, str) else None
+            if issue is not None:
+                self.merge(issue)
+
+
+def _newest(newer: list[str], older: list[str], keep: int) -> list[str]:
+    """Trace ids oldest first, `newer` after `older`, each once (at its newest place), the last `keep` of them."""
+    seen = set(newer)
+    merged = [trace_id for trace_id in older if trace_id not in seen] + list(dict.fromkeys(newer))
+    return merged[-keep:]

@@ -1,0 +1,77 @@
+"""The collector hosted as a service: the collector topics on a reserved-topic registry, plus a health check of its
+own, so the HTTP binding serves it like any other service (`create_app(collector_service(collector))`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+from ..._context import Context
+from ..._health import CheckFunction, HealthCheck, HealthCheckResult, HealthChecks
+from ..._identity import Identity
+from ..._registry import Registry
+from ..._reserved import (
+    DEFAULT_PREFIX,
+    HEARTBEAT_TOPIC,
+    ISSUES_TOPIC,
+    QUERY_FLEET_TOPIC,
+    QUERY_SERVICE_TOPIC,
+    QUERY_TOPIC_TOPIC,
+    QUERY_TRACE_TOPIC,
+    REGISTER_TOPIC,
+    TRACES_TOPIC,
+)
+from ..._service import Service
+from .collector import Answer, Collector
+
+DEFAULT_NAME: Final = "svc-collector"
+
+
+def collector_service(
+    collector: Collector | None = None,
+    *,
+    name: str = DEFAULT_NAME,
+    instance_id: str | None = None,
+    prefix: str = DEFAULT_PREFIX,
+) -> Service:
+    """A `Service` answering the collector topics (spec "Reserved topics") from `collector` (a fresh in-memory
+    one by default). Requests and answers are plain JSON objects."""
+    collector = collector if collector is not None else Collector()
+    registry = Registry(allow_reserved=True)
+    topics: dict[str, Callable[[Any], Answer]] = {
+        REGISTER_TOPIC: collector.register,
+        HEARTBEAT_TOPIC: collector.heartbeat,
+        TRACES_TOPIC: collector.traces,
+        ISSUES_TOPIC: collector.issues,
+        QUERY_FLEET_TOPIC: collector.query_fleet,
+        QUERY_SERVICE_TOPIC: collector.query_service,
+        QUERY_TOPIC_TOPIC: collector.query_topic,
+        QUERY_TRACE_TOPIC: collector.query_trace,
+    }
+    for topic, answer in topics.items():
+        registry.add(topic, _handler(answer), request=dict[str, Any], response=dict[str, Any])
+    health = HealthChecks([HealthCheck("store", _store_check(collector))])
+    identity = Identity(name, instance_id=instance_id, binding="http")
+    return Service(identity, registry, health=health, prefix=prefix)
+
+
+def _handler(answer: Callable[[Any], Answer]) -> Callable[[dict[str, Any], Context], Any]:
+    # Async so every ingest runs on the event loop, one at a time: no thread hops for a few microseconds of work.
+    async def handle(request: dict[str, Any], context: Context) -> Answer:
+        return answer(request)
+
+    handle.__qualname__ = f"collector.{getattr(answer, '__name__', 'answer')}"
+    return handle
+
+
+def _store_check(collector: Collector) -> CheckFunction:
+    async def check() -> HealthCheckResult:
+        if collector.last_save_error is None:
+            return HealthCheckResult.ok()
+        # A warning keeps the collector healthy: ingest and queries work, only persistence does not.
+        return HealthCheckResult.warning(
+            f"saving the snapshot fails ({collector.last_save_error}); {collector.save_failures} failed save(s)"
+        )
+
+    return check
+

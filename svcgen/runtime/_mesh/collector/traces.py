@@ -1,0 +1,248 @@
+"""The trace feed: a bounded window of raw events, and exact counters and edges that outlive it.
+
+The window answers the trace query and drops its oldest events past its cap (`dropped` counts them). Counters
+per (service, topic, version, status) and client → server edges are updated on arrival, so they stay exact however
+many events the window has shed. An edge is a span whose parent span belongs to another service; since a server
+usually reports its span before its client does, a child whose parent is not indexed yet waits in a bounded
+pending table until the parent arrives.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from ..._status import is_success
+from .limits import Limits
+from .snapshot import CounterEntry, EdgeEntry, Json, TraceWindow
+from .wire import copy_optional_texts, number, put_bounded, require, text, timestamp
+
+_REQUIRED: Final = ("traceId", "spanId", "service", "topic")
+_OPTIONAL_TEXT: Final = ("parentSpanId", "instanceId", "topicVersion", "exceptionType", "correlationId")
+
+_COUNTER_FIELDS: Final[dict[str, type | tuple[type, ...]]] = {
+    "service": str, "topic": str, "version": str, "status": str, "count": int, "totalDurationMs": (int, float),
+    "timedCount": int,
+}
+_EDGE_FIELDS: Final[dict[str, type | tuple[type, ...]]] = {
+    "client": str, "server": str, "count": int, "errors": int, "recentDurationsMs": list,
+}
+
+CounterKey = tuple[str, str, str, str]
+
+
+def normalize_event(raw: Any) -> Json | None:
+    """The event with only spec keys, each checked; None when malformed (skipped and counted by the caller)."""
+    if not isinstance(raw, dict):
+        return None
+    event: Json = {}
+    for key in _REQUIRED:
+        value = text(raw.get(key))
+        if value is None:
+            return None
+        event[key] = value
+    status = text(raw.get("status"), empty=True)
+    if status is None:
+        return None
+    event["status"] = status
+    if not copy_optional_texts(raw, _OPTIONAL_TEXT, event):
+        return None
+    duration = raw.get("durationMs")
+    if duration is not None:
+        checked_duration = number(duration)
+        if checked_duration is None:
+            return None
+        event["durationMs"] = checked_duration
+    started = raw.get("startedAt")
+    if started is not None:
+        checked_started = timestamp(started)
+        if checked_started is None:
+            return None
+        event["startedAt"] = checked_started
+    return event
+
+
+def is_failure(status: str) -> bool:
+    """An unknown status counts as a failure, as `Result.of` treats it."""
+    return not is_success(status)
+
+
+@dataclass(slots=True)
+class _Edge:
+    client: str
+    server: str
+    durations: deque[float]
+    count: int = 0
+    errors: int = 0
+    first: str | None = None
+    last: str | None = None
+
+    def entry(self) -> EdgeEntry:
+        entry = EdgeEntry(
+            client=self.client,
+            server=self.server,
+            count=self.count,
+            errors=self.errors,
+            recentDurationsMs=list(self.durations),
+        )
+        if self.first is not None:
+            entry["firstStartedAt"] = self.first
+        if self.last is not None:
+            entry["lastStartedAt"] = self.last
+        return entry
+
+
+@dataclass(slots=True)
+class _Child:
+    """What an edge needs of a span that waits for its parent."""
+
+    service: str
+    status: str
+    duration: float | None
+    started: str | None
+
+
+@dataclass
+class TraceLog:
+    limits: Limits = field(default_factory=Limits)
+    dropped: int = 0
+    """Events pushed out of the window."""
+    refused_counters: int = 0
+    """Events of a new counter key refused because the counter table was full."""
+    refused_edges: int = 0
+    """Calls of a new client → server pair refused because the edge table was full."""
+
+    def __post_init__(self) -> None:
+        self.window: deque[Json] = deque()
+        self.by_trace: dict[str, list[Json]] = {}
+        self.counters: dict[CounterKey, CounterEntry] = {}
+        self.edges: dict[tuple[str, str], _Edge] = {}
+        self.spans: OrderedDict[str, str] = OrderedDict()
+        self.pending: OrderedDict[str, list[_Child]] = OrderedDict()
+
+    def add(self, event: Json) -> None:
+        """One normalised event: into the window, the counters and the edges."""
+        self._window_add(event)
+        self._count(event)
+        self._link(event)
+
+    def trace(self, trace_id: str) -> list[Json]:
+        return list(self.by_trace.get(trace_id, ()))
+
+    def _window_add(self, event: Json) -> None:
+        window = self.window
+        window.append(event)
+        self.by_trace.setdefault(event["traceId"], []).append(event)
+        while len(window) > self.limits.trace_window:
+            old = window.popleft()
+            self.dropped += 1
+            # Events of a trace arrive in order, so the evicted one is the first of its trace's list.
+            siblings = self.by_trace.get(old["traceId"])
+            if siblings:
+                siblings.pop(0)
+                if not siblings:
+                    del self.by_trace[old["traceId"]]
+
+    def _count(self, event: Json) -> None:
+        key = (event["service"], event["topic"], event.get("topicVersion", ""), event["status"])
+        counter = self.counters.get(key)
+        if counter is None:
+            if len(self.counters) >= self.limits.counters:
+                self.refused_counters += 1
+                return
+            counter = self.counters[key] = CounterEntry(
+                service=key[0], topic=key[1], version=key[2], status=key[3], count=0, totalDurationMs=0.0, timedCount=0
+            )
+        counter["count"] += 1
+        duration = event.get("durationMs")
+        if duration is not None:
+            counter["totalDurationMs"] += duration
+            counter["timedCount"] += 1
+        started = event.get("startedAt")
+        if started is not None:
+            if started < counter.get("firstStartedAt", "~"):
+                counter["firstStartedAt"] = started
+            if started > counter.get("lastStartedAt", ""):
+                counter["lastStartedAt"] = started
+
+    def _link(self, event: Json) -> None:
+        service = event["service"]
+        parent = event.get("parentSpanId")
+        if parent is not None:
+            child = _Child(service, event["status"], event.get("durationMs"), event.get("startedAt"))
+            client = self.spans.get(parent)
+            if client is not None:
+                self._edge(client, child)
+            else:
+                waiting = self.pending.get(parent)
+                if waiting is None:
+                    put_bounded(self.pending, parent, [child], self.limits.pending_children)
+                elif len(waiting) < 64:  # a span with more unanswered children than this is not worth waiting for
+                    waiting.append(child)
+        put_bounded(self.spans, event["spanId"], service, self.limits.span_index)
+        children = self.pending.pop(event["spanId"], None)
+        if children:
+            for child in children:
+                self._edge(service, child)
+
+    def _edge(self, client: str, child: _Child) -> None:
+        if client == child.service:
+            return  # a call inside one service is not an edge
+        key = (client, child.service)
+        edge = self.edges.get(key)
+        if edge is None:
+            if len(self.edges) >= self.limits.edges:
+                self.refused_edges += 1
+                return
+            edge = self.edges[key] = _Edge(client, child.service, deque(maxlen=self.limits.recent_durations))
+        edge.count += 1
+        if is_failure(child.status):
+            edge.errors += 1
+        if child.duration is not None:
+            edge.durations.append(child.duration)
+        if child.started is not None:
+            if edge.first is None or child.started < edge.first:
+                edge.first = child.started
+            if edge.last is None or child.started > edge.last:
+                edge.last = child.started
+
+    # --- snapshot -------------------------------------------------------------------------------------------
+
+    def window_snapshot(self) -> TraceWindow:
+        # Events are never mutated after ingest, so sharing them is safe.
+        return TraceWindow(cap=self.limits.trace_window, dropped=self.dropped, events=list(self.window))
+
+    def counter_snapshot(self) -> list[CounterEntry]:
+        return [CounterEntry(**counter) for counter in self.counters.values()]
+
+    def edge_snapshot(self) -> list[EdgeEntry]:
+        return [edge.entry() for edge in self.edges.values()]
+
+    def restore(self, window: TraceWindow, counters: list[CounterEntry], edges: list[EdgeEntry]) -> None:
+        """Counters and edges first, so replaying the window only rebuilds the window and the span index."""
+        for counter in counters:
+            require(counter, _COUNTER_FIELDS)
+            key = (counter["service"], counter["topic"], counter["version"], counter["status"])
+            if len(self.counters) < self.limits.counters:
+                self.counters[key] = CounterEntry(**counter)
+        for entry in edges:
+            require(entry, _EDGE_FIELDS)
+            if len(self.edges) >= self.limits.edges:
+                break
+            edge = _Edge(
+                entry["client"],
+                entry["server"],
+                deque((float(d) for d in entry["recentDurationsMs"]), maxlen=self.limits.recent_durations),
+                int(entry["count"]),
+                int(entry["errors"]),
+                entry.get("firstStartedAt"),
+                entry.get("lastStartedAt"),
+            )
+            self.edges[(edge.client, edge.server)] = edge
+        require(window, {"dropped": int, "events": list})
+        self.dropped = int(window["dropped"])
+        events = [event for event in (normalize_event(raw) for raw in window["events"]) if event is not None]
+        for event in events[-self.limits.trace_window :]:
+            self._window_add(event)
+            put_bounded(self.spans, event["spanId"], event["service"], self.limits.span_index)

@@ -1,0 +1,116 @@
+"""Collector feeds: register, heartbeat, traces and issues published as envelopes through any sender.
+
+A feed reports the outbound `Result` and never raises: a failed feed must not touch service traffic.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+import orjson
+
+from .._health import HealthReport
+from .._http.sender import HttpSender
+from .._reserved import DEFAULT_PREFIX, HEARTBEAT_TOPIC, ISSUES_TOPIC, REGISTER_TOPIC, TRACES_TOPIC, normalize_prefix
+from .._result import Result
+from .clock import rfc3339
+
+logger = logging.getLogger("svcgen.mesh.feeds")
+
+DEFAULT_FEED_TIMEOUT = 2.0
+REREGISTER_KEY = "reregister"
+"""Set true in a heartbeat answer when the collector wants the service to register again."""
+
+
+class Publisher(Protocol):
+    """Anything that sends a message and reports the outcome: an HTTP sender, a queue, a bus."""
+
+    async def send(self, topic: str, payload: Any = None, headers: Mapping[str, str] | None = None) -> Result[Any]: ...
+
+
+class EnvelopePublisher:
+    """Publishes by HTTP POST of the message envelope to `{collector}{prefix}/invoke`."""
+
+    def __init__(
+        self,
+        collector_url: str,
+        prefix: str = DEFAULT_PREFIX,
+        *,
+        sender: HttpSender | None = None,
+        timeout: float = DEFAULT_FEED_TIMEOUT,
+        **sender_options: Any,
+    ) -> None:
+        self.url = collector_url.rstrip("/") + normalize_prefix(prefix) + "/invoke"
+        self._sender = sender or HttpSender(lambda _topic: self.url, timeout=timeout, **sender_options)
+
+    async def send(self, topic: str, payload: Any = None, headers: Mapping[str, str] | None = None) -> Result[Any]:
+        envelope = {"topic": topic, "headers": dict(headers or {}), "body": orjson.dumps(payload).decode()}
+        answer = await self._sender.send(topic, envelope)
+        if not answer.is_successful:
+            return answer
+        return _unwrap(answer.payload)
+
+    async def aclose(self) -> None:
+        await self._sender.aclose()
+
+
+def _unwrap(answer: Any) -> Result[Any]:
+    """The response envelope's domain outcome as a Result."""
+    if not (isinstance(answer, dict) and isinstance(answer.get("statusCode"), str)):
+        return Result.unexpected_error("the collector did not answer with a response envelope")
+    status = answer["statusCode"]
+    text = answer.get("body")
+    try:
+        body = orjson.loads(text) if isinstance(text, str) and text else None
+    except orjson.JSONDecodeError:
+        body = text
+    result = Result.of(status)
+    if result.is_successful:
+        return Result.of(status, body)
+    detail = body.get("detail") if isinstance(body, dict) else None
+    return Result.of(status, detail=detail if isinstance(detail, str) else status)
+
+
+class FeedSender:
+    def __init__(self, publisher: Publisher) -> None:
+        self.publisher = publisher
+
+    async def register(self, descriptor: Mapping[str, Any]) -> Result[Any]:
+        return await self._publish(REGISTER_TOPIC, descriptor)
+
+    async def heartbeat(self, heartbeat: Mapping[str, Any]) -> Result[Any]:
+        return await self._publish(HEARTBEAT_TOPIC, heartbeat)
+
+    async def traces(self, events: Sequence[Mapping[str, Any]]) -> Result[Any]:
+        return await self._publish(TRACES_TOPIC, {"events": list(events)})
+
+    async def issues(self, batch: Mapping[str, Any]) -> Result[Any]:
+        return await self._publish(ISSUES_TOPIC, batch)
+
+    async def _publish(self, topic: str, body: Any) -> Result[Any]:
+        try:
+            return await self.publisher.send(topic, body)
+        except Exception as exc:
+            logger.warning("feed %s failed: %s", topic, type(exc).__name__)
+            return Result.unexpected_error(f"feed {topic} failed ({type(exc).__name__})")
+
+
+def heartbeat_document(
+    service: str,
+    sent_at: float,
+    report: HealthReport | None = None,
+    *,
+    instance_id: str | None = None,
+    descriptor_hash: str | None = None,
+) -> dict[str, Any]:
+    """`{service, sentAt, instanceId?, descriptorHash?, health}`; `sent_at` in epoch seconds; health defaults to
+    healthy with no checks."""
+    document: dict[str, Any] = {"service": service, "sentAt": rfc3339(sent_at)}
+    if instance_id:
+        document["instanceId"] = instance_id
+    if descriptor_hash:
+        document["descriptorHash"] = descriptor_hash
+    document["health"] = report.document() if report is not None else {"isHealthy": True, "healthChecks": {}}
+    return document

@@ -1,0 +1,109 @@
+"""Mesh plumbing for one hosted service: the trace middleware, its bounded queue, the issue aggregator,
+and the feeds reporter, started and stopped with the HTTP app's lifespan."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .._http.app import HttpApp
+from .._identity import Identity
+from .._pipeline import Middleware
+from .exporters import QueueExporter
+from .feeds import EnvelopePublisher, FeedSender, Publisher
+from .issues import IssueAggregator
+from .reporter import DEFAULT_INTERVAL, Reporter
+from .traces import TraceMiddleware
+
+DEFAULT_TRACE_QUEUE_CAP = 10_000
+COLLECTOR_ENV = "SVCGEN_COLLECTOR"
+HEARTBEAT_ENV = "SVCGEN_HEARTBEAT_SECONDS"
+"""Override the manifest's `mesh.collector` and `mesh.heartbeatSeconds` where the service runs, without a
+rebuild."""
+
+
+@dataclass(frozen=True)
+class MeshSettings:
+    collector: str
+    """Collector base URL; feeds go to `{collector}/svc/invoke`, the collector's own (default) prefix."""
+    heartbeat_seconds: float = DEFAULT_INTERVAL
+    issues: bool = True
+    trace_queue_cap: int = DEFAULT_TRACE_QUEUE_CAP
+    """Trace events waiting for the next beat; past it the oldest are dropped and counted."""
+
+
+def _overridden(settings: MeshSettings, environ: Mapping[str, str]) -> MeshSettings:
+    collector = environ.get(COLLECTOR_ENV, "").strip()
+    if collector:
+        settings = dataclasses.replace(settings, collector=collector)
+    heartbeat = environ.get(HEARTBEAT_ENV, "").strip()
+    if heartbeat:
+        try:
+            seconds = float(heartbeat)
+        except ValueError:
+            seconds = -1.0
+        if not 0 < seconds < float("inf"):
+            raise ValueError(f"{HEARTBEAT_ENV}={heartbeat!r}: expected a positive number of seconds")
+        settings = dataclasses.replace(settings, heartbeat_seconds=seconds)
+    return settings
+
+
+def new_instance_id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+class MeshHost:
+    def __init__(
+        self,
+        identity: Identity,
+        settings: MeshSettings,
+        *,
+        publisher: Publisher | None = None,
+        instance_id: str | None = None,
+        environ: Mapping[str, str] = os.environ,
+    ) -> None:
+        self.settings = _overridden(settings, environ)
+        self.instance_id = instance_id or identity.instance_id or new_instance_id()
+        self.identity = dataclasses.replace(identity, instance_id=self.instance_id)
+        self.queue = QueueExporter(cap=settings.trace_queue_cap)
+        self.issues = IssueAggregator(identity.service) if settings.issues else None
+        self.tracer = TraceMiddleware(
+            self.identity, self.queue, on_failure=[self.issues.observe] if self.issues is not None else []
+        )
+        self._publisher = publisher
+        self.reporter: Reporter | None = None
+
+    @property
+    def middleware(self) -> list[Middleware]:
+        """Install first: the trace middleware times the whole invocation."""
+        return [self.tracer]
+
+    def attach(self, app: HttpApp) -> HttpApp:
+        """Run the reporter in `app`'s lifespan: register at startup, beat, flush once more at shutdown."""
+        owned = self._publisher is None
+        # The collector's surfaces are under the default prefix, whatever prefix this service uses.
+        publisher = self._publisher or EnvelopePublisher(self.settings.collector)
+        reporter = Reporter(
+            FeedSender(publisher),
+            app.service.descriptor,
+            service=self.identity.service,
+            instance_id=self.instance_id,
+            health=app.service.check_health,
+            traces=self.queue.drain_wire,
+            dropped=lambda: self.queue.dropped,
+            issues=self.issues.flush if self.issues is not None else None,
+            interval=self.settings.heartbeat_seconds,
+        )
+
+        async def stop() -> None:
+            await reporter.stop()
+            if owned and isinstance(publisher, EnvelopePublisher):
+                await publisher.aclose()
+
+        app.on_startup.append(reporter.start)
+        app.on_shutdown.append(stop)
+        self.reporter = reporter
+        return app

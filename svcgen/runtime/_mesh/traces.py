@@ -1,0 +1,318 @@
+"""Trace events and the trace middleware: exactly one event per routed invocation (spec "Trace events").
+
+Install the middleware first (outermost) so it times routing and decoding too. It reads `traceparent` (join or
+start a trace) and `x-correlation-id`, makes the trace current for outbound calls, and hands a record of the
+finished invocation to the exporter and, when the invocation failed, its event to each `on_failure` observer (the
+issue aggregator is one). Reserved topics (`svc:mesh`, `svc:spec`, `svc:healthcheck`) are answered before the
+pipeline, so they are never traced.
+
+The request path only reads clocks, headers and the result, and appends one tuple (`TraceRecord`) of text and
+numbers, which the garbage collector soon stops tracking: the trace's ids are derived when first read
+(`PendingTrace`, `resolve`) and the `TraceEvent` is built when the record is read, off the request path
+(bench/trace.py measures what each costs).
+
+Nothing here may fail, slow or block the request: its own bookkeeping is wrapped, and exporter/observer errors are
+counted and logged once per `LOG_EVERY` failures, never raised.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
+
+from .._context import Context
+from .._identity import Identity
+from .._pipeline import Next
+from .._result import Result
+from .._status import UNEXPECTED_ERROR
+from .clock import MonotonicClock, WallClock, monotonic_clock, rfc3339, wall_clock
+from .tracecontext import (
+    TRACEPARENT,
+    IdGenerator,
+    Trace,
+    TraceContext,
+    activate,
+    continue_trace,
+    deactivate,
+    next_invocation,
+    resolve,
+)
+
+if TYPE_CHECKING:
+    from .exporters import Exporter
+
+logger = logging.getLogger("svcgen.mesh.traces")
+
+CORRELATION_HEADER: Final = "x-correlation-id"
+LOG_EVERY: Final = 1000
+"""A tracing failure that keeps happening is logged on its 1st, 1001st, ... occurrence, not per request."""
+MAX_TEXT: Final = 256
+"""Caller-chosen text kept in an event: a longer unrouted topic is cut, a longer correlation id left out."""
+
+REANCHOR_SECONDS: Final = 1.0
+"""How often the tracer re-reads the wall clock beside the monotonic one; a wall-clock step shows in `startedAt`
+within this."""
+
+Origin: TypeAlias = tuple[str, "str | None", float, float]
+"""What every record of one tracer shares: (service, instance id, wall clock and monotonic clock read together).
+A monotonic reading `m` started at wall time `wall + (m - monotonic)`."""
+
+TraceRecord: TypeAlias = tuple[
+    "str | TraceContext | None", int, Origin, str, bool, str, bool, str, "str | None", float, float, "str | None"
+]
+"""One finished invocation as the request path keeps it, a plain tuple because it is built on every invocation:
+(inbound `traceparent` and invocation number, which make its `PendingTrace`, or a decided `TraceContext` and the
+number; origin, topic, routed, status, successful, version as the context had it, exception type, started and
+ended in monotonic seconds, correlation id). It holds only text and numbers, not even the pending trace's tuple,
+so the garbage collector stops tracking it within a pass or two instead of traversing every queued record.
+`TraceEvent.from_record` reads it; `TraceEvent.to_record` writes one from an event."""
+
+Observer = Callable[["TraceEvent", Context], None]
+"""Called with the event of a failed invocation and its context, after the exporter; must be cheap."""
+
+
+# Not frozen: a frozen dataclass sets each field through object.__setattr__, several times the cost, and the
+# reporter builds one per drained record.
+@dataclass(slots=True)
+class TraceEvent:
+    """One routed invocation as the spec's trace event says it; treat it as immutable. Optional fields are None
+    when unknown and then absent from the wire form. Its ids come from `trace`, which may be decided only when
+    first read."""
+
+    trace: Trace
+    service: str
+    topic: str
+    status: str
+    instance_id: str | None = None
+    topic_version: str | None = None
+    exception_type: str | None = None
+    duration_ms: float | None = None
+    """Milliseconds, full precision; microsecond precision on the wire."""
+    started_at: float | None = None
+    """Epoch seconds; RFC 3339 UTC on the wire."""
+    correlation_id: str | None = None
+    successful: bool = True
+    """Not a wire key: whether the Result counted as a success."""
+
+    @classmethod
+    def from_record(cls, record: TraceRecord) -> TraceEvent:
+        (held, number, origin, topic, routed, status, successful, version, exception_type, started, ended,
+         correlation_id) = record
+        trace: Trace = held if isinstance(held, TraceContext) else (held, number)
+        service, instance_id, wall, monotonic = origin
+        if not routed and len(topic) > MAX_TEXT:
+            topic = topic[: MAX_TEXT - 1] + "…"
+        return cls(
+            trace,
+            service,
+            topic,
+            status,
+            instance_id or None,
+            # Only a resolved version: before routing, the context's version is what the caller asked for.
+            (version or None) if routed else None,
+            exception_type or None,
+            (ended - started) * 1000.0,
+            wall + (started - monotonic),
+            correlation_id if correlation_id and len(correlation_id) <= MAX_TEXT else None,
+            successful,
+        )
+
+    def to_record(self) -> TraceRecord:
+        """A record that reads back as this event (what an exporter takes); no duration or start reads back as 0."""
+        origin = (self.service, self.instance_id, self.started_at or 0.0, 0.0)
+        duration = (self.duration_ms or 0.0) / 1000.0
+        held, number = (self.trace, 0) if isinstance(self.trace, TraceContext) else self.trace
+        return (
+            held, number, origin, self.topic, True, self.status, self.successful, self.topic_version or "",
+            self.exception_type, 0.0, duration, self.correlation_id,
+        )
+
+    @property
+    def trace_id(self) -> str:
+        return self.decided_trace().trace_id
+
+    @property
+    def span_id(self) -> str:
+        return self.decided_trace().span_id
+
+    @property
+    def parent_span_id(self) -> str | None:
+        return self.decided_trace().parent_span_id
+
+    def decided_trace(self) -> TraceContext:
+        """The event's ids, derived once (replacing a pending trace by what it resolves to changes nothing read)."""
+        trace = self.trace
+        if not isinstance(trace, TraceContext):
+            trace = self.trace = resolve(trace)
+        return trace
+
+    def to_wire(self) -> dict[str, Any]:
+        """Spec "Trace event" keys in table order; unknown keys are omitted, never null."""
+        trace = self.decided_trace()
+        wire: dict[str, Any] = {
+            "traceId": trace.trace_id,
+            "spanId": trace.span_id,
+            "service": self.service,
+            "topic": self.topic,
+            "status": self.status,
+        }
+        if trace.parent_span_id:
+            wire["parentSpanId"] = trace.parent_span_id
+        if self.instance_id:
+            wire["instanceId"] = self.instance_id
+        if self.topic_version:
+            wire["topicVersion"] = self.topic_version
+        if self.exception_type:
+            wire["exceptionType"] = self.exception_type
+        if self.duration_ms is not None:
+            wire["durationMs"] = round(self.duration_ms, 3)
+        if self.started_at is not None:
+            wire["startedAt"] = rfc3339(self.started_at)
+        if self.correlation_id:
+            wire["correlationId"] = self.correlation_id
+        return wire
+
+
+class TraceMiddleware:
+    """Pipeline middleware `(context, next) -> Result`; register it first so it is outermost.
+
+    - `clock`: monotonic seconds, read at the start and end of each invocation; `wall_clock`: epoch seconds,
+      read beside it at most once per `REANCHOR_SECONDS` to turn a start into `startedAt`.
+    - `ids`: an id source deciding each trace as the invocation starts (deterministic ids in tests); by default
+      ids are derived when first read (`resolve`). A failing source is counted in `id_errors` and logged, and
+      that invocation takes derived ids.
+    - `on_failure`: observers of the event of every failed invocation, e.g. `IssueAggregator.observe`; a
+      success calls nothing but the exporter.
+    - A handler exception reaches here as the pipeline's `service-unavailable` Result with
+      `context.exception_type` set; an exception escaping an inner middleware is traced as `unexpected-error`
+      (what the HTTP binding answers for it) with its type, then re-raised untouched. A cancelled invocation has
+      no outcome and emits no event.
+    - `current_trace()` gives the invocation's trace while it runs.
+    """
+
+    def __init__(
+        self,
+        identity: Identity,
+        exporter: Exporter,
+        *,
+        clock: MonotonicClock = monotonic_clock,
+        wall_clock: WallClock = wall_clock,
+        ids: IdGenerator | None = None,
+        on_failure: Sequence[Observer] = (),
+    ) -> None:
+        self.service = identity.service
+        self.instance_id = identity.instance_id or None
+        self.exporter = exporter
+        self.on_failure = list(on_failure)
+        self.export_errors = 0
+        self.observer_errors = 0
+        self.internal_errors = 0
+        self.id_errors = 0
+        self._clock = clock
+        self._wall_clock = wall_clock
+        self._ids = ids
+        self._origin: Origin = (self.service, self.instance_id, 0.0, 0.0)
+        self._reanchor_at = float("-inf")
+
+    async def __call__(self, context: Context, call_next: Next) -> Result[Any]:
+        try:
+            headers = context.headers
+            inbound = headers.get(TRACEPARENT)
+            number = next_invocation()
+            decided = None if self._ids is None else self._decide(inbound, self._ids)
+            # The record holds the pending trace's parts, not its tuple (see TraceRecord).
+            held: str | TraceContext | None
+            trace: Trace
+            if decided is None:
+                held, trace = inbound, (inbound, number)
+            else:
+                held = trace = decided
+            started = self._clock()
+            if started >= self._reanchor_at:
+                self._reanchor(started)
+        except Exception:
+            self._internal_error("starting a trace")
+            return await call_next(context)
+        token = activate(trace)
+        try:
+            result = await call_next(context)
+        except Exception as exc:
+            self._emit(context, (
+                held, number, self._origin, context.topic, context.registration is not None, UNEXPECTED_ERROR, False,
+                context.version, type(exc).__qualname__, started, self._clock(), headers.get(CORRELATION_HEADER),
+            ))
+            raise
+        finally:
+            deactivate(token)
+        try:
+            successful = result.is_successful
+            record: TraceRecord = (
+                held, number, self._origin, context.topic, context.registration is not None, result.status, successful,
+                context.version, context.exception_type, started, self._clock(), headers.get(CORRELATION_HEADER),
+            )
+        except Exception:
+            self._internal_error("recording a trace")
+            return result
+        try:
+            self.exporter.export(record)
+        except Exception as exc:
+            self._export_failed(exc)
+        if not successful:
+            self._observe(context, record)
+        return result
+
+    def _decide(self, inbound: str | None, ids: IdGenerator) -> TraceContext | None:
+        """The trace from an injected id source, or None (take derived ids) when the source fails."""
+        try:
+            return continue_trace(inbound, ids)
+        except Exception as exc:
+            self.id_errors += 1
+            _log_sometimes(self.id_errors, "trace id source %s failed (%s)", type(ids).__name__, exc)
+            return None
+
+    def _reanchor(self, monotonic: float) -> None:
+        self._origin = (self.service, self.instance_id, self._wall_clock(), monotonic)
+        self._reanchor_at = monotonic + REANCHOR_SECONDS
+
+    def _emit(self, context: Context, record: TraceRecord) -> None:
+        try:
+            self.exporter.export(record)
+        except Exception as exc:
+            self._export_failed(exc)
+        self._observe(context, record)
+
+    def _observe(self, context: Context, record: TraceRecord) -> None:
+        try:
+            event = TraceEvent.from_record(record)
+        except Exception:
+            self._internal_error("building a trace event")
+            return
+        for observer in self.on_failure:
+            try:
+                observer(event, context)
+            except Exception as exc:
+                self.observer_errors += 1
+                _log_sometimes(self.observer_errors, "trace observer %s failed (%s)", _name(observer), exc)
+
+    def _export_failed(self, exc: Exception) -> None:
+        self.export_errors += 1
+        _log_sometimes(self.export_errors, "trace exporter %s failed (%s)", type(self.exporter).__name__, exc)
+
+    def _internal_error(self, doing: str) -> None:
+        self.internal_errors += 1
+        if (self.internal_errors - 1) % LOG_EVERY == 0:
+            logger.exception("tracing failed while %s; the invocation goes on untraced", doing)
+
+
+def _log_sometimes(count: int, message: str, name: str, exc: Exception) -> None:
+    # The type only: exception text may carry request data.
+    if (count - 1) % LOG_EVERY == 0:
+        logger.warning(
+            message + "; %d failure(s) so far, logged once per %d", name, type(exc).__name__, count, LOG_EVERY
+        )
+
+
+def _name(observer: Observer) -> str:
+    return getattr(observer, "__qualname__", None) or type(observer).__qualname__

@@ -1,0 +1,98 @@
+"""`Result`: what a handler returns, a semantic status plus an optional payload, detail and headers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Generic, Protocol, TypeVar
+
+from . import _status as st
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+_NO_HEADERS: Mapping[str, str] = MappingProxyType({})
+
+
+class _SuccessFactory(Protocol):
+    def __call__(self, payload: T = ..., *, headers: Mapping[str, str] | None = None) -> Result[T]: ...
+
+
+class _FailureFactory(Protocol):
+    def __call__(self, detail: str = ..., *, headers: Mapping[str, str] | None = None) -> Result[Any]: ...
+
+
+def _success(status: str) -> _SuccessFactory:
+    def factory(payload: Any = None, *, headers: Mapping[str, str] | None = None) -> Result[Any]:
+        return Result(status, payload, None, _freeze(headers))
+
+    return factory
+
+
+def _failure(status: str) -> _FailureFactory:
+    def factory(detail: str = status, *, headers: Mapping[str, str] | None = None) -> Result[Any]:
+        return Result(status, None, detail, _freeze(headers))
+
+    return factory
+
+
+def _freeze(headers: Mapping[str, str] | None) -> Mapping[str, str]:
+    return MappingProxyType(dict(headers)) if headers else _NO_HEADERS
+
+
+@dataclass(frozen=True, slots=True)
+class Result(Generic[T]):
+    status: str
+    payload: T | None = None
+    detail: str | None = None
+    headers: Mapping[str, str] = field(default_factory=lambda: _NO_HEADERS)
+    successful: bool | None = None
+    """Set only for a status outside the table; a known status decides for itself."""
+
+    @property
+    def is_successful(self) -> bool:
+        successful = self.successful
+        # st.is_success inlined: this runs on every invocation, for the HTTP code and the trace.
+        return self.status in st.SUCCESS_CODES if successful is None else successful
+
+    @property
+    def http_code(self) -> int:
+        return st.http_code(self.status, self.is_successful)
+
+    def failure_body(self) -> dict[str, str]:
+        return {"status": self.status, "detail": self.detail or self.status}
+
+    def with_headers(self, headers: Mapping[str, str]) -> Result[T]:
+        merged = {**self.headers, **headers}
+        return Result(self.status, self.payload, self.detail, _freeze(merged), self.successful)
+
+    @staticmethod
+    def of(
+        status: str,
+        payload: Any = None,
+        detail: str | None = None,
+        *,
+        headers: Mapping[str, str] | None = None,
+        successful: bool | None = None,
+    ) -> Result[Any]:
+        known = status in st.STATUS_CODES
+        return Result(status, payload, detail, _freeze(headers), None if known else bool(successful))
+
+    ok = staticmethod(_success(st.OK))
+    created = staticmethod(_success(st.CREATED))
+    accepted = staticmethod(_success(st.ACCEPTED))
+    updated = staticmethod(_success(st.UPDATED))
+    deleted = staticmethod(_success(st.DELETED))
+    ignored = staticmethod(_success(st.IGNORED))
+    bad_request = staticmethod(_failure(st.BAD_REQUEST))
+    unauthorized = staticmethod(_failure(st.UNAUTHORIZED))
+    forbidden = staticmethod(_failure(st.FORBIDDEN))
+    not_found = staticmethod(_failure(st.NOT_FOUND))
+    conflict = staticmethod(_failure(st.CONFLICT))
+    validation_error = staticmethod(_failure(st.VALIDATION_ERROR))
+    too_many_requests = staticmethod(_failure(st.TOO_MANY_REQUESTS))
+    unexpected_error = staticmethod(_failure(st.UNEXPECTED_ERROR))
+    not_implemented = staticmethod(_failure(st.NOT_IMPLEMENTED))
+    service_unavailable = staticmethod(_failure(st.SERVICE_UNAVAILABLE))
+    timeout = staticmethod(_failure(st.TIMEOUT))

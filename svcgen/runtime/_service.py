@@ -1,0 +1,181 @@
+"""`Service`: a registry hosted behind the pipeline, with the reserved topics answered before routing.
+
+Everything derived from the registry (descriptor, spec, their JSON) is computed once, here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import cached_property
+from typing import Any
+
+import orjson
+
+from . import _status as st
+from ._codec import codec_for
+from ._context import Context, freeze_headers
+from ._dependencies import Dependencies
+from ._descriptor import Descriptor, build_descriptor
+from ._envelope import envelope_from, parse_envelope, response_envelope_bytes
+from ._health import HealthChecks, HealthReport
+from ._identity import Identity
+from ._jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits
+from ._openapi import build_openapi
+from ._outcome import Outcome
+from ._pipeline import Middleware, Pipeline
+from ._produces import ProducedTopic
+from ._registry import Registry
+from ._reserved import DEFAULT_PREFIX, HEALTHCHECK_TOPIC, MESH_TOPIC, SPEC_TOPIC, normalize_prefix
+from ._result import Result
+from ._specdoc import build_spec
+from ._versioning import requested_version
+
+logger = logging.getLogger("svcgen.service")
+
+DEFAULT_TITLE = "Svc service"
+DEFAULT_API_VERSION = "1.0.0"
+
+_ReservedAnswer = Callable[[], Awaitable[Outcome]]
+
+
+class Service:
+    def __init__(
+        self,
+        identity: Identity,
+        registry: Registry,
+        *,
+        middleware: Sequence[Middleware] = (),
+        dependencies: Dependencies | None = None,
+        health: HealthChecks | None = None,
+        produces: Sequence[ProducedTopic] | None = None,
+        title: str = DEFAULT_TITLE,
+        api_version: str = DEFAULT_API_VERSION,
+        prefix: str = DEFAULT_PREFIX,
+        json_limits: JsonLimits = DEFAULT_JSON_LIMITS,
+    ) -> None:
+        self.identity = identity
+        self.json_limits = json_limits
+        """The default for invocations whose transport does not set its own."""
+        self.registry = registry
+        self.dependencies = dependencies or Dependencies()
+        self.health = health
+        self.title = title
+        self.api_version = api_version
+        self.prefix = normalize_prefix(prefix)
+        self.middleware = tuple(middleware)
+        self.pipeline = Pipeline(registry, self.middleware)
+        self.produces = produces
+        self.spec: dict[str, Any] = build_spec(identity.service, registry)
+        self._spec_answer = Outcome(Result.ok(self.spec), orjson.dumps(self.spec))
+        self._static_envelopes: dict[str, bytes] = {SPEC_TOPIC: response_envelope_bytes(self._spec_answer)}
+        self._describe(identity)
+        self._reserved: dict[str, _ReservedAnswer] = {
+            MESH_TOPIC: self._answer_mesh,
+            SPEC_TOPIC: self._answer_spec,
+            HEALTHCHECK_TOPIC: self._answer_health,
+        }
+
+    def declare_profile(self, profile: Mapping[str, Any]) -> None:
+        """Put the profile object in the descriptor; the hash does not cover it, so it stays the same."""
+        self._describe(dataclasses.replace(self.identity, profile=dict(profile)))
+
+    def _describe(self, identity: Identity) -> None:
+        self.identity = identity
+        self.descriptor: Descriptor = build_descriptor(identity, self.registry, self.produces)
+        self._mesh_answer = Outcome(Result.ok(self.descriptor.document), self.descriptor.json_text.encode())
+        # Static answers are framed once, so their cost does not grow with the registry.
+        self._static_envelopes[MESH_TOPIC] = response_envelope_bytes(self._mesh_answer)
+
+    @cached_property
+    def openapi(self) -> dict[str, Any]:
+        return build_openapi(self.registry, title=self.title, version=self.api_version, prefix=self.prefix)
+
+    async def invoke(
+        self,
+        topic: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        body: str | bytes | None = None,
+        fields: Mapping[str, str] | None = None,
+        path_version: str | None = None,
+        static_version: str = "",
+        transport: str = "envelope",
+        headers_lowered: bool = False,
+        json_limits: JsonLimits | None = None,
+    ) -> Outcome:
+        """One invocation: reserved topics first, then exactly one pipeline run."""
+        reserved = self._reserved.get(topic)
+        if reserved is not None:
+            return await reserved()
+        frozen = freeze_headers(headers, lowered=headers_lowered)
+        context = Context(
+            topic=topic,
+            version=requested_version(frozen, path_version=path_version, static_version=static_version),
+            headers=frozen,
+            scope=self.dependencies.open_scope(),
+            body=body,
+            fields=fields,
+            transport=transport,
+            json_limits=json_limits or self.json_limits,
+        )
+        try:
+            result = await self.pipeline(context)
+        finally:
+            await _close_scope(context)
+        return self._encode(result, context)
+
+    async def invoke_envelope(
+        self, raw: bytes | str | Mapping[str, Any], *, json_limits: JsonLimits | None = None
+    ) -> bytes:
+        """Apply a message envelope; returns the response envelope's JSON. Raises EnvelopeError when malformed.
+
+        `json_limits` hold for the envelope and for the payload inside its `body` alike.
+        """
+        limits = json_limits or self.json_limits
+        envelope = envelope_from(raw) if isinstance(raw, Mapping) else parse_envelope(raw, limits)
+        static = self._static_envelopes.get(envelope.topic)
+        if static is not None:
+            return static
+        outcome = await self.invoke(envelope.topic, headers=envelope.headers, body=envelope.body, json_limits=limits)
+        return response_envelope_bytes(outcome)
+
+    async def check_health(self) -> HealthReport:
+        return await self.health.run() if self.health is not None else HealthReport({})
+
+    def _encode(self, result: Result[Any], context: Context) -> Outcome:
+        version = context.version if context.registration is not None else ""
+        if not result.is_successful:
+            return Outcome(result, orjson.dumps(result.failure_body()), version)
+        if result.http_code in st.NO_BODY_CODES:
+            return Outcome(result, b"", version)
+        response_type = context.registration.response_type if context.registration else Any
+        try:
+            body = orjson.dumps(codec_for(response_type).encode(result.payload))
+        except Exception as exc:
+            logger.error("response of %s does not encode: %s", context.topic, type(exc).__name__)
+            failure = Result.unexpected_error(f"{context.topic} produced a response that could not be encoded")
+            return Outcome(failure, orjson.dumps(failure.failure_body()), version)
+        return Outcome(result, body, version)
+
+    async def _answer_mesh(self) -> Outcome:
+        return self._mesh_answer
+
+    async def _answer_spec(self) -> Outcome:
+        return self._spec_answer
+
+    async def _answer_health(self) -> Outcome:
+        report = await self.check_health()
+        if report.is_healthy:
+            document = report.document()
+            return Outcome(Result.ok(document), orjson.dumps(document))
+        failure = Result.service_unavailable(f"unhealthy: {', '.join(report.failing)}")
+        return Outcome(failure, orjson.dumps(failure.failure_body()))
+
+
+async def _close_scope(context: Context) -> None:
+    try:
+        await context.scope.close()
+    except Exception:
+        logger.exception("closing the dependency scope of %s failed", context.topic)

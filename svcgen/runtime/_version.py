@@ -1,0 +1,26 @@
+"""The runtime's API level, and the check a generated package makes against it at import."""
+
+from __future__ import annotations
+
+from typing import Final
+
+API_LEVEL: Final = 1
+"""Raised when generated code starts to need something the public runtime did not offer before."""
+
+
+class RuntimeMismatch(ImportError):
+    """The installed runtime is not the one a generated package was built for."""
+
+
+def require_api_level(level: int, package: str) -> None:
+    """Fail with one line naming both levels and the fix unless the installed runtime serves `level`."""
+    if level == API_LEVEL:
+        return
+    if level > API_LEVEL:
+        fix = "upgrade svcgen (pip install --upgrade svcgen) to the release that built it"
+    else:
+        fix = "rebuild it with this svcgen (svcgen build MANIFEST -o OUT)"
+    raise RuntimeMismatch(
+        f"{package} was generated for svcgen runtime API level {level}, but the installed runtime is at "
+        f"level {API_LEVEL}: {fix}"
+    )
