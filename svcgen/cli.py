@@ -16,11 +16,12 @@ from urllib.parse import urlsplit
 import click
 import orjson
 
+from . import serving
 from .codegen.errors import CodegenError
 from .codegen.files import GeneratedFile
 from .codegen.render import render_package
 from .codegen.starter import starter_manifest
-from .codegen.writer import stale_diff, write_package
+from .codegen.writer import BuildReport, stale_diff, write_package
 from .manifest import Manifest, ManifestError, load_manifest
 from .manifest.build import default_package
 from .runtime._mesh import probe as probing
@@ -31,6 +32,7 @@ from .runtime._mesh.collector_host import DEFAULT_ARTIFACTS_INTERVAL, CollectorH
 from .runtime._mesh.poller import DEFAULT_INTERVAL as DEFAULT_POLL_INTERVAL
 from .runtime._mesh.profile import MEANINGS
 from .runtime._reserved import DEFAULT_PREFIX
+from .serving import Package, Reloader, ServeError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -52,15 +54,10 @@ def build(manifest: str, out: Path, force: bool) -> None:
     Generated files are rewritten; handler stubs and health.py are created once and then kept. Prints
     what was written, created, kept and orphaned.
     """
-    model = _load(manifest)
-    files = _render(model)
-    package_dir = out / model.package
     try:
-        report = write_package(files, package_dir, force=force)
-    except CodegenError as error:
-        _fail(error.lines)
-    except OSError as error:
-        _fail([f"{package_dir}: cannot write the package: {error.strerror or error}"])
+        package_dir, report = _build(manifest, out, force=force)
+    except _BuildFailed as failure:
+        _fail(failure.lines)
     click.echo(f"built {package_dir.as_posix()} from {manifest}")
     for line in report.summary():
         click.echo(line)
@@ -104,17 +101,38 @@ def validate(manifest: str) -> None:
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="Port to bind.")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1), help="Worker processes.")
-def serve(package_dir: Path, host: str, port: int, workers: int) -> None:
-    """Run the built package OUT/PACKAGE under uvicorn (OUT is put on the import path)."""
-    import uvicorn
+@click.option("--access-log", is_flag=True, help="Log one line per request (off by default: it costs CPU).")
+@click.option("--reload", is_flag=True,
+              help="Dev loop: rebuild when the manifest changes, restart when a module of the package changes.")
+@click.option("--manifest", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="The manifest --reload rebuilds from (default: the one named in the package's header).")
+def serve(package_dir: Path, host: str, port: int, workers: int, access_log: bool, reload: bool,
+          manifest: Path | None) -> None:
+    """Run the built package OUT/PACKAGE under uvicorn with httptools and uvloop (OUT is put on the import path)."""
+    try:
+        package = Package.at(package_dir)
+        if not reload:
+            serving.serve(package, host, port, workers, access_log)
+            return
+        if workers > 1:
+            _fail(["--reload runs one server process; leave out --workers"])
+        source = manifest or package.manifest()
+        out = package.parent
 
-    if not (package_dir / "app.py").is_file():
-        _fail([f"{package_dir.as_posix()}: no generated package here (no app.py); build one: svcgen build M -o OUT"])
-    name = package_dir.resolve().name
-    if not name.isidentifier():
-        _fail([f"{package_dir.as_posix()}: {name!r} is not an importable package name"])
-    app_dir = str(package_dir.resolve().parent)
-    uvicorn.run(f"{name}.app:app", host=host, port=port, workers=workers, app_dir=app_dir)
+        def rebuild() -> list[str]:
+            try:
+                _build(str(source), out, force=False)
+            except _BuildFailed as failure:
+                return failure.lines
+            return []
+
+        def inputs() -> list[Path]:
+            model = load_manifest(str(source))
+            return [source.parent / record.json_schema for record in model.types if record.json_schema]
+
+        Reloader(package, source, rebuild, inputs, click.echo, access_log).run(host, port)
+    except ServeError as error:
+        _fail([str(error)])
 
 
 @main.command()
@@ -238,18 +256,52 @@ def init(name: str) -> None:
     click.echo(f"wrote {target}; next: svcgen build {target} -o out && svcgen serve out/{default_package(name)}")
 
 
-def _load(manifest: str) -> Manifest:
+class _BuildFailed(Exception):
+    def __init__(self, lines: Iterable[str]) -> None:
+        super().__init__()
+        self.lines = list(lines)
+
+
+def _build(manifest: str, out: Path, *, force: bool) -> tuple[Path, BuildReport]:
+    """Build MANIFEST into OUT/<package>: the package directory and what was written; _BuildFailed with the
+    diagnostics otherwise."""
+    model = _load_or_raise(manifest)
+    files = _render_or_raise(model)
+    package_dir = out / model.package
+    try:
+        return package_dir, write_package(files, package_dir, force=force)
+    except CodegenError as error:
+        raise _BuildFailed(error.lines) from None
+    except OSError as error:
+        raise _BuildFailed([f"{package_dir}: cannot write the package: {error.strerror or error}"]) from None
+
+
+def _load_or_raise(manifest: str) -> Manifest:
     try:
         return load_manifest(manifest)
     except ManifestError as error:
-        _fail(str(error).splitlines())
+        raise _BuildFailed(str(error).splitlines()) from None
+
+
+def _render_or_raise(model: Manifest) -> list[GeneratedFile]:
+    try:
+        return render_package(model)
+    except CodegenError as error:
+        raise _BuildFailed(f"{model.path}: {line}" for line in error.lines) from None
+
+
+def _load(manifest: str) -> Manifest:
+    try:
+        return _load_or_raise(manifest)
+    except _BuildFailed as failure:
+        _fail(failure.lines)
 
 
 def _render(model: Manifest) -> list[GeneratedFile]:
     try:
-        return render_package(model)
-    except CodegenError as error:
-        _fail(f"{model.path}: {line}" for line in error.lines)
+        return _render_or_raise(model)
+    except _BuildFailed as failure:
+        _fail(failure.lines)
 
 
 def _fail(lines: Iterable[str]) -> NoReturn:

@@ -26,6 +26,10 @@ from .imports import Imports
 WIRE_METADATA_KEY = "x-metadata"
 """Schema extension datamodel-code-generator writes into `field(metadata=...)` (prefix stripped)."""
 
+JSONSCHEMA_EXTRA_MISSING = (
+    "jsonSchema types need datamodel-code-generator, an optional extra: pip install 'svcgen[jsonschema]'"
+)
+
 _SUBSCHEMA = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "unevaluatedItems",
               "unevaluatedProperties", "propertyNames")
 _SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
@@ -61,16 +65,19 @@ def external_model(record: RecordDef, base_dir: Path) -> ExternalModel:
 
 
 def _generate(schema: dict[str, Any], class_name: str, where: str) -> str:
-    # Imported on use: the generator is heavy, and only manifests with jsonSchema types need it.
-    from datamodel_code_generator import (
-        DatetimeClassType,
-        Formatter,
-        InputFileType,
-        LiteralType,
-        PythonVersion,
-        generate,
-    )
-    from datamodel_code_generator.enums import DataModelType
+    # Imported on use: the generator is heavy, an optional extra, and only manifests with jsonSchema types need it.
+    try:
+        from datamodel_code_generator import (
+            DatetimeClassType,
+            Formatter,
+            InputFileType,
+            LiteralType,
+            PythonVersion,
+            generate,
+        )
+        from datamodel_code_generator.enums import DataModelType
+    except ImportError:
+        raise CodegenError(f"{where}: {JSONSCHEMA_EXTRA_MISSING}") from None
 
     try:
         with warnings.catch_warnings():

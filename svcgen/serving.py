@@ -1,0 +1,292 @@
+"""`svcgen serve`: a built package under uvicorn (httptools, uvloop), and the `--reload` dev loop.
+
+The package is imported in the serving process before uvicorn starts, so a user error raised at import (a
+runtime of the wrong API level, a handler bound with the wrong types, a bad route) is one line and exit 1
+instead of a traceback from inside the server.
+
+With `--reload` a supervisor keeps the listening socket and runs the server in a child process. It rebuilds
+the package when the manifest (or a JSON Schema file it names) changes, restarts the child when a Python file
+of the package changes, and prints one line per reload. An invalid manifest prints the build's diagnostics
+and the last good build keeps serving; a child that fails to start is reported and replaced on the next change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import multiprocessing
+import os
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from .codegen.files import HEADER_PREFIX
+from .runtime import RegistryError, RuntimeMismatch
+from .runtime._http.routing import RouteError
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+HEADER_SUFFIX = " — do not edit"
+STOP_TIMEOUT = 10.0
+"""Seconds a server child gets to finish its lifespan shutdown before it is killed."""
+
+USER_ERRORS: tuple[type[Exception], ...] = (RuntimeMismatch, RegistryError, RouteError)
+"""Raised while importing a package for a reason its owner can fix: shown as their one-line message."""
+
+
+class ServeError(Exception):
+    """A user error that stops `svcgen serve`; its text is the line to print."""
+
+
+@dataclass(frozen=True)
+class Package:
+    """A built package: OUT/PACKAGE, imported as PACKAGE with OUT on the import path."""
+
+    directory: Path
+    name: str
+    parent: Path
+
+    @classmethod
+    def at(cls, directory: Path) -> Package:
+        if not (directory / "app.py").is_file():
+            raise ServeError(
+                f"{directory.as_posix()}: no generated package here (no app.py); build one: svcgen build M -o OUT"
+            )
+        resolved = directory.resolve()
+        if not resolved.name.isidentifier():
+            raise ServeError(f"{directory.as_posix()}: {resolved.name!r} is not an importable package name")
+        return cls(resolved, resolved.name, resolved.parent)
+
+    @property
+    def app_path(self) -> str:
+        return f"{self.name}.app:app"
+
+    def load_app(self) -> Any:
+        """Import PACKAGE.app and return its `app`; a user error raised on import becomes a ServeError."""
+        if str(self.parent) not in sys.path:
+            sys.path.insert(0, str(self.parent))
+        try:
+            module = importlib.import_module(f"{self.name}.app")
+        except USER_ERRORS as error:
+            raise ServeError(f"{self.directory.name}: {error}") from None
+        return module.app
+
+    def manifest(self) -> Path:
+        """The manifest named by the generated header of __init__.py (a path relative to OUT)."""
+        init = self.directory / "__init__.py"
+        try:
+            first = init.read_text(encoding="utf-8").split("\n", 1)[0]
+        except OSError as error:
+            raise ServeError(f"{init}: cannot read: {error.strerror or error}") from None
+        if not (first.startswith(HEADER_PREFIX) and first.endswith(HEADER_SUFFIX)):
+            raise ServeError(f"{init}: no svcgen header naming the manifest; pass --manifest M")
+        path = Path(os.path.normpath(self.parent / first[len(HEADER_PREFIX) : -len(HEADER_SUFFIX)]))
+        if not path.is_file():
+            raise ServeError(f"{init}: names the manifest {path}, which does not exist; pass --manifest M")
+        return path
+
+
+def log_config(access_log: bool) -> dict[str, Any]:
+    """uvicorn's logging: every line with its time and level; the app's own loggers alike; httpx quiet."""
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"plain": {"format": LOG_FORMAT}},
+        "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain", "stream": "ext://sys.stderr"}},
+        "loggers": {
+            "uvicorn": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
+            "uvicorn.access": {"level": "INFO" if access_log else "WARNING"},
+            "httpx": {"level": "WARNING"},  # one line per outbound request (feeds, poller) is noise
+        },
+        "root": {"handlers": ["stderr"], "level": "INFO"},
+    }
+
+
+def server_options(access_log: bool) -> dict[str, Any]:
+    """What `svcgen serve` passes to uvicorn besides the app and the address."""
+    return {"http": "httptools", "loop": "uvloop", "access_log": access_log, "log_config": log_config(access_log)}
+
+
+def serve(package: Package, host: str, port: int, workers: int, access_log: bool) -> None:
+    import uvicorn
+
+    app = package.load_app()
+    target = package.app_path if workers > 1 else app  # worker processes import it themselves
+    uvicorn.run(target, host=host, port=port, workers=workers, app_dir=str(package.parent),
+                **server_options(access_log))
+
+
+def _serve_child(package: Package, sock: socket.socket, access_log: bool) -> None:
+    """A dev-loop server process: the supervisor's socket, uvicorn's own start and stop lines left out."""
+    import uvicorn
+
+    try:
+        app = package.load_app()
+    except ServeError as error:
+        print(error, file=sys.stderr)
+        raise SystemExit(1) from None
+    options = server_options(access_log)
+    options["log_config"]["loggers"]["uvicorn.error"] = {"level": "WARNING"}
+    uvicorn.Server(uvicorn.Config(app, **options)).run(sockets=[sock])
+
+
+Rebuild = Callable[[], list[str]]
+"""Builds the package from the manifest; returns the build's diagnostics, none when it succeeded."""
+
+
+class Reloader:
+    """The `--reload` supervisor: owns the socket and the watch, runs the server in a child process."""
+
+    def __init__(self, package: Package, manifest: Path, rebuild: Rebuild, inputs: Callable[[], Iterable[Path]],
+                 echo: Callable[[str], None], access_log: bool = False) -> None:
+        self.package = package
+        self.manifest = manifest.resolve()
+        self.rebuild = rebuild
+        self.inputs = inputs
+        """Files besides the manifest that a build reads (its JSON Schema files), as of the last good build."""
+        self.echo = echo
+        self.access_log = access_log
+        self._watched_inputs: set[Path] = {self.manifest}
+        self._sock: socket.socket | None = None
+        self._child: BaseProcess | None = None
+        self._child_reported = False
+        self._started_with: dict[Path, str] = {}
+        self._stop = threading.Event()
+
+    def run(self, host: str, port: int) -> None:
+        import watchfiles
+
+        self._sock = sock = _listen(host, port)
+        bound = sock.getsockname()
+        self._install_signal_handlers()
+        self._build("start")
+        self._start()
+        self.echo(f"serving {self.package.name} on http://{bound[0]}:{bound[1]}; reloading on changes to "
+                  f"{self.manifest.name} and {self.package.directory.name}/ (Ctrl-C stops)")
+        roots = sorted({self.manifest.parent, self.package.directory})
+        try:
+            for changes in watchfiles.watch(*roots, watch_filter=self._relevant, stop_event=self._stop,
+                                            rust_timeout=500, yield_on_timeout=True, raise_interrupt=False):
+                self._on_changes({Path(path) for _, path in changes})
+        finally:
+            self._stop_child()
+            sock.close()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _install_signal_handlers(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+
+        def handle(signum: int, frame: FrameType | None) -> None:
+            self.stop()
+
+        signal.signal(signal.SIGTERM, handle)
+        signal.signal(signal.SIGINT, handle)
+
+    def _relevant(self, change: Any, path: str) -> bool:
+        candidate = Path(path)
+        if candidate in self._watched_inputs:
+            return True
+        return candidate.suffix == ".py" and "__pycache__" not in candidate.parts \
+            and candidate.is_relative_to(self.package.directory)
+
+    def _on_changes(self, paths: set[Path]) -> None:
+        self._report_dead_child()
+        if not paths:
+            return
+        inputs = ", ".join(sorted(path.name for path in paths if path in self._watched_inputs))
+        if inputs and not self._build(f"{inputs} changed"):
+            return
+        modules = self._changed_modules()
+        if not modules and self._child is not None and self._child.is_alive():
+            if inputs:
+                self.echo(f"reload: {inputs} changed; rebuilt, no module changed, server kept")
+            return
+        self._restart()
+        shown = ", ".join(path.relative_to(self.package.directory).as_posix() for path in modules[:4])
+        shown += f" and {len(modules) - 4} more" if len(modules) > 4 else ""
+        if inputs:
+            cause = f"{inputs} changed; rebuilt" + (f" {shown}" if shown else "")
+        else:
+            cause = f"{shown or 'a watched file'} changed"
+        self.echo(f"reload: {cause}; server restarted")
+
+    def _build(self, why: str) -> bool:
+        diagnostics = self.rebuild()
+        if diagnostics:
+            self.echo(f"reload: {why}, but the build failed; still serving the last good build:")
+            for line in diagnostics:
+                self.echo(f"  {line}")
+            return False
+        self._watched_inputs = {self.manifest, *(path.resolve() for path in self.inputs())}
+        return True
+
+    def _changed_modules(self) -> list[Path]:
+        """The package's Python files whose bytes differ from those the running server started with."""
+        now = _module_digests(self.package.directory)
+        return sorted(path for path in now.keys() | self._started_with.keys()
+                      if now.get(path) != self._started_with.get(path))
+
+    def _start(self) -> None:
+        assert self._sock is not None
+        self._started_with = _module_digests(self.package.directory)
+        context = multiprocessing.get_context("spawn")
+        self._child = context.Process(target=_serve_child, args=(self.package, self._sock, self.access_log),
+                                      name=f"svcgen serve {self.package.name}")
+        self._child.start()
+        self._child_reported = False
+
+    def _restart(self) -> None:
+        self._stop_child()
+        self._start()
+
+    def _stop_child(self) -> None:
+        child, self._child = self._child, None
+        if child is None or not child.is_alive():
+            return
+        child.terminate()  # SIGTERM: uvicorn runs the lifespan shutdown (the last feed flush)
+        child.join(STOP_TIMEOUT)
+        if child.is_alive():
+            child.kill()
+            child.join(STOP_TIMEOUT)
+
+    def _report_dead_child(self) -> None:
+        child = self._child
+        if child is None or child.is_alive() or self._child_reported:
+            return
+        self._child_reported = True
+        self.echo(f"reload: the server exited with status {child.exitcode}; it restarts on the next change")
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as error:
+        sock.close()
+        raise ServeError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _module_digests(directory: Path) -> dict[Path, str]:
+    digests = {}
+    for path in directory.rglob("*.py"):
+        if "__pycache__" in path.parts:
+            continue
+        try:
+            digests[path] = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:
+            continue
+    return digests
