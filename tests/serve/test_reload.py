@@ -1,0 +1,80 @@
+"""`svcgen serve --reload`: a manifest change rebuilds and restarts, a broken manifest prints the build's
+diagnostics while the last good build keeps serving, a handler change restarts; one line per reload."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from ..processes import wait_for
+from .support import ECHO, build_echo, serving, write_atomically
+
+SHOUT = ECHO + '  - {id: "echo:shout", request: Note, response: Note, routes: ["POST /shout"]}\n'
+BROKEN = SHOUT.replace("response: Note, routes: [\"POST /shout\"]", "response: Nope, routes: [\"POST /shout\"]")
+HANDLER = '''from svcgen.runtime import Context, Result
+
+from ..models import Note
+
+
+async def handle(request: Note, context: Context) -> Result[Note]:
+    return Result.ok(Note(text=request.text.upper()))
+'''
+RELOAD_TIMEOUT = 30.0
+
+
+def topics(base: str) -> list[str] | None:
+    try:
+        return [topic["id"] for topic in httpx.get(base + "/svc/spec", timeout=5).json()["topics"]]
+    except httpx.TransportError:
+        return None
+
+
+def reload_lines(log: Path) -> list[str]:
+    return [line for line in log.read_text().splitlines() if line.startswith("reload:")]
+
+
+def said(base: str) -> Any:
+    try:
+        return httpx.post(base + "/say", json={"text": "hi"}, timeout=5).json()
+    except httpx.TransportError:
+        return None
+
+
+def test_reload_rebuilds_survives_a_broken_manifest_and_restarts_on_a_handler_change(tmp_path: Path) -> None:
+    package = build_echo(tmp_path)
+    manifest = tmp_path / "echo.yaml"
+    with serving(package, "--reload") as (base, process, log):
+        assert topics(base) == ["echo:say"]
+
+        write_atomically(manifest, SHOUT)
+        wait_for(lambda: topics(base) == ["echo:say", "echo:shout"], RELOAD_TIMEOUT, "the new topic")
+        assert (package / "handlers" / "echo_shout.py").is_file()
+
+        write_atomically(manifest, BROKEN)
+        wait_for(lambda: len(reload_lines(log)) >= 2, RELOAD_TIMEOUT, "the failed build")
+        assert "Nope" in log.read_text()
+        assert topics(base) == ["echo:say", "echo:shout"]
+        assert process.poll() is None
+
+        write_atomically(package / "handlers" / "echo_say.py", HANDLER)
+        wait_for(lambda: said(base) == {"text": "HI"}, RELOAD_TIMEOUT, "the new handler")
+        assert process.poll() is None
+
+    first, failed, restarted = reload_lines(log)
+    assert first == "reload: echo.yaml changed; rebuilt handlers/echo_shout.py, service.py; server restarted"
+    assert failed == "reload: echo.yaml changed, but the build failed; still serving the last good build:"
+    assert restarted == "reload: handlers/echo_say.py changed; server restarted"
+    diagnostics = log.read_text().split(failed, 1)[1].splitlines()[1]
+    assert diagnostics.startswith("  ") and "echo.yaml:" in diagnostics and "Nope" in diagnostics
+
+
+def test_manifest_option_names_the_manifest(tmp_path: Path) -> None:
+    package = build_echo(tmp_path)
+    moved = tmp_path / "elsewhere.yaml"
+    (tmp_path / "echo.yaml").rename(moved)
+    with serving(package, "--reload", "--manifest", str(moved)) as (base, _, log):
+        write_atomically(moved, SHOUT)
+        wait_for(lambda: topics(base) == ["echo:say", "echo:shout"], RELOAD_TIMEOUT, "the new topic")
+    assert reload_lines(log)[0].startswith("reload: elsewhere.yaml changed; rebuilt")
