@@ -17,20 +17,28 @@ lint: $(STAMP)
 test: lint chromium
 	$(VENV)/bin/pytest
 
-# The dashboard tests drive headless Chromium; install it (Debian package) when it is missing.
-.PHONY: chromium
-chromium:
-	@command -v chromium >/dev/null 2>&1 || { \
+# $(call debian,COMMAND,PACKAGE): install the Debian PACKAGE (apt-get, as root or through sudo) when COMMAND is
+# missing. The dashboard tests drive headless Chromium; bench/serve.py loads its servers with wrk.
+define debian
+	@command -v $(1) >/dev/null 2>&1 || { \
 		if [ "$$(id -u)" = 0 ]; then sudo=; \
 		elif command -v sudo >/dev/null 2>&1; then sudo=sudo; \
-		else echo "chromium is missing: install it as root (apt-get install -y chromium)" >&2; exit 1; fi; \
-		echo "installing chromium (apt-get)"; \
-		$$sudo apt-get update && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; }
+		else echo "$(1) is missing: install it as root (apt-get install -y $(2))" >&2; exit 1; fi; \
+		echo "installing $(2) (apt-get)"; \
+		$$sudo apt-get update && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(2); }
+endef
+
+.PHONY: chromium wrk
+chromium:
+	$(call debian,chromium,chromium)
+
+wrk:
+	$(call debian,wrk,wrk)
 
 demo: $(STAMP)
 	$(PY) examples/demo.py
 
-bench: $(STAMP)
+bench: $(STAMP) wrk
 	$(PY) -m bench.report
 
 clean:

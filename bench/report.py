@@ -53,6 +53,11 @@ BENCHES = (
           "per-round ratios; the reporter's share (drain the queue and encode the events, as on every beat) "
           "timed per event after each traced round; and server CPU per request under load through uvicorn, "
           "runs interleaved plain, traced, traced, plain."),
+    Bench("serve", "`svcgen serve` (bench/serve.py)",
+          "Server CPU per request (/proc/<pid>/stat of the server process) of one generated typed route under "
+          "`svcgen serve` as shipped, the same app under `uvicorn --http httptools --loop uvloop "
+          "--no-access-log`, and under uvicorn's h11 parser and asyncio loop for reference; load from wrk in a "
+          "separate process, the three servers taking turns in every round."),
     Bench("collector", "Collector (bench/collector.py)",
           "Trace ingest with the JSON-file store saved after every batch of 100, at a small and a 10x larger "
           "size (the larger run's throughput is compared with the first, smaller run's), RSS growth, store "
@@ -282,7 +287,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="extra collector runs at the reduced size (default 2); the full size runs once")
     parser.add_argument("--collector-full", default="200000,2000000", help="small,large events of the one full run")
     parser.add_argument("--collector-reduced", default="50000,500000", help="small,large events of reduced runs")
-    parser.add_argument("--only", help="comma-separated subset: core,http,build,trace,collector")
+    parser.add_argument("--only", help="comma-separated subset: core,http,build,trace,serve,collector")
     parser.add_argument("--output", type=Path, default=OUTPUT)
     args = parser.parse_args(argv)
     if args.runs < 1:
