@@ -165,7 +165,7 @@ class Reloader:
         self._sock = sock = _listen(host, port)
         bound = sock.getsockname()
         self._install_signal_handlers()
-        self._build("start")
+        self._build("starting")
         self._start()
         self.echo(f"serving {self.package.name} on http://{bound[0]}:{bound[1]}; reloading on changes to "
                   f"{self.manifest.name} and {self.package.directory.name}/ (Ctrl-C stops)")
@@ -222,7 +222,7 @@ class Reloader:
     def _build(self, why: str) -> bool:
         diagnostics = self.rebuild()
         if diagnostics:
-            self.echo(f"reload: {why}, but the build failed; still serving the last good build:")
+            self.echo(f"reload: {why}; the build failed, still serving the last good build:")
             for line in diagnostics:
                 self.echo(f"  {line}")
             return False

@@ -64,7 +64,7 @@ def test_reload_rebuilds_survives_a_broken_manifest_and_restarts_on_a_handler_ch
 
     first, failed, restarted = reload_lines(log)
     assert first == "reload: echo.yaml changed; rebuilt handlers/echo_shout.py, service.py; server restarted"
-    assert failed == "reload: echo.yaml changed, but the build failed; still serving the last good build:"
+    assert failed == "reload: echo.yaml changed; the build failed, still serving the last good build:"
     assert restarted == "reload: handlers/echo_say.py changed; server restarted"
     diagnostics = log.read_text().split(failed, 1)[1].splitlines()[1]
     assert diagnostics.startswith("  ") and "echo.yaml:" in diagnostics and "Nope" in diagnostics
