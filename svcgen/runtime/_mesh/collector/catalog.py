@@ -5,10 +5,17 @@ polled health).
   TopicChange per topic whose request/response schema changed and a removed topic per topic no longer provided.
   A polled spec lands on the service's most recently updated entry (a spec carries no serviceVersion), with the
   same diffing against the previous spec.
-- Instances are keyed by (service, instanceId); one without an id is tracked under `""`.
+- A schema change is recorded once: a register does not record a change the service's polled spec already shows,
+  nor a poll one its registered descriptor already shows (the same change, seen through the other door).
+- Instances are keyed by (service, instanceId). An instance exists once something names it: a register without
+  `instanceId` creates none (it settles the drift of the instances already on its hash); a heartbeat without one is
+  kept under `""` for its health, and is neither listed nor counted as an instance.
 - A heartbeat whose descriptor hash is none of the service's registered hashes sets `hashMatches: false` and
   `registerExpected: true` (a drift); a heartbeat from a service the collector holds no descriptor for sets
   `registerExpected` too (the collector lost it or never had it). The next register of the instance clears both.
+- The fleet read model has one member per (service, serviceVersion) (`members`): an instance belongs to the entry
+  of its serviceVersion, else to the one of its descriptor hash, else to the service's newest; a poll to the entry
+  it updated (same base URL), else to the newest.
 
 Health of a service (`health`), from the instances heard within `stale_after` and the polls:
 - `unknown`: no health data (no fresh heartbeat, no poll);
@@ -85,6 +92,21 @@ class ServiceRecords:
             topics.update(_topics(entry.get("spec")))
         return topics
 
+    @property
+    def named_instances(self) -> list[InstanceEntry]:
+        """The instances something named (see the module docstring)."""
+        return [instance for instance in self.instances if instance["instanceId"] != NO_INSTANCE_ID]
+
+    def removed(self) -> set[tuple[str, str]]:
+        """(topic, version) the service once provided and no longer does."""
+        topics: set[tuple[str, str]] = set()
+        for entry in self.entries:
+            for item in entry["removedTopics"]:
+                if isinstance(item.get("topic"), str):
+                    version = item.get("version")
+                    topics.add((item["topic"], version if isinstance(version, str) else ""))
+        return topics
+
     def produced(self) -> set[tuple[str, str]]:
         """(topic, version) the service's descriptors say it sends."""
         topics: set[tuple[str, str]] = set()
@@ -119,6 +141,15 @@ class HeartbeatVerdict:
     """The heartbeat's hash differs from every hash registered for the service."""
 
 
+@dataclass(frozen=True, slots=True)
+class Member:
+    """One fleet entry: a (service, serviceVersion) and what belongs to it."""
+
+    service: str
+    version: str
+    records: ServiceRecords
+
+
 class Catalog:
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
@@ -134,12 +165,19 @@ class Catalog:
         entry = self._entry(service, version)
         previous = entry.get("descriptor")
         if previous is not None:
-            self._diff(entry, _topics(previous), _topics(descriptor), at)
+            self._diff(entry, _topics(previous), _topics(descriptor), at, seen=_topics(entry.get("spec")))
         digest = descriptor_hash(descriptor)
         entry["descriptor"] = descriptor
         entry["descriptorHash"] = digest
         entry["registeredAt"] = at
-        instance = self._instance(service, _instance_id(descriptor))
+        instance_id = _instance_id(descriptor)
+        if instance_id == NO_INSTANCE_ID:
+            for instance in self.instances.values():
+                if instance["service"] == service and instance.get("descriptorHash") == digest:
+                    instance["hashMatches"] = True
+                    instance["registerExpected"] = False
+            return
+        instance = self._instance(service, instance_id)
         if version:
             instance["serviceVersion"] = version
         instance["descriptorHash"] = digest
@@ -188,7 +226,7 @@ class Catalog:
         digest = document_hash(spec)
         if digest != entry.get("specHash"):
             if "spec" in entry:
-                self._diff(entry, _topics(entry.get("spec")), _topics(spec), at)
+                self._diff(entry, _topics(entry.get("spec")), _topics(spec), at, seen=_topics(entry.get("descriptor")))
             if "specHash" in entry:
                 entry["previousSpecHash"] = entry["specHash"]
             entry["spec"] = spec
@@ -213,6 +251,35 @@ class Catalog:
         for (service, _), poll in self.polls.items():
             groups.setdefault(service, ServiceRecords()).polls.append(poll)
         return groups
+
+    def members(self) -> list[Member]:
+        """The fleet read model's entries, sorted by (service, serviceVersion); see the module docstring."""
+        members: dict[tuple[str, str], Member] = {}
+        newest: dict[str, Member] = {}
+        for (service, version), entry in self.entries.items():
+            member = members[(service, version)] = Member(service, version, ServiceRecords(entries=[entry]))
+            if service not in newest or _heard(entry) >= _heard(newest[service].records.entries[0]):
+                newest[service] = member
+
+        def owner(service: str, key: str, value: str | None) -> Member:
+            """The service's member whose entry has `key` == `value`, else its newest (made when it has none)."""
+            for member in members.values():
+                if value is not None and member.service == service and member.records.entries[0].get(key) == value:
+                    return member
+            found = newest.get(service)
+            if found is None:
+                found = newest[service] = members[(service, "")] = Member(service, "", ServiceRecords())
+            return found
+
+        for (service, _), instance in self.instances.items():
+            own_version, digest = instance.get("serviceVersion"), instance.get("descriptorHash")
+            belongs = members.get((service, own_version)) if own_version else None
+            if belongs is None:
+                belongs = owner(service, "descriptorHash", digest)
+            belongs.records.instances.append(instance)
+        for (service, base_url), poll in self.polls.items():
+            owner(service, "baseUrl", base_url).records.polls.append(poll)
+        return [members[key] for key in sorted(members)]
 
     def _of(self, service: str) -> list[CatalogEntry]:
         return [entry for (name, _), entry in self.entries.items() if name == service]
@@ -245,12 +312,17 @@ class Catalog:
         return instance
 
     def _diff(self, entry: CatalogEntry, old: dict[tuple[str, str], Json], new: dict[tuple[str, str], Json],
-              at: str) -> None:
+              at: str, *, seen: dict[tuple[str, str], Json]) -> None:
+        """Record changes and removals from `old` to `new`; `seen` is what the entry's other document (spec or
+        descriptor) shows, where a change already recorded through that door is not recorded again."""
         for key, topic in new.items():
             before = old.get(key)
             if before is None:
                 continue
             fields = [name for name in _SCHEMAS if before.get(name, {}) != topic.get(name, {})]
+            other = seen.get(key)
+            if other is not None and all(other.get(name, {}) == topic.get(name, {}) for name in _SCHEMAS):
+                continue
             if fields:
                 entry["changes"].append(TopicChange(topic=key[0], version=key[1], at=at, fields=fields))
         del entry["changes"][: -self.limits.changes]
@@ -288,6 +360,11 @@ class Catalog:
             require(poll, {"service": str, "baseUrl": str, "at": str, "ok": bool, "failures": int})
             put_bounded(self.polls, (poll["service"], poll["baseUrl"]), PollEntry(**poll),
                         self.limits.polls)
+
+
+def _heard(entry: CatalogEntry) -> str:
+    """When the entry was last heard of (RFC 3339 UTC text of one clock, so text order is time order)."""
+    return max(entry.get("registeredAt", ""), entry.get("specFetchedAt", ""))
 
 
 def _instance_id(document: Json) -> str:
