@@ -20,7 +20,8 @@ from .writer import SERVICES_DIR
 
 DASHBOARD: Final = "dashboard.html"
 TOP_LEVEL: Final = frozenset(
-    {"manifest.json", "topology.json", "topics.json", "usage.json", "asyncapi.json", "annotations.json"}
+    {"manifest.json", "topology.json", "topics.json", "usage.json", "asyncapi.json", "annotations.json",
+     "issues.json"}
 )
 _SERVICE_FILE: Final = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,120}\.json")
 _HTML: Final = {"content-type": "text/html; charset=utf-8", "cache-control": "no-cache"}
