@@ -89,6 +89,7 @@ def process(command: list[str], url: str, log: Path, env: dict[str, str]) -> Ite
 @contextmanager
 def locked_mesh(tmp_path: Path) -> Iterator[LockedMesh]:
     """A locked collector (artifacts rewritten every 0.2 s) and the books service reporting to it."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     manifest = tmp_path / "books.yaml"
     manifest.write_text(BOOKS)
     subprocess.run([*SVCGEN, "build", str(manifest), "-o", str(tmp_path)], check=True, capture_output=True,

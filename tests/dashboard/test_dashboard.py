@@ -14,11 +14,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+import httpx
 import pytest
 
 from svcgen.runtime._mesh.artifacts.writer import write_artifacts
 from svcgen.runtime._mesh.collector import Collector
 from tests.artifacts.snapshots import sample_snapshot
+from tests.collector.mesh_run import TOKEN, locked_mesh
 from tests.dashboard.harness import (
     ARTIFACT_FILES,
     Element,
@@ -30,6 +32,7 @@ from tests.dashboard.harness import (
     serve_directory,
     service_detail_files,
 )
+from tests.processes import wait_for
 
 FIXTURES = Path(__file__).parent / "fixtures"
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
@@ -261,6 +264,40 @@ def test_dashboard_renders_fixture_details_and_nulls(tmp_path: Path) -> None:
     assert "No annotations." in issues
 
 
+def test_dashboard_shows_a_locked_collectors_issues_and_an_exemplar_trace(tmp_path: Path) -> None:
+    with locked_mesh(tmp_path / "mesh") as mesh:
+        for book in ("dune", "missing", "boom"):
+            httpx.get(f"{mesh.books}/books/{book}", timeout=10)
+
+        def merged() -> list[Any] | None:
+            answer = httpx.get(f"{mesh.collector}/issues.json", headers=mesh.headers(), timeout=5)
+            issues = answer.json()["issues"] if answer.status_code == 200 else []
+            return issues if len(issues) == 2 else None
+
+        issues = wait_for(merged, timeout=30, what="both issues in issues.json")
+        (exploded,) = [issue for issue in issues if issue["classification"] == "exception"]
+        trace_id = exploded["exemplarTraceIds"][0]
+        dom = parse_dom(chromium_dump_dom(f"{mesh.collector}/#token={TOKEN}&trace={trace_id}", tmp_path / "one"))
+        locked = parse_dom(chromium_dump_dom(f"{mesh.collector}/", tmp_path / "two"))
+
+    (body,) = dom.find_all(lambda e: e.tag == "body")
+    errors = [item.text() for item in dom.by_id("dashboard-errors").find_all(lambda e: e.tag == "li")]
+    assert (body.attrs.get("data-state"), errors) == ("ready", [])
+    panel = dom.by_id("issues")
+    assert texts(panel, "issue-fingerprint") == [issue["fingerprint"] for issue in issues]
+    assert sorted(texts(panel, "issue-classification")) == ["client", "exception"]
+    assert "books" in texts(dom.by_id("estate"), "service-name")
+    trace = dom.by_id("trace")
+    assert "hidden" not in trace.attrs
+    assert texts(trace, "trace-id") == [trace_id]
+    assert texts(trace, "trace-service") == ["books"] and "service-unavailable" in trace.text()
+
+    (body,) = locked.find_all(lambda e: e.tag == "body")
+    assert body.attrs.get("data-state") == "locked"
+    assert "hidden" not in locked.by_id("token-form").attrs
+    assert "enter the collector token" in locked.by_id("generated-at").text()
+
+
 HOSTILE_NAME = "<img src=x onerror=alert(1)>"
 HOSTILE_WITH_DETAIL = '"><svg onload=alert(2)>'
 HOSTILE_TOPIC = "<script>alert(3)</script>"
@@ -373,7 +410,8 @@ def test_dashboard_says_no_health_seen_for_a_service_never_heard_from(tmp_path: 
     assert_renders_cleanly(rendered)
     statuses = {s["name"]: s["status"] for s in rendered.load("manifest.json")["services"]}
     assert statuses["payments-eu"] == statuses["inventory"] == "unreachable"  # never heard vs poll failed
-    cards = {card.by_class("service-name")[0].text(): card for card in rendered.section("estate").by_class("service-card")}
+    estate = rendered.section("estate")
+    cards = {card.by_class("service-name")[0].text(): card for card in estate.by_class("service-card")}
     assert texts(cards["payments-eu"], "badge")[0] == "no health seen"
     assert texts(cards["inventory"], "badge")[0] == "unreachable"
     warnings = texts(rendered.section("issues"), "estate-warnings")[0]
