@@ -96,7 +96,7 @@ def test_a_topic_once_declared_stays_known_with_its_counters() -> None:
     assert c.query_topic({"topic": "orders:never"}).status == "not-found"
 
 
-def test_one_schema_change_seen_by_register_and_poll_is_recorded_once() -> None:
+def test_one_schema_change_is_recorded_once() -> None:
     clock = Clock()
     c = collector(clock=clock)
     old, new = topic("orders:get", {"type": "object"}), topic("orders:get", {"type": "string"})
@@ -111,6 +111,11 @@ def test_one_schema_change_seen_by_register_and_poll_is_recorded_once() -> None:
         ("orders:get", "2027-01-15T08:00:30.000Z")]
     (listed,) = build_topics(c.snapshot(), generated_at="x")["topics"]
     assert listed["changes"] == [{"service": "orders", "at": "2027-01-15T08:00:30.000Z", "fields": ["requestSchema"]}]
-    # Changed back later: that is a second change, and recorded.
+    # Two instances of one serviceVersion disagreeing (a rolling deploy) flip the descriptor back and forth:
+    # no new schema, no new change. A schema never seen before is.
     c.register(descriptor(topics=[old]))
-    assert len(c.snapshot()["catalog"][0]["changes"]) == 2
+    c.register(descriptor(topics=[new]))
+    assert len(c.snapshot()["catalog"][0]["changes"]) == 1
+    c.register(descriptor(topics=[topic("orders:get", {"type": "integer"})]))
+    assert [change["at"] for change in c.snapshot()["catalog"][0]["changes"]] == [
+        "2027-01-15T08:00:30.000Z", "2027-01-15T08:01:00.000Z"]

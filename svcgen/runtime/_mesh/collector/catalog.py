@@ -5,8 +5,9 @@ polled health).
   TopicChange per topic whose request/response schema changed and a removed topic per topic no longer provided.
   A polled spec lands on the service's most recently updated entry (a spec carries no serviceVersion), with the
   same diffing against the previous spec.
-- A schema change is recorded once: a register does not record a change the service's polled spec already shows,
-  nor a poll one its registered descriptor already shows (the same change, seen through the other door).
+- A schema change is recorded once: a topic's change to schemas it already had in the entry's recorded changes is
+  not recorded again. So the same change seen by a register and by a poll is one change, and instances of one
+  serviceVersion that disagree during a rolling deploy do not list it over and over.
 - Instances are keyed by (service, instanceId). An instance exists once something names it: a register without
   `instanceId` creates none (it settles the drift of the instances already on its hash); a heartbeat without one is
   kept under `""` for its health, and is neither listed nor counted as an instance.
@@ -165,7 +166,7 @@ class Catalog:
         entry = self._entry(service, version)
         previous = entry.get("descriptor")
         if previous is not None:
-            self._diff(entry, _topics(previous), _topics(descriptor), at, seen=_topics(entry.get("spec")))
+            self._diff(entry, _topics(previous), _topics(descriptor), at)
         digest = descriptor_hash(descriptor)
         entry["descriptor"] = descriptor
         entry["descriptorHash"] = digest
@@ -226,7 +227,7 @@ class Catalog:
         digest = document_hash(spec)
         if digest != entry.get("specHash"):
             if "spec" in entry:
-                self._diff(entry, _topics(entry.get("spec")), _topics(spec), at, seen=_topics(entry.get("descriptor")))
+                self._diff(entry, _topics(entry.get("spec")), _topics(spec), at)
             if "specHash" in entry:
                 entry["previousSpecHash"] = entry["specHash"]
             entry["spec"] = spec
@@ -312,19 +313,21 @@ class Catalog:
         return instance
 
     def _diff(self, entry: CatalogEntry, old: dict[tuple[str, str], Json], new: dict[tuple[str, str], Json],
-              at: str, *, seen: dict[tuple[str, str], Json]) -> None:
-        """Record changes and removals from `old` to `new`; `seen` is what the entry's other document (spec or
-        descriptor) shows, where a change already recorded through that door is not recorded again."""
+              at: str) -> None:
+        """Record changes (see the module docstring) and removals from `old` to `new`."""
         for key, topic in new.items():
             before = old.get(key)
             if before is None:
                 continue
             fields = [name for name in _SCHEMAS if before.get(name, {}) != topic.get(name, {})]
-            other = seen.get(key)
-            if other is not None and all(other.get(name, {}) == topic.get(name, {}) for name in _SCHEMAS):
+            if not fields:
                 continue
-            if fields:
-                entry["changes"].append(TopicChange(topic=key[0], version=key[1], at=at, fields=fields))
+            schemas = _schemas_hash(topic)
+            known = {digest for change in entry["changes"] if (change["topic"], change["version"]) == key
+                     for digest in (change.get("fromSchemas"), change.get("toSchemas"))}
+            if schemas not in known:
+                entry["changes"].append(TopicChange(topic=key[0], version=key[1], at=at, fields=fields,
+                                                    fromSchemas=_schemas_hash(before), toSchemas=schemas))
         del entry["changes"][: -self.limits.changes]
         removed = entry["removedTopics"]
         # A topic provided again is no longer removed.
@@ -360,6 +363,10 @@ class Catalog:
             require(poll, {"service": str, "baseUrl": str, "at": str, "ok": bool, "failures": int})
             put_bounded(self.polls, (poll["service"], poll["baseUrl"]), PollEntry(**poll),
                         self.limits.polls)
+
+
+def _schemas_hash(topic: Json) -> str:
+    return document_hash({name: topic.get(name, {}) for name in _SCHEMAS})
 
 
 def _heard(entry: CatalogEntry) -> str:

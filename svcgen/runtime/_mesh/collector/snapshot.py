@@ -22,6 +22,10 @@ class TopicChange(TypedDict):
     at: str
     fields: list[str]
     """Which of `requestSchema`, `responseSchema` changed."""
+    fromSchemas: NotRequired[str]
+    toSchemas: NotRequired[str]
+    """Hashes of the topic's schemas before and after (sha256 of `{requestSchema, responseSchema}`): a change to
+    schemas already seen is not recorded again."""
 
 
 class CatalogEntry(TypedDict):
