@@ -15,7 +15,7 @@ Json = dict[str, Any]
 
 
 class TopicChange(TypedDict):
-    """A provider re-registered a topic with a different schema."""
+    """A consumer (a service handling the topic) re-registered it with a different schema."""
 
     topic: str
     version: str
