@@ -256,16 +256,18 @@ class Catalog:
     def members(self) -> list[Member]:
         """The fleet read model's entries, sorted by (service, serviceVersion); see the module docstring."""
         members: dict[tuple[str, str], Member] = {}
+        by_service: dict[str, list[Member]] = {}
         newest: dict[str, Member] = {}
         for (service, version), entry in self.entries.items():
             member = members[(service, version)] = Member(service, version, ServiceRecords(entries=[entry]))
+            by_service.setdefault(service, []).append(member)
             if service not in newest or _heard(entry) >= _heard(newest[service].records.entries[0]):
                 newest[service] = member
 
         def owner(service: str, key: str, value: str | None) -> Member:
             """The service's member whose entry has `key` == `value`, else its newest (made when it has none)."""
-            for member in members.values():
-                if value is not None and member.service == service and member.records.entries[0].get(key) == value:
+            for member in by_service.get(service, ()) if value is not None else ():
+                if member.records.entries[0].get(key) == value:
                     return member
             found = newest.get(service)
             if found is None:
