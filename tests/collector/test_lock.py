@@ -16,6 +16,7 @@ from svcgen.runtime._mesh.collector_host import (
     collector_token,
     exposed_without_token,
 )
+from svcgen.runtime._mesh.feeds import EnvelopePublisher
 from svcgen.runtime._mesh.host import MeshSettings, _overridden
 from svcgen.runtime._mesh.poller import Poller
 
@@ -164,3 +165,19 @@ def test_svcgen_collector_serve_warns_once_when_reachable_and_open(
     lines = [r.getMessage() for r in caplog.records if "without a token" in r.getMessage()]
     assert lines == ([f"collector bound to {host} without a token: anyone who can reach it can write to it and "
                       "read it (lock it with --token-file FILE or SVCGEN_COLLECTOR_TOKEN)"] if warned else [])
+
+
+def test_a_publisher_with_the_token_is_accepted_and_one_without_is_unauthorized(tmp_path: Path) -> None:
+    host = CollectorHost(CollectorSettings(artifacts=tmp_path, token=TOKEN))
+
+    async def publish(token: str | None) -> str:
+        publisher = EnvelopePublisher("http://collector", token=token, transport=httpx.ASGITransport(host.app))
+        try:
+            return (await publisher.send("svc:mesh:register", descriptor("orders"))).status
+        finally:
+            await publisher.aclose()
+
+    assert asyncio.run(publish(None)) == "unauthorized"
+    assert host.collector.snapshot()["catalog"] == []
+    assert asyncio.run(publish(TOKEN)) == "ok"
+    assert [entry["service"] for entry in host.collector.snapshot()["catalog"]] == ["orders"]
