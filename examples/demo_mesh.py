@@ -78,8 +78,8 @@ def show_fleet(collector: str) -> None:
     assert isinstance(fleet, dict)
     print("svc:mesh:query:fleet →")
     for service in fleet["services"]:
-        print(f"  {service['service']:<10} health={service['health']:<9} instances={service['instances']} "
-              f"topics={len(service['topics'])} missingFeeds={service['missingFeeds']}")
+        print(f"  {service['service']:<10} {service.get('serviceVersion', '-'):<7} health={service['health']:<9} "
+              f"instances={service['instances']} topics={service['topics']} missingFeeds={service['missingFeeds']}")
     for topic in fleet["topics"]:
         print(f"  {topic['topic']:<22} providers={topic['providers']} consumers={topic['consumers']} "
               f"invocations={topic['invocations']}")
@@ -88,7 +88,8 @@ def show_fleet(collector: str) -> None:
               f"×{issue['count']}")
     capture = invoke(collector, "svc:mesh:query:topic", {"topic": "payments:capture"})
     assert isinstance(capture, dict)
-    print(f"payments:capture: {capture['invocations']} invocations, consumers {capture['consumers']}")
+    print(f"payments:capture: {capture['invocations']} invocations, sent by (providers) {capture['providers']}, "
+          f"handled by (consumers) {capture['consumers']}")
 
 
 def show_cross_service_trace(collector: str) -> None:

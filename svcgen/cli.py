@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import NoReturn
@@ -28,7 +29,13 @@ from .runtime._mesh import probe as probing
 from .runtime._mesh.artifacts import write_artifacts
 from .runtime._mesh.artifacts.site import DASHBOARD, dashboard_html
 from .runtime._mesh.collector import Collector, JsonFileStore, SnapshotError
-from .runtime._mesh.collector_host import DEFAULT_ARTIFACTS_INTERVAL, CollectorHost, CollectorSettings
+from .runtime._mesh.collector_host import (
+    DEFAULT_ARTIFACTS_INTERVAL,
+    CollectorHost,
+    CollectorSettings,
+    collector_token,
+    exposed_without_token,
+)
 from .runtime._mesh.poller import DEFAULT_INTERVAL as DEFAULT_POLL_INTERVAL
 from .runtime._mesh.profile import MEANINGS
 from .runtime._reserved import DEFAULT_PREFIX
@@ -179,9 +186,12 @@ def collector() -> None:
               help="Directory the UI artifacts are written to (default: a temporary one).")
 @click.option("--artifacts-interval", default=DEFAULT_ARTIFACTS_INTERVAL, show_default=True,
               type=click.FloatRange(min=0.1), help="Seconds between artifact rewrites.")
+@click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Lock the collector: every request but the dashboard page needs `authorization: Bearer <the "
+                   "file's token>` (default: $SVCGEN_COLLECTOR_TOKEN; neither: open).")
 def collector_serve(
     host: str, port: int, store: Path | None, polls: tuple[str, ...], poll_interval: float,
-    artifacts: Path | None, artifacts_interval: float,
+    artifacts: Path | None, artifacts_interval: float, token_file: Path | None,
 ) -> None:
     """Run the collector: envelope invoke surface with the collector topics, its health and spec, the
     poller, the UI artifacts and the dashboard at /."""
@@ -190,13 +200,22 @@ def collector_serve(
     fleet = [_poll_target(text) for text in polls]
     if store is not None and not store.parent.is_dir():
         _fail([f"{store}: the directory {store.parent} does not exist"])
+    try:
+        token = collector_token(token_file, os.environ)
+    except ValueError as error:
+        _fail([str(error)])
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per poll request is noise
+    if exposed_without_token(host, token):
+        logging.getLogger("svcgen.mesh.collector").warning(
+            "collector bound to %s without a token: anyone who can reach it can write to it and read it "
+            "(lock it with --token-file FILE or SVCGEN_COLLECTOR_TOKEN)", host)
     settings = CollectorSettings(store=store, fleet=fleet, poll_interval=poll_interval, artifacts=artifacts,
-                                 artifacts_interval=artifacts_interval)
+                                 artifacts_interval=artifacts_interval, token=token)
     collector_host = CollectorHost(settings)
     base = f"http://{host}:{port}"
-    click.echo(f"collector on {base}{settings.prefix}/invoke; dashboard at {base}/")
+    click.echo(f"collector on {base}{settings.prefix}/invoke; dashboard at {base}/"
+               + ("#token=<token> (locked: requests need authorization: Bearer <token>)" if token else ""))
     click.echo(f"state: {store or 'in memory'}; artifacts: {collector_host.artifacts}; "
                f"polling {len(fleet)} service(s) every {poll_interval:g} s")
     uvicorn.run(collector_host.app, host=host, port=port, log_level="warning")

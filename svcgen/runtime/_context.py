@@ -38,5 +38,8 @@ class Context:
     """What the body's JSON may be (depth, duplicate keys); the transport sets it."""
     registration: Registration | None = None
     exception_type: str | None = None
+    handler_answered: bool = False
+    """The result is the handler's own answer (it returned one); False when the binding answered (unknown topic,
+    undecodable request) or the handler raised."""
     items: dict[str, Any] = field(default_factory=dict)
     """Free room for middleware to pass values along one invocation."""

@@ -74,6 +74,7 @@ class Pipeline:
         if not isinstance(returned, Result):
             logger.error("handler for %s returned %s, not a Result", registration.key, type(returned).__name__)
             return Result.unexpected_error(f"{registration.key} returned an invalid result")
+        context.handler_answered = True
         return returned
 
     def _resolve(self, topic: str, version: str) -> _Target | Result[Any]:

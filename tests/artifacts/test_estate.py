@@ -6,7 +6,7 @@ import hashlib
 import json
 
 from svcgen.runtime._mesh.artifacts import HEALTHY, UNHEALTHY, UNREACHABLE, build_manifest, build_service_documents
-from svcgen.runtime._mesh.artifacts.health import service_health
+from svcgen.runtime._mesh.artifacts.health import HealthVerdict, service_health
 
 from .snapshots import (
     NOW,
@@ -51,7 +51,7 @@ def test_status_maps_poll_and_heartbeats() -> None:
     assert services["orders"]["status"] == HEALTHY  # poll newer than the heartbeat, healthy aggregate
     assert services["payments"]["status"] == UNHEALTHY  # heartbeat says isHealthy false
     assert services["inventory"]["status"] == UNREACHABLE  # newest poll failed, no heartbeat
-    assert services["payments-eu"]["status"] is None  # registered only: nothing observed
+    assert services["payments-eu"]["status"] == UNREACHABLE  # registered only: no health ever seen
 
 
 def test_contract_drift_from_issue_or_hash_mismatch() -> None:
@@ -131,7 +131,7 @@ def test_any_unhealthy_recent_heartbeat_makes_the_service_unhealthy() -> None:
 
 def test_successful_poll_without_an_aggregate_is_healthy_and_no_evidence_is_null() -> None:
     assert service_health(poll_entry("orders", "2026-11-22T10:00:00.000Z"), []).status == HEALTHY
-    assert service_health(None, [instance("orders", "o-1")]).status is None
+    assert service_health(None, [instance("orders", "o-1")]) == HealthVerdict(UNREACHABLE, None)
 
 
 def test_503_aggregate_from_a_poll_is_unhealthy_with_its_checks() -> None:

@@ -52,6 +52,26 @@ def test_zero_length_window_and_zero_calls_give_nulls() -> None:
     assert figures["errorRate"] is None
 
 
+def test_a_burst_is_rated_over_at_least_a_minute() -> None:
+    snapshot = empty_snapshot()
+    snapshot["edges"] = [edge("a", "b", 2, firstStartedAt="2026-11-22T10:00:00.000Z",
+                              lastStartedAt="2026-11-22T10:00:00.300Z")]
+    assert build_topology(snapshot, generated_at=NOW)["edges"][0]["requestsPerMinute"] == pytest.approx(2.0)
+    snapshot["edges"][0]["count"] = 1
+    snapshot["edges"][0]["lastStartedAt"] = snapshot["edges"][0]["firstStartedAt"]
+    assert build_topology(snapshot, generated_at=NOW)["edges"][0]["requestsPerMinute"] == pytest.approx(1.0)
+
+
+def test_the_rate_runs_to_the_end_of_the_trace_window() -> None:
+    snapshot = empty_snapshot()
+    snapshot["edges"] = [edge("a", "b", 30, firstStartedAt="2026-11-22T10:00:00.000Z",
+                              lastStartedAt="2026-11-22T10:01:00.000Z")]
+    # Other traffic went on for 9 more minutes after the edge's last call: 30 calls over 10 minutes.
+    snapshot["counters"] = [counter("c", "c:get", "ok", 5, firstStartedAt="2026-11-22T10:00:00.000Z",
+                                    lastStartedAt="2026-11-22T10:10:00.000Z")]
+    assert build_topology(snapshot, generated_at=NOW)["edges"][0]["requestsPerMinute"] == pytest.approx(3.0)
+
+
 def test_percentile_is_nearest_rank() -> None:
     assert percentile([], 50) is None
     assert percentile([7.0], 99) == 7.0

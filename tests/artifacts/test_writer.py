@@ -14,7 +14,8 @@ from svcgen.runtime._mesh.artifacts.writer import confined
 
 from .snapshots import NOW, NOW_EPOCH, empty_snapshot, instance, sample_snapshot
 
-TOP_LEVEL = {"manifest.json", "topology.json", "topics.json", "usage.json", "asyncapi.json", "annotations.json"}
+TOP_LEVEL = {"manifest.json", "topology.json", "topics.json", "usage.json", "asyncapi.json", "annotations.json",
+             "issues.json"}
 HOSTILE_NAMES = ["../../etc/passwd", "/abs", "a/b", "..", ".", "", "nul\x00byte", "ünïcødé", "日本", "a\\b", "CON"]
 
 

@@ -25,7 +25,7 @@ def test_reregister_records_schema_changes_and_removed_topics() -> None:
     clock.advance(60)
     c.register(descriptor(topics=[topic("orders:get", {"type": "string"}), topic("orders:list")]))
     entry = c.snapshot()["catalog"][0]
-    assert entry["changes"] == [
+    assert [{key: change[key] for key in ("topic", "version", "at", "fields")} for change in entry["changes"]] == [
         {"topic": "orders:get", "version": "", "at": "2027-01-15T08:01:00.000Z", "fields": ["requestSchema"]}
     ]
     assert entry["removedTopics"] == [{"topic": "orders:cancel", "version": ""}]
@@ -130,7 +130,7 @@ def test_a_polled_service_appears_in_the_fleet_without_pushing() -> None:
                   error=None)
     (service,) = ok(c.query_fleet())["services"]
     assert service["service"] == "stock"
-    assert service["topics"] == ["stock:get"]
+    assert service["topics"] == 1
     assert service["health"] == "healthy"
     assert service["missingFeeds"] == ["traces"]
     snapshot = c.snapshot()

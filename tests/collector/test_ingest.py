@@ -102,7 +102,7 @@ def test_unknown_service_topic_or_trace_is_not_found() -> None:
     assert c.query_topic({"topic": "nothing:here"}).status == "not-found"
     assert c.query_trace({"traceId": "0" * 32}).status == "not-found"
     assert ok(c.query_service({"service": "orders"}))["service"] == "orders"
-    assert ok(c.query_topic({"topic": "orders:get"}))["providers"] == ["orders"]
+    assert ok(c.query_topic({"topic": "orders:get"}))["consumers"] == ["orders"]
 
 
 def test_queries_answer_the_design_shapes() -> None:
@@ -120,17 +120,18 @@ def test_queries_answer_the_design_shapes() -> None:
     assert [s["service"] for s in fleet["services"]] == ["pay", "shop"]
     shop = fleet["services"][1]
     assert set(shop) == {"service", "topics", "health", "instances", "missingFeeds"}
-    assert shop["topics"] == ["shop:buy"]
+    assert shop["topics"] == 1
+    # The messaging sense: shop sends pay:charge (its provider), pay handles it (its consumer).
     assert fleet["topics"] == [
-        {"topic": "pay:charge", "providers": ["pay"], "consumers": ["shop"], "invocations": 1},
-        {"topic": "shop:buy", "providers": ["shop"], "consumers": [], "invocations": 1},
+        {"topic": "pay:charge", "providers": ["shop"], "consumers": ["pay"], "invocations": 1},
+        {"topic": "shop:buy", "providers": [], "consumers": ["shop"], "invocations": 1},
     ]
     service = ok(c.query_service({"service": "shop"}))
     assert set(service) == {"service", "health", "instances", "invocations", "missingFeeds"}
     assert service["instances"][0]["instanceId"] == "i-1"
     assert {"healthy": True, "hashMatches": True}.items() <= service["instances"][0].items()
     assert ok(c.query_topic({"topic": "pay:charge"})) == {
-        "topic": "pay:charge", "providers": ["pay"], "consumers": ["shop"], "invocations": 1, "errors": 1,
+        "topic": "pay:charge", "providers": ["shop"], "consumers": ["pay"], "invocations": 1, "errors": 1,
         "statusCounts": {"timeout": 1},
     }
     trace = ok(c.query_trace({"traceId": "t" * 32}))

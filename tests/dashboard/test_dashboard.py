@@ -12,12 +12,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
+import httpx
 import pytest
 
 from svcgen.runtime._mesh.artifacts.writer import write_artifacts
 from svcgen.runtime._mesh.collector import Collector
 from tests.artifacts.snapshots import sample_snapshot
+from tests.collector.mesh_run import TOKEN, locked_mesh
 from tests.dashboard.harness import (
     ARTIFACT_FILES,
     Element,
@@ -29,6 +32,7 @@ from tests.dashboard.harness import (
     serve_directory,
     service_detail_files,
 )
+from tests.processes import wait_for
 
 FIXTURES = Path(__file__).parent / "fixtures"
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
@@ -147,6 +151,12 @@ def assert_renders_cleanly(rendered: Rendered) -> None:
     rows = rendered.section("usage").find_all(lambda e: e.tag == "tr")
     assert len(rows) == (len(usage["entries"]) + 1 if usage["entries"] else 0)
 
+    issues = rendered.load("issues.json")["issues"]
+    assert texts(rendered.section("issues"), "issue-fingerprint") == [issue["fingerprint"] for issue in issues]
+    links = [link.attrs["href"] for link in rendered.section("issues").by_class("trace-link")]
+    assert links == ["#" + urlencode({"trace": trace_id})
+                     for issue in issues for trace_id in issue["exemplarTraceIds"] if isinstance(trace_id, str)]
+
     assert_only_artifact_requests(rendered, names)
 
 
@@ -240,11 +250,52 @@ def test_dashboard_renders_fixture_details_and_nulls(tmp_path: Path) -> None:
     usage = rendered.section("usage").text()
     assert f"window start{DASH}" in usage and "service-unavailable" in usage
 
+    merged = rendered.section("issues").find_all(lambda e: e.tag == "tr")[1:]
+    assert [row.text() for row in merged] == [
+        "9f2c4e1a7b3d5f60a1b2c3d4e5f60718exceptionordersorders:place [v2]service-unavailable (KeyError)3"
+        "2024-05-01T11:58:00Z4bf92f3577b3\u2026 5bf92f3577b3\u2026",
+        f"0a1b2c3d4e5f60718293a4b5c6d7e8f9clientordersorders:getnot-found122024-05-01T11:30:00Z{DASH}",
+    ]
+
     issues = rendered.section("issues").text()
     assert "service inventory is unreachable" in issues
-    assert "topic payments:charge: providers disagree on its schema" in issues
-    assert "topic orders:cancel is no longer provided" in issues
+    assert "topic payments:charge: consumers disagree on its schema" in issues
+    assert "topic orders:cancel is no longer handled" in issues
     assert "No annotations." in issues
+
+
+def test_dashboard_shows_a_locked_collectors_issues_and_an_exemplar_trace(tmp_path: Path) -> None:
+    with locked_mesh(tmp_path / "mesh") as mesh:
+        for book in ("dune", "missing", "boom"):
+            httpx.get(f"{mesh.books}/books/{book}", timeout=10)
+
+        def merged() -> list[Any] | None:
+            answer = httpx.get(f"{mesh.collector}/issues.json", headers=mesh.headers(), timeout=5)
+            issues = answer.json()["issues"] if answer.status_code == 200 else []
+            return issues if len(issues) == 2 else None
+
+        issues = wait_for(merged, timeout=30, what="both issues in issues.json")
+        (exploded,) = [issue for issue in issues if issue["classification"] == "exception"]
+        trace_id = exploded["exemplarTraceIds"][0]
+        dom = parse_dom(chromium_dump_dom(f"{mesh.collector}/#token={TOKEN}&trace={trace_id}", tmp_path / "one"))
+        locked = parse_dom(chromium_dump_dom(f"{mesh.collector}/", tmp_path / "two"))
+
+    (body,) = dom.find_all(lambda e: e.tag == "body")
+    errors = [item.text() for item in dom.by_id("dashboard-errors").find_all(lambda e: e.tag == "li")]
+    assert (body.attrs.get("data-state"), errors) == ("ready", [])
+    panel = dom.by_id("issues")
+    assert texts(panel, "issue-fingerprint") == [issue["fingerprint"] for issue in issues]
+    assert sorted(texts(panel, "issue-classification")) == ["client", "exception"]
+    assert "books" in texts(dom.by_id("estate"), "service-name")
+    trace = dom.by_id("trace")
+    assert "hidden" not in trace.attrs
+    assert texts(trace, "trace-id") == [trace_id]
+    assert texts(trace, "trace-service") == ["books"] and "service-unavailable" in trace.text()
+
+    (body,) = locked.find_all(lambda e: e.tag == "body")
+    assert body.attrs.get("data-state") == "locked"
+    assert "hidden" not in locked.by_id("token-form").attrs
+    assert "enter the collector token" in locked.by_id("generated-at").text()
 
 
 HOSTILE_NAME = "<img src=x onerror=alert(1)>"
@@ -333,6 +384,11 @@ def write_hostile_artifacts(target: Path) -> None:
     update("topology.json", topology)
     update("usage.json", usage)
     update("annotations.json", annotations)
+    update("issues.json", lambda doc: doc["issues"].append({
+        "fingerprint": HOSTILE_NAME, "classification": "<b>c</b>", "service": HOSTILE_WITH_DETAIL,
+        "topic": HOSTILE_TOPIC, "version": None, "transport": None, "status": "<i>s</i>", "exceptionType": "<u>E</u>",
+        "count": "<b>1</b>", "firstSeen": None, "lastSeen": "<b>t</b>",
+        "exemplarTraceIds": ["javascript:alert(8)", "\"><img src=v onerror=alert(9)>", 7]}))
     detail = {
         "name": HOSTILE_WITH_DETAIL,
         "fetchedAtUtc": "<b>t</b>",
@@ -347,6 +403,19 @@ def write_hostile_artifacts(target: Path) -> None:
     detail_file = service_detail_files(names)[HOSTILE_WITH_DETAIL]
     (target / detail_file).write_text(json.dumps(detail), encoding="utf-8")
     # HOSTILE_NAME deliberately has no detail file: the dashboard must show "no detail" for the 404.
+
+
+def test_dashboard_says_no_health_seen_for_a_service_never_heard_from(tmp_path: Path) -> None:
+    rendered = render(tmp_path, write_sample_artifacts)
+    assert_renders_cleanly(rendered)
+    statuses = {s["name"]: s["status"] for s in rendered.load("manifest.json")["services"]}
+    assert statuses["payments-eu"] == statuses["inventory"] == "unreachable"  # never heard vs poll failed
+    estate = rendered.section("estate")
+    cards = {card.by_class("service-name")[0].text(): card for card in estate.by_class("service-card")}
+    assert texts(cards["payments-eu"], "badge")[0] == "no health seen"
+    assert texts(cards["inventory"], "badge")[0] == "unreachable"
+    warnings = texts(rendered.section("issues"), "estate-warnings")[0]
+    assert "service payments-eu: no health seen" in warnings and "service inventory is unreachable" in warnings
 
 
 def test_dashboard_renders_hostile_strings_as_text(tmp_path: Path) -> None:
@@ -370,6 +439,9 @@ def test_dashboard_renders_hostile_strings_as_text(tmp_path: Path) -> None:
     assert "<not json>" in cards[HOSTILE_WITH_DETAIL].text()
     assert HOSTILE_NAME in rendered.section("topology").text()
     assert "<img src=z onerror=alert(6)>" in rendered.section("issues").text()
+    assert HOSTILE_NAME in texts(rendered.section("issues"), "issue-fingerprint")
+    hrefs = [link.attrs["href"] for link in rendered.section("issues").by_class("trace-link")]
+    assert all(href.startswith("#trace=") for href in hrefs) and len(hrefs) == 2 + 2  # fixture links + 2 strings
     names = [service["name"] for service in rendered.load("manifest.json")["services"]]
     missing = service_detail_files(names)[HOSTILE_NAME]
     assert any(r.status == 404 and r.path == missing for r in rendered.requests)
@@ -382,6 +454,7 @@ def write_empty_artifacts(target: Path) -> None:
         "topology.json": {"generatedAtUtc": None, "edges": []},
         "usage.json": {"generatedAtUtc": None, "windowStartUtc": None, "windowEndUtc": None, "entries": []},
         "annotations.json": {"generatedAtUtc": None, "annotations": []},
+        "issues.json": {"generatedAtUtc": None, "issues": []},
     }
     for name, document in documents.items():
         (target / name).write_text(json.dumps(document), encoding="utf-8")

@@ -80,12 +80,37 @@ def test_exception_type_decides_the_fingerprint_and_unknown_keys_are_omitted() -
     ],
 )
 def test_classification_rules_in_order(status: str, exception_type: str | None, classification: str) -> None:
+    """What the binding answers (the handler never returned it)."""
     assert classify(status, exception_type) == classification
     issues = aggregator()
     issues.record("t", status, exception_type=exception_type)
     [issue] = issues.flush()["issues"]
     assert issue["classification"] == classification
     assert issue["fingerprint"] == expected_fingerprint(f"orders|t||{classification}|{exception_type or status}")
+
+
+@pytest.mark.parametrize(
+    ("status", "classification"),
+    [
+        ("not-found", "client"),
+        ("conflict", "client"),
+        ("bad-request", "client"),
+        ("validation-error", "client"),
+        ("unauthorized", "config-wiring"),
+        ("not-implemented", "config-wiring"),
+        ("timeout", "dependency"),
+        ("payment-declined", "unclassified"),
+    ],
+)
+def test_a_handlers_own_business_answer_is_client(status: str, classification: str) -> None:
+    assert classify(status, handler_answered=True) == classification
+    issues = aggregator()
+    issues.record("t", status, handler_answered=True)
+    issues.record("t", status)
+    recorded = {issue["classification"]: issue for issue in issues.flush()["issues"]}
+    assert recorded[classification]["fingerprint"] == expected_fingerprint(f"orders|t||{classification}|{status}")
+    # The same status answered by the binding is another issue when the rules tell them apart.
+    assert len(recorded) == (2 if classification == "client" else 1)
 
 
 def test_counts_are_deltas_across_flushes() -> None:
@@ -145,6 +170,7 @@ def test_trace_middleware_feeds_failures_only_once_each() -> None:
         service = traced.service
         await service.invoke("orders:get", body='{"orderId": "o-1"}')
         await service.invoke("orders:get", body='{"orderId": "missing"}')
+        await service.invoke("orders:nope")
         await service.invoke("orders:explode", body='{"orderId": "o-1"}')
         await service.invoke("orders:explode", body='{"orderId": "o-2"}')
         await service.invoke("orders:place", body="{}", headers={"svc-version": "v2"})
@@ -156,10 +182,11 @@ def test_trace_middleware_feeds_failures_only_once_each() -> None:
     batch = traced.issues.flush()
     summary = [(i["topic"], i.get("version"), i["status"], i["classification"], i["count"]) for i in batch["issues"]]
     assert summary == [
-        ("orders:get", None, "not-found", "config-wiring", 1),
+        ("orders:get", None, "not-found", "client", 1),  # the handler's answer: no such order
+        ("orders:nope", None, "not-found", "config-wiring", 1),  # the binding's: no such topic
         ("orders:explode", None, "service-unavailable", "exception", 2),
         ("orders:place", "v2", "validation-error", "validation", 2),
     ]
-    explode = batch["issues"][1]
+    explode = batch["issues"][2]
     assert explode["exceptionType"] == "LookupError" and explode["transport"] == "envelope"
     assert explode["exemplarTraceIds"] == [e.trace_id for e in events if e.topic == "orders:explode"]

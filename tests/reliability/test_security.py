@@ -35,7 +35,8 @@ HOSTILE_NAMES = [
     "../../escape", "/abs/path", "..", "a/../../b", ".", "../", "/", "~/x", "C:\\evil\\x", "x\x00y",
     "services/../../../z", "./.hidden", "../" * 80 + "deep", "orders", "Orders", "ORDERS",
 ]  # fmt: skip
-TOP_LEVEL = {"manifest.json", "topology.json", "topics.json", "usage.json", "asyncapi.json", "annotations.json"}
+TOP_LEVEL = {"manifest.json", "topology.json", "topics.json", "usage.json", "asyncapi.json", "annotations.json",
+             "issues.json"}
 
 
 def files_under(root: Path) -> list[Path]:

@@ -1,25 +1,36 @@
 """The collector host: the collector behind the HTTP binding, the poller on its interval, the UI artifacts
-rewritten on an interval, and the dashboard at `/`; all started and stopped with the ASGI lifespan."""
+rewritten on an interval, and the dashboard at `/`; all started and stopped with the ASGI lifespan.
+
+With a token (`CollectorSettings.token`) the host is locked (`TokenLock`): every request but the dashboard page
+itself must carry `authorization: Bearer <token>`, else it is answered 401 `{status: unauthorized, detail}` and
+reaches nothing. The page is the packaged static file and holds no data; its fetches carry the token (see
+dashboard.html). The poller sends the same token to the services it polls."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
+import ipaddress
 import logging
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 import httpx
 
+from .. import _status as st
 from .._http.app import HttpApp
+from .._http.requests import Receive, Scope, Send
+from .._http.responses import send_failure
 from .._reserved import DEFAULT_PREFIX
 from .artifacts import write_artifacts
-from .artifacts.site import ArtifactSite
+from .artifacts.site import DASHBOARD, ArtifactSite
 from .collector import Collector, JsonFileStore, collector_service
+from .feeds import TOKEN_ENV
 from .poller import DEFAULT_INTERVAL as DEFAULT_POLL_INTERVAL
 from .poller import Poller, Target
 
@@ -39,6 +50,70 @@ class CollectorSettings:
     """Where the UI artifacts are written; None uses a temporary directory removed at shutdown."""
     artifacts_interval: float = DEFAULT_ARTIFACTS_INTERVAL
     prefix: str = DEFAULT_PREFIX
+    token: str | None = None
+    """Lock the host with this bearer token (see the module docstring); None leaves it open."""
+
+
+class TokenLock:
+    """ASGI middleware: an HTTP request other than `GET|HEAD` of the dashboard page needs `authorization: Bearer
+    <token>` (constant-time compare); otherwise it is answered 401 with the failure body and never reaches `app`.
+    Lifespan events pass through; a websocket without the token is closed."""
+
+    OPEN_PATHS: Final = frozenset({"/", f"/{DASHBOARD}"})
+
+    def __init__(self, app: ArtifactSite, token: str) -> None:
+        if not token:
+            raise ValueError("the collector token must not be empty")
+        self.app = app
+        self._token = token.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan" or self._admits(scope):
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        await send_failure(send, 401, st.UNAUTHORIZED, "this collector wants `authorization: Bearer <token>`")
+
+    def _admits(self, scope: Scope) -> bool:
+        if scope["type"] == "http" and scope["method"] in ("GET", "HEAD") and scope["path"] in self.OPEN_PATHS:
+            return True
+        presented = b""
+        for name, value in scope.get("headers", ()):
+            if name == b"authorization":
+                scheme, _, credentials = value.partition(b" ")
+                if scheme.lower() == b"bearer":
+                    presented = credentials.strip()
+                break
+        return hmac.compare_digest(presented, self._token)
+
+
+def collector_token(token_file: Path | None, environ: Mapping[str, str]) -> str | None:
+    """The token from `token_file` (its text without surrounding whitespace), else from SVCGEN_COLLECTOR_TOKEN, else
+    None. Raises ValueError with a one-line reason for an unreadable or empty file."""
+    if token_file is None:
+        return environ.get(TOKEN_ENV, "").strip() or None
+    try:
+        token = token_file.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{token_file}: cannot read the token ({getattr(exc, 'strerror', None) or exc})") from None
+    if not token or any(char.isspace() for char in token):
+        raise ValueError(f"{token_file}: expected one token (no spaces) in the file")
+    return token
+
+
+def exposed_without_token(host: str, token: str | None) -> bool:
+    """Whether binding `host` without a token lets anyone who reaches it write to the collector (any address but
+    loopback; a host name other than localhost counts as reachable)."""
+    if token:
+        return False
+    if host == "localhost":
+        return False
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return True
 
 
 class CollectorHost:
@@ -60,13 +135,15 @@ class CollectorHost:
                 prefix=settings.prefix,
                 interval=settings.poll_interval,
                 transport=transport,
+                token=settings.token,
             )
             if settings.fleet
             else None
         )
         self._own_artifacts = settings.artifacts is None
         self.artifacts = settings.artifacts or Path(tempfile.mkdtemp(prefix="svcgen-artifacts-"))
-        self.app = ArtifactSite(self.artifacts, self.api)
+        site = ArtifactSite(self.artifacts, self.api, prefix=settings.prefix)
+        self.app: ArtifactSite | TokenLock = TokenLock(site, settings.token) if settings.token else site
         self.artifact_writes = 0
         self._writer: asyncio.Task[None] | None = None
         self.api.on_startup.append(self.start)

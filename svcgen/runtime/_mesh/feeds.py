@@ -20,6 +20,8 @@ from .clock import rfc3339
 logger = logging.getLogger("svcgen.mesh.feeds")
 
 DEFAULT_FEED_TIMEOUT = 2.0
+TOKEN_ENV = "SVCGEN_COLLECTOR_TOKEN"
+"""The token of a locked collector: the collector's own (`svcgen collector serve`) and its reporters' setting."""
 REREGISTER_KEY = "reregister"
 """Set true in a heartbeat answer when the collector wants the service to register again."""
 
@@ -30,8 +32,14 @@ class Publisher(Protocol):
     async def send(self, topic: str, payload: Any = None, headers: Mapping[str, str] | None = None) -> Result[Any]: ...
 
 
+def bearer(token: str | None) -> dict[str, str]:
+    """The `authorization` header a locked collector wants, or none without a token."""
+    return {"authorization": f"Bearer {token}"} if token else {}
+
+
 class EnvelopePublisher:
-    """Publishes by HTTP POST of the message envelope to `{collector}{prefix}/invoke`."""
+    """Publishes by HTTP POST of the message envelope to `{collector}{prefix}/invoke`, with `authorization: Bearer
+    <token>` when given the collector's token."""
 
     def __init__(
         self,
@@ -40,14 +48,16 @@ class EnvelopePublisher:
         *,
         sender: HttpSender | None = None,
         timeout: float = DEFAULT_FEED_TIMEOUT,
+        token: str | None = None,
         **sender_options: Any,
     ) -> None:
         self.url = collector_url.rstrip("/") + normalize_prefix(prefix) + "/invoke"
         self._sender = sender or HttpSender(lambda _topic: self.url, timeout=timeout, **sender_options)
+        self._headers = bearer(token)
 
     async def send(self, topic: str, payload: Any = None, headers: Mapping[str, str] | None = None) -> Result[Any]:
         envelope = {"topic": topic, "headers": dict(headers or {}), "body": orjson.dumps(payload).decode()}
-        answer = await self._sender.send(topic, envelope)
+        answer = await self._sender.send(topic, envelope, self._headers)
         if not answer.is_successful:
             return answer
         return _unwrap(answer.payload)

@@ -13,7 +13,7 @@ from .._http.app import HttpApp
 from .._identity import Identity
 from .._pipeline import Middleware
 from .exporters import QueueExporter
-from .feeds import EnvelopePublisher, FeedSender, Publisher
+from .feeds import TOKEN_ENV, EnvelopePublisher, FeedSender, Publisher
 from .issues import IssueAggregator
 from .reporter import DEFAULT_INTERVAL, Reporter
 from .traces import TraceMiddleware
@@ -22,7 +22,7 @@ DEFAULT_TRACE_QUEUE_CAP = 10_000
 COLLECTOR_ENV = "SVCGEN_COLLECTOR"
 HEARTBEAT_ENV = "SVCGEN_HEARTBEAT_SECONDS"
 """Override the manifest's `mesh.collector` and `mesh.heartbeatSeconds` where the service runs, without a
-rebuild."""
+rebuild; SVCGEN_COLLECTOR_TOKEN gives the token of a locked collector."""
 
 
 @dataclass(frozen=True)
@@ -33,12 +33,18 @@ class MeshSettings:
     issues: bool = True
     trace_queue_cap: int = DEFAULT_TRACE_QUEUE_CAP
     """Trace events waiting for the next beat; past it the oldest are dropped and counted."""
+    token: str | None = None
+    """The collector's bearer token (a locked collector); read from SVCGEN_COLLECTOR_TOKEN where the service runs,
+    never from the manifest, so it stays out of the generated code."""
 
 
 def _overridden(settings: MeshSettings, environ: Mapping[str, str]) -> MeshSettings:
     collector = environ.get(COLLECTOR_ENV, "").strip()
     if collector:
         settings = dataclasses.replace(settings, collector=collector)
+    token = environ.get(TOKEN_ENV, "").strip()
+    if token:
+        settings = dataclasses.replace(settings, token=token)
     heartbeat = environ.get(HEARTBEAT_ENV, "").strip()
     if heartbeat:
         try:
@@ -85,7 +91,7 @@ class MeshHost:
         """Run the reporter in `app`'s lifespan: register at startup, beat, flush once more at shutdown."""
         owned = self._publisher is None
         # The collector's surfaces are under the default prefix, whatever prefix this service uses.
-        publisher = self._publisher or EnvelopePublisher(self.settings.collector)
+        publisher = self._publisher or EnvelopePublisher(self.settings.collector, token=self.settings.token)
         reporter = Reporter(
             FeedSender(publisher),
             app.service.descriptor,

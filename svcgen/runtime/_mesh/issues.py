@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from .._status import (
     BAD_REQUEST,
+    CONFLICT,
     FORBIDDEN,
     NOT_FOUND,
     NOT_IMPLEMENTED,
@@ -44,17 +45,25 @@ CONFIG_WIRING: Final = "config-wiring"
 DEPENDENCY: Final = "dependency"
 UNCLASSIFIED: Final = "unclassified"
 
+CLIENT: Final = "client"
+"""A handler's own business answer to its caller (not found, conflict, bad input): the caller's problem."""
+
 DEFAULT_MAX_ISSUES: Final = 1000
 MAX_EXEMPLARS: Final = 5
 """At most 5 exemplar trace ids per issue per window at the sender (DESIGN §7)."""
 
+_CLIENT_STATUSES: Final = frozenset({NOT_FOUND, CONFLICT, BAD_REQUEST, VALIDATION_ERROR})
 _VALIDATION_STATUSES: Final = frozenset({BAD_REQUEST, VALIDATION_ERROR})
 _CONFIG_STATUSES: Final = frozenset({NOT_FOUND, UNAUTHORIZED, FORBIDDEN, NOT_IMPLEMENTED, ""})
 _DEPENDENCY_STATUSES: Final = frozenset({SERVICE_UNAVAILABLE, TIMEOUT, TOO_MANY_REQUESTS})
 
 
-def classify(status: str, exception_type: str | None = None) -> str:
-    """DESIGN §7 rules in order, first match wins."""
+def classify(status: str, exception_type: str | None = None, *, handler_answered: bool = False) -> str:
+    """DESIGN §7 rules in order, first match wins. `handler_answered`: the handler returned this status itself, so
+    not-found, conflict, bad-request and validation-error are its business answer (`client`), not the binding's
+    (an unknown topic, an undecodable request)."""
+    if handler_answered and status in _CLIENT_STATUSES:
+        return CLIENT
     if status in _VALIDATION_STATUSES:
         return VALIDATION
     if exception_type:
@@ -146,8 +155,10 @@ class IssueAggregator:
         transport: str | None = None,
         exception_type: str | None = None,
         trace_id: str | None = None,
+        *,
+        handler_answered: bool = False,
     ) -> None:
-        classification = classify(status, exception_type)
+        classification = classify(status, exception_type, handler_answered=handler_answered)
         key = (topic, version, classification, exception_type or status)
         now = self._clock()
         with self._lock:
@@ -185,6 +196,7 @@ class IssueAggregator:
             context.transport,
             event.exception_type,
             event.trace_id,
+            handler_answered=context.handler_answered,
         )
 
     def flush(self) -> dict[str, Any]:

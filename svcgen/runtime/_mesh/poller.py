@@ -5,6 +5,9 @@ concurrently, each poll bounded by a timeout; sweeps run on an interval (default
 and never overlap. A failed poll is recorded as an error, never as data, and nothing a target answers (or
 fails to answer) stops the loop.
 
+With the collector's token, every poll request carries `authorization: Bearer <token>` too, so services behind the
+same lock answer it.
+
 Health answers: 200 and 503 both carry the health aggregate (503 = unhealthy data). A 404 or 405 on the
 health surface with a good spec is a service without health checks (the spec only serves the surface when
 checks are supplied): it is recorded as a successful poll with `health=None`.
@@ -26,6 +29,7 @@ import orjson
 
 from .._reserved import DEFAULT_PREFIX, normalize_prefix
 from .clock import MonotonicClock
+from .feeds import bearer
 
 logger = logging.getLogger("svcgen.mesh.poller")
 
@@ -93,6 +97,7 @@ class Poller:
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: Sleep = asyncio.sleep,
         clock: MonotonicClock = time.monotonic,
+        token: str | None = None,
     ) -> None:
         if interval <= 0 or timeout <= 0 or max_concurrency < 1 or max_body_bytes < 1:
             raise ValueError("interval, timeout, max_concurrency and max_body_bytes must be positive")
@@ -105,6 +110,7 @@ class Poller:
         self.max_body_bytes = max_body_bytes
         self.stop_timeout = stop_timeout
         self._transport = transport
+        self._headers = {"accept": "application/json", **bearer(token)}
         self._sleep = sleep
         self._clock = clock
         self._task: asyncio.Task[None] | None = None
@@ -225,7 +231,7 @@ class Poller:
             # One deadline for the whole exchange: httpx's timeout is per phase, and a trickling
             # body could otherwise hold the sweep far beyond it.
             async with asyncio.timeout(self.timeout):
-                async with client.stream("GET", url, headers={"accept": "application/json"}) as response:
+                async with client.stream("GET", url, headers=self._headers) as response:
                     chunks: list[bytes] = []
                     size = 0
                     async for chunk in response.aiter_bytes():

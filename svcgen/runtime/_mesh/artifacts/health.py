@@ -7,7 +7,9 @@ The newest evidence decides:
   reachable whatever a poll of it says, so a heartbeat after a failed poll overrides `unreachable`;
 - otherwise a failed newest poll is `unreachable`; a successful one is its aggregate's `isHealthy`, or
   `healthy` when it carried no aggregate (the service answered and has no checks to report);
-- with neither a poll nor a heartbeat the status is null: nothing was observed.
+- with neither a poll nor a heartbeat the status is `unreachable`: no health was ever seen, and the spec's value
+  set has no other word for it (a null badge reads as healthy on mesh dashboards). `health` and the service
+  file's `error` are both null then, which is how the dashboard tells it from a failed poll ("no health seen").
 
 The `health` shown beside it is the aggregate that decided: the poll's, or the newest heartbeat that
 agrees with the status. Null when none did (a failed poll, or no evidence).
@@ -29,7 +31,7 @@ UNREACHABLE: Final = "unreachable"
 
 @dataclass(frozen=True, slots=True)
 class HealthVerdict:
-    status: str | None
+    status: str
     health: Json | None
 
 
@@ -44,7 +46,7 @@ def service_health(poll: PollEntry | None, instances: Iterable[InstanceEntry]) -
     if beats:
         return _from_heartbeats(beats)
     if poll is None:
-        return HealthVerdict(None, None)
+        return HealthVerdict(UNREACHABLE, None)
     if not poll["ok"]:
         return HealthVerdict(UNREACHABLE, None)
     health = poll.get("health")

@@ -7,6 +7,7 @@ read from the artifacts directory and never outside it.
 
 from __future__ import annotations
 
+import html
 import re
 from importlib import resources
 from pathlib import Path
@@ -16,13 +17,16 @@ from ... import _status as st
 from ..._http.app import HttpApp
 from ..._http.requests import Receive, Scope, Send
 from ..._http.responses import send_failure, send_response
+from ..._reserved import DEFAULT_PREFIX, normalize_prefix
 from .writer import SERVICES_DIR
 
 DASHBOARD: Final = "dashboard.html"
 TOP_LEVEL: Final = frozenset(
-    {"manifest.json", "topology.json", "topics.json", "usage.json", "asyncapi.json", "annotations.json"}
+    {"manifest.json", "topology.json", "topics.json", "usage.json", "asyncapi.json", "annotations.json",
+     "issues.json"}
 )
 _SERVICE_FILE: Final = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,120}\.json")
+_INVOKE_META: Final = b'content="svc/invoke"'
 _HTML: Final = {"content-type": "text/html; charset=utf-8", "cache-control": "no-cache"}
 _JSON: Final = {"content-type": "application/json", "cache-control": "no-cache"}
 
@@ -32,10 +36,13 @@ def dashboard_html() -> bytes:
 
 
 class ArtifactSite:
-    def __init__(self, directory: Path, app: HttpApp) -> None:
+    def __init__(self, directory: Path, app: HttpApp, *, prefix: str = DEFAULT_PREFIX) -> None:
         self.directory = directory.resolve()
         self.app = app
-        self._dashboard = dashboard_html()
+        # The page finds the collector's invoke surface (for the trace query) in a meta tag, relative to itself.
+        relative = (normalize_prefix(prefix) + "/invoke").lstrip("/")
+        invoke = f'content="{html.escape(relative)}"'.encode()
+        self._dashboard = dashboard_html().replace(_INVOKE_META, invoke, 1)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] in ("GET", "HEAD"):

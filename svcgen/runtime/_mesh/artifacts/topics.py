@@ -1,14 +1,14 @@
 """topics.json: the topic map, from the registered descriptors and polled specs of the current services.
 
-Consumers and producers in the messaging sense: a service that serves a topic (its descriptor's or
-spec's `topics`, the collector's "providers") consumes the topic's messages; a service that sends it (its
-descriptor's `produces`) is a producer. The version is `""` for an unversioned topic, as in the snapshot.
+The messaging vocabulary (the collector's queries use it too): a topic's consumers handle it (their descriptor's
+or spec's `topics` list it); its producers send it (their descriptor's `produces`; the queries call them
+providers). The version is `""` for an unversioned topic, as in the snapshot.
 
-Schemas come from the consumers (the providers), the first in service-name order, or from the
-producers when nobody serves the topic. `schemaMismatch` is true when two providers disagree on either
-schema. `changes` (only present when there are some) are the providers' re-registrations with a new
-schema. `removedTopics` are topics once served (named in a catalog entry's `removedTopics`, or served by
-an older serviceVersion) that no current provider serves.
+Schemas come from the consumers, the first in service-name order, or from the producers when nobody handles the
+topic. `schemaMismatch` is true when two consumers disagree on either schema. `changes` (only present when there
+are some) are the consumers' re-registrations with a new schema, each change once. `removedTopics` are topics once
+handled (named in a catalog entry's `removedTopics`, or handled by an older serviceVersion) that no current
+consumer handles.
 """
 
 from __future__ import annotations
@@ -54,17 +54,17 @@ def topic_views(snapshot: Snapshot) -> list[TopicView]:
     changes = _changes_by_topic(snapshot, served)
     views: list[TopicView] = []
     for key in sorted(served.keys() | sent.keys()):
-        providers, senders = served.get(key, []), sent.get(key, [])
-        source = providers or senders
+        handlers, senders = served.get(key, []), sent.get(key, [])
+        source = handlers or senders
         views.append(
             TopicView(
                 topic=key[0],
                 version=key[1],
-                consumers=[contract.service for contract in providers],
+                consumers=[contract.service for contract in handlers],
                 producers=[contract.service for contract in senders],
                 request_schema=source[0].request_schema,
                 response_schema=source[0].response_schema,
-                schema_mismatch=len({_schemas_text(contract) for contract in providers}) > 1,
+                schema_mismatch=len({_schemas_text(contract) for contract in handlers}) > 1,
                 changes=changes.get(key, []),
             )
         )

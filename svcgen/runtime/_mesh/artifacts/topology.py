@@ -1,8 +1,12 @@
 """topology.json: client → server edges found in the traces, with rate, error rate and latency.
 
 Every figure comes from the trace feed (`source: "traces"`) and is null when its input is missing:
-percentiles (nearest rank, so each is a duration actually observed) need recent durations; the rate
-needs a first and a last start time at least a moment apart; the error rate needs at least one call.
+percentiles (nearest rank, so each is a duration actually observed) need recent durations; the error rate
+needs at least one call; the rate needs the edge's first start time.
+
+`requestsPerMinute` is the edge's calls over the trace window's span: from the edge's first call to the end of
+the window (the newest start time the collector has counted, any service), never less than 60 s. So 2 calls
+0.3 s apart are 2 per minute, not thousands, and an edge that went quiet decays instead of keeping its burst rate.
 """
 
 from __future__ import annotations
@@ -17,18 +21,31 @@ from ..collector.snapshot import EdgeEntry, Json, Snapshot
 TRACES_SOURCE: Final = "traces"
 
 
+MIN_RATE_SPAN_SECONDS: Final = 60.0
+
+
 def build_topology(snapshot: Snapshot, *, generated_at: str) -> Json:
     edges = sorted(snapshot["edges"], key=lambda edge: (edge["client"], edge["server"]))
-    return {"generatedAtUtc": generated_at, "edges": [edge_figures(edge) for edge in edges]}
+    end = window_end(snapshot)
+    return {"generatedAtUtc": generated_at, "edges": [edge_figures(edge, end) for edge in edges]}
 
 
-def edge_figures(edge: EdgeEntry) -> Json:
+def window_end(snapshot: Snapshot) -> float | None:
+    """The newest start time among the counted calls and the edges, epoch seconds; None when none has one."""
+    times = [parse_rfc3339(counter.get("lastStartedAt")) for counter in snapshot["counters"]]
+    times += [parse_rfc3339(edge.get("lastStartedAt")) for edge in snapshot["edges"]]
+    known = [at for at in times if at is not None]
+    return max(known) if known else None
+
+
+def edge_figures(edge: EdgeEntry, end: float | None = None) -> Json:
     durations = sorted(d for d in edge["recentDurationsMs"] if _finite_number(d))
     return {
         "client": edge["client"],
         "server": edge["server"],
         "source": TRACES_SOURCE,
-        "requestsPerMinute": requests_per_minute(edge["count"], edge.get("firstStartedAt"), edge.get("lastStartedAt")),
+        "requestsPerMinute": requests_per_minute(edge["count"], edge.get("firstStartedAt"), edge.get("lastStartedAt"),
+                                                 end),
         "errorRate": edge["errors"] / edge["count"] if edge["count"] > 0 else None,
         "p50LatencyMs": percentile(durations, 50),
         "p95LatencyMs": percentile(durations, 95),
@@ -44,11 +61,13 @@ def percentile(ordered: Sequence[float], rank: float) -> float | None:
     return float(ordered[index])
 
 
-def requests_per_minute(count: int, first: str | None, last: str | None) -> float | None:
-    start, end = parse_rfc3339(first), parse_rfc3339(last)
-    if start is None or end is None or end <= start:
+def requests_per_minute(count: int, first: str | None, last: str | None, end: float | None = None) -> float | None:
+    """Calls per minute from `first` to `end` (else `last`), the span never less than MIN_RATE_SPAN_SECONDS."""
+    start = parse_rfc3339(first)
+    stop = max(at for at in (parse_rfc3339(last), end, start) if at is not None) if start is not None else None
+    if start is None or stop is None or count <= 0:
         return None
-    return count / ((end - start) / 60)
+    return count / (max(stop - start, MIN_RATE_SPAN_SECONDS) / 60)
 
 
 def _finite_number(value: object) -> bool:

@@ -21,6 +21,7 @@ from .asyncapi import build_asyncapi
 from .encoding import document_bytes
 from .estate import build_manifest, build_service_documents
 from .filenames import service_file_names
+from .issues import build_issues
 from .times import Now, generated_at
 from .topics import build_topics
 from .topology import build_topology
@@ -52,6 +53,7 @@ def write_artifacts(snapshot: Snapshot, target: Path, *, now: Now = None, prefix
         ("usage.json", build_usage(snapshot, generated_at=stamp)),
         ("asyncapi.json", build_asyncapi(snapshot)),
         ("annotations.json", build_annotations(generated_at=stamp)),
+        ("issues.json", build_issues(snapshot, generated_at=stamp)),
         ("manifest.json", build_manifest(snapshot, generated_at=stamp, prefix=prefix)),
     ]
     for file_name, document in top_level:

@@ -5,10 +5,18 @@ polled health).
   TopicChange per topic whose request/response schema changed and a removed topic per topic no longer provided.
   A polled spec lands on the service's most recently updated entry (a spec carries no serviceVersion), with the
   same diffing against the previous spec.
-- Instances are keyed by (service, instanceId); one without an id is tracked under `""`.
+- A schema change is recorded once: a topic's change to schemas it already had in the entry's recorded changes is
+  not recorded again. So the same change seen by a register and by a poll is one change, and instances of one
+  serviceVersion that disagree during a rolling deploy do not list it over and over.
+- Instances are keyed by (service, instanceId). An instance exists once something names it: a register without
+  `instanceId` creates none (it settles the drift of the instances already on its hash); a heartbeat without one is
+  kept under `""` for its health, and is neither listed nor counted as an instance.
 - A heartbeat whose descriptor hash is none of the service's registered hashes sets `hashMatches: false` and
   `registerExpected: true` (a drift); a heartbeat from a service the collector holds no descriptor for sets
   `registerExpected` too (the collector lost it or never had it). The next register of the instance clears both.
+- The fleet read model has one member per (service, serviceVersion) (`members`): an instance belongs to the entry
+  of its serviceVersion, else to the one of its descriptor hash, else to the service's newest; a poll to the entry
+  it updated (same base URL), else to the newest.
 
 Health of a service (`health`), from the instances heard within `stale_after` and the polls:
 - `unknown`: no health data (no fresh heartbeat, no poll);
@@ -85,6 +93,21 @@ class ServiceRecords:
             topics.update(_topics(entry.get("spec")))
         return topics
 
+    @property
+    def named_instances(self) -> list[InstanceEntry]:
+        """The instances something named (see the module docstring)."""
+        return [instance for instance in self.instances if instance["instanceId"] != NO_INSTANCE_ID]
+
+    def removed(self) -> set[tuple[str, str]]:
+        """(topic, version) the service once provided and no longer does."""
+        topics: set[tuple[str, str]] = set()
+        for entry in self.entries:
+            for item in entry["removedTopics"]:
+                if isinstance(item.get("topic"), str):
+                    version = item.get("version")
+                    topics.add((item["topic"], version if isinstance(version, str) else ""))
+        return topics
+
     def produced(self) -> set[tuple[str, str]]:
         """(topic, version) the service's descriptors say it sends."""
         topics: set[tuple[str, str]] = set()
@@ -119,6 +142,15 @@ class HeartbeatVerdict:
     """The heartbeat's hash differs from every hash registered for the service."""
 
 
+@dataclass(frozen=True, slots=True)
+class Member:
+    """One fleet entry: a (service, serviceVersion) and what belongs to it."""
+
+    service: str
+    version: str
+    records: ServiceRecords
+
+
 class Catalog:
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
@@ -139,7 +171,14 @@ class Catalog:
         entry["descriptor"] = descriptor
         entry["descriptorHash"] = digest
         entry["registeredAt"] = at
-        instance = self._instance(service, _instance_id(descriptor))
+        instance_id = _instance_id(descriptor)
+        if instance_id == NO_INSTANCE_ID:
+            for instance in self.instances.values():
+                if instance["service"] == service and instance.get("descriptorHash") == digest:
+                    instance["hashMatches"] = True
+                    instance["registerExpected"] = False
+            return
+        instance = self._instance(service, instance_id)
         if version:
             instance["serviceVersion"] = version
         instance["descriptorHash"] = digest
@@ -214,6 +253,37 @@ class Catalog:
             groups.setdefault(service, ServiceRecords()).polls.append(poll)
         return groups
 
+    def members(self) -> list[Member]:
+        """The fleet read model's entries, sorted by (service, serviceVersion); see the module docstring."""
+        members: dict[tuple[str, str], Member] = {}
+        by_service: dict[str, list[Member]] = {}
+        newest: dict[str, Member] = {}
+        for (service, version), entry in self.entries.items():
+            member = members[(service, version)] = Member(service, version, ServiceRecords(entries=[entry]))
+            by_service.setdefault(service, []).append(member)
+            if service not in newest or _heard(entry) >= _heard(newest[service].records.entries[0]):
+                newest[service] = member
+
+        def owner(service: str, key: str, value: str | None) -> Member:
+            """The service's member whose entry has `key` == `value`, else its newest (made when it has none)."""
+            for member in by_service.get(service, ()) if value is not None else ():
+                if member.records.entries[0].get(key) == value:
+                    return member
+            found = newest.get(service)
+            if found is None:
+                found = newest[service] = members[(service, "")] = Member(service, "", ServiceRecords())
+            return found
+
+        for (service, _), instance in self.instances.items():
+            own_version, digest = instance.get("serviceVersion"), instance.get("descriptorHash")
+            belongs = members.get((service, own_version)) if own_version else None
+            if belongs is None:
+                belongs = owner(service, "descriptorHash", digest)
+            belongs.records.instances.append(instance)
+        for (service, base_url), poll in self.polls.items():
+            owner(service, "baseUrl", base_url).records.polls.append(poll)
+        return [members[key] for key in sorted(members)]
+
     def _of(self, service: str) -> list[CatalogEntry]:
         return [entry for (name, _), entry in self.entries.items() if name == service]
 
@@ -246,13 +316,20 @@ class Catalog:
 
     def _diff(self, entry: CatalogEntry, old: dict[tuple[str, str], Json], new: dict[tuple[str, str], Json],
               at: str) -> None:
+        """Record changes (see the module docstring) and removals from `old` to `new`."""
         for key, topic in new.items():
             before = old.get(key)
             if before is None:
                 continue
             fields = [name for name in _SCHEMAS if before.get(name, {}) != topic.get(name, {})]
-            if fields:
-                entry["changes"].append(TopicChange(topic=key[0], version=key[1], at=at, fields=fields))
+            if not fields:
+                continue
+            schemas = _schemas_hash(topic)
+            known = {digest for change in entry["changes"] if (change["topic"], change["version"]) == key
+                     for digest in (change.get("fromSchemas"), change.get("toSchemas"))}
+            if schemas not in known:
+                entry["changes"].append(TopicChange(topic=key[0], version=key[1], at=at, fields=fields,
+                                                    fromSchemas=_schemas_hash(before), toSchemas=schemas))
         del entry["changes"][: -self.limits.changes]
         removed = entry["removedTopics"]
         # A topic provided again is no longer removed.
@@ -288,6 +365,15 @@ class Catalog:
             require(poll, {"service": str, "baseUrl": str, "at": str, "ok": bool, "failures": int})
             put_bounded(self.polls, (poll["service"], poll["baseUrl"]), PollEntry(**poll),
                         self.limits.polls)
+
+
+def _schemas_hash(topic: Json) -> str:
+    return document_hash({name: topic.get(name, {}) for name in _SCHEMAS})
+
+
+def _heard(entry: CatalogEntry) -> str:
+    """When the entry was last heard of (RFC 3339 UTC text of one clock, so text order is time order)."""
+    return max(entry.get("registeredAt", ""), entry.get("specFetchedAt", ""))
 
 
 def _instance_id(document: Json) -> str:

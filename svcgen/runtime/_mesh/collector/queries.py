@@ -1,16 +1,23 @@
 """The four read models (DESIGN §7 "Collector queries"), computed from the collector's tables on demand.
 
-- fleet `{}` → `{services: [{service, topics, health, instances, missingFeeds}], topics: [{topic, providers,
-  consumers, invocations}], issues}`: `topics` of a service are the topic ids it provides, `instances` is how many
-  instances it has; providers come from descriptors and polled specs, consumers from descriptors' `produces`;
-  `invocations` counts every trace event of the topic (all services, versions, statuses); `issues` are the merged
-  issues, most recently seen first.
+Vocabulary, the messaging sense: a topic's **consumers** handle it (their descriptor's or polled spec's
+`topics` list it); its **providers** send it (their descriptor's `produces`). For example, when orders
+sends `payments:capture` and payments handles it, the topic's providers are `[orders]` and its consumers
+`[payments]`.
+
+- fleet `{}` → `{services: [{service, serviceVersion?, topics, health, instances, missingFeeds}], topics: [{topic,
+  providers, consumers, invocations}], issues}`: one service entry per (service, serviceVersion), with
+  `serviceVersion` when known; `topics` counts the topic ids the entry handles, `instances` its named instances;
+  `missingFeeds` is the service's (feeds are not per version). `invocations` counts every trace event of the topic
+  (all services, versions, statuses); `issues` are the merged issues, most recently seen first.
 - service `{service}` → `{service, health, instances: [{instanceId, healthy?, hashMatches, registerExpected, ...}],
   invocations, missingFeeds}`.
 - topic `{topic}` → `{topic, providers, consumers, invocations, errors, statusCounts}`.
 - trace `{traceId}` → `{traceId, events}`: the events still in the trace window, in arrival order.
 
-Each returns None for an unknown service, topic or trace (the caller answers `not-found`).
+A topic some service once declared stays known: its answer is `ok`, with empty consumers and providers once
+nobody handles or sends it, and its counters. Each query returns None for an unknown service, topic or trace
+(the caller answers `not-found`).
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from .catalog import Catalog, ServiceRecords, instance_view
+from .catalog import Catalog, Member, ServiceRecords, instance_view
 from .feeds import FeedLog
 from .issues import IssueBook
 from .snapshot import Json
@@ -27,36 +34,31 @@ from .traces import TraceLog, is_failure
 
 def fleet(catalog: Catalog, feeds: FeedLog, traces: TraceLog, issues: IssueBook, fresh_since: str) -> Json:
     groups = catalog.grouped()
+    members = catalog.members()
     invocations: defaultdict[str, int] = defaultdict(int)
-    names = set(groups) | set(feeds.entries)
     for counter in traces.counters.values():
         invocations[counter["topic"]] += counter["count"]
-        names.add(counter["service"])
-    providers: defaultdict[str, set[str]] = defaultdict(set)
-    consumers: defaultdict[str, set[str]] = defaultdict(set)
+    known = {member.service for member in members}
+    heard = set(feeds.entries) | {counter["service"] for counter in traces.counters.values()}
+    for name in sorted(heard - known):
+        members.append(Member(name, "", ServiceRecords()))
+    members.sort(key=lambda member: (member.service, member.version))
     services = []
-    for name in sorted(names):
-        records = groups.get(name) or ServiceRecords()
-        provided = {topic for topic, _ in records.provided()}
-        for topic in provided:
-            providers[topic].add(name)
-        for topic, _ in records.produced():
-            consumers[topic].add(name)
-        services.append({
-            "service": name,
-            "topics": sorted(provided),
-            "health": records.health(fresh_since),
-            "instances": len(records.instances),
-            "missingFeeds": feeds.missing(name, described=records.described, health=records.has_health),
-        })
+    for member in members:
+        records = member.records
+        whole = groups.get(member.service) or ServiceRecords()
+        entry: Json = {"service": member.service}
+        if member.version:
+            entry["serviceVersion"] = member.version
+        entry["topics"] = len({topic for topic, _ in records.provided()})
+        entry["health"] = records.health(fresh_since)
+        entry["instances"] = len(records.named_instances)
+        entry["missingFeeds"] = feeds.missing(member.service, described=whole.described, health=whole.has_health)
+        services.append(entry)
+    index = TopicIndex(groups)
     topics = [
-        {
-            "topic": topic,
-            "providers": sorted(providers.get(topic, ())),
-            "consumers": sorted(consumers.get(topic, ())),
-            "invocations": invocations.get(topic, 0),
-        }
-        for topic in sorted(providers.keys() | consumers.keys() | invocations.keys())
+        {"topic": name, **index.parties(name), "invocations": invocations.get(name, 0)}
+        for name in sorted(index.known | invocations.keys())
     ]
     return {"services": services, "topics": topics, "issues": newest_issues(issues)}
 
@@ -70,34 +72,48 @@ def service(catalog: Catalog, feeds: FeedLog, traces: TraceLog, name: str, fresh
     return {
         "service": name,
         "health": records.health(fresh_since),
-        "instances": [instance_view(instance) for instance in records.instances],
+        "instances": [instance_view(instance) for instance in records.named_instances],
         "invocations": sum(counted),
         "missingFeeds": feeds.missing(name, described=records.described, health=records.has_health),
     }
 
 
 def topic(catalog: Catalog, traces: TraceLog, name: str) -> Json | None:
-    providers: set[str] = set()
-    consumers: set[str] = set()
-    for service_name, records in catalog.grouped().items():
-        if any(topic_id == name for topic_id, _ in records.provided()):
-            providers.add(service_name)
-        if any(topic_id == name for topic_id, _ in records.produced()):
-            consumers.add(service_name)
+    index = TopicIndex(catalog.grouped())
     status_counts: defaultdict[str, int] = defaultdict(int)
     for counter in traces.counters.values():
         if counter["topic"] == name:
             status_counts[counter["status"]] += counter["count"]
-    if not providers and not consumers and not status_counts:
+    if name not in index.known and not status_counts:
         return None
     return {
         "topic": name,
-        "providers": sorted(providers),
-        "consumers": sorted(consumers),
+        **index.parties(name),
         "invocations": sum(status_counts.values()),
         "errors": sum(count for status, count in status_counts.items() if is_failure(status)),
         "statusCounts": dict(sorted(status_counts.items())),
     }
+
+
+class TopicIndex:
+    """Per topic id, the services that send it (providers), those that handle it (consumers), and every topic id
+    some service handles, sends or once handled (`known`); built in one pass over the catalog."""
+
+    def __init__(self, groups: dict[str, ServiceRecords]) -> None:
+        self.providers: defaultdict[str, set[str]] = defaultdict(set)
+        self.consumers: defaultdict[str, set[str]] = defaultdict(set)
+        self.known: set[str] = set()
+        for service_name, records in groups.items():
+            for topic_id, _ in records.produced():
+                self.providers[topic_id].add(service_name)
+            for topic_id, _ in records.provided():
+                self.consumers[topic_id].add(service_name)
+            self.known.update(topic_id for topic_id, _ in records.removed())
+        self.known.update(self.providers, self.consumers)
+
+    def parties(self, topic_id: str) -> Json:
+        return {"providers": sorted(self.providers.get(topic_id, ())),
+                "consumers": sorted(self.consumers.get(topic_id, ()))}
 
 
 def trace(traces: TraceLog, trace_id: str) -> Json | None:

@@ -15,13 +15,17 @@ Json = dict[str, Any]
 
 
 class TopicChange(TypedDict):
-    """A provider re-registered a topic with a different schema."""
+    """A consumer (a service handling the topic) re-registered it with a different schema."""
 
     topic: str
     version: str
     at: str
     fields: list[str]
     """Which of `requestSchema`, `responseSchema` changed."""
+    fromSchemas: NotRequired[str]
+    toSchemas: NotRequired[str]
+    """Hashes of the topic's schemas before and after (sha256 of `{requestSchema, responseSchema}`): a change to
+    schemas already seen is not recorded again."""
 
 
 class CatalogEntry(TypedDict):

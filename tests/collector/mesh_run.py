@@ -1,0 +1,110 @@
+"""A real locked mesh on 127.0.0.1: `svcgen collector serve --token-file` and a generated service given the token
+through SVCGEN_COLLECTOR_TOKEN, each a process bounded in time; shared by the lock and dashboard tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from ..http.server import free_port
+from ..processes import stop_process, wait_until_up
+
+SVCGEN = [sys.executable, "-m", "svcgen"]
+TOKEN = "s3cret-token-for-tests"
+
+BOOKS = """svcgen: 1
+service: books
+serviceVersion: 2.1.0
+mesh: {collector: "http://127.0.0.1:9", heartbeatSeconds: 0.2}
+types:
+  GetBook:
+    fields:
+      bookId: string
+  Book:
+    fields:
+      bookId: string
+      title: string
+topics:
+  - id: books:get
+    request: GetBook
+    response: Book
+    routes: ["GET /books/{bookId}"]
+"""
+BOOKS_HANDLER = '''
+from svcgen.runtime import Context, Result
+
+from ..models import Book, GetBook
+
+
+async def handle(request: GetBook, context: Context) -> Result[Book]:
+    if request.book_id == "boom":
+        raise LookupError("the shelf collapsed")
+    if request.book_id != "dune":
+        return Result.not_found(f"no book {request.book_id}")
+    return Result.ok(Book(book_id="dune", title="Dune"))
+'''
+
+
+@dataclass(frozen=True)
+class LockedMesh:
+    collector: str
+    books: str
+    token: str
+
+    def headers(self, token: str | None = TOKEN) -> dict[str, str]:
+        return {"authorization": f"Bearer {token}"} if token else {}
+
+    def invoke(self, topic: str, body: Any, token: str | None = TOKEN) -> httpx.Response:
+        return httpx.post(f"{self.collector}/svc/invoke", json={"topic": topic, "body": json.dumps(body)},
+                          headers=self.headers(token), timeout=10)
+
+    def query(self, topic: str, body: Any) -> Any:
+        answer = self.invoke(topic, body)
+        assert answer.status_code == 200, answer.text
+        envelope = answer.json()
+        assert envelope["statusCode"] == "ok", envelope
+        return json.loads(envelope["body"])
+
+
+@contextmanager
+def process(command: list[str], url: str, log: Path, env: dict[str, str]) -> Iterator[None]:
+    with log.open("wb") as output:
+        running = subprocess.Popen(command, env={**os.environ, **env}, stdout=output, stderr=subprocess.STDOUT)
+        try:
+            wait_until_up(running, url, log)
+            yield
+        finally:
+            stop_process(running)
+
+
+@contextmanager
+def locked_mesh(tmp_path: Path) -> Iterator[LockedMesh]:
+    """A locked collector (artifacts rewritten every 0.2 s) and the books service reporting to it."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    manifest = tmp_path / "books.yaml"
+    manifest.write_text(BOOKS)
+    subprocess.run([*SVCGEN, "build", str(manifest), "-o", str(tmp_path)], check=True, capture_output=True,
+                   timeout=120)
+    (tmp_path / "books_service" / "handlers" / "books_get.py").write_text(BOOKS_HANDLER)
+    token_file = tmp_path / "collector.token"
+    token_file.write_text(TOKEN + "\n")
+    collector_port, books_port = free_port(), free_port()
+    collector = f"http://127.0.0.1:{collector_port}"
+    books = f"http://127.0.0.1:{books_port}"
+    clean = {"SVCGEN_COLLECTOR_TOKEN": ""}  # the collector's token comes from its file only
+    with (
+        process([*SVCGEN, "collector", "serve", "--port", str(collector_port), "--token-file", str(token_file),
+                 "--artifacts-interval", "0.2"], collector + "/", tmp_path / "collector.log", clean),
+        process([*SVCGEN, "serve", str(tmp_path / "books_service"), "--port", str(books_port)], books + "/svc/spec",
+                tmp_path / "books.log", {"SVCGEN_COLLECTOR": collector, "SVCGEN_COLLECTOR_TOKEN": TOKEN}),
+    ):
+        yield LockedMesh(collector, books, TOKEN)
