@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -13,6 +14,7 @@ import orjson
 from .. import _status as st
 from .._envelope import EnvelopeError
 from .._jsontext import document_bytes
+from .._pipeline import cancelled_from_outside
 from .._reserved import is_reserved_topic
 from .._service import Service
 from .limits import LIMIT_STATUS, LimitExceeded, Limits, check_headers
@@ -128,9 +130,11 @@ class HttpApp:
             await send_failure(send, exc.code, LIMIT_STATUS, exc.detail)
         except ClientDisconnected:
             return
-        except Exception:
-            # A binding bug must never take the host down; the request gets a clean failure body.
-            logger.exception("unexpected error serving %s %s", method, path)
+        except BaseException as exc:
+            if isinstance(exc, asyncio.CancelledError) and cancelled_from_outside():
+                raise
+            # A binding or middleware bug must never take the host down; the request gets a clean failure body.
+            logger.error("unexpected error serving %s %s", method, path, exc_info=exc)
             await send_failure(send, 500, st.UNEXPECTED_ERROR, "the server failed to handle the request")
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
