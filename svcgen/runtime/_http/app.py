@@ -21,6 +21,7 @@ from .limits import LIMIT_STATUS, LimitExceeded, Limits, check_headers
 from .requests import (
     BodyTooLarge,
     ClientDisconnected,
+    QueryNotUtf8,
     Receive,
     Scope,
     Send,
@@ -29,7 +30,7 @@ from .requests import (
     request_headers,
 )
 from .responses import send_failure, send_response
-from .routing import Route, RouteError, Router, split_path, split_raw_path
+from .routing import PathNotUtf8, Route, RouteError, Router, split_path, split_raw_path
 
 logger = logging.getLogger("svcgen.http")
 
@@ -128,6 +129,8 @@ class HttpApp:
             await send_failure(send, exceeded.code, LIMIT_STATUS, exceeded.detail)
         except LimitExceeded as exc:
             await send_failure(send, exc.code, LIMIT_STATUS, exc.detail)
+        except (PathNotUtf8, QueryNotUtf8) as exc:
+            await send_failure(send, 400, st.BAD_REQUEST, str(exc))
         except ClientDisconnected:
             return
         except BaseException as exc:
