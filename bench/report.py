@@ -53,6 +53,11 @@ BENCHES = (
           "per-round ratios; the reporter's share (drain the queue and encode the events, as on every beat) "
           "timed per event after each traced round; and server CPU per request under load through uvicorn, "
           "runs interleaved plain, traced, traced, plain."),
+    Bench("hostile", "Hostile bodies (bench/hostile.py)",
+          "CPU per request of 1 MiB bodies built to be expensive under the limits (arrays nested 62 deep, runs of "
+          "empty arrays or objects, numbers, strings of brackets or escapes, 88,000 keys, a duplicate key at the "
+          "end), in-process; then a normal client's p50 latency against uvicorn alone and while an attacker posts "
+          "the most expensive body 5 times a second."),
     Bench("collector", "Collector (bench/collector.py)",
           "Trace ingest with the JSON-file store saved after every batch of 100, at a small and a 10x larger "
           "size (the larger run's throughput is compared with the first, smaller run's), RSS growth, store "

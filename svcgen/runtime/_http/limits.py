@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from .. import _status as st
-from .._jsonlimits import DEFAULT_MAX_JSON_DEPTH, JsonLimits
+from .._jsonlimits import DEFAULT_MAX_JSON_CONTAINERS, DEFAULT_MAX_JSON_DEPTH, JsonLimits
 from .requests import Scope
 
 DEFAULT_MAX_BODY_BYTES: Final = 1024 * 1024
@@ -41,6 +41,7 @@ __all__ = [
     "DEFAULT_IDLE_TIMEOUT",
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_MAX_HEADERS",
+    "DEFAULT_MAX_JSON_CONTAINERS",
     "DEFAULT_MAX_JSON_DEPTH",
     "LIMIT_STATUS",
     "TOO_MANY_HEADERS_CODE",
@@ -67,13 +68,15 @@ class Limits:
     max_json_depth: int = DEFAULT_MAX_JSON_DEPTH
     reject_duplicate_keys: bool = True
     """False documents "last value wins" instead of refusing a repeated key."""
+    max_json_containers: int = DEFAULT_MAX_JSON_CONTAINERS
     json: JsonLimits = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.max_body_bytes < 0 or self.max_headers < 1:
             raise ValueError("max_body_bytes must be >= 0 and max_headers >= 1")
         # Built once: every request hands the same object to the core.
-        object.__setattr__(self, "json", JsonLimits(self.max_json_depth, self.reject_duplicate_keys))
+        json_limits = JsonLimits(self.max_json_depth, self.reject_duplicate_keys, self.max_json_containers)
+        object.__setattr__(self, "json", json_limits)
 
     def body_too_large(self) -> LimitExceeded:
         return LimitExceeded(BODY_TOO_LARGE_CODE, f"body exceeds {self.max_body_bytes} bytes")
