@@ -113,6 +113,7 @@ class Reporter:
         source's own drops (a full queue) are in `dropped`."""
         self.lost_issue_batches = 0
         """Non-empty issue batches pushed out of the full issue retry buffer or unsent at shutdown."""
+        self._trace_failures = 0
         self._unsent: _TraceBatch | None = None
         """The batch whose send failed, kept whole with its id and resent before anything newer."""
         self._issue_retry: deque[Mapping[str, Any]] = deque()
@@ -231,9 +232,12 @@ class Reporter:
             raise
         if sent.is_successful:
             self.trace_batches_sent += 1
+            self._trace_failures = 0
             return True
-        logger.info("trace batch %s of %d not delivered (%s); kept for the next flush", batch.batch_id,
-                    len(batch.events), sent.status)
+        self._trace_failures += 1
+        if self._trace_failures == 1:  # once per outage, not once a second
+            logger.info("trace batch %s of %d not delivered (%s); resending it until it is", batch.batch_id,
+                        len(batch.events), sent.status)
         return False
 
     async def _final_flush(self) -> None:
