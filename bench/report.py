@@ -58,6 +58,11 @@ BENCHES = (
           "`svcgen serve` as shipped, the same app under `uvicorn --http httptools --loop uvloop "
           "--no-access-log`, and under uvicorn's h11 parser and asyncio loop for reference; load from wrk in a "
           "separate process, the three servers taking turns in every round."),
+    Bench("hostile", "Hostile bodies (bench/hostile.py)",
+          "CPU per request of 1 MiB bodies built to be expensive under the limits (arrays nested 62 deep, runs of "
+          "empty arrays or objects, numbers, strings of brackets or escapes, 88,000 keys, a duplicate key at the "
+          "end), in-process; then a normal client's p50 latency against uvicorn alone and while an attacker posts "
+          "the most expensive body 5 times a second."),
     Bench("collector", "Collector (bench/collector.py)",
           "Trace ingest with the JSON-file store saved after every batch of 100, at a small and a 10x larger "
           "size (the larger run's throughput is compared with the first, smaller run's), RSS growth, store "

@@ -8,8 +8,11 @@ Wire decisions:
 
 - Paths in errors use wire names: `items[2].quantity`, map keys as `tags.someKey`, and a name that is
   not an ASCII identifier in brackets as a JSON string: `tags["some key"]`. The root path is "".
-- integer accepts an integral float (`3.0` → 3); number accepts integers and gives a float; neither
-  accepts a bool or a non-finite float. boolean and string accept only their own JSON type.
+- integer is a signed 64-bit integer written as a JSON integer: a float literal (`3.0`, `1e19`) is not
+  one, and a value outside [-2**63, 2**63 - 1] is refused both ways (decoding: `integer out of range`;
+  encoding: an error, so the response fails instead of carrying an altered number). number accepts
+  integers and gives a float; neither accepts a bool or a non-finite float. boolean and string accept
+  only their own JSON type.
 - datetime is RFC 3339 with `T` and an offset (`Z` or `±hh:mm`); a zone is kept as its fixed offset.
   Encoding a naive datetime is an error: it has no RFC 3339 form and the decoder would reject it.
   An offset with seconds (historic zones) is encoded in UTC: same instant, valid RFC 3339.
@@ -189,22 +192,29 @@ def _decode_boolean(value: Any) -> bool:
     raise DecodeError("expected boolean")
 
 
-# The integers orjson reads and writes exactly. It reads a longer integer literal as a float (losing digits)
-# and refuses to write an int outside it, so a wire integer outside this range (a float that long, or a path
-# or query text) would be silently altered on the way in and fail to encode (a 500) if echoed back: it is
-# refused as a value that does not fit. An int given as a Python value is taken as it is.
+# A wire integer is signed 64-bit (DESIGN's integer). orjson reads an integer literal past unsigned 64 bits as a
+# float (losing digits), so only an int is an integer: a float never is, whatever its value.
 _INTEGER_MIN = -(2**63)
-_INTEGER_MAX = 2**64 - 1
+_INTEGER_MAX = 2**63 - 1
+_OUT_OF_RANGE = "integer out of range (signed 64-bit)"
 
 
 def _decode_integer(value: Any) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
-        return int(value)
-    if isinstance(value, float) and value.is_integer():
         if _INTEGER_MIN <= value <= _INTEGER_MAX:
             return int(value)
-        raise DecodeError("integer out of range")
+        raise DecodeError(_OUT_OF_RANGE)
+    if isinstance(value, float) and value.is_integer() and not _INTEGER_MIN < value < _INTEGER_MAX:
+        # An integer literal too long for orjson (read as a float, rounded: -2**63 - 1 reads as -2**63.0, hence
+        # the strict bounds), or a float as large.
+        raise DecodeError(_OUT_OF_RANGE)
     raise DecodeError("expected integer")
+
+
+def _encode_integer(value: Any) -> Any:
+    if _INTEGER_MIN <= value <= _INTEGER_MAX:
+        return value
+    raise OverflowError(f"an integer field holds a value outside the signed 64-bit range ({_OUT_OF_RANGE})")
 
 
 def _decode_number(value: Any) -> float:
@@ -282,7 +292,7 @@ _SCALAR_DECODERS: dict[str, Decoder] = {
 _SCALAR_ENCODERS: dict[str, Encoder] = {
     "string": _identity,
     "boolean": _identity,
-    "integer": _identity,
+    "integer": _encode_integer,
     "number": _identity,
     "datetime": _encode_datetime,
     "bytes": _encode_bytes,
@@ -292,7 +302,7 @@ _SCALAR_ENCODERS: dict[str, Encoder] = {
 _SCALAR_FAST_MISS: dict[str, str] = {
     "string": "type({}) is not str",
     "boolean": "{0} is not True and {0} is not False",
-    "integer": "type({}) is not int",
+    "integer": "type({0}) is not int or not -9223372036854775808 <= {0} <= 9223372036854775807",
     # x - x is 0.0 only for a finite float: inf and nan take the slow path and are refused there.
     "number": "type({0}) is not float or {0} - {0} != 0.0",
 }
@@ -324,7 +334,7 @@ def _fast_miss(shape: Shape, var: str) -> str | None:
 def _passes_through(shape: Shape) -> bool:
     """Whether encoding a (well-typed) value of the shape returns it unchanged."""
     if isinstance(shape, ScalarShape):
-        return shape.kind in _SCALAR_FAST_MISS
+        return shape.kind in _SCALAR_FAST_MISS and _SCALAR_ENCODERS[shape.kind] is _identity
     if isinstance(shape, NullableShape):
         return _passes_through(shape.inner)
     return False
@@ -731,7 +741,7 @@ def _text_integer(text: str) -> int:
         number = int(text) if len(text.lstrip("-0")) <= 20 else _INTEGER_MAX + 1
         if _INTEGER_MIN <= number <= _INTEGER_MAX:
             return number
-        raise DecodeError("integer out of range")
+        raise DecodeError(_OUT_OF_RANGE)
     raise DecodeError("expected integer")
 
 

@@ -1,22 +1,30 @@
-"""Parsing request JSON under limits: nesting depth, duplicate object keys, UTF-8.
+"""Parsing request JSON under limits: nesting depth, container count, duplicate object keys, UTF-8.
 
 Every request payload and every envelope goes through `parse_json`, whatever the transport, so a limit
-holds on each face alike. orjson does the parse; the checks are C-level counts over the raw text and,
-only when those cannot decide, one orjson re-serialisation of the parsed value (no Python-level walk):
+holds on each face alike. The cost of a refused or accepted text is linear in its size and small: the
+structure is checked BEFORE orjson builds anything, with C-level byte operations only (no Python loop per
+byte or per value):
 
-- depth: a text with at most `max_depth` opening brackets cannot nest deeper. Otherwise the value is
-  re-serialised indented by 2: a container nested `max_depth + 1` deep starts a line indented by
-  `2 * max_depth` (strings cannot hold a raw newline, so indentation is structure).
-- duplicate keys: orjson keeps the last value of a repeated key, which drops that pair's `:`. Every
-  `:` of the text (separators and inside strings) survives re-serialisation unless a pair was dropped,
-  so fewer `:` afterwards means a repeated key. The one way a `:` can appear only after parsing is a
-  `\\u003a` escape; a text holding one is checked by the standard parser instead.
-- the common flat object (one object, as many `:` as keys) needs neither.
+- containers: a text with at most `max_depth` (and `max_containers`) opening brackets, strings included, can
+  break neither rule.
+  Otherwise its structure is taken out: escapes (`\\\\`, `\\"`) removed, everything but brackets and quotes
+  deleted, and the strings (between quote pairs) dropped. Its opening brackets are the arrays and objects;
+  more than `max_containers` is refused, which bounds what orjson allocates (and the garbage collector
+  then traverses).
+- depth: on that structure (at most `2 * max_containers` bytes), with `{}` counted as `[]`, each pass of
+  `replace(b"[]", b"")` removes exactly the innermost level; text left after `max_depth` passes is nested
+  deeper.
+- duplicate keys: orjson keeps the last value of a repeated key, which drops that pair's `:`. Every `:` of
+  the text survives re-serialisation unless a pair was dropped, plus one per `\\u003a` escape, so fewer `:`
+  afterwards means a repeated key. The common flat object (one object, as many `:` as keys) needs no check.
+  The key is named when the text is small enough to parse again with the standard parser
+  (`NAME_DUPLICATE_MAX_BYTES`); a larger one is refused without the name, so a refusal stays cheap too.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -25,7 +33,13 @@ import orjson
 DEFAULT_MAX_JSON_DEPTH: Final = 64
 """Arrays and objects nested in one another; orjson itself parses up to 1024, this is lower on purpose."""
 MAX_JSON_DEPTH_CEILING: Final = 200
-"""orjson serialises at most 254 levels, and the depth check re-serialises; a ceiling below that keeps it exact."""
+"""orjson serialises at most 254 levels, and the duplicate-key check re-serialises; a ceiling below that keeps
+it exact."""
+DEFAULT_MAX_JSON_CONTAINERS: Final = 10_000
+"""Arrays and objects in one text. A 1 MiB text of empty arrays holds 350,000; parsing them costs ~100 ms of CPU
+and makes every later garbage collection slower. 10,000 records in one request is still a large batch."""
+NAME_DUPLICATE_MAX_BYTES: Final = 64 * 1024
+"""Texts up to this size have their repeated key named in the refusal (the standard parser finds it)."""
 
 
 class JsonRefused(ValueError):
@@ -37,78 +51,93 @@ class JsonLimits:
     max_depth: int = DEFAULT_MAX_JSON_DEPTH
     reject_duplicate_keys: bool = True
     """False: the last value of a repeated key wins, as orjson parses it."""
+    max_containers: int = DEFAULT_MAX_JSON_CONTAINERS
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_depth <= MAX_JSON_DEPTH_CEILING:
             raise ValueError(f"max_depth must be between 1 and {MAX_JSON_DEPTH_CEILING}")
+        if self.max_containers < 1:
+            raise ValueError("max_containers must be at least 1")
+
+    @property
+    def structure_checked_past(self) -> int:
+        """Opening brackets (strings included) at most this many can break neither rule."""
+        return min(self.max_depth, self.max_containers)
 
 
 DEFAULT_JSON_LIMITS: Final = JsonLimits()
 
-_INDENT: Final = orjson.OPT_INDENT_2
 _NOT_MARKS: Final = bytes(c for c in range(256) if c not in b"{[:")
 """`bytes.translate` deletes these, leaving the `{`, `[` and `:` to count in one C-level pass."""
+_NOT_STRUCTURE: Final = bytes(c for c in range(256) if c not in b'[]{}"')
+_SQUARE: Final = bytes.maketrans(b"{}", b"[]")
+_ESCAPED_COLON: Final = re.compile(rb"\\u003[aA]")
 
 
 def parse_json(raw: bytes | str, limits: JsonLimits = DEFAULT_JSON_LIMITS, what: str = "body") -> Any:
     """The parsed value; raises `JsonRefused` with a detail naming `what` when the text is refused."""
+    data = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")
+    marks = data.translate(None, _NOT_MARKS)
+    objects, arrays = marks.count(b"{"), marks.count(b"[")
+    if objects + arrays > limits.structure_checked_past:
+        _check_structure(data, limits, what)
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise JsonRefused(_why_not_json(raw, exc, limits, what)) from None
-    if type(value) is dict or type(value) is list:
-        _check(raw, value, limits, what)
+    if objects and limits.reject_duplicate_keys and (type(value) is dict or type(value) is list):
+        _check_duplicates(data, value, objects, len(marks) - objects - arrays, what)
     return value
 
 
-def _check(raw: bytes | str, value: Any, limits: JsonLimits, what: str) -> None:
-    data = raw if isinstance(raw, bytes) else raw.encode()
-    marks = data.translate(None, _NOT_MARKS)
-    objects, arrays = marks.count(b"{"), marks.count(b"[")
-    colons = len(marks) - objects - arrays
-    maybe_deep = objects + arrays > limits.max_depth
-    duplicates = limits.reject_duplicate_keys and objects > 0
-    if not maybe_deep and (not duplicates or (objects == 1 and type(value) is dict and colons == len(value))):
+def _check_structure(data: bytes, limits: JsonLimits, what: str) -> None:
+    structure = _structure(data)
+    containers = structure.count(b"[") + structure.count(b"{")
+    if containers > limits.max_containers:
+        raise JsonRefused(f"{what} has more than {limits.max_containers} arrays and objects")
+    if containers > limits.max_depth and _deeper_than(structure, limits.max_depth):
+        raise JsonRefused(f"{what} is nested deeper than {limits.max_depth} levels")
+
+
+def _structure(data: bytes) -> bytes:
+    """The text's brackets outside strings, in order. For a valid text; any other is refused by the parser."""
+    if b"\\" in data:
+        # Left to right, as JSON reads escapes: an escaped backslash first, then an escaped quote.
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    kept = data.translate(None, _NOT_STRUCTURE)
+    if b'"' in kept:
+        kept = b"".join(kept.split(b'"')[::2])  # quotes pair up: every odd piece is a string's content
+    return kept
+
+
+def _deeper_than(structure: bytes, max_depth: int) -> bool:
+    nesting = structure.translate(_SQUARE)
+    for _ in range(max_depth):
+        nesting = nesting.replace(b"[]", b"")
+        if not nesting:
+            return False
+    return bool(nesting)
+
+
+def _check_duplicates(data: bytes, value: Any, objects: int, colons: int, what: str) -> None:
+    if objects == 1 and type(value) is dict and colons == len(value):
         return
+    if b"\\" in data:
+        colons += len(_ESCAPED_COLON.findall(data.replace(b"\\\\", b"")))
     try:
-        text = orjson.dumps(value, option=_INDENT if maybe_deep else None)
+        text = orjson.dumps(value)
     except orjson.JSONEncodeError:
         # Only orjson's own 254-level serialising ceiling refuses what it parsed: deeper than any allowed depth.
-        raise JsonRefused(f"{what} is nested deeper than {limits.max_depth} levels") from None
-    if maybe_deep and _deeper_than(text, limits.max_depth):
-        raise JsonRefused(f"{what} is nested deeper than {limits.max_depth} levels")
-    if duplicates:
-        dropped = text.count(b":") < colons
-        if dropped or (b"\\" in data and _escaped_colon(data)):
-            key = _first_duplicate(data)
-            if key is not None or dropped:
-                named = orjson.dumps(key).decode() if key is not None else "(name not found)"
-                raise JsonRefused(f"{what} has duplicate key {named}")
-
-
-def _deeper_than(indented: bytes, max_depth: int) -> bool:
-    """Whether a container opens or closes on a line indented `2 * max_depth` in orjson's 2-space form.
-
-    Scalar lines end in `"`, a digit or a letter (before a `,`); only a container's own lines end in a bracket.
-    """
-    margin = b"\n" + b" " * (2 * max_depth)
-    at = indented.find(margin)
-    while at >= 0:
-        start = at + len(margin)
-        end = indented.find(b"\n", start)
-        line = indented[start : end if end >= 0 else len(indented)].rstrip(b",")
-        if line[:1] != b" " and line[-1:] in (b"[", b"]", b"{", b"}"):
-            return True
-        at = indented.find(margin, start)
-    return False
-
-
-def _escaped_colon(data: bytes) -> bool:
-    return b"\\u003a" in data or b"\\u003A" in data
+        raise JsonRefused(f"{what} is nested too deeply") from None
+    if text.count(b":") >= colons:
+        return
+    key = _first_duplicate(data) if len(data) <= NAME_DUPLICATE_MAX_BYTES else None
+    raise JsonRefused(f"{what} has duplicate key {orjson.dumps(key).decode()}" if key is not None
+                      else f"{what} has a duplicate key")
 
 
 def _first_duplicate(raw: bytes) -> str | None:
-    """The first repeated key; only on the refusal path, so the slower standard parser is fine here."""
+    """The first repeated key; only on the refusal path of a small text, so the standard parser is fine here."""
     found: list[str] = []
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -66,10 +66,14 @@ class Pipeline:
                 returned = await registration.handler(request, context)  # type: ignore[misc]
             else:
                 returned = await asyncio.to_thread(registration.handler, request, context)
-        except Exception as exc:
-            # The exception type is kept for tracing and issues; its text never goes on the wire.
+        except BaseException as exc:
+            # Any exception, CancelledError, SystemExit and KeyboardInterrupt included, is the handler's failure:
+            # its type is kept for tracing and issues; its text never goes on the wire. Only a cancellation of
+            # this invocation from outside (the client left, the server stops) goes on, so it is honoured.
             context.exception_type = type(exc).__qualname__
-            logger.exception("handler for %s raised %s", registration.key, context.exception_type)
+            if isinstance(exc, asyncio.CancelledError) and cancelled_from_outside():
+                raise
+            logger.error("handler for %s raised %s", registration.key, context.exception_type, exc_info=exc)
             return Result.service_unavailable(f"{registration.key} failed while handling the request")
         if not isinstance(returned, Result):
             logger.error("handler for %s returned %s, not a Result", registration.key, type(returned).__name__)
@@ -102,6 +106,13 @@ class Pipeline:
         )
         self._targets[key] = target
         return target
+
+
+def cancelled_from_outside() -> bool:
+    """Whether the running task was asked to cancel (the client left, the server stops), as opposed to code
+    inside it raising `CancelledError` on its own."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _compose(middleware: Sequence[Middleware], terminal: Next) -> Next:

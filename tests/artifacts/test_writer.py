@@ -109,6 +109,19 @@ def test_sanitising_rule() -> None:
     assert len(sanitise("x" * 500)) == 100
 
 
+@pytest.mark.parametrize("name", ["con", "CON", "con.json", "Prn", "aux.txt", "nul", "NUL.tar.gz", "com1", "COM9",
+                                  "lpt1", "lpt9.x", "con."])  # fmt: skip
+def test_windows_device_names_never_become_file_names(name: str) -> None:
+    stem = sanitise(name)
+    assert stem.startswith("_") and stem[1:].lower().startswith(name[:3].lower())
+    assert service_file_names([name])[name] == f"{stem}.json"
+
+
+@pytest.mark.parametrize("name", ["console", "com", "com10", "lpt0x", "auxiliary", "nullable", "a.con"])
+def test_names_that_only_resemble_devices_are_unchanged(name: str) -> None:
+    assert sanitise(name) == name
+
+
 def test_well_formed_names_keep_their_file_and_collisions_get_suffixes() -> None:
     files = service_file_names(["a/b", "a_b", "a:b", "Orders", "orders"])
     assert files["a_b"] == "a_b.json"  # a clean name is never displaced by a hostile one

@@ -78,6 +78,7 @@ def test_a_hosted_services_reporter_feeds_a_real_collector() -> None:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://orders") as client:
             assert (await client.get("/orders/1")).status_code == 200
             assert (await client.get("/orders/missing")).status_code == 404
+        await reporter.flush_traces()  # trace batches go on their own cadence, not with the beat
         await reporter.beat()
         fleet = collector.query_fleet().payload
         assert fleet is not None

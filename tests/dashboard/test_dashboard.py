@@ -482,9 +482,10 @@ def test_dashboard_lists_a_missing_artifact_as_an_error(tmp_path: Path) -> None:
     assert "usage.json unavailable." in rendered.section("usage").text()
 
 
-# Names that collide once sanitised, hidden-file names, non-ASCII and an overlong one; each with a detail file
-# except the last, whose file is missing.
-ODD_NAMES = ["a-b", "a b", "a_b", "A_B", "..hidden", ".", "", "zürich", "日本", "x" * 130, "a/../../b", "no-file b"]
+# Names that collide once sanitised, Windows device names, hidden-file names, non-ASCII and an overlong one; each
+# with a detail file except the last, whose file is missing.
+ODD_NAMES = ["a-b", "a b", "con", "Lpt1.json", "a_b", "A_B", "..hidden", ".", "", "zürich", "日本", "x" * 130,
+             "a/../../b", "no-file b"]
 
 
 def write_odd_name_artifacts(target: Path) -> None:

@@ -1,4 +1,5 @@
-"""A real uvicorn server on 127.0.0.1 and a free port, run in a thread, bounded in time."""
+"""A real uvicorn server on 127.0.0.1 and a free port, run in a thread, bounded in time, with the settings every
+svcgen server gets (`server_options`), logging aside: the test process keeps its own."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from typing import Any
 
 import uvicorn
 
+from svcgen.runtime._http.limits import server_options
+
 STARTUP_TIMEOUT = 10.0
 
 
@@ -21,10 +24,11 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def running(app: Any) -> Iterator[str]:
-    """Yields the base URL; stops the server on exit."""
+def running(app: Any, **options: Any) -> Iterator[str]:
+    """Yields the base URL; stops the server on exit. `options` override `server_options()`."""
     port = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    settings = {**server_options(), "log_config": None, **options}
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", **settings)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -14,7 +14,13 @@ from hypothesis import strategies as st
 
 from svcgen.runtime._http.app import HttpApp
 from svcgen.runtime._http.limits import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_HEADERS, Limits
-from svcgen.runtime._jsonlimits import DEFAULT_MAX_JSON_DEPTH, JsonLimits, JsonRefused, parse_json
+from svcgen.runtime._jsonlimits import (
+    DEFAULT_MAX_JSON_CONTAINERS,
+    DEFAULT_MAX_JSON_DEPTH,
+    JsonLimits,
+    JsonRefused,
+    parse_json,
+)
 
 from .asgi import raw_request
 from .server import running
@@ -116,12 +122,34 @@ def test_depth_at_the_limit_is_served_and_one_deeper_is_400_on_routes() -> None:
     still_serving(APP)
 
 
-@pytest.mark.parametrize("levels", [1000, 1025, 100_000])
+@pytest.mark.parametrize("levels", [1000, 1025])
 def test_depth_beyond_orjsons_own_ceiling_gets_the_same_detail(levels: int) -> None:
     body = ("[" * levels + "]" * levels).encode()
     assert request(APP, b"/orders", body) == (
         400, {"status": "bad-request", "detail": "body is nested deeper than 64 levels"},
     )  # fmt: skip
+    still_serving(APP)
+
+
+# --- arrays and objects in one body: 400 bad-request ---------------------------------------------
+
+
+def with_containers(count: int) -> bytes:
+    """A PLACE body holding exactly `count` arrays and objects (PLACE itself has 3), brackets in strings aside."""
+    extra = ",".join(["[]"] * (count - 4))
+    return (json.dumps({**PLACE, "note": "[{[{ not counted }]}]"})[:-1] + f', "extra": [{extra}]}}').encode()
+
+
+def test_more_arrays_and_objects_than_allowed_is_400_before_parsing() -> None:
+    assert DEFAULT_MAX_JSON_CONTAINERS == 10_000
+    assert request(APP, b"/orders", with_containers(10_000))[0] == 201
+    refused = (400, {"status": "bad-request", "detail": "body has more than 10000 arrays and objects"})
+    assert request(APP, b"/orders", with_containers(10_001)) == refused
+    assert request(APP, b"/orders", b"[" * 100_000 + b"]" * 100_000) == refused  # however deep
+    assert inner_failure(APP, with_containers(10_001).decode())["detail"] == refused[1]["detail"]
+    app = make_app(limits=Limits(max_json_containers=10))
+    assert request(app, b"/orders", with_containers(10))[0] == 201
+    assert request(app, b"/orders", with_containers(11))[1]["detail"] == "body has more than 10 arrays and objects"
     still_serving(APP)
 
 
@@ -264,33 +292,47 @@ _texts = st.recursive(
 )
 
 
-def _reference(text: str, max_depth: int) -> str | None:
-    """What the limits must say, from the standard parser: depth first, then duplicates."""
+class _Pairs(list[Any]):
+    """An object's values, repeated keys included: the text's structure, before any value is dropped."""
+
+
+def _reference(text: str, max_depth: int, max_containers: int) -> str | None:
+    """What the limits must say, from the standard parser: container count and depth (of the text) first, then
+    duplicates."""
     duplicate = False
 
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+    def pairs(items: list[tuple[str, Any]]) -> _Pairs:
         nonlocal duplicate
         duplicate = duplicate or len({key for key, _ in items}) < len(items)
-        return dict(items)
+        return _Pairs(value for _, value in items)
 
     def depth(value: Any) -> int:
-        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else None
-        return 0 if children is None else 1 + max((depth(child) for child in children), default=0)
+        return 1 + max((depth(child) for child in value), default=0) if isinstance(value, list) else 0
+
+    def containers(value: Any) -> int:
+        return 1 + sum(containers(child) for child in value) if isinstance(value, list) else 0
 
     value = json.loads(text, object_pairs_hook=pairs)
+    if containers(value) > max_containers:
+        return "containers"
     if depth(value) > max_depth:
         return "deep"
     return "duplicate" if duplicate else None
 
 
 @settings(max_examples=400, deadline=None)
-@given(text=_texts, max_depth=st.integers(1, 5), wrap=st.integers(0, 3), as_bytes=st.booleans())
-def test_parse_json_agrees_with_the_reference(text: str, max_depth: int, wrap: int, as_bytes: bool) -> None:
+@given(text=_texts, max_depth=st.integers(1, 5), max_containers=st.integers(1, 12), wrap=st.integers(0, 3),
+       as_bytes=st.booleans())  # fmt: skip
+def test_parse_json_agrees_with_the_reference(
+    text: str, max_depth: int, max_containers: int, wrap: int, as_bytes: bool
+) -> None:
     text = "[" * wrap + text + "]" * wrap
-    expected = _reference(text, max_depth)
+    expected = _reference(text, max_depth, max_containers)
+    limits = JsonLimits(max_depth=max_depth, max_containers=max_containers)
     try:
-        parse_json(text.encode() if as_bytes else text, JsonLimits(max_depth=max_depth))
+        parse_json(text.encode() if as_bytes else text, limits)
         got = None
     except JsonRefused as refused:
-        got = "deep" if "nested deeper" in str(refused) else "duplicate"
+        got = "deep" if "nested deeper" in str(refused) else "containers" if "arrays and" in str(refused) \
+            else "duplicate"
     assert got == expected, text

@@ -40,7 +40,7 @@ def test_feeds_post_envelopes_to_the_collector_invoke_surface() -> None:
             return [
                 await feeds.register({"service": "orders"}),
                 await feeds.heartbeat({"service": "orders"}),
-                await feeds.traces([{"traceId": "a"}, {"traceId": "b"}]),
+                await feeds.traces([{"traceId": "a"}, {"traceId": "b"}], "b-1"),
                 await feeds.issues({"issues": []}),
             ]
         finally:
@@ -49,7 +49,7 @@ def test_feeds_post_envelopes_to_the_collector_invoke_surface() -> None:
     register, heartbeat, traces, issues = asyncio.run(run())
     assert [s["url"] for s in seen] == ["http://collector.test:8700/ops/invoke"] * 4
     assert [s["topic"] for s in seen] == [s["topic_header"] for s in seen]
-    assert json.loads(seen[2]["body"]) == {"events": [{"traceId": "a"}, {"traceId": "b"}]}
+    assert json.loads(seen[2]["body"]) == {"events": [{"traceId": "a"}, {"traceId": "b"}], "batchId": "b-1"}
     assert (register.status, register.payload) == ("ok", {"accepted": 1})
     assert heartbeat.payload == {"accepted": 1, "reregister": True}
     assert traces.payload == {"accepted": 2}
@@ -83,7 +83,7 @@ def test_a_publisher_that_raises_is_contained() -> None:
         async def send(self, topic: str, payload: Any = None, headers: Any = None) -> Result[Any]:
             raise RuntimeError("bus down")
 
-    result = asyncio.run(FeedSender(Exploding()).traces([]))
+    result = asyncio.run(FeedSender(Exploding()).traces([], "b-1"))
     assert result.status == "unexpected-error"
 
 

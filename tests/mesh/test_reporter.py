@@ -42,41 +42,110 @@ class RecordingPublisher:
         return [topic.removeprefix("svc:mesh:") for topic, _ in self.sent]
 
 
-def make(publisher: RecordingPublisher, events: list[dict[str, Any]] | None = None, **options: Any) -> Reporter:
-    queue = deque(events or [])
+class Source:
+    """A trace source like the trace queue: drains in order, knows its backlog and what it dropped."""
 
-    def drain(n: int) -> list[dict[str, Any]]:
-        return [queue.popleft() for _ in range(min(n, len(queue)))]
+    def __init__(self, events: list[dict[str, Any]] | None = None) -> None:
+        self.queue = deque(events or [])
+        self.dropped = 0
+
+    def drain(self, n: int) -> list[dict[str, Any]]:
+        return [self.queue.popleft() for _ in range(min(n, len(self.queue)))]
+
+    def add(self, *events: dict[str, Any]) -> None:
+        self.queue.extend(events)
+
+
+class Ids:
+    def __init__(self) -> None:
+        self.issued = 0
+
+    def __call__(self) -> str:
+        self.issued += 1
+        return f"b-{self.issued}"
+
+
+def make(publisher: RecordingPublisher, events: list[dict[str, Any]] | Source | None = None,
+         issues: list[dict[str, Any]] | None = None, **options: Any) -> Reporter:
+    source = events if isinstance(events, Source) else Source(events)
+    window = issues if issues is not None else []
 
     async def health() -> HealthReport:
         return HealthReport({"db": HealthCheckResult.ok()})
 
+    def flush_issues() -> dict[str, Any]:
+        batch = {"service": "orders", "issues": list(window)}
+        window.clear()
+        return batch
+
+    options.setdefault("batch_ids", Ids())
     return Reporter(
         FeedSender(publisher), DESCRIPTOR, service="orders", instance_id="i-1", health=health,
-        traces=drain, issues=lambda: {"service": "orders", "issues": []}, clock=lambda: MOMENT, **options,
+        traces=source.drain, backlog=lambda: len(source.queue), dropped=lambda: source.dropped,
+        issues=flush_issues, clock=lambda: MOMENT, **options,
     )
 
 
-def test_first_beat_registers_then_beats_without_registering() -> None:
+def sent(publisher: RecordingPublisher, feed: str) -> list[Any]:
+    return [payload for topic, payload in publisher.sent if topic == f"svc:mesh:{feed}"]
+
+
+def test_beats_register_once_then_heartbeat_and_issues_with_a_batch_id() -> None:
     publisher = RecordingPublisher()
-    reporter = make(publisher, [{"traceId": str(i)} for i in range(5)], batch_size=2)
+    reporter = make(publisher)
 
     async def run() -> None:
         await reporter.beat()
         await reporter.beat()
 
     asyncio.run(run())
-    assert publisher.topics() == [
-        "register", "heartbeat", "traces", "traces", "traces", "issues",
-        "heartbeat", "issues",
-    ]
+    assert publisher.topics() == ["register", "heartbeat", "issues", "heartbeat", "issues"]
     register, heartbeat = publisher.sent[0][1], publisher.sent[1][1]
     assert register == DESCRIPTOR.document
     assert heartbeat == {
         "service": "orders", "sentAt": "2026-11-22T10:00:00.000Z", "instanceId": "i-1",
         "descriptorHash": DESCRIPTOR.hash, "health": {"isHealthy": True, "healthChecks": {"db": {"status": "ok"}}},
     }
-    assert [len(p["events"]) for t, p in publisher.sent if t == "svc:mesh:traces"] == [2, 2, 1]
+    assert sent(publisher, "issues") == [{"service": "orders", "issues": [], "batchId": "b-1"},
+                                         {"service": "orders", "issues": [], "batchId": "b-2"}]
+
+
+def test_trace_flush_sends_full_batches_each_with_its_own_id_until_a_partial_one() -> None:
+    publisher = RecordingPublisher()
+    reporter = make(publisher, [{"traceId": str(i)} for i in range(5)], batch_size=2)
+    asyncio.run(reporter.flush_traces())
+    assert sent(publisher, "traces") == [
+        {"events": [{"traceId": "0"}, {"traceId": "1"}], "batchId": "b-1"},
+        {"events": [{"traceId": "2"}, {"traceId": "3"}], "batchId": "b-2"},
+        {"events": [{"traceId": "4"}], "batchId": "b-3"},
+    ]
+
+
+def test_traces_flow_on_their_own_cadence_whatever_the_heartbeat() -> None:
+    """A 1-hour heartbeat: events still reach the collector within the flush interval, and a full batch goes at
+    the next tick; the heartbeat itself stays on its period (one beat at start)."""
+    publisher = RecordingPublisher()
+    source = Source()
+    reporter = make(publisher, source, interval=3600, flush_interval=0.2, batch_size=3)
+
+    async def run() -> None:
+        await reporter.start()
+        source.add({"traceId": "a"})
+        for _ in range(100):
+            await asyncio.sleep(0.02)
+            if sent(publisher, "traces"):
+                break
+        source.add({"traceId": "b"}, {"traceId": "c"}, {"traceId": "d"})
+        for _ in range(100):
+            await asyncio.sleep(0.02)
+            if len(sent(publisher, "traces")) == 2:
+                break
+        await reporter.stop()
+
+    asyncio.run(run())
+    batches = [[e["traceId"] for e in batch["events"]] for batch in sent(publisher, "traces")]
+    assert batches == [["a"], ["b", "c", "d"]]
+    assert publisher.topics().count("heartbeat") == 1
 
 
 def test_hash_mismatch_answer_makes_the_next_beat_register() -> None:
@@ -96,109 +165,116 @@ def test_hash_mismatch_answer_makes_the_next_beat_register() -> None:
     ]
 
 
-def test_unreachable_collector_is_retried_and_losses_are_counted() -> None:
+def test_failed_batches_are_resent_whole_with_the_same_id_timeouts_included() -> None:
     publisher = RecordingPublisher()
     down = Result.service_unavailable("cannot reach collector")
     publisher.script("svc:mesh:register", down)
     publisher.script("svc:mesh:heartbeat", down)
-    publisher.script("svc:mesh:traces", down)
+    publisher.script("svc:mesh:traces", down, Result.timeout("collector did not answer"))
     publisher.script("svc:mesh:issues", down)
-    reporter = make(publisher, [{"traceId": "a"}, {"traceId": "b"}])
+    issue = {"fingerprint": "f" * 32, "count": 1}
+    reporter = make(publisher, [{"traceId": "a"}, {"traceId": "b"}], issues=[issue])
 
     async def run() -> None:
+        await reporter.flush_traces()
         await reporter.beat()
-        assert reporter.needs_register
+        assert reporter.needs_register and reporter.pending_trace_events == 2
+        await reporter.flush_traces()  # times out: it may have arrived, the collector deduplicates by id
+        await reporter.flush_traces()
         await reporter.beat()
 
     asyncio.run(run())
-    assert publisher.topics() == [
-        "register", "heartbeat", "traces", "issues",
-        "register", "heartbeat", "traces", "issues",
-    ]  # fmt: skip
-    retried = [payload for topic, payload in publisher.sent if topic == "svc:mesh:traces"]
-    assert retried[0] == retried[1] == {"events": [{"traceId": "a"}, {"traceId": "b"}]}  # surely not delivered: resent
+    assert sent(publisher, "traces") == [{"events": [{"traceId": "a"}, {"traceId": "b"}], "batchId": "b-1"}] * 3
+    issues = sent(publisher, "issues")
+    assert issues == [
+        {"service": "orders", "issues": [issue], "batchId": "b-2"},
+        {"service": "orders", "issues": [issue], "batchId": "b-2"},  # resent first, same id
+        {"service": "orders", "issues": [], "batchId": "b-3"},
+    ]
     assert reporter.lost_trace_events == 0 and reporter.pending_trace_events == 0
-    assert reporter.lost_issue_batches == 1
+    assert reporter.lost_issue_batches == 0
     assert not reporter.needs_register
 
 
-def test_a_timed_out_batch_is_counted_lost_never_resent() -> None:
-    publisher = RecordingPublisher()
-    publisher.script("svc:mesh:traces", Result.timeout("collector did not answer"))
-    reporter = make(publisher, [{"traceId": "a"}, {"traceId": "b"}])
-
-    async def run() -> None:
-        await reporter.beat()
-        await reporter.beat()
-
-    asyncio.run(run())
-    assert publisher.topics().count("traces") == 1  # it may have arrived: resending could count it twice
-    assert reporter.lost_trace_events == 2
-
-
-def test_the_retry_buffer_is_bounded_and_what_is_left_at_shutdown_is_counted() -> None:
+def test_while_a_batch_waits_to_be_resent_nothing_more_is_drained() -> None:
+    """The queue stays the one place events wait (bounded, counting its drops); order is kept."""
     publisher = RecordingPublisher()
     down = Result.service_unavailable("cannot reach collector")
-    publisher.script("svc:mesh:traces", down, down)
-    reporter = make(publisher, [{"traceId": str(n)} for n in range(5)], retry_cap=3, batch_size=5)
+    publisher.script("svc:mesh:traces", down, down, down)
+    source = Source()
+    reporter = make(publisher, source, batch_size=3)
 
     async def run() -> None:
-        await reporter.beat()
-        assert reporter.pending_trace_events == 3 and reporter.lost_trace_events == 2  # the oldest went
-        await reporter.stop()  # the final flush meets the collector still down
+        for n in range(3):
+            source.add(*({"traceId": f"{n}.{i}"} for i in range(3)))
+            await reporter.flush_traces()
+        assert reporter.pending_trace_events == 3 and len(source.queue) == 6
+        await reporter.flush_traces()  # the collector is back
 
     asyncio.run(run())
-    sent = [payload for topic, payload in publisher.sent if topic == "svc:mesh:traces"]
-    assert sent[1] == {"events": [{"traceId": "2"}, {"traceId": "3"}, {"traceId": "4"}]}
-    assert reporter.lost_trace_events == 5 and reporter.pending_trace_events == 0
+    assert [b["batchId"] for b in sent(publisher, "traces")] == ["b-1"] * 4 + ["b-2", "b-3"]
+    assert [e["traceId"] for b in sent(publisher, "traces")[3:] for e in b["events"]] == [
+        f"{n}.{i}" for n in range(3) for i in range(3)
+    ]
+    assert reporter.lost_trace_events == 0 and reporter.pending_trace_events == 0 and not source.queue
 
 
-def test_stop_flushes_once_more_and_is_bounded_when_the_collector_hangs() -> None:
+def test_shutdown_counts_the_queue_and_the_retry_buffer_and_logs_the_true_total(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    publisher = RecordingPublisher()
+    source = Source([{"traceId": str(n)} for n in range(1200)])
+    source.dropped = 7
+    reporter = make(publisher, source, batch_size=500, shutdown_timeout=0.2)
+    publisher.script("svc:mesh:traces", Result.service_unavailable("down"), Result.service_unavailable("down"))
+
+    with caplog.at_level(logging.WARNING, logger="svcgen.mesh.reporter"):
+        asyncio.run(reporter.stop())
+    # The final flush met the collector down: 500 unsent, 700 still queued, 7 dropped by the queue.
+    assert reporter.lost_trace_events == 1200 and len(source.queue) == 0
+    assert reporter.undelivered_trace_events == 1207
+    assert "1207 trace event(s) never reached the collector (7 dropped by the full trace queue, 1200 lost by the " \
+           "reporter)" in [r.getMessage() for r in caplog.records]
+
+
+def test_stop_flushes_everything_left_and_is_bounded_when_the_collector_hangs() -> None:
+    publisher = RecordingPublisher()
+    source = Source([{"traceId": str(n)} for n in range(1100)])
+    reporter = make(publisher, source, interval=3600, batch_size=500)
+    asyncio.run(reporter.stop())
+    assert [len(b["events"]) for b in sent(publisher, "traces")] == [500, 500, 100]
+    assert reporter.lost_trace_events == 0
+
     publisher = RecordingPublisher()
     reporter = make(publisher, [{"traceId": "late"}], interval=3600, shutdown_timeout=0.05)
 
     async def run() -> None:
         await reporter.start()
-        await asyncio.sleep(0)  # let the first beat start
-        while len(publisher.sent) < 4:
+        while len(publisher.sent) < 3:
             await asyncio.sleep(0.001)
         publisher.hang = True
         await asyncio.wait_for(reporter.stop(), timeout=5)
 
     asyncio.run(run())
-    assert publisher.topics()[:4] == ["register", "heartbeat", "traces", "issues"]
+    assert publisher.topics()[:3] == ["register", "heartbeat", "issues"]
+    assert reporter.lost_trace_events == 1  # queued, never sent
 
 
-def test_final_flush_on_stop_sends_what_is_left() -> None:
-    publisher = RecordingPublisher()
-    events: list[dict[str, Any]] = []
-    reporter = make(publisher, events, interval=3600)
-
-    async def run() -> None:
-        await reporter.beat()
-        publisher.sent.clear()
-
-    asyncio.run(run())
-    reporter.traces = lambda n: [{"traceId": "last"}] if not publisher.sent else []
-    asyncio.run(reporter.stop())
-    assert publisher.topics() == ["traces", "issues"]
-
-
-def test_trace_events_a_full_queue_dropped_are_logged_once_per_beat(caplog: pytest.LogCaptureFixture) -> None:
-    dropped = [0]
-    reporter = make(RecordingPublisher(), dropped=lambda: dropped[0])
+def test_undelivered_trace_events_are_logged_once_per_beat(caplog: pytest.LogCaptureFixture) -> None:
+    source = Source()
+    reporter = make(RecordingPublisher(), source)
 
     async def run() -> None:
         await reporter.beat()
-        dropped[0] = 7
+        source.dropped = 7
         await reporter.beat()
         await reporter.beat()  # nothing new: nothing logged
-        dropped[0] = 9
+        source.dropped = 9
         await reporter.beat()
 
     with caplog.at_level(logging.WARNING, logger="svcgen.mesh.reporter"):
         asyncio.run(run())
     assert [r.getMessage() for r in caplog.records] == [
-        "7 trace event(s) dropped since the last beat: the trace queue was full (7 in all)",
-        "2 trace event(s) dropped since the last beat: the trace queue was full (9 in all)",
+        "7 trace event(s) never reached the collector since the last beat (7 in all)",
+        "2 trace event(s) never reached the collector since the last beat (9 in all)",
     ]

@@ -18,10 +18,12 @@ from svcgen.runtime._mesh.issues import IssueAggregator
 from svcgen.runtime._mesh.tracecontext import current_trace
 from svcgen.runtime._mesh.traces import LOG_EVERY, MAX_TEXT, REANCHOR_SECONDS, TraceEvent, TraceMiddleware, TraceRecord
 from svcgen.runtime._pipeline import Next
+from svcgen.runtime._registry import Registry
 from svcgen.runtime._result import Result
 from svcgen.runtime._service import Service
 
-from .fakes import STARTED_TEXT, SteppingClock, Traced, registry, traced_service
+from ..http.asgi import raw_request
+from .fakes import STARTED_TEXT, GetOrder, Order, SteppingClock, Traced, registry, traced_service
 
 ALWAYS = {"traceId", "spanId", "service", "topic", "status"}
 TIMED = ALWAYS | {"instanceId", "durationMs", "startedAt"}
@@ -316,3 +318,65 @@ def test_records_hold_only_text_and_numbers_so_the_collector_stops_tracking_them
     assert [TraceEvent.from_record(record).status for record in keeping.records] == [
         "ok", "not-found", "service-unavailable"
     ]
+
+
+def raising(error: BaseException) -> Any:
+    async def handle(request: GetOrder, context: Context) -> Result[Order]:
+        raise error
+
+    return handle
+
+
+def raising_sync(error: BaseException) -> Any:
+    def handle(request: GetOrder, context: Context) -> Result[Order]:
+        raise error
+
+    return handle
+
+
+@pytest.mark.parametrize("sync", [False, True], ids=["async", "sync"])
+@pytest.mark.parametrize("error", [asyncio.CancelledError(), SystemExit(3), KeyboardInterrupt()],
+                         ids=lambda e: type(e).__name__)  # fmt: skip
+def test_a_handler_raising_any_base_exception_is_the_documented_handler_failure(
+    error: BaseException, sync: bool
+) -> None:
+    reg = Registry()
+    reg.add("orders:get", raising_sync(error) if sync else raising(error))
+    traced = traced_service(reg=reg)
+    app = create_app(traced.service, ["GET /orders/{orderId} -> orders:get"])
+    code, headers, body = asyncio.run(raw_request(app, "GET", b"/orders/o-1", b"", [], b""))
+    assert code == 503 and headers[b"content-type"] == b"application/json"
+    assert orjson.loads(body) == {"status": "service-unavailable",
+                                  "detail": "orders:get failed while handling the request"}  # fmt: skip
+    [event] = traced.events
+    assert (event["status"], event["exceptionType"]) == ("service-unavailable", type(error).__qualname__)
+    [issue] = traced.issues.flush()["issues"]
+    assert (issue["classification"], issue["exceptionType"]) == ("exception", type(error).__qualname__)
+
+
+def test_an_invocation_cancelled_from_outside_is_traced_and_ends_quietly() -> None:
+    """The client left (or the server stops) and the request's task is cancelled: the cancellation goes on, the
+    event says so (`timeout`, `CancelledError`), and no issue is raised."""
+    started = asyncio.Event()
+
+    async def slow(request: GetOrder, context: Context) -> Result[Order]:
+        started.set()
+        await asyncio.sleep(3600)
+        return Result.ok(Order(request.order_id))
+
+    reg = Registry()
+    reg.add("orders:get", slow)
+    traced = traced_service(reg=reg)
+    app = create_app(traced.service, ["GET /orders/{orderId} -> orders:get"])
+
+    async def run() -> None:
+        call = asyncio.create_task(raw_request(app, "GET", b"/orders/o-1", b"", [], b""))
+        await asyncio.wait_for(started.wait(), timeout=5)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+
+    asyncio.run(run())
+    [event] = traced.events
+    assert (event["status"], event["exceptionType"]) == ("timeout", "CancelledError")
+    assert traced.issues.flush()["issues"] == []

@@ -35,6 +35,7 @@ def test_reporter_ships_the_drained_events_and_the_flushed_issues() -> None:
         await traced.service.invoke("orders:get", body='{"orderId": "o-1"}')
         await traced.service.invoke("orders:nope")
         await traced.service.invoke("orders:explode", body='{"orderId": "o-1"}')
+        await reporter.flush_traces()
         await reporter.beat()
         await reporter.beat()
 
@@ -43,4 +44,5 @@ def test_reporter_ships_the_drained_events_and_the_flushed_issues() -> None:
     issues = [payload for topic, payload in collector.sent if topic == "svc:mesh:issues"]
     assert [[e["status"] for e in batch] for batch in traces] == [["ok", "not-found"], ["service-unavailable"]]
     assert [[i["classification"] for i in batch["issues"]] for batch in issues] == [["config-wiring", "exception"], []]
+    assert len({payload["batchId"] for _, payload in collector.sent if "batchId" in payload}) == 4
     assert len(queue) == 0

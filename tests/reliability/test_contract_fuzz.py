@@ -272,7 +272,8 @@ def test_every_answer_is_documented_and_no_undocumented_5xx(
 
 def test_an_integer_beyond_64_bits_is_a_validation_error_not_a_500(estate: dict[str, Served]) -> None:
     """orjson reads an integer literal past 64 bits as a float (losing digits) and cannot write it back: the
-    codec used to take it as an int, so an echoing handler answered 500 `could not be encoded`."""
+    codec used to take it as an int, so an echoing handler answered 500 `could not be encoded`. An integer is
+    signed 64-bit: 2**63 is out of range too."""
     orders, inventory = estate["orders"].base, estate["inventory"].base
     body = (
         b'{"customerId": "", "items": [{"sku": "", "quantity": -13682484686140019713}], '
@@ -282,11 +283,13 @@ def test_an_integer_beyond_64_bits_is_a_validation_error_not_a_500(estate: dict[
                            headers={"content-type": "application/json"}, timeout=10)  # fmt: skip
     assert (placed.status_code, placed.json()) == (
         422,
-        {"status": "validation-error", "detail": "items[0].quantity: integer out of range"},
+        {"status": "validation-error", "detail": "items[0].quantity: integer out of range (signed 64-bit)"},
     )
     queried = requests.get(f"{inventory}/stock/sku-1/movements?limit={10**30}", timeout=10)
-    assert (queried.status_code, queried.json()["detail"]) == (422, "limit: integer out of range")
-    in_range = requests.get(f"{inventory}/stock/sku-1/movements?limit={2**64 - 1}", timeout=10)
+    assert (queried.status_code, queried.json()["detail"]) == (422, "limit: integer out of range (signed 64-bit)")
+    past = requests.get(f"{inventory}/stock/sku-1/movements?limit={2**63}", timeout=10)
+    assert (past.status_code, past.json()["detail"]) == (422, "limit: integer out of range (signed 64-bit)")
+    in_range = requests.get(f"{inventory}/stock/sku-1/movements?limit={2**63 - 1}", timeout=10)
     assert in_range.status_code != 422
 
 

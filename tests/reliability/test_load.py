@@ -209,3 +209,37 @@ def test_past_the_queue_cap_every_event_is_received_or_counted_dropped(tmp_path:
     assert result.load.failed == 0, f"{figures}; first error: {result.load.first_error}"
     assert counts["dropped"] > 0 and counts["lostTraceEvents"] == 0 and result.skipped == 0, figures
     assert result.received + counts["dropped"] == result.load.requests, figures
+
+
+DELIVERY_FLOOR = 0.99
+
+
+def test_trace_events_keep_up_with_load_at_the_default_heartbeat(tmp_path: Path) -> None:
+    """The same service and load for 1 + 5 s, with the default 30 s heartbeat (so at most one beat, at startup,
+    falls in the run). Measures: requests, and the trace events the collector holds 3 s after the load ends,
+    while the service still runs (before its final flush at shutdown). Asserts: every answer is 201 and at
+    least 99 % of the invocations reached the collector: trace batches go when full or after about a second,
+    not on the heartbeat."""
+    collector = Collector()
+    host = CollectorHost(CollectorSettings(artifacts=tmp_path / "artifacts", artifacts_interval=3600.0),
+                         collector=collector)  # fmt: skip
+    package = build_orders(tmp_path / "build")
+
+    def received() -> int:
+        topic = collector.query_topic({"topic": "orders:place"})
+        return int(topic.payload["invocations"]) if topic.payload else 0
+
+    with running(host.app) as collector_url, served(package, collector_url, tmp_path,
+                                                     SVCGEN_HEARTBEAT_SECONDS="30") as service:
+        started = time.monotonic()
+        load = asyncio.run(drive(service.base, service.pid, 1.0, 5.0))
+        elapsed = time.monotonic() - started
+        deadline = time.monotonic() + 3.0
+        while received() < load.requests and time.monotonic() < deadline:
+            time.sleep(0.05)
+        arrived = received()
+    figures = report("default heartbeat", requests=load.requests, throughput_rps=f"{load.requests / elapsed:.0f}",
+                     arrived_before_shutdown=arrived, share=f"{arrived / max(1, load.requests):.4f}")  # fmt: skip
+    assert load.failed == 0, f"{figures}; first error: {load.first_error}"
+    assert load.requests > 1000, figures
+    assert arrived >= DELIVERY_FLOOR * load.requests, figures

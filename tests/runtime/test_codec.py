@@ -143,8 +143,8 @@ def test_decode_error_carries_path_and_message() -> None:
         (bool, True, True),
         (bool, False, False),
         (int, 3, 3),
-        (int, -(2**70), -(2**70)),
-        (int, 3.0, 3),
+        (int, -(2**63), -(2**63)),
+        (int, 2**63 - 1, 2**63 - 1),
         (float, 2.5, 2.5),
         (float, 3, 3.0),
         (bytes, "aGVsbG8=", b"hello"),
@@ -169,6 +169,12 @@ def test_scalar_decodes(tp: Any, value: Any, expected: Any) -> None:
         (int, True, "expected integer"),
         (int, False, "expected integer"),
         (int, 3.5, "expected integer"),
+        (int, 3.0, "expected integer"),
+        (int, 1.0e3, "expected integer"),
+        (int, 1e19, "integer out of range (signed 64-bit)"),
+        (int, 2**63, "integer out of range (signed 64-bit)"),
+        (int, -(2**63) - 1, "integer out of range (signed 64-bit)"),
+        (int, -(2.0**70), "integer out of range (signed 64-bit)"),
         (int, "3", "expected integer"),
         (int, None, "expected integer"),
         (int, float("inf"), "expected integer"),
@@ -319,7 +325,7 @@ def test_containers_encode_to_lists() -> None:
 
 
 def test_map_decodes_values_and_names_the_key() -> None:
-    assert codec_for(dict[str, int]).decode({"a": 1, "b": 2.0}) == {"a": 1, "b": 2}
+    assert codec_for(dict[str, int]).decode({"a": 1, "b": 2}) == {"a": 1, "b": 2}
     assert decode_error(dict[str, int], {"a": 1, "someKey": "x"}) == "someKey: expected integer"
     assert decode_error(dict[str, int], {"some key": "x"}) == '["some key"]: expected integer'
     assert decode_error(dict[str, int], [1]) == "expected object"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -13,12 +14,14 @@ import orjson
 from .. import _status as st
 from .._envelope import EnvelopeError
 from .._jsontext import document_bytes
+from .._pipeline import cancelled_from_outside
 from .._reserved import is_reserved_topic
 from .._service import Service
 from .limits import LIMIT_STATUS, LimitExceeded, Limits, check_headers
 from .requests import (
     BodyTooLarge,
     ClientDisconnected,
+    QueryNotUtf8,
     Receive,
     Scope,
     Send,
@@ -27,7 +30,7 @@ from .requests import (
     request_headers,
 )
 from .responses import send_failure, send_response
-from .routing import Route, RouteError, Router, split_path, split_raw_path
+from .routing import PathNotUtf8, Route, RouteError, Router, split_path, split_raw_path
 
 logger = logging.getLogger("svcgen.http")
 
@@ -126,11 +129,15 @@ class HttpApp:
             await send_failure(send, exceeded.code, LIMIT_STATUS, exceeded.detail)
         except LimitExceeded as exc:
             await send_failure(send, exc.code, LIMIT_STATUS, exc.detail)
+        except (PathNotUtf8, QueryNotUtf8) as exc:
+            await send_failure(send, 400, st.BAD_REQUEST, str(exc))
         except ClientDisconnected:
             return
-        except Exception:
-            # A binding bug must never take the host down; the request gets a clean failure body.
-            logger.exception("unexpected error serving %s %s", method, path)
+        except BaseException as exc:
+            if isinstance(exc, asyncio.CancelledError) and cancelled_from_outside():
+                raise
+            # A binding or middleware bug must never take the host down; the request gets a clean failure body.
+            logger.error("unexpected error serving %s %s", method, path, exc_info=exc)
             await send_failure(send, 500, st.UNEXPECTED_ERROR, "the server failed to handle the request")
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:

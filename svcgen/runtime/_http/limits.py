@@ -7,6 +7,8 @@
 | JSON nesting depth | 64 | 400 `bad-request` (inside the envelope: `statusCode: bad-request`) |
 | duplicate object key | refused | 400 `bad-request`, detail `... has duplicate key "<name>"` |
 | body not UTF-8 | refused | 400 `bad-request`, detail `... is not valid UTF-8` |
+| JSON arrays and objects in one body | 10,000 | 400 `bad-request`, detail `... has more than N arrays and objects` |
+| a complete request (head and body) | within 5 s of opening or of the previous response | connection closed |
 
 The status vocabulary has no entry for 413 or 431, so their failure bodies say `bad-request`, the
 nearest status, while the HTTP code says which limit it was. The JSON rules live in the runtime core
@@ -17,14 +19,17 @@ this module carries them to it through `Limits.json`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from .. import _status as st
-from .._jsonlimits import DEFAULT_MAX_JSON_DEPTH, JsonLimits
+from .._jsonlimits import DEFAULT_MAX_JSON_CONTAINERS, DEFAULT_MAX_JSON_DEPTH, JsonLimits
 from .requests import Scope
 
 DEFAULT_MAX_BODY_BYTES: Final = 1024 * 1024
 DEFAULT_MAX_HEADERS: Final = 100
+DEFAULT_IDLE_TIMEOUT: Final = 5.0
+"""Seconds a connection has, after opening or after its previous response, to deliver a complete request (head
+and body); then it is closed."""
 
 BODY_TOO_LARGE_CODE: Final = 413
 TOO_MANY_HEADERS_CODE: Final = 431
@@ -33,14 +38,17 @@ LIMIT_STATUS: Final = st.BAD_REQUEST
 
 __all__ = [
     "BODY_TOO_LARGE_CODE",
+    "DEFAULT_IDLE_TIMEOUT",
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_MAX_HEADERS",
+    "DEFAULT_MAX_JSON_CONTAINERS",
     "DEFAULT_MAX_JSON_DEPTH",
     "LIMIT_STATUS",
     "TOO_MANY_HEADERS_CODE",
     "LimitExceeded",
     "Limits",
     "check_headers",
+    "server_options",
 ]
 
 
@@ -60,16 +68,28 @@ class Limits:
     max_json_depth: int = DEFAULT_MAX_JSON_DEPTH
     reject_duplicate_keys: bool = True
     """False documents "last value wins" instead of refusing a repeated key."""
+    max_json_containers: int = DEFAULT_MAX_JSON_CONTAINERS
     json: JsonLimits = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.max_body_bytes < 0 or self.max_headers < 1:
             raise ValueError("max_body_bytes must be >= 0 and max_headers >= 1")
         # Built once: every request hands the same object to the core.
-        object.__setattr__(self, "json", JsonLimits(self.max_json_depth, self.reject_duplicate_keys))
+        json_limits = JsonLimits(self.max_json_depth, self.reject_duplicate_keys, self.max_json_containers)
+        object.__setattr__(self, "json", json_limits)
 
     def body_too_large(self) -> LimitExceeded:
         return LimitExceeded(BODY_TOO_LARGE_CODE, f"body exceeds {self.max_body_bytes} bytes")
+
+
+def server_options(idle_timeout: float = DEFAULT_IDLE_TIMEOUT) -> dict[str, Any]:
+    """uvicorn settings every server of a svcgen app is started with (`uvicorn.run(app, **server_options())`,
+    `uvicorn.Config(app, **server_options())`): the connection deadline (see `_http.deadlines`) and logs with
+    time and level."""
+    from .._logging import logging_config
+    from .deadlines import protocol_class
+
+    return {"http": protocol_class(), "timeout_keep_alive": idle_timeout, "log_config": logging_config()}
 
 
 def check_headers(scope: Scope, limits: Limits) -> None:

@@ -30,12 +30,19 @@ def request_headers(scope: Scope) -> dict[str, str]:
     return headers
 
 
+class QueryNotUtf8(ValueError):
+    """A query string whose bytes, raw or percent-encoded, are not UTF-8: refused, never silently replaced."""
+
+
 def query_fields(scope: Scope) -> dict[str, str]:
-    """Query-string fields; where a name repeats, the last value wins."""
+    """Query-string fields; where a name repeats, the last value wins. Raises `QueryNotUtf8`."""
     raw = scope.get("query_string") or b""
     if not raw:
         return {}
-    return dict(parse_qsl(raw.decode("latin-1"), keep_blank_values=True))
+    try:
+        return dict(parse_qsl(raw.decode("utf-8"), keep_blank_values=True, errors="strict"))
+    except UnicodeDecodeError:
+        raise QueryNotUtf8("query is not valid UTF-8") from None
 
 
 async def read_body(receive: Receive, limit: int) -> bytes:

@@ -152,8 +152,16 @@ def split_path(path: str) -> list[str]:
     return trimmed.split("/") if trimmed else []
 
 
+class PathNotUtf8(ValueError):
+    """A path whose bytes, raw or percent-encoded, are not UTF-8: refused, never silently replaced."""
+
+
 def split_raw_path(raw_path: bytes) -> list[str]:
-    """Segments of a raw (still percent-encoded) path: `%2F` stays inside its segment."""
-    if b"%" not in raw_path:
-        return split_path(raw_path.decode("latin-1"))
-    return [unquote(segment, errors="replace") for segment in split_path(raw_path.decode("latin-1"))]
+    """Segments of a raw (still percent-encoded) path: `%2F` stays inside its segment. Raises `PathNotUtf8`."""
+    try:
+        text = raw_path.decode("utf-8")
+        if "%" not in text:
+            return split_path(text)
+        return [unquote(segment, errors="strict") for segment in split_path(text)]
+    except UnicodeDecodeError:
+        raise PathNotUtf8("path is not valid UTF-8") from None

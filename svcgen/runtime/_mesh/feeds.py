@@ -93,10 +93,12 @@ class FeedSender:
     async def heartbeat(self, heartbeat: Mapping[str, Any]) -> Result[Any]:
         return await self._publish(HEARTBEAT_TOPIC, heartbeat)
 
-    async def traces(self, events: Sequence[Mapping[str, Any]]) -> Result[Any]:
-        return await self._publish(TRACES_TOPIC, {"events": list(events)})
+    async def traces(self, events: Sequence[Mapping[str, Any]], batch_id: str) -> Result[Any]:
+        """`{events, batchId}`: the same id on every resend of a batch, so the collector can count it once."""
+        return await self._publish(TRACES_TOPIC, {"events": list(events), "batchId": batch_id})
 
     async def issues(self, batch: Mapping[str, Any]) -> Result[Any]:
+        """`{service, issues, batchId}`, the id set by the reporter and kept on every resend."""
         return await self._publish(ISSUES_TOPIC, batch)
 
     async def _publish(self, topic: str, body: Any) -> Result[Any]:

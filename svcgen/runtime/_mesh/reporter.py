@@ -1,6 +1,16 @@
-"""The feeds reporter: register at startup, then on every beat a heartbeat, the drained traces and the
-flushed issues. It runs in its own task, so nothing it does (a slow, refusing or broken collector)
-can block or fail a request; every send is bounded by its publisher's timeout.
+"""The feeds reporter: register at startup, then on every beat a heartbeat and the flushed issues; trace batches
+go on their own cadence, as soon as a batch is full or about a second after the last flush, so the heartbeat
+period never limits how many trace events reach the collector.
+
+It runs in its own tasks, so nothing it does (a slow, refusing or broken collector) can block or fail a request;
+every send is bounded by its publisher's timeout.
+
+Every batch carries a `batchId`, the same on every resend, so the collector can deduplicate a batch that arrived
+although its answer did not: any failed send (refused, unreachable, timed out) is kept whole and resent. What
+cannot be kept is counted, never silent: events the trace queue dropped when full, batches pushed out of a
+full issue retry buffer, and whatever is still queued or unsent when shutdown's deadline passes. While one
+trace batch waits to be resent nothing more is drained, so the trace queue (bounded, counting its drops) is the
+only place events wait.
 """
 
 from __future__ import annotations
@@ -8,11 +18,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Final
 
-from .. import _status as st
 from .._descriptor import Descriptor
 from .._health import HealthReport
 from .clock import WallClock, wall_clock
@@ -20,21 +31,40 @@ from .feeds import REREGISTER_KEY, FeedSender, heartbeat_document
 
 logger = logging.getLogger("svcgen.mesh.reporter")
 
-DEFAULT_INTERVAL = 30.0
-DEFAULT_BATCH_SIZE = 500
-MAX_BATCHES_PER_BEAT = 20
-DEFAULT_SHUTDOWN_TIMEOUT = 2.0
-DEFAULT_RETRY_CAP = 10_000
-"""Trace events kept for the next beat after a send that surely did not arrive; past it the oldest are lost."""
+DEFAULT_INTERVAL: Final = 30.0
+"""Seconds between heartbeats (and issue batches)."""
+DEFAULT_FLUSH_SECONDS: Final = 1.0
+"""At most this long between trace flushes while events wait, whatever the heartbeat."""
+FLUSH_TICK_SECONDS: Final = 0.1
+"""How often the trace task looks whether a full batch is waiting."""
+DEFAULT_BATCH_SIZE: Final = 500
+DEFAULT_SHUTDOWN_TIMEOUT: Final = 2.0
+DEFAULT_ISSUE_RETRY_CAP: Final = 100
+"""Issue batches kept for resending; past it the oldest are dropped, counted."""
 
 HealthSource = Callable[[], Awaitable[HealthReport]]
 TraceSource = Callable[[int], Sequence[Mapping[str, Any]]]
 """Drains at most n trace events (wire form)."""
 IssueSource = Callable[[], Mapping[str, Any]]
 """Flushes the issue window into a batch (wire form)."""
+BatchIds = Callable[[], str]
+
+
+def new_batch_id() -> str:
+    return uuid.uuid4().hex
+
+
+@dataclass(frozen=True, slots=True)
+class _TraceBatch:
+    batch_id: str
+    events: Sequence[Mapping[str, Any]]
 
 
 class Reporter:
+    """`backlog` (optional) tells how many events wait in the trace source, so a full batch goes at once; without
+    it traces are flushed every `flush_interval`. `dropped` tells how many events the source itself dropped
+    (a full queue); both are counted in `undelivered_trace_events`."""
+
     def __init__(
         self,
         feeds: FeedSender,
@@ -46,14 +76,19 @@ class Reporter:
         traces: TraceSource | None = None,
         issues: IssueSource | None = None,
         interval: float = DEFAULT_INTERVAL,
+        flush_interval: float = DEFAULT_FLUSH_SECONDS,
         batch_size: int = DEFAULT_BATCH_SIZE,
         shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
-        retry_cap: int = DEFAULT_RETRY_CAP,
+        issue_retry_cap: int = DEFAULT_ISSUE_RETRY_CAP,
+        backlog: Callable[[], int] | None = None,
         dropped: Callable[[], int] | None = None,
+        batch_ids: BatchIds = new_batch_id,
         clock: WallClock = wall_clock,
     ) -> None:
-        if interval <= 0:
-            raise ValueError("reporter interval must be positive")
+        if interval <= 0 or flush_interval <= 0:
+            raise ValueError("reporter interval and flush interval must be positive")
+        if batch_size < 1:
+            raise ValueError("reporter batch size must be at least 1")
         self.feeds = feeds
         self.descriptor = descriptor
         self.service = service
@@ -62,57 +97,76 @@ class Reporter:
         self.traces = traces
         self.issues = issues
         self.interval = interval
+        self.flush_interval = flush_interval
         self.batch_size = batch_size
         self.shutdown_timeout = shutdown_timeout
+        self.issue_retry_cap = issue_retry_cap
+        self.backlog = backlog
+        self.dropped = dropped
+        self.batch_ids = batch_ids
         self.clock = clock
         self.needs_register = True
         self.beats = 0
+        self.trace_batches_sent = 0
         self.lost_trace_events = 0
-        """Events the collector may not have: a send that timed out (it may have arrived: never resent, so
-        never counted twice), cut off at shutdown, or pushed out of the retry buffer. Counted, never silent."""
-        self.retry_cap = retry_cap
-        self.dropped = dropped
-        """How many events the trace source has dropped so far (a full queue); each beat logs any growth."""
-        self._dropped_seen = 0
-        self._retry: deque[Mapping[str, Any]] = deque()
-        """Events of sends that surely did not arrive (refused, unreachable, not accepted), oldest first."""
+        """Events this reporter gave up: cut off, unsent or still queued when shutdown's deadline passed. The
+        source's own drops (a full queue) are in `dropped`."""
         self.lost_issue_batches = 0
-        self._task: asyncio.Task[None] | None = None
+        """Non-empty issue batches pushed out of the full issue retry buffer or unsent at shutdown."""
+        self._trace_failures = 0
+        self._unsent: _TraceBatch | None = None
+        """The batch whose send failed, kept whole with its id and resent before anything newer."""
+        self._issue_retry: deque[Mapping[str, Any]] = deque()
+        self._reported_undelivered = 0
+        self._tasks: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()
-        """Set by `stop`: the loop ends at its next pause instead of being cancelled mid-send."""
+        """Set by `stop`: the loops end at their next pause instead of being cancelled mid-send."""
+
+    @property
+    def pending_trace_events(self) -> int:
+        """Events of the batch waiting to be resent."""
+        return len(self._unsent.events) if self._unsent is not None else 0
+
+    @property
+    def undelivered_trace_events(self) -> int:
+        """Every trace event that never reached the collector so far: the source's drops plus `lost_trace_events`."""
+        return (self.dropped() if self.dropped is not None else 0) + self.lost_trace_events
 
     async def start(self) -> None:
-        """Start beating in the background; returns at once (the first beat registers)."""
-        if self._task is None:
-            self._stopping = asyncio.Event()
-            self._task = asyncio.create_task(self._run(self._stopping), name=f"svcgen-reporter-{self.service}")
+        """Start beating and flushing in the background; returns at once (the first beat registers)."""
+        if self._tasks:
+            return
+        self._stopping = asyncio.Event()
+        self._tasks = [asyncio.create_task(self._run_beats(self._stopping), name=f"svcgen-reporter-{self.service}")]
+        if self.traces is not None:
+            self._tasks.append(
+                asyncio.create_task(self._run_traces(self._stopping), name=f"svcgen-traces-{self.service}")
+            )
 
     async def stop(self) -> None:
-        """Let a beat in progress finish (its drained batch is not cut off mid-send), then flush traces and
-        issues once more; both within one shutdown timeout. A batch the deadline cuts off is counted in
-        `lost_trace_events`."""
+        """Let a send in progress finish, then flush every queued trace event and the issues once more; all within
+        one shutdown timeout. What the deadline leaves behind is counted and logged with the true total."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.shutdown_timeout
-        task, self._task = self._task, None
-        if task is not None:
+        tasks, self._tasks = self._tasks, []
+        if tasks:
             self._stopping.set()
-            await asyncio.wait({task}, timeout=self.shutdown_timeout)
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            await asyncio.wait(tasks, timeout=self.shutdown_timeout)
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
         try:
-            await asyncio.wait_for(self._flush(), timeout=max(0.0, deadline - loop.time()))
+            await asyncio.wait_for(self._final_flush(), timeout=max(0.0, deadline - loop.time()))
         except TimeoutError:
             logger.warning("final feed flush did not finish within %.1fs", self.shutdown_timeout)
         except Exception:
             logger.warning("final feed flush failed", exc_info=True)
-        if self._retry:
-            self.lost_trace_events += len(self._retry)
-            logger.warning("%d trace event(s) never reached the collector before shutdown", len(self._retry))
-            self._retry.clear()
+        self._give_up_leftovers()
 
     async def beat(self) -> None:
-        """One cycle: register when needed, heartbeat, traces, issues. Never raises."""
+        """One cycle: register when needed, heartbeat, issues, and a log line for any new drops. Never raises."""
         self.beats += 1
         try:
             if self.needs_register:
@@ -121,10 +175,98 @@ class Reporter:
                 if self.needs_register:
                     logger.info("register not accepted (%s); retrying on the next beat", registered.status)
             await self._heartbeat()
-            await self._flush()
-            self._report_drops()
+            await self.flush_issues()
         except Exception:
             logger.warning("reporter beat failed", exc_info=True)
+        self._report_undelivered()
+
+    async def flush_traces(self, *, until_empty: bool = False) -> None:
+        """Resend the unsent batch, then drain the source batch by batch while full batches keep coming
+        (`until_empty`: until the source is empty). Ends at the first failed send; that batch is kept whole."""
+        if self.traces is None:
+            return
+        if self._unsent is not None:
+            if not await self._send_traces(self._unsent):
+                return
+            self._unsent = None
+        while until_empty or not self._stopping.is_set():
+            events = self.traces(self.batch_size)
+            if not events:
+                return
+            batch = _TraceBatch(self.batch_ids(), list(events))
+            if not await self._send_traces(batch):
+                self._unsent = batch
+                return
+            if len(events) < self.batch_size:
+                return
+
+    async def flush_issues(self) -> None:
+        """Resend kept issue batches, then flush the window into a new batch and send it. An empty batch is sent
+        too (the issues feed's liveness beat) but never kept: it carries nothing to lose."""
+        if self.issues is None:
+            return
+        delivering = True
+        while self._issue_retry and delivering:
+            delivering = (await self.feeds.issues(self._issue_retry[0])).is_successful
+            if delivering:
+                self._issue_retry.popleft()
+        batch = {**self.issues(), "batchId": self.batch_ids()}
+        if delivering and (await self.feeds.issues(batch)).is_successful:
+            return
+        if batch.get("issues"):
+            self._issue_retry.append(batch)
+            if len(self._issue_retry) > self.issue_retry_cap:
+                self._issue_retry.popleft()
+                self.lost_issue_batches += 1
+                logger.warning("issue retry buffer full (%d batches): the oldest batch was dropped (%d in all)",
+                               self.issue_retry_cap, self.lost_issue_batches)
+
+    async def _send_traces(self, batch: _TraceBatch) -> bool:
+        try:
+            sent = await self.feeds.traces(batch.events, batch.batch_id)
+        except asyncio.CancelledError:
+            # Cut off by stop's deadline: maybe not delivered, and no later send will follow.
+            self.lost_trace_events += len(batch.events)
+            if self._unsent is batch:
+                self._unsent = None
+            raise
+        if sent.is_successful:
+            self.trace_batches_sent += 1
+            self._trace_failures = 0
+            return True
+        self._trace_failures += 1
+        if self._trace_failures == 1:  # once per outage, not once a second
+            logger.info("trace batch %s of %d not delivered (%s); resending it until it is", batch.batch_id,
+                        len(batch.events), sent.status)
+        return False
+
+    async def _final_flush(self) -> None:
+        await self.flush_traces(until_empty=True)
+        await self.flush_issues()
+
+    def _give_up_leftovers(self) -> None:
+        """After the final flush: what is still unsent, queued or in the issue retry buffer is lost; count it."""
+        self.lost_trace_events += self.pending_trace_events
+        self._unsent = None
+        if self.traces is not None:
+            while left := len(self.traces(self.batch_size)):
+                self.lost_trace_events += left
+        self.lost_issue_batches += len(self._issue_retry)
+        self._issue_retry.clear()
+        total = self.undelivered_trace_events
+        if total:
+            queue = self.dropped() if self.dropped is not None else 0
+            logger.warning("%d trace event(s) never reached the collector (%d dropped by the full trace queue, %d "
+                           "lost by the reporter)", total, queue, self.lost_trace_events)
+        if self.lost_issue_batches:
+            logger.warning("%d issue batch(es) never reached the collector", self.lost_issue_batches)
+
+    def _report_undelivered(self) -> None:
+        total = self.undelivered_trace_events
+        if total > self._reported_undelivered:
+            logger.warning("%d trace event(s) never reached the collector since the last beat (%d in all)",
+                           total - self._reported_undelivered, total)
+            self._reported_undelivered = total
 
     async def _heartbeat(self) -> None:
         report = await self.health() if self.health is not None else None
@@ -142,64 +284,25 @@ class Reporter:
         elif isinstance(answer.payload, dict) and answer.payload.get(REREGISTER_KEY) is True:
             self.needs_register = True
 
-    async def _flush(self) -> None:
-        if self.traces is not None:
-            for _ in range(MAX_BATCHES_PER_BEAT):
-                events = self._next_trace_batch()
-                if not events:
-                    break
-                try:
-                    sent = await self.feeds.traces(events)
-                except asyncio.CancelledError:
-                    # Cut off by stop's deadline: the batch is out of the queue and maybe not delivered.
-                    self.lost_trace_events += len(events)
-                    raise
-                if not sent.is_successful:
-                    self._keep_for_retry(events, sent.status)
-                    break
-        if self.issues is not None:
-            # An empty batch is sent too: it is the issues feed's liveness beat.
-            sent = await self.feeds.issues(self.issues())
-            if not sent.is_successful:
-                self.lost_issue_batches += 1
-
-    def _report_drops(self) -> None:
-        if self.dropped is None:
-            return
-        total = self.dropped()
-        if total > self._dropped_seen:
-            logger.warning("%d trace event(s) dropped since the last beat: the trace queue was full (%d in all)",
-                           total - self._dropped_seen, total)
-            self._dropped_seen = total
-
-    def _next_trace_batch(self) -> Sequence[Mapping[str, Any]]:
-        assert self.traces is not None
-        if not self._retry:
-            return self.traces(self.batch_size)
-        count = min(self.batch_size, len(self._retry))
-        return [self._retry.popleft() for _ in range(count)]
-
-    def _keep_for_retry(self, events: Sequence[Mapping[str, Any]], status: str) -> None:
-        if status == st.TIMEOUT:
-            self.lost_trace_events += len(events)
-            logger.info("trace batch of %d timed out; it may have arrived, so it is not resent", len(events))
-            return
-        self._retry.extendleft(reversed(events))
-        overflow = len(self._retry) - self.retry_cap
-        for _ in range(max(0, overflow)):
-            self._retry.popleft()  # the oldest go, as in the trace queue
-        if overflow > 0:
-            self.lost_trace_events += overflow
-        logger.info("trace batch of %d not delivered (%s); %d event(s) kept for the next beat", len(events), status,
-                    len(self._retry))
-
-    @property
-    def pending_trace_events(self) -> int:
-        """Events waiting in the retry buffer."""
-        return len(self._retry)
-
-    async def _run(self, stopping: asyncio.Event) -> None:
+    async def _run_beats(self, stopping: asyncio.Event) -> None:
         while not stopping.is_set():
             await self.beat()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stopping.wait(), timeout=self.interval)
+
+    async def _run_traces(self, stopping: asyncio.Event) -> None:
+        loop = asyncio.get_running_loop()
+        flushed_at = loop.time()
+        tick = min(FLUSH_TICK_SECONDS, self.flush_interval)
+        while not stopping.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stopping.wait(), timeout=tick)
+            if stopping.is_set():
+                return
+            full = self.backlog is not None and self.backlog() >= self.batch_size
+            if full or loop.time() - flushed_at >= self.flush_interval:
+                try:
+                    await self.flush_traces()
+                except Exception:
+                    logger.warning("trace flush failed", exc_info=True)
+                flushed_at = loop.time()

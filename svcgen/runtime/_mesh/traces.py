@@ -18,15 +18,16 @@ counted and logged once per `LOG_EVERY` failures, never raised.
 from __future__ import annotations
 
 import logging
+from asyncio import CancelledError
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from .._context import Context
 from .._identity import Identity
-from .._pipeline import Next
+from .._pipeline import Next, cancelled_from_outside
 from .._result import Result
-from .._status import UNEXPECTED_ERROR
+from .._status import TIMEOUT, UNEXPECTED_ERROR
 from .clock import MonotonicClock, WallClock, monotonic_clock, rfc3339, wall_clock
 from .tracecontext import (
     TRACEPARENT,
@@ -185,10 +186,11 @@ class TraceMiddleware:
       that invocation takes derived ids.
     - `on_failure`: observers of the event of every failed invocation, e.g. `IssueAggregator.observe`; a
       success calls nothing but the exporter.
-    - A handler exception reaches here as the pipeline's `service-unavailable` Result with
+    - A handler exception (any `BaseException`) reaches here as the pipeline's `service-unavailable` Result with
       `context.exception_type` set; an exception escaping an inner middleware is traced as `unexpected-error`
-      (what the HTTP binding answers for it) with its type, then re-raised untouched. A cancelled invocation has
-      no outcome and emits no event.
+      (what the HTTP binding answers for it) with its type, then re-raised untouched. An invocation cancelled
+      from outside (the client left, the server stops) is traced as `timeout` with `exceptionType`
+      `CancelledError` and ends quietly: no failure observers (no issue), the cancellation re-raised.
     - `current_trace()` gives the invocation's trace while it runs.
     """
 
@@ -238,11 +240,13 @@ class TraceMiddleware:
         token = activate(trace)
         try:
             result = await call_next(context)
-        except Exception as exc:
+        except BaseException as exc:
+            quiet = isinstance(exc, CancelledError) and cancelled_from_outside()
             self._emit(context, (
-                held, number, self._origin, context.topic, context.registration is not None, UNEXPECTED_ERROR, False,
-                context.version, type(exc).__qualname__, started, self._clock(), headers.get(CORRELATION_HEADER),
-            ))
+                held, number, self._origin, context.topic, context.registration is not None,
+                TIMEOUT if quiet else UNEXPECTED_ERROR, False, context.version, type(exc).__qualname__, started,
+                self._clock(), headers.get(CORRELATION_HEADER),
+            ), observe=not quiet)
             raise
         finally:
             deactivate(token)
@@ -276,12 +280,13 @@ class TraceMiddleware:
         self._origin = (self.service, self.instance_id, self._wall_clock(), monotonic)
         self._reanchor_at = monotonic + REANCHOR_SECONDS
 
-    def _emit(self, context: Context, record: TraceRecord) -> None:
+    def _emit(self, context: Context, record: TraceRecord, *, observe: bool) -> None:
         try:
             self.exporter.export(record)
         except Exception as exc:
             self._export_failed(exc)
-        self._observe(context, record)
+        if observe:
+            self._observe(context, record)
 
     def _observe(self, context: Context, record: TraceRecord) -> None:
         try:

@@ -1,0 +1,84 @@
+"""Connection deadlines for uvicorn: a connection that has not delivered a complete request (head and body)
+within the idle timeout of opening, or of its previous response, is closed.
+
+uvicorn arms its keep-alive timer only after a response and disarms it on any byte received, so a connection
+that never sends a request, or trickles one byte at a time (slowloris), stays open forever. Here the deadline
+is armed when the connection opens and after each response; bytes that arrive meanwhile do not move it. When
+it passes, a connection whose request is complete and being handled is left alone (its response re-arms the
+deadline); any other is closed, and an app still waiting for the body sees the client as gone. The timeout is
+uvicorn's own `timeout_keep_alive` setting.
+
+Imported through `server_options` only, so the runtime does not load uvicorn's protocol modules unless a
+server is started with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+
+class _IdleDeadline:
+    """Mixin over a uvicorn HTTP protocol (it reads `loop`, `transport`, `cycle`, `timeout_keep_alive`)."""
+
+    loop: asyncio.AbstractEventLoop
+    transport: asyncio.Transport
+    cycle: Any
+    timeout_keep_alive: int  # as uvicorn declares it; a float works alike
+    _idle_deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)  # type: ignore[misc]
+        self._arm_idle_deadline()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()  # type: ignore[misc]
+        self._arm_idle_deadline()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_idle_deadline()
+        super().connection_lost(exc)  # type: ignore[misc]
+
+    def _arm_idle_deadline(self) -> None:
+        self._disarm_idle_deadline()
+        if not self.transport.is_closing():
+            self._idle_deadline = self.loop.call_later(self.timeout_keep_alive, self._idle_deadline_passed)
+
+    def _disarm_idle_deadline(self) -> None:
+        if self._idle_deadline is not None:
+            self._idle_deadline.cancel()
+            self._idle_deadline = None
+
+    def _idle_deadline_passed(self) -> None:
+        self._idle_deadline = None
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_complete and not cycle.more_body:
+            return  # a complete request is being handled; its response re-arms the deadline
+        self._close_idle()
+
+    def _close_idle(self) -> None:
+        self.transport.close()
+
+
+class IdleClosingH11Protocol(_IdleDeadline, H11Protocol):
+    def _close_idle(self) -> None:
+        with contextlib.suppress(h11.LocalProtocolError):
+            self.conn.send(h11.ConnectionClosed())
+        self.transport.close()
+
+
+def protocol_class() -> type[asyncio.Protocol]:
+    """httptools' protocol when it is installed (uvicorn prefers it too), else h11's; both with the deadline."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    except ImportError:
+        return IdleClosingH11Protocol
+
+    class IdleClosingHttpToolsProtocol(_IdleDeadline, HttpToolsProtocol):
+        pass
+
+    return IdleClosingHttpToolsProtocol

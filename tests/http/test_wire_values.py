@@ -1,0 +1,69 @@
+"""Values at the wire's edges, decided per JSON text and per path byte: signed 64-bit integers both ways, float
+literals are not integers, and a path or query that is not UTF-8 is refused, never silently replaced."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from .asgi import raw_request
+from .test_app import make_app
+
+APP = make_app()
+
+
+def place(quantities: str) -> tuple[int, Any]:
+    """POST /orders with items whose quantities are the given JSON number texts, written as they are."""
+    items = ", ".join(f'{{"sku": "a", "quantity": {text}}}' for text in quantities.split())
+    body = f'{{"customerId": "c", "items": [{items}], "placedAt": "2026-11-22T10:00:00Z"}}'.encode()
+    status, _, payload = asyncio.run(raw_request(APP, "POST", b"/orders", b"", [], body))
+    return status, json.loads(payload)
+
+
+@pytest.mark.parametrize(
+    ("text", "detail"),
+    [
+        ("-9223372036854775809", "items[0].quantity: integer out of range (signed 64-bit)"),
+        ("9223372036854775808", "items[0].quantity: integer out of range (signed 64-bit)"),
+        ("18446744073709551615", "items[0].quantity: integer out of range (signed 64-bit)"),
+        ("123456789012345678901234567890", "items[0].quantity: integer out of range (signed 64-bit)"),
+        ("1e19", "items[0].quantity: integer out of range (signed 64-bit)"),
+        ("1.0e3", "items[0].quantity: expected integer"),
+        ("3.0", "items[0].quantity: expected integer"),
+    ],
+)
+def test_integers_outside_signed_64_bits_and_float_literals_are_refused(text: str, detail: str) -> None:
+    assert place(text) == (422, {"status": "validation-error", "detail": detail})
+
+
+def test_the_signed_64_bit_extremes_are_taken_exactly() -> None:
+    assert place("9223372036854775807") == (201, {"orderId": "o-1", "customerId": "c", "totalItems": 2**63 - 1})
+    assert place("-9223372036854775808") == (201, {"orderId": "o-1", "customerId": "c", "totalItems": -(2**63)})
+
+
+def test_a_response_integer_outside_signed_64_bits_is_a_clear_failure_not_an_altered_number() -> None:
+    # The handler sums the quantities: 2**63 - 1 + 1 does not fit the response's integer field.
+    assert place("9223372036854775807 1") == (500, {
+        "status": "unexpected-error", "detail": "orders:place produced a response that could not be encoded",
+    })  # fmt: skip
+
+
+@pytest.mark.parametrize("path", [b"/orders/%ff", b"/orders/%C3%28", b"/orders/\xff", b"/orders/a%ED%A0%80"])
+def test_a_path_that_is_not_utf8_is_a_bad_request(path: bytes) -> None:
+    status, _, payload = asyncio.run(raw_request(APP, "GET", path, b"", [], b""))
+    assert (status, json.loads(payload)) == (400, {"status": "bad-request", "detail": "path is not valid UTF-8"})
+
+
+def test_a_query_that_is_not_utf8_is_a_bad_request() -> None:
+    status, _, payload = asyncio.run(raw_request(APP, "GET", b"/orders/o-1", b"verbose=%ff", [], b""))
+    assert (status, json.loads(payload)) == (400, {"status": "bad-request", "detail": "query is not valid UTF-8"})
+
+
+def test_utf8_in_a_path_is_decoded() -> None:
+    status, _, payload = asyncio.run(raw_request(APP, "GET", b"/orders/z%C3%BCrich", b"", [], b""))
+    assert (status, json.loads(payload)["orderId"]) == (200, "zürich")
+    status, _, payload = asyncio.run(raw_request(APP, "GET", "/orders/zürich".encode(), b"", [], b""))
+    assert (status, json.loads(payload)["orderId"]) == (200, "zürich")
