@@ -25,6 +25,8 @@ from .codegen.starter import starter_manifest
 from .codegen.writer import BuildReport, stale_diff, write_package
 from .manifest import Manifest, ManifestError, load_manifest
 from .manifest.build import default_package
+from .runtime._http.limits import server_options
+from .runtime._logging import configure_logging
 from .runtime._mesh import probe as probing
 from .runtime._mesh.artifacts import write_artifacts
 from .runtime._mesh.artifacts.site import DASHBOARD, dashboard_html
@@ -204,8 +206,7 @@ def collector_serve(
         token = collector_token(token_file, os.environ)
     except ValueError as error:
         _fail([str(error)])
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per poll request is noise
+    configure_logging()
     if exposed_without_token(host, token):
         logging.getLogger("svcgen.mesh.collector").warning(
             "collector bound to %s without a token: anyone who can reach it can write to it and read it "
@@ -218,7 +219,7 @@ def collector_serve(
                + ("#token=<token> (locked: requests need authorization: Bearer <token>)" if token else ""))
     click.echo(f"state: {store or 'in memory'}; artifacts: {collector_host.artifacts}; "
                f"polling {len(fleet)} service(s) every {poll_interval:g} s")
-    uvicorn.run(collector_host.app, host=host, port=port, log_level="warning")
+    uvicorn.run(collector_host.app, host=host, port=port, log_level="warning", **server_options())
 
 
 @main.command()

@@ -29,9 +29,9 @@ from typing import Any
 
 from .codegen.files import HEADER_PREFIX
 from .runtime import RegistryError, RuntimeMismatch
+from .runtime._http.limits import server_options
 from .runtime._http.routing import RouteError
 
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 HEADER_SUFFIX = " — do not edit"
 STOP_TIMEOUT = 10.0
 """Seconds a server child gets to finish its lifespan shutdown before it is killed."""
@@ -92,34 +92,13 @@ class Package:
         return path
 
 
-def log_config(access_log: bool) -> dict[str, Any]:
-    """uvicorn's logging: every line with its time and level; the app's own loggers alike; httpx quiet."""
-    return {
-        "version": 1,
-        "disable_existing_loggers": False,
-        "formatters": {"plain": {"format": LOG_FORMAT}},
-        "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain", "stream": "ext://sys.stderr"}},
-        "loggers": {
-            "uvicorn": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
-            "uvicorn.access": {"level": "INFO" if access_log else "WARNING"},
-            "httpx": {"level": "WARNING"},  # one line per outbound request (feeds, poller) is noise
-        },
-        "root": {"handlers": ["stderr"], "level": "INFO"},
-    }
-
-
-def server_options(access_log: bool) -> dict[str, Any]:
-    """What `svcgen serve` passes to uvicorn besides the app and the address."""
-    return {"http": "httptools", "loop": "uvloop", "access_log": access_log, "log_config": log_config(access_log)}
-
-
 def serve(package: Package, host: str, port: int, workers: int, access_log: bool) -> None:
     import uvicorn
 
     app = package.load_app()
     target = package.app_path if workers > 1 else app  # worker processes import it themselves
     uvicorn.run(target, host=host, port=port, workers=workers, app_dir=str(package.parent),
-                **server_options(access_log))
+                **server_options(access_log=access_log))
 
 
 def _serve_child(package: Package, sock: socket.socket, access_log: bool) -> None:
@@ -131,7 +110,7 @@ def _serve_child(package: Package, sock: socket.socket, access_log: bool) -> Non
     except ServeError as error:
         print(error, file=sys.stderr)
         raise SystemExit(1) from None
-    options = server_options(access_log)
+    options = server_options(access_log=access_log)
     options["log_config"]["loggers"]["uvicorn.error"] = {"level": "WARNING"}
     uvicorn.Server(uvicorn.Config(app, **options)).run(sockets=[sock])
 

@@ -26,7 +26,8 @@ class UtcFormatter(logging.Formatter):
         return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z"
 
 
-def logging_config(level: str = "INFO") -> dict[str, Any]:
+def logging_config(level: str = "INFO", *, access_log: bool = False) -> dict[str, Any]:
+    """`access_log`: uvicorn's line per request, off unless asked for."""
     handler = {"class": "logging.StreamHandler", "formatter": "svcgen", "stream": "ext://sys.stderr"}
     return {
         "version": 1,
@@ -38,7 +39,7 @@ def logging_config(level: str = "INFO") -> dict[str, Any]:
             # uvicorn's loggers write through the root handler, in the same format.
             "uvicorn": {"handlers": [], "propagate": True},
             "uvicorn.error": {"handlers": [], "propagate": True},
-            "uvicorn.access": {"handlers": [], "propagate": True},
+            "uvicorn.access": {"handlers": [], "propagate": True, "level": "INFO" if access_log else "WARNING"},
             **{name: {"level": "WARNING"} for name in QUIET_LOGGERS},
         },
     }

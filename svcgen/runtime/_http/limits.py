@@ -82,14 +82,22 @@ class Limits:
         return LimitExceeded(BODY_TOO_LARGE_CODE, f"body exceeds {self.max_body_bytes} bytes")
 
 
-def server_options(idle_timeout: float = DEFAULT_IDLE_TIMEOUT) -> dict[str, Any]:
+def server_options(idle_timeout: float = DEFAULT_IDLE_TIMEOUT, *, access_log: bool = False) -> dict[str, Any]:
     """uvicorn settings every server of a svcgen app is started with (`uvicorn.run(app, **server_options())`,
-    `uvicorn.Config(app, **server_options())`): the connection deadline (see `_http.deadlines`) and logs with
-    time and level."""
+    `uvicorn.Config(app, **server_options())`): httptools and uvloop when installed (`svcgen` depends on both),
+    the connection deadline (see `_http.deadlines`), and logs with time and level."""
+    import importlib.util
+
     from .._logging import logging_config
     from .deadlines import protocol_class
 
-    return {"http": protocol_class(), "timeout_keep_alive": idle_timeout, "log_config": logging_config()}
+    return {
+        "http": protocol_class(),
+        "loop": "uvloop" if importlib.util.find_spec("uvloop") else "asyncio",
+        "timeout_keep_alive": idle_timeout,
+        "access_log": access_log,
+        "log_config": logging_config(access_log=access_log),
+    }
 
 
 def check_headers(scope: Scope, limits: Limits) -> None:
