@@ -22,11 +22,14 @@ def manifest_path(example: str) -> str:
     return f"examples/manifests/{example}.yaml"
 
 
-def build_example(example: str, out: Path) -> Path:
-    """Build in-process; the working directory must be the repository. Returns OUT/<package>."""
+def build_example(example: str, out: Path, *, named_from: Path | None = None) -> Path:
+    """Build in-process into OUT (the working directory must be the repository); returns OUT/<package>.
+
+    `named_from`: the OUT the headers name the manifest from, when not `out` (the golden tree is built as if
+    into tests/golden/<example>)."""
     model = load_manifest(manifest_path(example))
     package_dir = out / model.package
-    write_package(render_package(model), package_dir)
+    write_package(render_package(model, named_from or out), package_dir)
     return package_dir
 
 
