@@ -106,7 +106,7 @@ class Registry:
         key = TopicKey(topic, version)
         annotated = _annotations(handler)
         origin = source or _origin(handler)
-        _check_binding(key, origin, (request, response), annotated)
+        _check_binding(key, origin, getattr(handler, "__name__", "handle"), (request, response), annotated)
         registration = Registration(
             key=key,
             handler=handler,
@@ -185,7 +185,9 @@ def _annotations(handler: Handler[Any, Any]) -> tuple[Any, Any, Any]:
     return request, _MISSING, returned
 
 
-def _check_binding(key: TopicKey, origin: str, declared: tuple[Any, Any], annotated: tuple[Any, Any, Any]) -> None:
+def _check_binding(
+    key: TopicKey, origin: str, name: str, declared: tuple[Any, Any], annotated: tuple[Any, Any, Any]
+) -> None:
     request, response = declared
     have_request, have_response, returned = annotated
     request_fits = request is None or _fits(have_request, request, contravariant=True)
@@ -199,8 +201,8 @@ def _check_binding(key: TopicKey, origin: str, declared: tuple[Any, Any], annota
     wants = "..." if request is None else type_text(request)
     want_answer = "..." if response is None else f"Result[{type_text(response)}]"
     raise HandlerBindingError(
-        f"{origin}: handle(request: {have}, context) -> {answers} cannot serve {key}, which expects "
-        f"handle(request: {wants}, context: Context) -> {want_answer}; change the handler's annotations "
+        f"{origin}: {name}(request: {have}, context) -> {answers} cannot serve {key}, which expects "
+        f"{name}(request: {wants}, context: Context) -> {want_answer}; change the handler's annotations "
         "(and code) to the manifest's types"
     )
 

@@ -35,8 +35,8 @@ def test_a_handler_annotated_with_other_types_is_refused_in_one_line_naming_it_a
     with pytest.raises(HandlerBindingError) as wrong_request:
         Registry().add("a:b", place_order, version="v1", request=GetOrder, response=Order, source="handlers/a_b_v1.py")
     assert str(wrong_request.value) == (
-        "handlers/a_b_v1.py: handle(request: PlaceOrder, context) -> Result[Order] cannot serve a:b (version v1), "
-        "which expects handle(request: GetOrder, context: Context) -> Result[Order]; change the handler's "
+        "handlers/a_b_v1.py: place_order(request: PlaceOrder, context) -> Result[Order] cannot serve a:b (version "
+        "v1), which expects place_order(request: GetOrder, context: Context) -> Result[Order]; change the handler's "
         "annotations (and code) to the manifest's types"
     )
     expected_list = r"-> Result\[Order\] cannot serve a:b, .* -> Result\[list\[Order\]\]"
@@ -46,7 +46,7 @@ def test_a_handler_annotated_with_other_types_is_refused_in_one_line_naming_it_a
     def bare(request: PlaceOrder, context: Context) -> Order:
         return Order("o", "c", 0)
 
-    with pytest.raises(HandlerBindingError, match=r"handle\(request: PlaceOrder, context\) -> Order cannot serve"):
+    with pytest.raises(HandlerBindingError, match=r"bare\(request: PlaceOrder, context\) -> Order cannot serve"):
         Registry().add("a:b", bare, request=PlaceOrder, response=Order)  # type: ignore[arg-type]
 
 
