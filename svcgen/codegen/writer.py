@@ -144,12 +144,12 @@ def _plan(files: Sequence[GeneratedFile], package_dir: Path) -> _Plan:
         if relpath not in generated and path.is_file():
             removals[relpath] = "stale" if _sha256(path.read_bytes()) == digest else "hand-edited"
     user = [f for f in files if f.owner == "user"]
-    absent = {f.relpath: f.data for f in user if not (package_dir / f.relpath).exists()}
-    present = sorted(f.relpath for f in user if f.relpath not in absent)
+    missing = {f.relpath: f.data for f in user if not (package_dir / f.relpath).exists()}
+    present = sorted(f.relpath for f in user if f.relpath not in missing)
     return _Plan(
         generated=generated,
         removals=removals,
-        user_missing=absent,
+        user_missing=missing,
         user_present=present,
         findings=user_findings(files, package_dir, missing=False),
     )
