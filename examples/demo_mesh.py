@@ -121,8 +121,10 @@ def run() -> None:
              "--poll", f"orders={base['orders']}", "--poll", f"payments={base['payments']}",
              "--poll", f"inventory={base['inventory']}/ops"],
             collector + "/svc/health", "the collector"))
+        # orders' wiring.py sends payments:capture where this variable says (one pooled client per process).
+        to_payments = {"SVCGEN_TARGET_PAYMENTS_CAPTURE": base["payments"] + "/svc/invoke"}
         for name, prefix, extra in (("payments", "/svc", {}), ("inventory", "/ops", {}),
-                                    ("orders", "/svc", {"PAYMENTS_URL": base["payments"] + "/svc/invoke"})):
+                                    ("orders", "/svc", to_payments)):
             running.enter_context(background(
                 [*SVCGEN, "serve", f"out/{name}_service", "--port", str(ports[name])],
                 f"{base[name]}{prefix}/spec", name, {**feeds, **extra}))

@@ -22,7 +22,7 @@ from .codegen.errors import CodegenError
 from .codegen.files import GeneratedFile
 from .codegen.render import render_package
 from .codegen.starter import starter_manifest
-from .codegen.writer import BuildReport, stale_diff, write_package
+from .codegen.writer import BuildReport, check_findings, stale_diff, write_package
 from .manifest import Manifest, ManifestError, load_manifest
 from .manifest.build import default_package
 from .runtime._http.limits import server_options
@@ -60,8 +60,9 @@ def main() -> None:
 def build(manifest: str, out: Path, force: bool) -> None:
     """Write the service package of MANIFEST into OUT/<package>.
 
-    Generated files are rewritten; handler stubs and health.py are created once and then kept. Prints
-    what was written, created, kept and orphaned.
+    Generated files are rewritten; handler and health stubs and wiring.py are created once and then kept.
+    Prints what was written, created, kept and orphaned, and notes on the handlers and health modules
+    (likely renames, changed types).
     """
     try:
         package_dir, report = _build(manifest, out, force=force)
@@ -79,20 +80,26 @@ def build(manifest: str, out: Path, force: bool) -> None:
     help="Directory holding the built package, as for build.",
 )
 def check(manifest: str, out: Path) -> None:
-    """Exit 1 with a unified diff when OUT/<package> is not what building MANIFEST would write.
+    """Exit 1 when OUT/<package> is not what building MANIFEST would write (a unified diff on stdout), or when
+    a user file needs attention (orphaned or missing handlers and health modules, handlers whose types no
+    longer match, an old health.py; one line each on stderr).
 
     Writes nothing; for CI and review.
     """
     model = _load(manifest)
-    files = _render(model)
+    files = _render(model, out)
     package_dir = out / model.package
     try:
         diff = stale_diff(files, package_dir, package_dir.as_posix())
+        problems = check_findings(files, package_dir)
     except OSError as error:
         _fail([f"{package_dir}: cannot read the package: {error.strerror or error}"])
     if diff:
         click.echo(diff, nl=False)
         click.echo(f"{package_dir.as_posix()} is stale; run: svcgen build {manifest} -o {out.as_posix()}", err=True)
+    for line in problems:
+        click.echo(f"{package_dir.as_posix()}/{line}", err=True)
+    if diff or problems:
         raise SystemExit(1)
     click.echo(f"{package_dir.as_posix()} is up to date with {manifest}")
 
@@ -286,7 +293,7 @@ def _build(manifest: str, out: Path, *, force: bool) -> tuple[Path, BuildReport]
     """Build MANIFEST into OUT/<package>: the package directory and what was written; _BuildFailed with the
     diagnostics otherwise."""
     model = _load_or_raise(manifest)
-    files = _render_or_raise(model)
+    files = _render_or_raise(model, out)
     package_dir = out / model.package
     try:
         return package_dir, write_package(files, package_dir, force=force)
@@ -303,9 +310,9 @@ def _load_or_raise(manifest: str) -> Manifest:
         raise _BuildFailed(str(error).splitlines()) from None
 
 
-def _render_or_raise(model: Manifest) -> list[GeneratedFile]:
+def _render_or_raise(model: Manifest, out: Path) -> list[GeneratedFile]:
     try:
-        return render_package(model)
+        return render_package(model, out)
     except CodegenError as error:
         raise _BuildFailed(f"{model.path}: {line}" for line in error.lines) from None
 
@@ -317,9 +324,9 @@ def _load(manifest: str) -> Manifest:
         _fail(failure.lines)
 
 
-def _render(model: Manifest) -> list[GeneratedFile]:
+def _render(model: Manifest, out: Path) -> list[GeneratedFile]:
     try:
-        return _render_or_raise(model)
+        return _render_or_raise(model, out)
     except _BuildFailed as failure:
         _fail(failure.lines)
 

@@ -8,23 +8,30 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..manifest.model import Manifest
+from ..runtime._version import API_LEVEL
 from .contracts import contract_documents
 from .external import external_model
-from .files import GeneratedFile, header_line
+from .files import GeneratedFile, header_line, manifest_reference
 from .records import models_view
 from .templating import render
-from .views import clients_view, service_view, stub_view
+from .views import clients_view, service_view, stub_view, wiring_stub_view
 from .wiring import wiring_of
 
 
-def render_package(manifest: Manifest) -> list[GeneratedFile]:
-    """Every file of OUT/<package>, sorted by path. Raises CodegenError when the package cannot be made."""
+def render_package(manifest: Manifest, out: Path) -> list[GeneratedFile]:
+    """Every file of OUT/<package>, sorted by path; `out` is OUT, which the headers name the manifest from.
+    Raises CodegenError when the package cannot be made."""
     wiring = wiring_of(manifest)
     base_dir = Path(manifest.path).parent
     externals = {
         record.name: external_model(record, base_dir) for record in manifest.types if record.json_schema is not None
     }
-    context = {"header": header_line(manifest.path), "wiring": wiring, "package": manifest.package}
+    context = {
+        "header": header_line(manifest_reference(manifest.path, out)),
+        "wiring": wiring,
+        "package": manifest.package,
+        "api_level": API_LEVEL,
+    }
     models = render("package/models.py.jinja", models=models_view(manifest, externals), **context)
 
     def generated(relpath: str, **extra: object) -> GeneratedFile:
@@ -45,8 +52,13 @@ def render_package(manifest: Manifest) -> list[GeneratedFile]:
     for topic in wiring.topics:
         stub = render("package/handlers/handler.py.jinja", stub=stub_view(topic), **context)
         files.append(GeneratedFile(f"handlers/{topic.module}.py", stub, "user"))
+    wiring_stub = render("package/wiring.py.jinja", stub=wiring_stub_view(wiring), **context)
+    files.append(GeneratedFile("wiring.py", wiring_stub, "user"))
     if wiring.health:
-        files.append(GeneratedFile("health.py", render("package/health.py.jinja", **context), "user"))
+        files.append(generated("health/__init__.py"))
+    for check in wiring.health:
+        stub = render("package/health/check.py.jinja", check=check, **context)
+        files.append(GeneratedFile(f"health/{check.module}.py", stub, "user"))
     for relpath, data in contract_documents(wiring, models, manifest.package).items():
         files.append(GeneratedFile(relpath, data.decode("utf-8"), "generated"))
     return sorted(files, key=lambda f: f.relpath)

@@ -9,11 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..manifest.typeexpr import TypeExpr
+from ..runtime._mesh.host import COLLECTOR_ENV, HEARTBEAT_ENV
+from ..runtime._reserved import DEFAULT_PREFIX
+from ..runtime._wiring import target_variable
 from .annotations import annotation
 from .imports import Imports
 from .wiring import MODELS_MODULE, TopicBinding, Wiring, type_text
 
 STUB_WRAP_AT = 100
+BINDING_WRAP_AT = 116
+"""A typed handler binding longer than this (with its indent) is written over several lines."""
 _STUB_RUNTIME_NAMES = frozenset({"Context", "Result"})
 
 
@@ -25,6 +30,11 @@ class RegistrationRow:
     request: str
     response: str
     summary: str | None
+
+    @property
+    def wrap(self) -> bool:
+        binding = f"    _{self.module}: Handler[{self.request}, {self.response}] = {self.module}.handle"
+        return len(binding) > BINDING_WRAP_AT
 
 
 @dataclass(frozen=True)
@@ -78,17 +88,59 @@ class StubView:
     wrap: bool
 
 
+@dataclass(frozen=True)
+class TargetRow:
+    topic: str
+    variable: str
+    default: str
+
+
+@dataclass(frozen=True)
+class SettingRow:
+    variable: str
+    default: str
+    meaning: str
+
+
+@dataclass(frozen=True)
+class WiringStubView:
+    targets: tuple[TargetRow, ...]
+    settings: tuple[SettingRow, ...]
+
+
+DEFAULT_TARGET = f"http://127.0.0.1:8000{DEFAULT_PREFIX}/invoke"
+"""Where a produced topic goes until its target is set: `svcgen serve`'s default address."""
+
+
+def wiring_stub_view(wiring: Wiring) -> WiringStubView:
+    topics = dict.fromkeys(produced.topic for produced in wiring.produces)
+    targets = tuple(TargetRow(topic, target_variable(topic), DEFAULT_TARGET) for topic in topics)
+    settings: tuple[SettingRow, ...] = ()
+    if wiring.mesh is not None:
+        mesh = wiring.mesh
+        settings = (
+            SettingRow(COLLECTOR_ENV, mesh.collector, "the collector the mesh feeds go to (manifest mesh.collector)"),
+            SettingRow(
+                HEARTBEAT_ENV,
+                f"{mesh.heartbeat_seconds:g}",
+                "seconds between heartbeats (manifest mesh.heartbeatSeconds)",
+            ),
+        )
+    return WiringStubView(targets, settings)
+
+
 def service_view(wiring: Wiring) -> ServiceView:
     imports = Imports()
     imports.name("__future__", "annotations")
     imports.name("typing", "Any")
     imports.name("typing", "Final")
-    for name in ("Identity", "Registry", "Service"):
+    for name in ("Handler", "HttpApp", "Identity", "ProducedTopic", "Registry", "Route", "Service", "Wiring"):
         imports.name("svcgen.runtime", name)
-    imports.name("svcgen.runtime", "HttpApp")
-    imports.name("svcgen.runtime", "Route")
     imports.name("svcgen.runtime", "declare_profile")
-    imports.name("svcgen.runtime", "ProducedTopic")
+    imports.name(".", "wiring")
+    if wiring.produces:
+        imports.name("svcgen.runtime", "propagation_headers")
+        imports.name(".clients", "Clients")
     if wiring.mesh:
         imports.name("svcgen.runtime", "MeshHost")
         imports.name("svcgen.runtime", "MeshSettings")

@@ -56,8 +56,8 @@ class ProducedBinding:
 @dataclass(frozen=True)
 class HealthBinding:
     name: str
-    function: str
-    """The function in health.py."""
+    module: str
+    """The module under health/ whose `check` runs it."""
 
 
 @dataclass(frozen=True)

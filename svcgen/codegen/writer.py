@@ -4,14 +4,14 @@
   `.svcgen-record.json` keeps the sha256 of each as written, so a generated file edited by hand since
   is refused by name (`force` overrides). A file svcgen did not write (not in the record, no svcgen
   header) is refused likewise. A generated file the manifest no longer calls for is removed.
-- User files (handler stubs, health.py) are created only when missing and never overwritten; a
-  handler module whose topic left the manifest is reported as orphaned, never deleted.
+- User files (handler and health stubs, wiring.py) are created only when missing and never overwritten; a
+  handler or health module whose topic or check left the manifest is reported as orphaned, never deleted
+  (findings.py says what else build and check report about user files).
 - Writes are atomic (a temporary file in the same directory, then a rename).
 """
 
 from __future__ import annotations
 
-import ast
 import difflib
 import hashlib
 import json
@@ -24,6 +24,7 @@ from typing import Literal
 
 from .errors import CodegenError
 from .files import HEADER_PREFIX, GeneratedFile
+from .findings import Findings, user_findings
 
 RECORD = ".svcgen-record.json"
 RECORD_FORMAT = 1
@@ -50,7 +51,7 @@ class BuildReport:
             f"created: {_names(self.created)}",
             f"kept: {_names(self.kept)}",
             f"orphaned: {_names(self.orphaned)}"
-            + (" (their topics left the manifest; not deleted)" if self.orphaned else ""),
+            + (" (their topics or checks left the manifest; not deleted)" if self.orphaned else ""),
         ]
         if self.removed:
             lines.append(f"removed: {_names(self.removed)} (no longer generated)")
@@ -65,8 +66,7 @@ class _Plan:
     """Generated files no longer generated → `stale` (ours, unchanged) or `hand-edited`."""
     user_missing: dict[str, bytes]
     user_present: list[str]
-    orphaned: list[str]
-    notes: list[str]
+    findings: Findings
 
     def refused(self) -> list[tuple[str, Status]]:
         bad = [(path, status) for path, (status, _) in self.generated.items() if status in ("hand-edited", "foreign")]
@@ -80,7 +80,7 @@ def write_package(files: Sequence[GeneratedFile], package_dir: Path, *, force: b
     refused = plan.refused()
     if refused and not force:
         raise CodegenError(_refusal(refused, package_dir))
-    report = BuildReport(orphaned=plan.orphaned, notes=plan.notes, kept=plan.user_present)
+    report = BuildReport(orphaned=plan.findings.orphaned, notes=plan.findings.notes, kept=plan.user_present)
     for relpath, (status, data) in sorted(plan.generated.items()):
         if relpath == RECORD:
             continue
@@ -123,6 +123,12 @@ def record_bytes(files: Sequence[GeneratedFile]) -> bytes:
     return (json.dumps({"generated": hashes, "svcgen": RECORD_FORMAT}, indent=2, sort_keys=True) + "\n").encode()
 
 
+def check_findings(files: Sequence[GeneratedFile], package_dir: Path) -> list[str]:
+    """What `check` fails on besides a stale diff, one line each: orphans, likely renames, handlers whose types
+    changed, an old health.py, missing user files."""
+    return user_findings(files, package_dir, missing=True).problems()
+
+
 def _plan(files: Sequence[GeneratedFile], package_dir: Path) -> _Plan:
     recorded = _read_record(package_dir)
     generated: dict[str, tuple[Status, bytes]] = {}
@@ -145,8 +151,7 @@ def _plan(files: Sequence[GeneratedFile], package_dir: Path) -> _Plan:
         removals=removals,
         user_missing=missing,
         user_present=present,
-        orphaned=_orphans(files, package_dir),
-        notes=_health_notes(files, package_dir, present),
+        findings=user_findings(files, package_dir, missing=False),
     )
 
 
@@ -163,38 +168,6 @@ def _status(path: Path, relpath: str, data: bytes, recorded: dict[str, str]) -> 
     if current.startswith(HEADER_PREFIX.encode()) or relpath.startswith(CONTRACTS_DIR):
         return "stale"
     return "foreign"
-
-
-def _orphans(files: Sequence[GeneratedFile], package_dir: Path) -> list[str]:
-    expected = {f.relpath for f in files}
-    handlers = package_dir / "handlers"
-    found = sorted(f"handlers/{path.name}" for path in handlers.glob("*.py")) if handlers.is_dir() else []
-    orphans = [relpath for relpath in found if relpath not in expected]
-    if "health.py" not in expected and (package_dir / "health.py").is_file():
-        orphans.append("health.py")
-    return orphans
-
-
-def _health_notes(files: Sequence[GeneratedFile], package_dir: Path, present: list[str]) -> list[str]:
-    """A kept health.py that lacks a check the manifest now names would break service.py: say so."""
-    stub = next((f for f in files if f.relpath == "health.py"), None)
-    if stub is None or "health.py" not in present:
-        return []
-    wanted = _functions(stub.text)
-    try:
-        have = _functions((package_dir / "health.py").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, SyntaxError):
-        return []
-    return [
-        f"health.py has no function {name}() for a health check the manifest names; add it (service.py calls it)"
-        for name in wanted
-        if name not in have
-    ]
-
-
-def _functions(source: str) -> list[str]:
-    tree = ast.parse(source)
-    return [node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)]
 
 
 def _read_record(package_dir: Path) -> dict[str, str]:

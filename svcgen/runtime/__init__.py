@@ -20,10 +20,11 @@ from ._mesh.profile import declare_profile, self_check
 from ._mesh.tracecontext import TraceContext, current_trace, propagation_headers
 from ._pipeline import Middleware, Next
 from ._produces import ProducedTopic
-from ._registry import Registry, RegistryError, TopicKey
+from ._registry import Handler, HandlerBindingError, Registry, RegistryError, TopicKey
 from ._result import Result
 from ._service import Service
 from ._version import API_LEVEL, RuntimeMismatch, require_api_level
+from ._wiring import Wiring, WiringError, target_variable
 
 __all__ = [
     "API_LEVEL",
@@ -32,6 +33,8 @@ __all__ = [
     "DecodeError",
     "Dependencies",
     "DependencyError",
+    "Handler",
+    "HandlerBindingError",
     "HealthCheck",
     "HealthCheckResult",
     "HealthChecks",
@@ -54,6 +57,8 @@ __all__ = [
     "Service",
     "TopicKey",
     "TraceContext",
+    "Wiring",
+    "WiringError",
     "codec_for",
     "create_app",
     "current_trace",
@@ -61,4 +66,5 @@ __all__ = [
     "propagation_headers",
     "require_api_level",
     "self_check",
+    "target_variable",
 ]

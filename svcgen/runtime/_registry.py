@@ -1,24 +1,41 @@
-"""The registry: handlers keyed by (topic id, version), with their request and response types."""
+"""The registry: handlers keyed by (topic id, version), with their request and response types.
+
+A handler registered with declared types is checked against its own annotations at registration, so a
+mistyped handler stops the service at startup instead of failing per request.
+"""
 
 from __future__ import annotations
 
 import inspect
+import re
 import typing
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeAlias, TypeVar
 
 from ._context import Context
 from ._reserved import RESERVED_TOPIC_PREFIX, is_reserved_topic
 from ._result import Result
 from ._schema import JsonSchema, schema_of
 
-Handler = Callable[[Any, Context], "Awaitable[Result[Any]] | Result[Any]"]
+Req = TypeVar("Req")
+Resp = TypeVar("Resp")
+Handler: TypeAlias = Callable[[Req, Context], Awaitable[Result[Resp]] | Result[Resp]]
+"""`Handler[Req, Resp]`: what serves a topic whose request is `Req` and whose success payload is `Resp`;
+a variable annotated with it makes a type checker hold a handler to those types."""
+
+_MISSING: Any = object()
+_QUALIFIER = re.compile(r"\b(?:[A-Za-z_]\w*\.)+(?=[A-Za-z_])")
 
 
 class RegistryError(ValueError):
     """A registration that can never work: raised at startup, never per request."""
+
+
+class HandlerBindingError(RegistryError):
+    """A handler annotated with other types than its topic declares; the message is one line naming the
+    handler and the expected types."""
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -33,7 +50,7 @@ class TopicKey:
 @dataclass(frozen=True, eq=False)
 class Registration:
     key: TopicKey
-    handler: Handler = field(repr=False)
+    handler: Handler[Any, Any] = field(repr=False)
     request_type: Any
     response_type: Any
     summary: str | None = None
@@ -67,14 +84,19 @@ class Registry:
     def add(
         self,
         topic: str,
-        handler: Handler,
+        handler: Handler[Any, Any],
         *,
         version: str = "",
         request: Any = None,
         response: Any = None,
         summary: str | None = None,
+        source: str | None = None,
     ) -> Registration:
-        """Register a handler; request and response types default to the handler's annotations."""
+        """Register a handler; request and response types default to the handler's annotations.
+
+        Declared types the handler's own annotations contradict raise `HandlerBindingError`; `source` names
+        the handler in messages (e.g. `handlers/orders_place_v1.py`), by default its module and name.
+        """
         if not isinstance(topic, str) or not topic:
             raise RegistryError(f"topic id must be a non-empty string, got {topic!r}")
         if is_reserved_topic(topic) and not self._allow_reserved:
@@ -82,14 +104,16 @@ class Registry:
                 f"topic {topic!r} is reserved: application topics may not start with {RESERVED_TOPIC_PREFIX!r}"
             )
         key = TopicKey(topic, version)
-        inferred_request, inferred_response = _annotated_types(handler)
+        annotated = _annotations(handler)
+        origin = source or _origin(handler)
+        _check_binding(key, origin, getattr(handler, "__name__", "handle"), (request, response), annotated)
         registration = Registration(
             key=key,
             handler=handler,
-            request_type=request if request is not None else inferred_request,
-            response_type=response if response is not None else inferred_response,
+            request_type=request if request is not None else _or_any(annotated[0]),
+            response_type=response if response is not None else _or_any(annotated[1]),
             summary=summary,
-            origin=_origin(handler),
+            origin=origin,
             is_async=inspect.iscoroutinefunction(handler),
         )
         existing = self._entries.get(key)
@@ -110,10 +134,10 @@ class Registry:
         request: Any = None,
         response: Any = None,
         summary: str | None = None,
-    ) -> Callable[[Handler], Handler]:
+    ) -> Callable[[Handler[Any, Any]], Handler[Any, Any]]:
         """Decorator form of `add`."""
 
-        def register(fn: Handler) -> Handler:
+        def register(fn: Handler[Any, Any]) -> Handler[Any, Any]:
             self.add(topic, fn, version=version, request=request, response=response, summary=summary)
             return fn
 
@@ -138,26 +162,74 @@ class Registry:
         return iter(self._sorted)
 
 
-def _annotated_types(handler: Handler) -> tuple[Any, Any]:
+def _annotations(handler: Handler[Any, Any]) -> tuple[Any, Any, Any]:
+    """(request, response payload, whole return) annotations of a handler; `_MISSING` where it has none.
+
+    The response payload is the `T` of a `Result[T]` return annotation (also inside `Awaitable[...]`); a
+    return annotation of another shape has no payload, and the whole return lets the binding check name it.
+    """
     try:
         hints = typing.get_type_hints(handler)
+        parameters = list(inspect.signature(handler).parameters)
     except Exception:
-        return Any, Any
-    params = [p for p in inspect.signature(handler).parameters if p in hints]
-    request = hints[params[0]] if params else Any
-    response: Any = Any
-    returned = hints.get("return")
-    if typing.get_origin(returned) is typing.Union or returned is None:
-        returned = None
-    if returned is not None:
-        origin = typing.get_origin(returned) or returned
-        if origin is Result:
-            args = typing.get_args(returned)
-            response = args[0] if args else Any
-    return request, response
+        return _MISSING, _MISSING, _MISSING  # unresolvable annotations make no claim the registry could check
+    request = hints.get(parameters[0], _MISSING) if parameters else _MISSING
+    returned = hints.get("return", _MISSING)
+    if typing.get_origin(returned) in (Awaitable, Coroutine):
+        returned = typing.get_args(returned)[-1]
+    if returned is Any:
+        returned = _MISSING
+    if (typing.get_origin(returned) or returned) is Result:
+        args = typing.get_args(returned)
+        return request, args[0] if args else Any, returned
+    return request, _MISSING, returned
 
 
-def _origin(handler: Handler) -> str:
+def _check_binding(
+    key: TopicKey, origin: str, name: str, declared: tuple[Any, Any], annotated: tuple[Any, Any, Any]
+) -> None:
+    request, response = declared
+    have_request, have_response, returned = annotated
+    request_fits = request is None or _fits(have_request, request, contravariant=True)
+    response_fits = response is None or returned is _MISSING or (
+        have_response is not _MISSING and _fits(have_response, response, contravariant=False)
+    )
+    if request_fits and response_fits:
+        return
+    have = "..." if have_request is _MISSING else type_text(have_request)
+    answers = "..." if returned is _MISSING else type_text(returned)
+    wants = "..." if request is None else type_text(request)
+    want_answer = "..." if response is None else f"Result[{type_text(response)}]"
+    raise HandlerBindingError(
+        f"{origin}: {name}(request: {have}, context) -> {answers} cannot serve {key}, which expects "
+        f"{name}(request: {wants}, context: Context) -> {want_answer}; change the handler's annotations "
+        "(and code) to the manifest's types"
+    )
+
+
+def _fits(annotation: Any, declared: Any, *, contravariant: bool) -> bool:
+    if annotation is _MISSING or annotation is Any or annotation == declared:
+        return True
+    # A request parameter may accept more than the topic sends (a base class, object).
+    return contravariant and isinstance(annotation, type) and isinstance(declared, type) and issubclass(
+        declared, annotation
+    )
+
+
+def type_text(annotation: Any) -> str:
+    """A type as a user writes it: `PlaceOrder`, `list[LineItem]`, `str | None` (module paths left out)."""
+    if annotation is None or annotation is type(None):
+        return "None"
+    if isinstance(annotation, type) and not typing.get_args(annotation):
+        return annotation.__qualname__
+    return _QUALIFIER.sub("", repr(annotation))
+
+
+def _or_any(annotation: Any) -> Any:
+    return Any if annotation is _MISSING else annotation
+
+
+def _origin(handler: Handler[Any, Any]) -> str:
     module = getattr(handler, "__module__", None) or "?"
     name = getattr(handler, "__qualname__", None) or type(handler).__qualname__
     return f"{module}.{name}"

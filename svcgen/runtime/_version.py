@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Final
 
-API_LEVEL: Final = 1
-"""Raised when generated code starts to need something the public runtime did not offer before."""
+API_LEVEL: Final = 2
+"""Raised when generated code starts to need something the public runtime did not offer before.
+
+2: typed handler binding (`Handler`, `HandlerBindingError`) and the user's wiring module (`Wiring`)."""
 
 
 class RuntimeMismatch(ImportError):

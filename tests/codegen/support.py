@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 
 from svcgen.codegen.render import render_package
 from svcgen.codegen.writer import write_package
@@ -22,11 +26,14 @@ def manifest_path(example: str) -> str:
     return f"examples/manifests/{example}.yaml"
 
 
-def build_example(example: str, out: Path) -> Path:
-    """Build in-process; the working directory must be the repository. Returns OUT/<package>."""
+def build_example(example: str, out: Path, *, named_from: Path | None = None) -> Path:
+    """Build in-process into OUT (the working directory must be the repository); returns OUT/<package>.
+
+    `named_from`: the OUT the headers name the manifest from, when not `out` (the golden tree is built as if
+    into tests/golden/<example>)."""
     model = load_manifest(manifest_path(example))
     package_dir = out / model.package
-    write_package(render_package(model), package_dir)
+    write_package(render_package(model, named_from or out), package_dir)
     return package_dir
 
 
@@ -43,3 +50,16 @@ def run_cli(*args: str, cwd: Path, timeout: float = 120) -> subprocess.Completed
     return subprocess.run(
         [sys.executable, "-c", CLI, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
     )
+
+
+@contextmanager
+def imported(out: Path, package: str) -> Iterator[ModuleType]:
+    """`OUT/<package>` imported from `out`; every module of it forgotten afterwards, so the next test imports its
+    own build."""
+    sys.path.insert(0, str(out))
+    try:
+        yield importlib.import_module(package)
+    finally:
+        sys.path.remove(str(out))
+        for name in [name for name in sys.modules if name == package or name.startswith(package + ".")]:
+            del sys.modules[name]

@@ -73,7 +73,7 @@ async def handle(request: Ping, context: Context) -> Result[Pong]:
 @pytest.fixture
 def package(tmp_path: Path) -> Iterator[ModuleType]:
     manifest = load_manifest_text(MANIFEST, "echo.yaml")
-    write_package(render_package(manifest), tmp_path / PACKAGE)
+    write_package(render_package(manifest, tmp_path), tmp_path / PACKAGE)
     for version in ("v1", "v2"):
         (tmp_path / PACKAGE / f"handlers/echo_ping_{version}.py").write_text(HANDLER)
     sys.path.insert(0, str(tmp_path))

@@ -8,15 +8,20 @@ from pathlib import Path
 
 import pytest
 
-from .support import EXAMPLES, REPO, build_example, tree
+from svcgen.codegen import manifest_of
+from svcgen.codegen.files import HEADER_PREFIX
+from svcgen.codegen.writer import RECORD
+
+from .support import EXAMPLES, REPO, build_example, manifest_path, tree
 
 # Prints a digest of every rendered file of every example, so runs can be compared as text.
 DIGEST = """
 import hashlib
+from pathlib import Path
 from svcgen.codegen import render_package
 from svcgen.manifest import load_manifest
 for example in {examples!r}:
-    for f in render_package(load_manifest(f"examples/manifests/{{example}}.yaml")):
+    for f in render_package(load_manifest(f"examples/manifests/{{example}}.yaml"), Path("out")):
         print(example, f.relpath, f.owner, hashlib.sha256(f.data).hexdigest())
 """
 
@@ -41,11 +46,22 @@ def test_same_bytes_across_hash_seeds() -> None:
     assert digest("4242") == first
 
 
-def test_same_tree_whatever_the_output_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def without_header(data: bytes) -> bytes:
+    first, _, rest = data.partition(b"\n")
+    return rest if first.startswith(HEADER_PREFIX.encode()) else data
+
+
+def test_only_the_header_follows_the_output_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The header names the manifest relative to OUT; every other byte is the same wherever OUT is."""
     monkeypatch.chdir(REPO)
     for example in EXAMPLES:
         near = build_example(example, tmp_path / "a")
         far = build_example(example, tmp_path / "b" / "deeper" / "out")
-        assert tree(near) == tree(far)
-        texts = b"".join(tree(near).values())
-        assert str(tmp_path).encode() not in texts, "no absolute paths in the output"
+        assert manifest_of(near) == manifest_of(far) == REPO / manifest_path(example)
+        near_tree, far_tree = tree(near), tree(far)
+        assert sorted(near_tree) == sorted(far_tree)
+        for relpath, data in near_tree.items():
+            if relpath != RECORD:  # the record hashes the generated files, headers included
+                assert without_header(data) == without_header(far_tree[relpath]), relpath
+        texts = b"".join(near_tree.values())
+        assert str(tmp_path).encode() not in texts and HEADER_PREFIX.encode() + b"/" not in texts, "no absolute paths"

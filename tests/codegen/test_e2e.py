@@ -114,7 +114,10 @@ def test_build_serve_implement_rebuild_extend(tmp_path: Path) -> None:
     handler = package / "handlers/orders_place_v1.py"
     handler.write_text(IMPLEMENTATION)
     output = build(tmp_path)
-    assert "kept: handlers/orders_get.py, handlers/orders_place_v1.py, handlers/orders_place_v2.py, health.py" in output
+    assert (
+        "kept: handlers/orders_get.py, handlers/orders_place_v1.py, handlers/orders_place_v2.py, health/cache.py, "
+        "health/database.py, wiring.py"
+    ) in output
     assert handler.read_text() == IMPLEMENTATION
 
     with served(tmp_path, "orders_service") as client:
@@ -137,7 +140,7 @@ def test_build_serve_implement_rebuild_extend(tmp_path: Path) -> None:
     output = build(tmp_path)
     assert "created: handlers/orders_cancel.py" in output
     assert handler.read_text() == IMPLEMENTATION
-    assert "orders_cancel.handle," in (package / "service.py").read_text()
+    assert "= orders_cancel.handle" in (package / "service.py").read_text()
 
     with served(tmp_path, "orders_service") as client:
         assert client.delete("/orders/o-1").status_code == 501

@@ -15,7 +15,8 @@ def test_build_matches_golden(
     example: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, update_golden: bool
 ) -> None:
     monkeypatch.chdir(REPO)
-    package_dir = build_example(example, tmp_path)
+    # As `svcgen build examples/manifests/<example>.yaml -o tests/golden/<example>` would write it.
+    package_dir = build_example(example, tmp_path, named_from=GOLDEN / example)
     golden_dir = GOLDEN / example / package_dir.name
     built = tree(package_dir)
     if update_golden:

@@ -14,11 +14,13 @@ def test_templates_resolve_and_every_template_is_used() -> None:
         "package/clients.py.jinja",
         "package/handlers/__init__.py.jinja",
         "package/handlers/handler.py.jinja",
-        "package/health.py.jinja",
+        "package/health/__init__.py.jinja",
+        "package/health/check.py.jinja",
         "package/models.py.jinja",
         "package/service.py.jinja",
         "package/tests/__init__.py.jinja",
         "package/tests/test_contracts.py.jinja",
+        "package/wiring.py.jinja",
         "manifest/starter.yaml.jinja",
     }
     assert names == rendered_by_path

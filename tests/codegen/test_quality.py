@@ -27,7 +27,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     try:
         packages = [build_example(example, out).name for example in EXAMPLES]
         edge = load_manifest(EDGE)
-        write_package(render_package(edge), out / edge.package)
+        write_package(render_package(edge, out), out / edge.package)
         packages.append(edge.package)
     finally:
         os.chdir(cwd)

@@ -4,6 +4,7 @@ manifest declares, computed here independently from the spec's derivation table.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -23,6 +24,7 @@ SCALAR_SCHEMAS: dict[str, dict[str, Any]] = {
     "any": {},
 }
 DEFAULTS = {"string": "x", "integer": 1, "float": 1.5, "boolean": False}
+OUT = Path(".")
 
 
 def declared_schema(expr: str, records: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -115,7 +117,7 @@ def manifests(draw: st.DrawFn) -> dict[str, Any]:
 @given(document=manifests())
 def test_generated_dataclasses_derive_the_declared_schemas(document: dict[str, Any]) -> None:
     manifest = load_manifest_text(yaml.safe_dump(document, sort_keys=False), "random.yaml")
-    files = {generated.relpath: generated.text for generated in render_package(manifest)}
+    files = {generated.relpath: generated.text for generated in render_package(manifest, OUT)}
     spec = json.loads(files["contracts/spec.json"])
     derived = {topic["id"]: topic["requestSchema"] for topic in spec["topics"]}
     for index, name in enumerate(document["types"]):

@@ -3,7 +3,7 @@ from typing import Any
 import pytest
 
 from svcgen.runtime._context import Context
-from svcgen.runtime._registry import Registry, RegistryError, TopicKey
+from svcgen.runtime._registry import HandlerBindingError, Registry, RegistryError, TopicKey
 from svcgen.runtime._result import Result
 
 from .sample import GetOrder, Order, PlaceOrder, build_registry, place_order
@@ -17,11 +17,44 @@ def test_types_are_inferred_from_annotations() -> None:
     assert registration.summary == "Place an order"
 
 
-def test_explicit_types_win_over_annotations() -> None:
-    registry = Registry()
-    registration = registry.add("a:b", place_order, request=GetOrder, response=dict[str, int])
+def test_explicit_types_serve_an_unannotated_handler() -> None:
+    async def handle(request, context):  # type: ignore[no-untyped-def]
+        return Result.ok()
+
+    registration = Registry().add("a:b", handle, request=GetOrder, response=dict[str, int])
     assert registration.request_type is GetOrder
     assert registration.response_type == dict[str, int]
+
+
+def test_explicit_types_agreeing_with_the_annotations_bind() -> None:
+    registration = Registry().add("a:b", place_order, request=PlaceOrder, response=Order, source="handlers/a_b.py")
+    assert registration.request_type is PlaceOrder and registration.origin == "handlers/a_b.py"
+
+
+def test_a_handler_annotated_with_other_types_is_refused_in_one_line_naming_it_and_the_expected_types() -> None:
+    with pytest.raises(HandlerBindingError) as wrong_request:
+        Registry().add("a:b", place_order, version="v1", request=GetOrder, response=Order, source="handlers/a_b_v1.py")
+    assert str(wrong_request.value) == (
+        "handlers/a_b_v1.py: place_order(request: PlaceOrder, context) -> Result[Order] cannot serve a:b (version "
+        "v1), which expects place_order(request: GetOrder, context: Context) -> Result[Order]; change the handler's "
+        "annotations (and code) to the manifest's types"
+    )
+    expected_list = r"-> Result\[Order\] cannot serve a:b, .* -> Result\[list\[Order\]\]"
+    with pytest.raises(HandlerBindingError, match=expected_list):
+        Registry().add("a:b", place_order, request=PlaceOrder, response=list[Order])
+
+    def bare(request: PlaceOrder, context: Context) -> Order:
+        return Order("o", "c", 0)
+
+    with pytest.raises(HandlerBindingError, match=r"bare\(request: PlaceOrder, context\) -> Order cannot serve"):
+        Registry().add("a:b", bare, request=PlaceOrder, response=Order)  # type: ignore[arg-type]
+
+
+def test_a_request_annotation_wider_than_the_declared_type_binds() -> None:
+    def handle(request: object, context: Context) -> Result[Any]:
+        return Result.ok()
+
+    assert Registry().add("a:b", handle, request=PlaceOrder, response=Order).request_type is PlaceOrder
 
 
 def test_unannotated_handler_gets_open_types() -> None:

@@ -1,8 +1,10 @@
-"""orders:place v1: capture, then answer. By `make demo`."""
+"""orders:place v1: capture, then answer. By `make demo`.
+
+The payments client comes from the wiring: create_app() builds it once per process (one pooled HTTP
+connection, closed at shutdown) and sends payments:capture where SVCGEN_TARGET_PAYMENTS_CAPTURE says.
+"""
 
 from __future__ import annotations
-
-import os
 
 from svcgen.runtime import Context, Result
 
@@ -16,8 +18,7 @@ async def handle(request: PlaceOrder, context: Context) -> Result[Order]:
     total = sum(item.quantity for item in request.items)
     order_id = f"o-{request.customer_id}-{total}"
     payment = CapturePayment(order_id=order_id, amount=Money(amount_minor=250 * total), idempotency_key=order_id)
-    async with Clients(os.environ["PAYMENTS_URL"]) as clients:
-        captured = await clients.payments_capture(payment)
+    captured = await context.scope.get(Clients).payments_capture(payment)
     if not captured.is_successful:
         return Result.service_unavailable(f"payments answered {captured.status}")
     order = Order(order_id=order_id, customer_id=request.customer_id, items=request.items, total_items=total,

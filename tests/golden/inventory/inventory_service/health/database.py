@@ -1,4 +1,4 @@
-"""Health checks of the {{ wiring.service }} service: one function per check the manifest names.
+"""The "database" health check of the inventory service.
 
 Return a `HealthCheckResult` (ok, warning or failed, with an optional detail) or a bool; a check that
 raises or runs past its timeout counts as failed. Yours to edit: svcgen created this file once and
@@ -8,10 +8,7 @@ never overwrites it.
 from __future__ import annotations
 
 from svcgen.runtime import HealthCheckResult
-{% for check in wiring.health %}
 
 
-def {{ check.function }}() -> HealthCheckResult:
-    {{ ("The " ~ check.name|py ~ " check.")|docstring(4) }}
+def check() -> HealthCheckResult:
     return HealthCheckResult.ok()
-{% endfor %}

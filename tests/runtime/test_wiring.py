@@ -1,0 +1,65 @@
+"""`Wiring`: produced-topic targets (environment first), one sender for all of them, hooks around the app's own."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import pytest
+
+from svcgen.runtime import HttpApp, Identity, Registry, Service, Wiring, WiringError, target_variable
+
+
+def test_the_environment_overrides_the_wiring_s_target() -> None:
+    assert target_variable("payments:capture") == "SVCGEN_TARGET_PAYMENTS_CAPTURE"
+    assert target_variable("stock-a:b.c") == "SVCGEN_TARGET_STOCK_A_B_C"
+    wiring = Wiring(environ={"SVCGEN_TARGET_PAYMENTS_CAPTURE": " http://payments:8000/svc/invoke "})
+    wiring.targets.update({"payments:capture": "http://127.0.0.1:8000/svc/invoke", "ledger:record": "http://l/i"})
+    assert wiring.target("payments:capture") == "http://payments:8000/svc/invoke"
+    assert wiring.target("ledger:record") == "http://l/i"
+
+
+def test_a_missing_or_malformed_target_is_one_line_naming_what_to_set() -> None:
+    with pytest.raises(WiringError, match=r"^the produced topic a:b has no target: set SVCGEN_TARGET_A_B to "):
+        Wiring(environ={}).target("a:b")
+    with pytest.raises(WiringError, match=r"^SVCGEN_TARGET_A_B = 'payments:8000' is not an absolute http\(s\) URL$"):
+        Wiring(environ={"SVCGEN_TARGET_A_B": "payments:8000"}).target("a:b")
+    wiring = Wiring(environ={})
+    wiring.targets["a:b"] = "ftp://x"
+    with pytest.raises(WiringError, match=r"^TARGETS\['a:b'\] in wiring.py = 'ftp://x' is not"):
+        wiring.target("a:b")
+
+
+def test_one_sender_posts_each_topic_to_its_own_target_and_closes_at_shutdown() -> None:
+    sent: list[str] = []
+
+    def record(request: httpx.Request) -> httpx.Response:
+        sent.append(str(request.url))
+        return httpx.Response(200, json={})
+
+    wiring = Wiring(environ={"SVCGEN_TARGET_B_C": "http://b.test/ops/invoke"}, transport=httpx.MockTransport(record))
+    wiring.targets["a:x"] = "http://a.test/svc/invoke"
+    sender = wiring.sender(["a:x", "b:c", "a:x"])
+
+    async def exercise() -> list[str | None]:
+        details = [(await sender.send(topic, {})).detail for topic in ("a:x", "b:c")]
+        for hook in wiring.shutdown:
+            await hook()
+        return [*details, (await sender.send("a:x", {})).detail]
+
+    assert asyncio.run(exercise()) == [None, None, "sender is closed"]
+    assert sent == ["http://a.test/svc/invoke/a:x", "http://b.test/ops/invoke/b:c"]
+
+
+def test_hooks_go_around_the_app_s_own() -> None:
+    async def wiring_start() -> None: ...
+    async def wiring_stop() -> None: ...
+    async def app_start() -> None: ...
+    async def app_stop() -> None: ...
+
+    app = HttpApp(Service(Identity("s"), Registry()), on_startup=[app_start], on_shutdown=[app_stop])
+    wiring = Wiring(environ={})
+    assert wiring.on_startup(wiring_start) is wiring_start and wiring.on_shutdown(wiring_stop) is wiring_stop
+    assert wiring.attach(app) is app
+    assert app.on_startup == [wiring_start, app_start]
+    assert app.on_shutdown == [app_stop, wiring_stop]
