@@ -21,7 +21,7 @@ from .codegen.files import GeneratedFile
 from .codegen.render import render_package
 from .codegen.starter import starter_manifest
 from .codegen.writer import stale_diff, write_package
-from .manifest import Manifest, ManifestError, load_manifest
+from .manifest import Manifest, ManifestError, load_manifest_with_warnings
 from .manifest.build import default_package
 from .runtime._mesh import probe as probing
 from .runtime._mesh.artifacts import write_artifacts
@@ -94,7 +94,10 @@ def check(manifest: str, out: Path) -> None:
 @main.command()
 @click.argument("manifest")
 def validate(manifest: str) -> None:
-    """Exit 0 when MANIFEST is valid; otherwise print its errors as file:line:col: message and exit 1."""
+    """Exit 0 when MANIFEST is valid; otherwise print its errors as file:line:col: message and exit 1.
+
+    Warnings (file:line:col: warning: message) are printed either way and do not change the exit status.
+    """
     model = _load(manifest)
     click.echo(f"{manifest}: valid ({len(model.types)} types, {len(model.topics)} topics)")
 
@@ -239,10 +242,14 @@ def init(name: str) -> None:
 
 
 def _load(manifest: str) -> Manifest:
+    """The valid manifest, its warnings printed on stderr; or every diagnostic printed and exit 1."""
     try:
-        return load_manifest(manifest)
+        loaded = load_manifest_with_warnings(manifest)
     except ManifestError as error:
         _fail(str(error).splitlines())
+    for warning in loaded.warnings:
+        click.echo(str(warning), err=True)
+    return loaded.manifest
 
 
 def _render(model: Manifest) -> list[GeneratedFile]:

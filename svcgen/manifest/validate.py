@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -44,8 +45,24 @@ def _validator() -> Draft202012Validator:
     return Draft202012Validator(manifest_schema())
 
 
-def validate_schema(document: YamlDocument) -> list[Diagnostic]:
-    """Every schema violation in the document, as diagnostics (unsorted)."""
+@dataclass(frozen=True)
+class SchemaFindings:
+    """What the schema stage found, and what the semantic stage must not read as if it were right."""
+
+    diagnostics: list[Diagnostic]
+    misspelt: frozenset[tuple[JsonPath, str]]
+    """(mapping path, key) of each key an unknown key most likely meant, like ((), 'types') for `tpyes:`."""
+    rejected: frozenset[JsonPath]
+    """Paths of the values the schema rejected (a wrong type, pattern, length, ...)."""
+
+
+# Keywords about some keys or items of a mapping or list; the others (oneOf included: a type with both
+# or neither of 'fields' and 'jsonSchema' says nothing certain) reject the value as a whole.
+_CONTAINER_KEYWORDS = frozenset({"additionalProperties", "required", "uniqueItems"})
+
+
+def validate_schema(document: YamlDocument) -> SchemaFindings:
+    """Every schema violation in the document, as diagnostics (unsorted), with what they leave unreadable."""
     errors = list(_validator().iter_errors(document.data))
     # A misspelt key that suggests a missing required one reports once, as the misspelling.
     suggested: set[tuple[JsonPath, str]] = set()
@@ -59,7 +76,8 @@ def validate_schema(document: YamlDocument) -> list[Diagnostic]:
     diagnostics: list[Diagnostic] = []
     for error in errors:
         diagnostics.extend(_translate(document, error, suggested))
-    return diagnostics
+    rejected = frozenset(tuple(error.absolute_path) for error in errors if error.validator not in _CONTAINER_KEYWORDS)
+    return SchemaFindings(diagnostics, frozenset(suggested), rejected)
 
 
 def _allowed_keys(schema: dict[str, Any]) -> list[str]:

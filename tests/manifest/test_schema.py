@@ -182,9 +182,11 @@ def test_identity_strings_must_not_be_empty(key: str) -> None:
     assert errors(MINIMAL + f"{key}: ''\n") == [f"m.yaml:11:{len(key) + 3}: {key} must not be empty"]
 
 
-def test_schema_errors_stop_before_semantic_checks() -> None:
-    # `Unused` would be a semantic error; only the schema error is reported.
-    text = MINIMAL.replace("  Order:\n", "  Unused:\n    fields: {}\n  Order:\n") + "bogus: 1\n"
+def test_schema_errors_do_not_stop_semantic_checks() -> None:
+    text = MINIMAL.replace("  Order:\n", "  Unused:\n    fields: {}\n  Order:\n") + "bogus: 1\npackage: def\n"
     assert errors(text) == [
-        "m.yaml:13:1: unknown key 'bogus' in manifest; allowed keys: " + ", ".join(manifest_schema()["properties"])
+        "m.yaml:4:3: warning: type 'Unused' is not used by any topic or produces entry; remove it or reference it",
+        "m.yaml:13:1: unknown key 'bogus' in manifest; allowed keys: " + ", ".join(manifest_schema()["properties"]),
+        "m.yaml:14:10: package 'def' is a Python keyword and cannot be imported; choose another name, "
+        "like 'def_service'",
     ]
