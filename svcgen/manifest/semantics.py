@@ -450,8 +450,8 @@ class _Checker:
         if surface is not None:
             self.error(
                 position,
-                f"route '{route}' collides with the well-known surface {surface}, which the runtime serves; "
-                f"paths under {prefix or '/'} belong to the runtime: move the route or set another 'prefix'",
+                f"route '{route}' collides with the well-known surface {surface} that the runtime serves under "
+                f"the prefix {prefix or '/'}; move the route or set another 'prefix'",
             )
 
     def check_placeholders(
