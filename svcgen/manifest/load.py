@@ -54,8 +54,9 @@ def load_manifest_text_with_warnings(text: str, path: str) -> LoadedManifest:
     name = path.replace("\\", "/")
     document = load_yaml(text, name)
     findings = validate_schema(document)
-    # The semantic stage runs whatever the schema found, skipping only what that leaves unreadable.
-    diagnostics = [*findings.diagnostics, *check_semantics(document, Path(name).parent, findings)]
+    # Each stage runs whatever the earlier ones found, skipping only what that leaves unreadable.
+    semantic = check_semantics(document, Path(name).parent, findings)
+    diagnostics = [*document.diagnostics, *findings.diagnostics, *semantic]
     if any(diagnostic.is_error for diagnostic in diagnostics):
         raise ManifestError(diagnostics)
     return LoadedManifest(build_manifest(document), tuple(sort_diagnostics(diagnostics)))

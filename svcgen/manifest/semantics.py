@@ -119,7 +119,7 @@ class _Checker:
         if not isinstance(mapping, dict):
             return None
         if key not in mapping:
-            return None if (path, key) in self.findings.misspelt else default
+            return None if (path, key) in self.findings.misspelt or path in self.doc.partial else default
         value = mapping[key]
         if not isinstance(value, kind) or (*path, key) in self.findings.rejected:
             return None
@@ -218,10 +218,10 @@ class _Checker:
         self.check_field_name(wire, path)
         if isinstance(spec, dict):
             expr = self.parse(self.read(spec, path, "type", str), (*path, "type"))
-            if "default" in spec:
+            if (path, "default") in self.findings.misspelt or (*path, "default") in self.findings.rejected:
+                record.complete = False  # what the default is, or whether there is one, is not known
+            elif "default" in spec:
                 record.defaults[wire] = spec["default"]
-            elif (path, "default") in self.findings.misspelt:
-                record.complete = False  # whether the field is required is not known
         else:
             expr = self.parse(spec if isinstance(spec, str) and path not in self.findings.rejected else None, path)
         if expr is None:

@@ -62,8 +62,16 @@ _CONTAINER_KEYWORDS = frozenset({"additionalProperties", "required", "uniqueItem
 
 
 def validate_schema(document: YamlDocument) -> SchemaFindings:
-    """Every schema violation in the document, as diagnostics (unsorted), with what they leave unreadable."""
-    errors = list(_validator().iter_errors(document.data))
+    """Every schema violation in the document, as diagnostics (unsorted), with what they leave unreadable.
+
+    What the loader already refused is not judged again: a refused value, or the keys of a mapping that
+    lost entries.
+    """
+    errors = [
+        error
+        for error in _validator().iter_errors(document.data)
+        if not _loader_refused(document, tuple(error.absolute_path), error.validator)
+    ]
     # A misspelt key that suggests a missing required one reports once, as the misspelling.
     suggested: set[tuple[JsonPath, str]] = set()
     for error in errors:
@@ -76,8 +84,12 @@ def validate_schema(document: YamlDocument) -> SchemaFindings:
     diagnostics: list[Diagnostic] = []
     for error in errors:
         diagnostics.extend(_translate(document, error, suggested))
-    rejected = frozenset(tuple(error.absolute_path) for error in errors if error.validator not in _CONTAINER_KEYWORDS)
-    return SchemaFindings(diagnostics, frozenset(suggested), rejected)
+    rejected = {tuple(error.absolute_path) for error in errors if error.validator not in _CONTAINER_KEYWORDS}
+    return SchemaFindings(diagnostics, frozenset(suggested), frozenset(rejected | document.refused))
+
+
+def _loader_refused(document: YamlDocument, path: JsonPath, keyword: str) -> bool:
+    return path in document.refused or (path in document.partial and keyword in ("required", "oneOf"))
 
 
 def _allowed_keys(schema: dict[str, Any]) -> list[str]:
