@@ -77,8 +77,13 @@ class _Record:
     defaults: dict[str, Any] = field(default_factory=dict)
     """Wire name → the field's explicit default."""
     external: bool = False
-    complete: bool = True
-    """False when some of its fields could not be read (a misspelt key, a rejected value)."""
+    names_known: bool = True
+    """False when its fields could not be read at all (a misspelt 'fields', a rejected value)."""
+    shape_known: bool = True
+    """False when some field's type or default could not be read."""
+
+    def unknown(self) -> None:
+        self.names_known = self.shape_known = False
 
 
 @dataclass(frozen=True)
@@ -203,13 +208,14 @@ class _Checker:
                 record.external = True
                 relative = self.read(readable, path, "jsonSchema", str)
                 if relative is None:
-                    record.complete = False
+                    record.unknown()
                 else:
                     self.check_json_schema(name, relative, record)
                 continue
             fields = self.read(readable, path, "fields", dict)
             if fields is None:
-                record.complete = self.uses_known = False
+                record.unknown()
+                self.uses_known = False
                 continue
             for wire, field_spec in fields.items():
                 self.check_field(record, (*path, "fields", wire), wire, field_spec)
@@ -219,13 +225,13 @@ class _Checker:
         if isinstance(spec, dict):
             expr = self.parse(self.read(spec, path, "type", str), (*path, "type"))
             if (path, "default") in self.findings.misspelt or (*path, "default") in self.findings.rejected:
-                record.complete = False  # what the default is, or whether there is one, is not known
+                record.shape_known = False  # what the default is, or whether there is one, is not known
             elif "default" in spec:
                 record.defaults[wire] = spec["default"]
         else:
             expr = self.parse(spec if isinstance(spec, str) and path not in self.findings.rejected else None, path)
         if expr is None:
-            record.complete = False
+            record.shape_known = False
         required = wire not in record.defaults and not (expr is not None and expr.is_nullable)
         record.fields[wire] = (expr, required)
         self.parsed[path] = expr
@@ -326,7 +332,7 @@ class _Checker:
         shapes: RecordFields = {
             name: {wire: (expr, required) for wire, (expr, required) in record.fields.items() if expr is not None}
             for name, record in self.records.items()
-            if not record.external and record.complete
+            if not record.external and record.shape_known
         }
         for name, record in self.records.items():
             for wire, value in record.defaults.items():
@@ -489,7 +495,7 @@ class _Checker:
                     f"route '{route}' has placeholder {{{name}}}, but the request type {request} is not a record; "
                     "placeholders name fields of a record request",
                 )
-            elif name not in record.fields and record.complete:
+            elif name not in record.fields and record.names_known:
                 fields = list(record.fields)
                 if fields:
                     hint = suggestion(name, fields) or "; its fields are " + ", ".join(fields)
