@@ -161,7 +161,7 @@ class _Converter:
             key = key_node.value
             if key in first_seen:
                 line = first_seen[key].start_mark.line + 1
-                self.error(key_node, f"duplicate key {key!r}; it is already defined at line {line}")
+                self.error(key_node, f"duplicate key {key!r}: it is already defined at line {line}; keep only one")
                 continue
             first_seen[key] = key_node
             self.document.keys[(*path, key)] = position_of(self.document.file, key_node.start_mark)

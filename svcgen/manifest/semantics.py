@@ -447,7 +447,8 @@ class _Checker:
                     self.error(
                         position,
                         f"route '{route}' ({label}) can never match: route '{earlier}' ({earlier_label}, "
-                        f"line {earlier_position.line}) comes first and matches every request it would",
+                        f"line {earlier_position.line}) comes first and matches every request it would; "
+                        "list it before that route, or remove it",
                     )
                 placed.add(route, (route, label, position))
 

@@ -121,7 +121,7 @@ def _translate(
     if keyword == "required":
         instance = error.instance if isinstance(error.instance, dict) else {}
         return [
-            Diagnostic(document.key_at(path), f"missing required key {key!r} in {_container(path)}")
+            Diagnostic(document.key_at(path), f"missing required key {key!r} in {_container(path)}{_add(schema, key)}")
             for key in error.validator_value
             if key not in instance and (path, key) not in suggested
         ]
@@ -131,6 +131,16 @@ def _translate(
         return _duplicates(document, error, path)
     message = _value_message(document, error, path, schema)
     return [Diagnostic(document.at(path), message)]
+
+
+def _add(schema: dict[str, Any], key: str) -> str:
+    """`; add it: <what a valid value looks like>` for a missing key, when the schema says."""
+    node = schema.get("properties", {}).get(key, {})
+    reference = node.get("$ref", "")
+    if reference.startswith("#/$defs/"):
+        node = manifest_schema()["$defs"][reference.removeprefix("#/$defs/")]
+    expected = node.get("x-expected")
+    return f"; add it: {expected}" if expected else ""
 
 
 def _one_of(

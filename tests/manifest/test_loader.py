@@ -83,13 +83,13 @@ def test_duplicate_keys_are_errors_at_the_second_key() -> None:
           A:
             fields: {}
         """
-    ) == ["f.yaml:4:3: duplicate key 'A'; it is already defined at line 2"]
+    ) == ["f.yaml:4:3: duplicate key 'A': it is already defined at line 2; keep only one"]
 
 
 def test_every_duplicate_key_is_reported() -> None:
     assert load_errors("a: 1\nb: {x: 1, x: 2}\na: 3\n") == [
-        "f.yaml:2:11: duplicate key 'x'; it is already defined at line 2",
-        "f.yaml:3:1: duplicate key 'a'; it is already defined at line 1",
+        "f.yaml:2:11: duplicate key 'x': it is already defined at line 2; keep only one",
+        "f.yaml:3:1: duplicate key 'a': it is already defined at line 1; keep only one",
     ]
 
 

@@ -320,7 +320,8 @@ def test_version_placeholder_across_versions_is_valid() -> None:
 def test_a_route_shadowed_by_an_earlier_one_is_unreachable() -> None:
     assert errors(with_routes("GET /orders/{orderId}", "GET /orders/new")) == [
         "m.yaml:12:39: route 'GET /orders/new' (topic orders:get) can never match: route 'GET /orders/{orderId}' "
-        "(topic orders:get, line 12) comes first and matches every request it would"
+        "(topic orders:get, line 12) comes first and matches every request it would; "
+        "list it before that route, or remove it"
     ]
 
 
@@ -330,7 +331,8 @@ def test_shadowing_is_checked_across_topics_in_manifest_order() -> None:
     )
     assert errors(text) == [
         "m.yaml:16:14: route 'GET /orders/{note}' (topic orders:new) can never match: route 'GET /orders/{orderId}' "
-        "(topic orders:get, line 12) comes first and matches every request it would"
+        "(topic orders:get, line 12) comes first and matches every request it would; "
+        "list it before that route, or remove it"
     ]
 
 
@@ -461,5 +463,6 @@ topics:
         "m.yaml:9:3: warning: type 'Spare' is not used by any topic or produces entry; remove it or reference it",
         "m.yaml:13:14: unknown type 'Ordr'; did you mean 'Order'?",
         "m.yaml:15:34: route 'GET /orders/{x}' (topic orders:get) can never match: route 'GET /orders/{id}' "
-        "(topic orders:get, line 15) comes first and matches every request it would",
+        "(topic orders:get, line 15) comes first and matches every request it would; "
+        "list it before that route, or remove it",
     ]
