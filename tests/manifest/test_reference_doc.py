@@ -36,3 +36,15 @@ def test_every_key_of_the_format_is_documented() -> None:
     assert {"svcgen", "heartbeatSeconds", "jsonSchema", "routes", "default"} <= keys
     undocumented = sorted(key for key in keys if f"| `{key}` |" not in DOC)
     assert undocumented == []
+
+
+def test_every_example_message_is_one_svcgen_prints() -> None:
+    """Positions aside, each example line is a line of a golden case (whose paths sit under tests/golden/errors)."""
+    printed = {
+        line.split(": ", 1)[1].replace("tests/golden/errors/", "")
+        for case in (ROOT / "tests" / "golden" / "errors").glob("*.txt")
+        for line in case.read_text(encoding="utf-8").splitlines()
+    }
+    examples = re.findall(r"^(?:m|orders)\.yaml:\d+:\d+: (.*)$", DOC, re.MULTILINE)
+    assert len(examples) >= 30
+    assert [example for example in examples if example not in printed] == []
