@@ -23,7 +23,7 @@ from .codegen.files import GeneratedFile
 from .codegen.render import render_package
 from .codegen.starter import starter_manifest
 from .codegen.writer import BuildReport, check_findings, stale_diff, write_package
-from .manifest import Manifest, ManifestError, load_manifest
+from .manifest import Manifest, ManifestError, load_manifest, load_manifest_with_warnings
 from .manifest.build import default_package
 from .runtime._http.limits import server_options
 from .runtime._logging import configure_logging
@@ -107,7 +107,10 @@ def check(manifest: str, out: Path) -> None:
 @main.command()
 @click.argument("manifest")
 def validate(manifest: str) -> None:
-    """Exit 0 when MANIFEST is valid; otherwise print its errors as file:line:col: message and exit 1."""
+    """Exit 0 when MANIFEST is valid; otherwise print its errors as file:line:col: message and exit 1.
+
+    Warnings (file:line:col: warning: message) are printed either way and do not change the exit status.
+    """
     model = _load(manifest)
     click.echo(f"{manifest}: valid ({len(model.types)} types, {len(model.topics)} topics)")
 
@@ -304,10 +307,14 @@ def _build(manifest: str, out: Path, *, force: bool) -> tuple[Path, BuildReport]
 
 
 def _load_or_raise(manifest: str) -> Manifest:
+    """The valid manifest, its warnings printed on stderr; _BuildFailed with every diagnostic otherwise."""
     try:
-        return load_manifest(manifest)
+        loaded = load_manifest_with_warnings(manifest)
     except ManifestError as error:
         raise _BuildFailed(str(error).splitlines()) from None
+    for warning in loaded.warnings:
+        click.echo(str(warning), err=True)
+    return loaded.manifest
 
 
 def _render_or_raise(model: Manifest, out: Path) -> list[GeneratedFile]:

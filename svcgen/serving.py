@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import importlib
 import multiprocessing
-import os
 import signal
 import socket
 import sys
@@ -27,16 +26,15 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from .codegen.files import HEADER_PREFIX
-from .runtime import RegistryError, RuntimeMismatch
+from .codegen.files import manifest_of
+from .runtime import RegistryError, RuntimeMismatch, WiringError
 from .runtime._http.limits import server_options
 from .runtime._http.routing import RouteError
 
-HEADER_SUFFIX = " — do not edit"
 STOP_TIMEOUT = 10.0
 """Seconds a server child gets to finish its lifespan shutdown before it is killed."""
 
-USER_ERRORS: tuple[type[Exception], ...] = (RuntimeMismatch, RegistryError, RouteError)
+USER_ERRORS: tuple[type[Exception], ...] = (RuntimeMismatch, RegistryError, RouteError, WiringError)
 """Raised while importing a package for a reason its owner can fix: shown as their one-line message."""
 
 
@@ -79,14 +77,9 @@ class Package:
 
     def manifest(self) -> Path:
         """The manifest named by the generated header of __init__.py (a path relative to OUT)."""
-        init = self.directory / "__init__.py"
-        try:
-            first = init.read_text(encoding="utf-8").split("\n", 1)[0]
-        except OSError as error:
-            raise ServeError(f"{init}: cannot read: {error.strerror or error}") from None
-        if not (first.startswith(HEADER_PREFIX) and first.endswith(HEADER_SUFFIX)):
+        path, init = manifest_of(self.directory), self.directory / "__init__.py"
+        if path is None:
             raise ServeError(f"{init}: no svcgen header naming the manifest; pass --manifest M")
-        path = Path(os.path.normpath(self.parent / first[len(HEADER_PREFIX) : -len(HEADER_SUFFIX)]))
         if not path.is_file():
             raise ServeError(f"{init}: names the manifest {path}, which does not exist; pass --manifest M")
         return path

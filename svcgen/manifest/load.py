@@ -1,19 +1,40 @@
-"""The manifest front end: YAML text → loader → schema → semantics → `Manifest`, or ManifestError."""
+"""The manifest front end: YAML text → loader → schema and semantics → `Manifest` and its warnings, or
+ManifestError with every diagnostic."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from .build import build_manifest
-from .diagnostics import Diagnostic, ManifestError
+from .diagnostics import Diagnostic, ManifestError, sort_diagnostics
 from .loader import load_yaml
 from .model import Manifest, Position
 from .semantics import check_semantics
 from .validate import validate_schema
 
 
+@dataclass(frozen=True)
+class LoadedManifest:
+    """A valid manifest and the warnings it gave, sorted by position (for the user to read, not fatal)."""
+
+    manifest: Manifest
+    warnings: tuple[Diagnostic, ...] = ()
+
+
 def load_manifest(path: str | Path) -> Manifest:
-    """Read and validate the manifest at `path`; diagnostics name the path as given."""
+    """Read and validate the manifest at `path`; diagnostics name the path as given. Warnings are dropped:
+    callers that show them use `load_manifest_with_warnings`."""
+    return load_manifest_with_warnings(path).manifest
+
+
+def load_manifest_text(text: str, path: str) -> Manifest:
+    """Validate manifest `text`; `path` names it in diagnostics and anchors relative jsonSchema paths."""
+    return load_manifest_text_with_warnings(text, path).manifest
+
+
+def load_manifest_with_warnings(path: str | Path) -> LoadedManifest:
+    """As `load_manifest`, with the manifest's warnings; raises ManifestError when it has any error."""
     name = str(path).replace("\\", "/")
     try:
         text = Path(path).read_text(encoding="utf-8-sig")
@@ -25,17 +46,17 @@ def load_manifest(path: str | Path) -> Manifest:
     except OSError as error:
         message = f"cannot read the manifest: {error.strerror or error}"
         raise ManifestError([Diagnostic(Position(name, 1, 1), message)]) from None
-    return load_manifest_text(text, name)
+    return load_manifest_text_with_warnings(text, name)
 
 
-def load_manifest_text(text: str, path: str) -> Manifest:
-    """Validate manifest `text`; `path` names it in diagnostics and anchors relative jsonSchema paths."""
+def load_manifest_text_with_warnings(text: str, path: str) -> LoadedManifest:
+    """As `load_manifest_text`, with the manifest's warnings; raises ManifestError when it has any error."""
     name = path.replace("\\", "/")
     document = load_yaml(text, name)
-    diagnostics = validate_schema(document)
-    if not diagnostics:
-        # Semantic checks assume the shapes the schema guarantees, so they run only on a valid shape.
-        diagnostics = check_semantics(document, Path(name).parent)
-    if diagnostics:
+    findings = validate_schema(document)
+    # Each stage runs whatever the earlier ones found, skipping only what that leaves unreadable.
+    semantic = check_semantics(document, Path(name).parent, findings)
+    diagnostics = [*document.diagnostics, *findings.diagnostics, *semantic]
+    if any(diagnostic.is_error for diagnostic in diagnostics):
         raise ManifestError(diagnostics)
-    return build_manifest(document)
+    return LoadedManifest(build_manifest(document), tuple(sort_diagnostics(diagnostics)))

@@ -2,7 +2,8 @@
 
 Only the safe subset: plain scalars, lists and mappings. Duplicate keys, tags other than the core
 scalar ones and merge keys are errors rather than silently resolved, so what the user reads is
-what the manifest means.
+what the manifest means. Only YAML that cannot be parsed stops here; the loader's other findings
+travel with the document, so the later stages still report everything else.
 """
 
 from __future__ import annotations
@@ -39,6 +40,12 @@ class YamlDocument:
     """Position of the key of each mapping entry, by the entry's JSON path."""
     sources: dict[JsonPath, str] = field(default_factory=dict)
     """Source text of scalars that YAML did not read as strings (`1.10`, `yes`), for quoting hints."""
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    """What the loader refused (duplicate keys, tags, ...); the document holds the rest."""
+    refused: set[JsonPath] = field(default_factory=set)
+    """Values the loader refused and left empty (None); later stages must not judge them."""
+    partial: set[JsonPath] = field(default_factory=set)
+    """Mappings that lost entries the loader could not read (merge keys, list keys): any key may be meant."""
 
     def at(self, path: JsonPath) -> Position:
         """Position of the value at `path`, or of its nearest recorded ancestor."""
@@ -70,7 +77,10 @@ def _compose(text: str) -> Node | None:
 
 
 def load_yaml(text: str, file: str) -> YamlDocument:
-    """Compose and convert one YAML document; raises ManifestError with every problem found."""
+    """Compose and convert one YAML document; raises ManifestError when the text is not YAML at all.
+
+    The document's `diagnostics` say what else the loader refused.
+    """
     try:
         root = _compose(text)
     except yaml.MarkedYAMLError as error:
@@ -91,10 +101,7 @@ def load_yaml(text: str, file: str) -> YamlDocument:
     document = YamlDocument(file, None)
     if root is None:
         return document
-    converter = _Converter(document)
-    document.data = converter.convert(root, ())
-    if converter.diagnostics:
-        raise ManifestError(converter.diagnostics)
+    document.data = _Converter(document).convert(root, ())
     return document
 
 
@@ -105,11 +112,14 @@ def _short_tag(tag: str) -> str:
 class _Converter:
     def __init__(self, document: YamlDocument) -> None:
         self.document = document
-        self.diagnostics: list[Diagnostic] = []
         self._active: set[int] = set()
 
     def error(self, node: Node, message: str) -> None:
-        self.diagnostics.append(Diagnostic(position_of(self.document.file, node.start_mark), message))
+        self.document.diagnostics.append(Diagnostic(position_of(self.document.file, node.start_mark), message))
+
+    def refuse(self, node: Node, path: JsonPath, message: str) -> None:
+        self.error(node, message)
+        self.document.refused.add(path)
 
     def convert(self, node: Node, path: JsonPath) -> Any:
         position = position_of(self.document.file, node.start_mark)
@@ -118,7 +128,7 @@ class _Converter:
             position = self.document.keys.get(path, position)
         self.document.values[path] = position
         if id(node) in self._active:
-            self.error(node, "a YAML alias refers to itself; recursive structures are not allowed")
+            self.refuse(node, path, "a YAML alias refers to itself; recursive structures are not allowed")
             return None
         self._active.add(id(node))
         try:
@@ -134,22 +144,24 @@ class _Converter:
 
     def mapping(self, node: MappingNode, path: JsonPath) -> dict[str, Any] | None:
         if node.tag != _TAG + "map":
-            self.error(node, f"unsupported YAML tag {_short_tag(node.tag)!r}; use a plain mapping")
+            self.refuse(node, path, f"unsupported YAML tag {_short_tag(node.tag)!r}; use a plain mapping")
             return None
         result: dict[str, Any] = {}
         first_seen: dict[str, Node] = {}
         for key_node, value_node in node.value:
             if not isinstance(key_node, ScalarNode):
                 self.error(key_node, "a mapping key must be a plain name, not a list or mapping")
+                self.document.partial.add(path)
                 continue
             if key_node.tag == _TAG + "merge":
                 self.error(key_node, "YAML merge keys ('<<') are not supported; write the keys out")
+                self.document.partial.add(path)
                 continue
             # Keys are taken as written: `200:` means the name "200", as it would in JSON.
             key = key_node.value
             if key in first_seen:
                 line = first_seen[key].start_mark.line + 1
-                self.error(key_node, f"duplicate key {key!r}; it is already defined at line {line}")
+                self.error(key_node, f"duplicate key {key!r}: it is already defined at line {line}; keep only one")
                 continue
             first_seen[key] = key_node
             self.document.keys[(*path, key)] = position_of(self.document.file, key_node.start_mark)
@@ -158,14 +170,14 @@ class _Converter:
 
     def sequence(self, node: SequenceNode, path: JsonPath) -> list[Any] | None:
         if node.tag != _TAG + "seq":
-            self.error(node, f"unsupported YAML tag {_short_tag(node.tag)!r}; use a plain list")
+            self.refuse(node, path, f"unsupported YAML tag {_short_tag(node.tag)!r}; use a plain list")
             return None
         return [self.convert(item, (*path, index)) for index, item in enumerate(node.value)]
 
     def scalar(self, node: ScalarNode, path: JsonPath) -> Any:
         tag = node.tag
         if tag not in _SCALAR_TAGS:
-            self.error(node, f"unsupported YAML tag {_short_tag(tag)!r}; only plain values, lists and mappings")
+            self.refuse(node, path, f"unsupported YAML tag {_short_tag(tag)!r}; only plain values, lists and mappings")
             return None
         if tag == _TAG + "str":
             return node.value
@@ -175,7 +187,7 @@ class _Converter:
         if tag == _TAG + "float":
             number = _CONSTRUCTOR.construct_yaml_float(node)
             if not math.isfinite(number):
-                self.error(node, f"{node.value} is not a JSON number; use a finite number")
+                self.refuse(node, path, f"{node.value} is not a JSON number; use a finite number")
                 return None
             return number
         if tag == _TAG + "int":

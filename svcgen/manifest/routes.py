@@ -1,4 +1,5 @@
-"""Manifest routes: `METHOD /path` with whole-segment `{name}` placeholders, and route shadowing.
+"""Manifest routes: `METHOD /path` with whole-segment `{name}` placeholders, route shadowing, and routes on
+the well-known prefix.
 
 Path splitting and the method set follow the runtime router (svcgen.runtime._http.routing), which
 matches in registration order; the manifest check rejects what that router could never serve.
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from ..runtime._http import routing
+from ..runtime._http.app import shadowed_surface
 from ..runtime._http.routing import PLACEHOLDER, Route, Router, split_path
 from ..runtime._reserved import VERSION_PATH_PARAM
 from .names import did_you_mean
@@ -75,6 +77,11 @@ def parse_route(text: str) -> ParsedRoute:
         else:
             placeholders.append(None)
     return ParsedRoute(method, path, tuple(segments), tuple(placeholders))
+
+
+def well_known_collision(route: ParsedRoute, prefix: str) -> str | None:
+    """The runtime's well-known surface under `prefix` that `route` would collide with at startup, or None."""
+    return shadowed_surface(Route.create(route.method, route.path, ""), prefix)
 
 
 def shadows(earlier: ParsedRoute, later: ParsedRoute) -> bool:

@@ -1,4 +1,4 @@
-"""Semantic stage: rules a JSON Schema cannot express, checked on a schema-valid manifest.
+"""Semantic stage: rules a JSON Schema cannot express, checked beside the schema stage's findings.
 
 Every check runs and every problem is collected, so one run shows the whole picture.
 """
@@ -10,27 +10,35 @@ import keyword
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Any
+from typing import Any, TypeVar
 
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped,unused-ignore]
 from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped,unused-ignore]
 
 from ..runtime._naming import is_canonical_camel, slug
-from ..runtime._reserved import RESERVED_TOPIC_PREFIX, VERSION_PATH_PARAM, is_reserved_topic
+from ..runtime._reserved import (
+    DEFAULT_PREFIX,
+    RESERVED_TOPIC_PREFIX,
+    VERSION_PATH_PARAM,
+    is_reserved_topic,
+    normalize_prefix,
+)
 from .diagnostics import Diagnostic
 from .fits import RecordFields, fits
 from .loader import JsonPath, YamlDocument
 from .model import Position
 from .names import canonical_camel, did_you_mean, is_pascal_identifier, pascal_case, suggestion
-from .routes import ParsedRoute, RouteSyntaxError, ShadowIndex, parse_route
+from .routes import ParsedRoute, RouteSyntaxError, ShadowIndex, parse_route, well_known_collision
 from .typeexpr import CONTAINERS, SCALARS, TypeExpr, TypeExprError, parse_type
+from .validate import SchemaFindings
 
 _SCALAR_LIST = ", ".join(SCALARS)
 
 
-def check_semantics(document: YamlDocument, base_dir: Path) -> list[Diagnostic]:
-    """Every semantic problem of a schema-valid manifest (unsorted); `base_dir` resolves jsonSchema paths."""
-    checker = _Checker(document, base_dir)
+def check_semantics(document: YamlDocument, base_dir: Path, findings: SchemaFindings) -> list[Diagnostic]:
+    """Every semantic problem of the manifest (unsorted), skipping only what the schema stage's `findings`
+    leave unreadable; `base_dir` resolves jsonSchema paths."""
+    checker = _Checker(document, base_dir, findings)
     checker.run()
     return checker.diagnostics
 
@@ -59,11 +67,23 @@ def load_json_schema(base_dir: Path, relative: str) -> Any:
         raise ValueError(f"jsonSchema file {relative!r} cannot be read: {error}") from None
 
 
+T = TypeVar("T")
+
+
 @dataclass
 class _Record:
     fields: dict[str, tuple[TypeExpr | None, bool]] = field(default_factory=dict)
     """Wire name → (parsed type or None when it did not parse, required)."""
+    defaults: dict[str, Any] = field(default_factory=dict)
+    """Wire name → the field's explicit default."""
     external: bool = False
+    names_known: bool = True
+    """False when its fields could not be read at all (a misspelt 'fields', a rejected value)."""
+    shape_known: bool = True
+    """False when some field's type or default could not be read."""
+
+    def unknown(self) -> None:
+        self.names_known = self.shape_known = False
 
 
 @dataclass(frozen=True)
@@ -74,28 +94,58 @@ class _Expr:
 
 
 class _Checker:
-    def __init__(self, document: YamlDocument, base_dir: Path) -> None:
+    """Runs on whatever shape the manifest has: a check whose input the schema stage rejected or a misspelt
+    key hid is skipped, and only that check."""
+
+    def __init__(self, document: YamlDocument, base_dir: Path, findings: SchemaFindings) -> None:
         self.doc = document
-        self.data: dict[str, Any] = document.data
+        self.data: dict[str, Any] = document.data if isinstance(document.data, dict) else {}
         self.base_dir = base_dir
+        self.findings = findings
         self.diagnostics: list[Diagnostic] = []
         self.records: dict[str, _Record] = {}
         self.exprs: list[_Expr] = []
         self.parsed: dict[JsonPath, TypeExpr | None] = {}
-        self.parse_failed = False
+        self.sections: dict[str, list[Any]] = {}
+        self.types_known = True
+        """Every record name is known, so a name missing from `records` is really undefined."""
+        self.uses_known = True
+        """Every type expression of topics, produces entries and fields was read, so every use is known."""
 
     def error(self, position: Position, message: str) -> None:
         self.diagnostics.append(Diagnostic(position, message))
 
+    def warn(self, position: Position, message: str) -> None:
+        self.diagnostics.append(Diagnostic(position, message, "warning"))
+
+    def read(self, mapping: Any, path: JsonPath, key: str, kind: type[T], default: T | None = None) -> T | None:
+        """`mapping[key]` when it is a `kind` the schema accepted; `default` when the key is absent and no
+        unknown key meant it; None when the manifest says something there this run cannot read."""
+        if not isinstance(mapping, dict):
+            return None
+        if key not in mapping:
+            return None if (path, key) in self.findings.misspelt or path in self.doc.partial else default
+        value = mapping[key]
+        if not isinstance(value, kind) or (*path, key) in self.findings.rejected:
+            return None
+        return value
+
     def run(self) -> None:
         self.check_package()
         self.check_health()
-        self.check_types()
+        types = self.read(self.data, (), "types", dict, {})
+        if types is None:
+            self.types_known = self.uses_known = False
+        self.check_types(types or {})
         for section in ("topics", "produces"):
-            for index, entry in enumerate(self.data.get(section, [])):
+            entries = self.read(self.data, (), section, list, [])
+            if entries is None:
+                self.uses_known = False
+            self.sections[section] = entries or []
+            for index, entry in enumerate(self.sections[section]):
                 for role in ("request", "response"):
                     path = (section, index, role)
-                    self.parsed[path] = self.parse(entry[role], self.doc.at(path))
+                    self.parsed[path] = self.parse(self.read(entry, (section, index), role, str), path)
         self.check_type_names_known()
         self.check_defaults()
         self.check_unused()
@@ -106,8 +156,8 @@ class _Checker:
     # -- identity -------------------------------------------------------------------------------
 
     def check_package(self) -> None:
-        package = self.data.get("package")
-        if isinstance(package, str) and keyword.iskeyword(package):
+        package = self.read(self.data, (), "package", str)
+        if package is not None and keyword.iskeyword(package):
             self.error(
                 self.doc.at(("package",)),
                 f"package {package!r} is a Python keyword and cannot be imported; choose another name, "
@@ -116,7 +166,9 @@ class _Checker:
 
     def check_health(self) -> None:
         seen: dict[str, str] = {}
-        for index, name in enumerate(self.data.get("health", [])):
+        for index, name in enumerate(self.read(self.data, (), "health", list, []) or []):
+            if not isinstance(name, str) or ("health", index) in self.findings.rejected:
+                continue
             position = self.doc.at(("health", index))
             function = slug(name)
             if not function:
@@ -134,34 +186,55 @@ class _Checker:
                     "choose another name",
                 )
             elif function in seen:
-                self.error(
-                    position,
-                    f"health checks {seen[function]!r} and {name!r} both become the function {function}(); rename one",
-                )
+                if seen[function] != name:  # an exact repeat is the schema's finding
+                    self.error(
+                        position,
+                        f"health checks {seen[function]!r} and {name!r} both become the function {function}(); "
+                        "rename one",
+                    )
             else:
                 seen[function] = name
 
     # -- types ----------------------------------------------------------------------------------
 
-    def check_types(self) -> None:
-        for name, spec in self.data.get("types", {}).items():
+    def check_types(self, types: dict[str, Any]) -> None:
+        for name in types:
             self.check_type_name(name)
             record = _Record()
             self.records[name] = record
-            if "jsonSchema" in spec:
+            path: JsonPath = ("types", name)
+            readable = self.read(types, ("types",), name, dict)
+            if readable is not None and "jsonSchema" in readable:
                 record.external = True
-                self.check_json_schema(name, spec["jsonSchema"], record)
+                relative = self.read(readable, path, "jsonSchema", str)
+                if relative is None:
+                    record.unknown()
+                else:
+                    self.check_json_schema(name, relative, record)
                 continue
-            for wire, field_spec in spec["fields"].items():
-                path: JsonPath = ("types", name, "fields", wire)
-                self.check_field_name(wire, path)
-                text = field_spec if isinstance(field_spec, str) else field_spec["type"]
-                type_path = path if isinstance(field_spec, str) else (*path, "type")
-                expr = self.parse(text, self.doc.at(type_path))
-                self.parsed[path] = expr
-                has_default = isinstance(field_spec, dict) and "default" in field_spec
-                required = not has_default and not (expr is not None and expr.is_nullable)
-                record.fields[wire] = (expr, required)
+            fields = self.read(readable, path, "fields", dict)
+            if fields is None:
+                record.unknown()
+                self.uses_known = False
+                continue
+            for wire, field_spec in fields.items():
+                self.check_field(record, (*path, "fields", wire), wire, field_spec)
+
+    def check_field(self, record: _Record, path: JsonPath, wire: str, spec: Any) -> None:
+        self.check_field_name(wire, path)
+        if isinstance(spec, dict):
+            expr = self.parse(self.read(spec, path, "type", str), (*path, "type"))
+            if (path, "default") in self.findings.misspelt or (*path, "default") in self.findings.rejected:
+                record.shape_known = False  # what the default is, or whether there is one, is not known
+            elif "default" in spec:
+                record.defaults[wire] = spec["default"]
+        else:
+            expr = self.parse(spec if isinstance(spec, str) and path not in self.findings.rejected else None, path)
+        if expr is None:
+            record.shape_known = False
+        required = wire not in record.defaults and not (expr is not None and expr.is_nullable)
+        record.fields[wire] = (expr, required)
+        self.parsed[path] = expr
 
     def check_type_name(self, name: str) -> None:
         position = self.doc.key_at(("types", name))
@@ -222,17 +295,25 @@ class _Checker:
             # Only names matter here (route placeholders); types come from the generated dataclass.
             record.fields = {wire: (None, wire in required_names) for wire in properties}
 
-    def parse(self, text: str, position: Position) -> TypeExpr | None:
+    def parse(self, text: str | None, path: JsonPath) -> TypeExpr | None:
+        """The type expression `text` found at `path`; None (and every use no longer known) when it is
+        unreadable or invalid."""
+        if text is None:
+            self.uses_known = False
+            return None
+        position = self.doc.at(path)
         try:
             expr = parse_type(text)
         except TypeExprError as error:
-            self.parse_failed = True
+            self.uses_known = False
             self.error(position, f"invalid type expression {text!r}: {error} (at character {error.offset + 1})")
             return None
         self.exprs.append(_Expr(expr, text, position))
         return expr
 
     def check_type_names_known(self) -> None:
+        if not self.types_known:
+            return  # the 'types' section is unreadable: every name would look undefined
         candidates = [*self.records, *SCALARS]
         for item in self.exprs:
             for name in _record_names(item.expr):
@@ -251,16 +332,13 @@ class _Checker:
         shapes: RecordFields = {
             name: {wire: (expr, required) for wire, (expr, required) in record.fields.items() if expr is not None}
             for name, record in self.records.items()
-            if not record.external and all(expr is not None for expr, _ in record.fields.values())
+            if not record.external and record.shape_known
         }
-        for name, spec in self.data.get("types", {}).items():
-            for wire, field_spec in spec.get("fields", {}).items():
-                if not isinstance(field_spec, dict) or "default" not in field_spec:
-                    continue
-                expr = self.parsed.get(("types", name, "fields", wire))
+        for name, record in self.records.items():
+            for wire, value in record.defaults.items():
+                expr = record.fields[wire][0]
                 if expr is None or not expr.records() <= set(self.records):
                     continue  # already reported: the type itself is wrong
-                value = field_spec["default"]
                 if not fits(expr, value, shapes):
                     self.error(
                         self.doc.at(("types", name, "fields", wire, "default")),
@@ -268,8 +346,8 @@ class _Checker:
                     )
 
     def check_unused(self) -> None:
-        if self.parse_failed:
-            return  # an unparsed reference could be the one use; stay quiet rather than guess
+        if not self.uses_known:
+            return  # an unread reference could be the one use; stay quiet rather than guess
         reachable: set[str] = set()
         pending = [
             name
@@ -286,17 +364,27 @@ class _Checker:
         for name in self.records:
             # A record named like a scalar can never be referenced; its name error already says so.
             if name not in reachable and name not in SCALARS and name not in CONTAINERS:
-                self.error(
+                self.warn(
                     self.doc.key_at(("types", name)),
                     f"type {name!r} is not used by any topic or produces entry; remove it or reference it",
                 )
 
     # -- topics ---------------------------------------------------------------------------------
 
+    def topic_key(self, section: str, index: int) -> tuple[str | None, str | None]:
+        """(id, version) of an entry, each None when it cannot be read."""
+        entry = self.sections[section][index]
+        return (
+            self.read(entry, (section, index), "id", str),
+            self.read(entry, (section, index), "version", str, ""),
+        )
+
     def check_topic_ids(self, section: str) -> None:
         seen: dict[tuple[str, str], int] = {}
-        for index, entry in enumerate(self.data.get(section, [])):
-            topic_id, version = entry["id"], entry.get("version", "")
+        for index in range(len(self.sections[section])):
+            topic_id, version = self.topic_key(section, index)
+            if topic_id is None:
+                continue
             position = self.doc.at((section, index, "id"))
             if section == "topics" and is_reserved_topic(topic_id):
                 self.error(
@@ -307,6 +395,8 @@ class _Checker:
             # The id and version name the handler module and the operations, so they need a letter or digit.
             if not slug(topic_id):
                 self.error(position, f"topic id {topic_id!r} needs at least one letter or digit, like orders:place")
+            if version is None:
+                continue  # unreadable: whether it repeats another entry is not known
             if version and not slug(version):
                 self.error(
                     self.doc.at((section, index, "version")),
@@ -324,44 +414,65 @@ class _Checker:
                 seen[key] = position.line
 
     def check_routes(self) -> None:
-        topics: list[dict[str, Any]] = self.data.get("topics", [])
-        versions: dict[str, set[str]] = {}
-        for entry in topics:
-            versions.setdefault(entry["id"], set()).add(entry.get("version", ""))
+        topics = self.sections["topics"]
+        versions: dict[str, set[str] | None] = {}
+        """Topic id → its versions; None when one of them cannot be read."""
+        for index in range(len(topics)):
+            topic_id, version = self.topic_key("topics", index)
+            if topic_id is not None:
+                known = versions.setdefault(topic_id, set())
+                versions[topic_id] = None if known is None or version is None else known | {version}
+        prefix = self.read(self.data, (), "prefix", str, DEFAULT_PREFIX)
         placed: ShadowIndex[tuple[ParsedRoute, str, Position]] = ShadowIndex()
         for index, entry in enumerate(topics):
-            label = _topic_label(entry)
-            for number, text in enumerate(entry.get("routes", [])):
-                position = self.doc.at(("topics", index, "routes", number))
+            topic_id, version = self.topic_key("topics", index)
+            label = _topic_label(topic_id, version, self.doc.at(("topics", index)))
+            for number, text in enumerate(self.read(entry, ("topics", index), "routes", list, []) or []):
+                path = ("topics", index, "routes", number)
+                if not isinstance(text, str) or path in self.findings.rejected:
+                    continue
+                position = self.doc.at(path)
                 try:
                     route = parse_route(text)
                 except RouteSyntaxError as error:
                     self.error(position, str(error))
                     continue
-                self.check_placeholders(route, entry, self.parsed.get(("topics", index, "request")), versions, position)
+                request = self.parsed.get(("topics", index, "request"))
+                self.check_placeholders(route, topic_id, request, versions.get(topic_id or ""), position)
+                if prefix is not None:
+                    self.check_well_known(route, normalize_prefix(prefix), position)
                 shadowing = placed.shadowing(route)
                 if shadowing is not None:
                     earlier, earlier_label, earlier_position = shadowing
                     self.error(
                         position,
                         f"route '{route}' ({label}) can never match: route '{earlier}' ({earlier_label}, "
-                        f"line {earlier_position.line}) comes first and matches every request it would",
+                        f"line {earlier_position.line}) comes first and matches every request it would; "
+                        "list it before that route, or remove it",
                     )
                 placed.add(route, (route, label, position))
+
+    def check_well_known(self, route: ParsedRoute, prefix: str, position: Position) -> None:
+        surface = well_known_collision(route, prefix)
+        if surface is not None:
+            self.error(
+                position,
+                f"route '{route}' collides with the well-known surface {surface} that the runtime serves under "
+                f"the prefix {prefix or '/'}; move the route or set another 'prefix'",
+            )
 
     def check_placeholders(
         self,
         route: ParsedRoute,
-        entry: dict[str, Any],
+        topic_id: str | None,
         request: TypeExpr | None,
-        versions: dict[str, set[str]],
+        versions: set[str] | None,
         position: Position,
     ) -> None:
         record = self.records.get(request.name) if request is not None and request.kind == "record" else None
         for name in route.params:
             if name == VERSION_PATH_PARAM:
-                only = versions[entry["id"]]
-                if len(only) > 1:
+                if versions is None or len(versions) > 1:
                     continue
                 if record is not None and VERSION_PATH_PARAM in record.fields:
                     self.error(
@@ -370,11 +481,11 @@ class _Checker:
                         "delivered to request field 'version'; rename the field and its placeholder",
                     )
                 else:
-                    (version,) = only
+                    (version,) = versions
                     registered = f"version {version!r}" if version else "no version"
                     self.error(
                         position,
-                        f"route '{route}': {{version}} selects nothing, because topic {entry['id']} is registered "
+                        f"route '{route}': {{version}} selects nothing, because topic {topic_id} is registered "
                         f"under one version only ({registered}); remove the segment or add another version",
                     )
             elif request is None or (request.kind == "record" and request.name not in self.records):
@@ -385,7 +496,7 @@ class _Checker:
                     f"route '{route}' has placeholder {{{name}}}, but the request type {request} is not a record; "
                     "placeholders name fields of a record request",
                 )
-            elif name not in record.fields:
+            elif name not in record.fields and record.names_known:
                 fields = list(record.fields)
                 if fields:
                     hint = suggestion(name, fields) or "; its fields are " + ", ".join(fields)
@@ -408,9 +519,10 @@ def _record_names(expr: TypeExpr) -> Iterator[str]:
     return walk(expr)
 
 
-def _topic_label(entry: dict[str, Any]) -> str:
-    version = entry.get("version", "")
-    return f"topic {entry['id']} {version}" if version else f"topic {entry['id']}"
+def _topic_label(topic_id: str | None, version: str | None, position: Position) -> str:
+    if topic_id is None:
+        return f"the topic at line {position.line}"
+    return f"topic {topic_id} {version}" if version else f"topic {topic_id}"
 
 
 def _json(value: Any) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -44,9 +45,33 @@ def _validator() -> Draft202012Validator:
     return Draft202012Validator(manifest_schema())
 
 
-def validate_schema(document: YamlDocument) -> list[Diagnostic]:
-    """Every schema violation in the document, as diagnostics (unsorted)."""
-    errors = list(_validator().iter_errors(document.data))
+@dataclass(frozen=True)
+class SchemaFindings:
+    """What the schema stage found, and what the semantic stage must not read as if it were right."""
+
+    diagnostics: list[Diagnostic]
+    misspelt: frozenset[tuple[JsonPath, str]]
+    """(mapping path, key) of each key an unknown key most likely meant, like ((), 'types') for `tpyes:`."""
+    rejected: frozenset[JsonPath]
+    """Paths of the values the schema rejected (a wrong type, pattern, length, ...)."""
+
+
+# Keywords about some keys or items of a mapping or list; the others (oneOf included: a type with both
+# or neither of 'fields' and 'jsonSchema' says nothing certain) reject the value as a whole.
+_CONTAINER_KEYWORDS = frozenset({"additionalProperties", "required", "uniqueItems"})
+
+
+def validate_schema(document: YamlDocument) -> SchemaFindings:
+    """Every schema violation in the document, as diagnostics (unsorted), with what they leave unreadable.
+
+    What the loader already refused is not judged again: a refused value, or the keys of a mapping that
+    lost entries.
+    """
+    errors = [
+        error
+        for error in _validator().iter_errors(document.data)
+        if not _loader_refused(document, tuple(error.absolute_path), error.validator)
+    ]
     # A misspelt key that suggests a missing required one reports once, as the misspelling.
     suggested: set[tuple[JsonPath, str]] = set()
     for error in errors:
@@ -59,7 +84,12 @@ def validate_schema(document: YamlDocument) -> list[Diagnostic]:
     diagnostics: list[Diagnostic] = []
     for error in errors:
         diagnostics.extend(_translate(document, error, suggested))
-    return diagnostics
+    rejected = {tuple(error.absolute_path) for error in errors if error.validator not in _CONTAINER_KEYWORDS}
+    return SchemaFindings(diagnostics, frozenset(suggested), frozenset(rejected | document.refused))
+
+
+def _loader_refused(document: YamlDocument, path: JsonPath, keyword: str) -> bool:
+    return path in document.refused or (path in document.partial and keyword in ("required", "oneOf"))
 
 
 def _allowed_keys(schema: dict[str, Any]) -> list[str]:
@@ -91,7 +121,7 @@ def _translate(
     if keyword == "required":
         instance = error.instance if isinstance(error.instance, dict) else {}
         return [
-            Diagnostic(document.key_at(path), f"missing required key {key!r} in {_container(path)}")
+            Diagnostic(document.key_at(path), f"missing required key {key!r} in {_container(path)}{_add(schema, key)}")
             for key in error.validator_value
             if key not in instance and (path, key) not in suggested
         ]
@@ -101,6 +131,16 @@ def _translate(
         return _duplicates(document, error, path)
     message = _value_message(document, error, path, schema)
     return [Diagnostic(document.at(path), message)]
+
+
+def _add(schema: dict[str, Any], key: str) -> str:
+    """`; add it: <what a valid value looks like>` for a missing key, when the schema says."""
+    node = schema.get("properties", {}).get(key, {})
+    reference = node.get("$ref", "")
+    if reference.startswith("#/$defs/"):
+        node = manifest_schema()["$defs"][reference.removeprefix("#/$defs/")]
+    expected = node.get("x-expected")
+    return f"; add it: {expected}" if expected else ""
 
 
 def _one_of(

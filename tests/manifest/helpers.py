@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from svcgen.manifest import ManifestError, load_manifest_text
+from svcgen.manifest import ManifestError, load_manifest_text, load_manifest_text_with_warnings
 from svcgen.manifest.model import Manifest
 
 MINIMAL = """\
@@ -37,3 +37,8 @@ def errors(text: str, path: str = "m.yaml") -> list[str]:
     with pytest.raises(ManifestError) as info:
         load_manifest_text(manifest(text), path)
     return [str(diagnostic) for diagnostic in info.value.diagnostics]
+
+
+def warnings(text: str, path: str = "m.yaml") -> list[str]:
+    """The warnings of a valid manifest, as `file:line:col: warning: message` lines."""
+    return [str(diagnostic) for diagnostic in load_manifest_text_with_warnings(manifest(text), path).warnings]

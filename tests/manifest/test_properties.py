@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from svcgen.manifest import ManifestError, load_manifest_text
@@ -230,3 +230,19 @@ def test_any_text_is_loaded_or_reported_never_a_crash(text: str) -> None:
     except ManifestError as error:
         assert error.diagnostics
         assert all(d.position.line >= 1 and d.position.column >= 1 for d in error.diagnostics)
+
+
+@SETTINGS
+@given(misspelt())
+def test_a_misspelt_key_hides_no_unrelated_error(case: tuple[dict[str, Any], str]) -> None:
+    data, wrong = case
+    assume("topics" in data and "routes" in data["topics"][0])  # neither 'topics' nor these routes misspelt
+    data["topics"][0]["routes"].append("POST /svc/invoke")
+    data["package"] = "class"
+    text = dump(data)
+    with pytest.raises(ManifestError) as info:
+        load_manifest_text(text, "m.yaml")
+    messages = [diagnostic.message for diagnostic in info.value.diagnostics]
+    assert any(message.startswith(f"unknown key {wrong!r}") for message in messages)
+    assert any(message.startswith("route 'POST /svc/invoke' collides with the well-known") for message in messages)
+    assert any(message.startswith("package 'class' is a Python keyword") for message in messages)

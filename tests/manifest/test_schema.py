@@ -55,15 +55,18 @@ def test_unknown_keys_in_field_type_mesh_and_produces_entry() -> None:
 def test_missing_required_keys() -> None:
     text = "svcgen: 1\nservice: orders\ntopics:\n  - id: a\n    summary: x\n"
     assert errors(text) == [
-        "m.yaml:4:5: missing required key 'request' in topic",
-        "m.yaml:4:5: missing required key 'response' in topic",
+        "m.yaml:4:5: missing required key 'request' in topic; "
+        "add it: a type expression like string, list[LineItem] or LineItem",
+        "m.yaml:4:5: missing required key 'response' in topic; "
+        "add it: a type expression like string, list[LineItem] or LineItem",
     ]
 
 
 def test_missing_format_version_and_service() -> None:
     assert errors("title: x\n") == [
-        "m.yaml:1:1: missing required key 'svcgen' in manifest",
-        "m.yaml:1:1: missing required key 'service' in manifest",
+        "m.yaml:1:1: missing required key 'svcgen' in manifest; add it: 1 (the manifest format version)",
+        "m.yaml:1:1: missing required key 'service' in manifest; add it: a service name like orders "
+        "(lower-case letters, digits and '-', starting with a letter)",
     ]
 
 
@@ -74,7 +77,8 @@ def test_a_misspelt_required_key_is_reported_once() -> None:
 
 def test_service_pattern() -> None:
     assert errors(MINIMAL.replace("service: orders", "service: Orders")) == [
-        "m.yaml:2:10: service must match [a-z][a-z0-9-]*, got 'Orders'"
+        "m.yaml:2:10: service must be a service name like orders (lower-case letters, digits and '-', "
+        "starting with a letter), got 'Orders'"
     ]
 
 
@@ -120,7 +124,8 @@ def test_a_field_is_a_type_expression_or_a_field_mapping() -> None:
         "m.yaml:6:16: field 'orderId' must be a type expression or a mapping {type, default?, description?}, got 3",
         "m.yaml:7:13: field 'note' must not be empty; "
         "expected a type expression or a mapping {type, default?, description?}",
-        "m.yaml:8:7: missing required key 'type' in field 'other'",
+        "m.yaml:8:7: missing required key 'type' in field 'other'; "
+        "add it: a type expression like string, list[LineItem] or LineItem",
     ]
 
 
@@ -140,7 +145,8 @@ def test_mesh_values() -> None:
         "m.yaml:11:59: 'issues' must be true or false, got 'maybe'",
     ]
     assert errors("svcgen: 1\nservice: a\nmesh: {issues: true}\n") == [
-        "m.yaml:3:1: missing required key 'collector' in mesh"
+        "m.yaml:3:1: missing required key 'collector' in mesh; "
+        "add it: an http:// or https:// base URL like http://127.0.0.1:8700"
     ]
 
 
@@ -182,9 +188,11 @@ def test_identity_strings_must_not_be_empty(key: str) -> None:
     assert errors(MINIMAL + f"{key}: ''\n") == [f"m.yaml:11:{len(key) + 3}: {key} must not be empty"]
 
 
-def test_schema_errors_stop_before_semantic_checks() -> None:
-    # `Unused` would be a semantic error; only the schema error is reported.
-    text = MINIMAL.replace("  Order:\n", "  Unused:\n    fields: {}\n  Order:\n") + "bogus: 1\n"
+def test_schema_errors_do_not_stop_semantic_checks() -> None:
+    text = MINIMAL.replace("  Order:\n", "  Unused:\n    fields: {}\n  Order:\n") + "bogus: 1\npackage: def\n"
     assert errors(text) == [
-        "m.yaml:13:1: unknown key 'bogus' in manifest; allowed keys: " + ", ".join(manifest_schema()["properties"])
+        "m.yaml:4:3: warning: type 'Unused' is not used by any topic or produces entry; remove it or reference it",
+        "m.yaml:13:1: unknown key 'bogus' in manifest; allowed keys: " + ", ".join(manifest_schema()["properties"]),
+        "m.yaml:14:10: package 'def' is a Python keyword and cannot be imported; choose another name, "
+        "like 'def_service'",
     ]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import MINIMAL, errors, load_ok
+from .helpers import MINIMAL, errors, load_ok, warnings
 
 ORDER_TOPIC = """\
 svcgen: 1
@@ -66,19 +66,24 @@ def test_unknown_type_without_a_close_name() -> None:
     ]
 
 
-def test_unused_record_type() -> None:
+def test_unused_record_type_is_a_warning_and_still_builds() -> None:
     text = MINIMAL.replace("types:\n", "types:\n  Spare:\n    fields: {x: integer}\n")
-    assert errors(text) == [
-        "m.yaml:4:3: type 'Spare' is not used by any topic or produces entry; remove it or reference it"
+    assert warnings(text) == [
+        "m.yaml:4:3: warning: type 'Spare' is not used by any topic or produces entry; remove it or reference it"
     ]
+    assert [record.name for record in load_ok(text).types] == ["Spare", "Order"]
 
 
 def test_types_used_only_by_unused_types_are_unused_too() -> None:
     text = MINIMAL.replace("types:\n", "types:\n  A:\n    fields: {b: B}\n  B:\n    fields: {a: 'A?'}\n")
-    assert errors(text) == [
-        "m.yaml:4:3: type 'A' is not used by any topic or produces entry; remove it or reference it",
-        "m.yaml:6:3: type 'B' is not used by any topic or produces entry; remove it or reference it",
+    assert warnings(text) == [
+        "m.yaml:4:3: warning: type 'A' is not used by any topic or produces entry; remove it or reference it",
+        "m.yaml:6:3: warning: type 'B' is not used by any topic or produces entry; remove it or reference it",
     ]
+
+
+def test_a_manifest_whose_types_are_all_used_has_no_warnings() -> None:
+    assert warnings(MINIMAL) == []
 
 
 def test_types_used_through_fields_and_produces_are_used() -> None:
@@ -315,7 +320,8 @@ def test_version_placeholder_across_versions_is_valid() -> None:
 def test_a_route_shadowed_by_an_earlier_one_is_unreachable() -> None:
     assert errors(with_routes("GET /orders/{orderId}", "GET /orders/new")) == [
         "m.yaml:12:39: route 'GET /orders/new' (topic orders:get) can never match: route 'GET /orders/{orderId}' "
-        "(topic orders:get, line 12) comes first and matches every request it would"
+        "(topic orders:get, line 12) comes first and matches every request it would; "
+        "list it before that route, or remove it"
     ]
 
 
@@ -325,7 +331,8 @@ def test_shadowing_is_checked_across_topics_in_manifest_order() -> None:
     )
     assert errors(text) == [
         "m.yaml:16:14: route 'GET /orders/{note}' (topic orders:new) can never match: route 'GET /orders/{orderId}' "
-        "(topic orders:get, line 12) comes first and matches every request it would"
+        "(topic orders:get, line 12) comes first and matches every request it would; "
+        "list it before that route, or remove it"
     ]
 
 
@@ -453,8 +460,9 @@ topics:
         "choose another name, like 'def_service'",
         "m.yaml:7:7: field name 'orderID' is not canonical camelCase; did you mean 'orderId'?",
         "m.yaml:8:39: default of field 'count' must fit its type integer, got \"many\"",
-        "m.yaml:9:3: type 'Spare' is not used by any topic or produces entry; remove it or reference it",
+        "m.yaml:9:3: warning: type 'Spare' is not used by any topic or produces entry; remove it or reference it",
         "m.yaml:13:14: unknown type 'Ordr'; did you mean 'Order'?",
         "m.yaml:15:34: route 'GET /orders/{x}' (topic orders:get) can never match: route 'GET /orders/{id}' "
-        "(topic orders:get, line 15) comes first and matches every request it would",
+        "(topic orders:get, line 15) comes first and matches every request it would; "
+        "list it before that route, or remove it",
     ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -70,7 +70,7 @@ class HttpApp:
             self.router.add(route)
         self.surfaces = self._surfaces(invoke=invoke, spec=spec, openapi=openapi)
         # POST {prefix}/invoke/<topic>[/<version>]: the typed per-topic face the operations document describes.
-        self._topic_invoke = split_path(f"{service.prefix}/invoke") if invoke else None
+        self._topic_invoke = split_path(well_known_surfaces(service.prefix)["invoke"][1]) if invoke else None
         self._refuse_shadowing()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -162,17 +162,17 @@ class HttpApp:
                 return
 
     def _surfaces(self, *, invoke: bool, spec: bool, openapi: bool) -> dict[tuple[str, str], _Surface]:
-        prefix = self.service.prefix
-        surfaces: dict[tuple[str, str], _Surface] = {}
-        if invoke:
-            surfaces[("POST", f"{prefix}/invoke")] = self._invoke
-        if self.service.health is not None:
-            surfaces[("GET", f"{prefix}/health")] = self._health
-        if spec:
-            surfaces[("GET", f"{prefix}/spec")] = _constant(document_bytes(self.service.spec))
-        if openapi:
-            surfaces[("GET", f"{prefix}/openapi.json")] = self._openapi
-        return surfaces
+        handlers: dict[str, _Surface | None] = {
+            "invoke": self._invoke if invoke else None,
+            "health": self._health if self.service.health is not None else None,
+            "spec": _constant(document_bytes(self.service.spec)) if spec else None,
+            "openapi": self._openapi if openapi else None,
+        }
+        return {
+            surface: handler
+            for name, surface in well_known_surfaces(self.service.prefix).items()
+            if (handler := handlers[name]) is not None
+        }
 
     def _check_topic(self, route: Route) -> None:
         if is_reserved_topic(route.topic):
@@ -191,21 +191,13 @@ class HttpApp:
         return segments[depth], segments[depth + 1] if len(segments) == depth + 2 else None
 
     def _refuse_shadowing(self) -> None:
-        for method, path in self.surfaces:
-            match = self.router.match(method, split_raw_path(path.encode()))
-            if match is not None:
-                raise RouteError(
-                    f"route {match.route} collides with the well-known surface {method} {path}; "
-                    "move the route or change the prefix"
-                )
-        if self._topic_invoke is None:
-            return
-        invoke_path = "/" + "/".join(self._topic_invoke)
+        prefix = self.service.prefix
+        served = {name for name, surface in well_known_surfaces(prefix).items() if surface in self.surfaces}
         for route in self.routes:
-            if route.method == "POST" and route.could_match(self._topic_invoke, extra=(1, 2)):
+            surface = shadowed_surface(route, prefix, served)
+            if surface is not None:
                 raise RouteError(
-                    f"route {route} collides with the well-known surface POST {invoke_path}/<topic>[/<version>]; "
-                    "move the route or change the prefix"
+                    f"route {route} collides with the well-known surface {surface}; move the route or change the prefix"
                 )
 
     async def _invoke(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -228,6 +220,35 @@ class HttpApp:
     def openapi_body(self) -> bytes:
         """Served exactly as committed to contracts/openapi.json; built on first request."""
         return document_bytes(self.service.openapi)
+
+
+def well_known_surfaces(prefix: str) -> dict[str, tuple[str, str]]:
+    """(method, path) of each well-known surface under `prefix`, by name; no application route may shadow one."""
+    return {
+        "invoke": ("POST", f"{prefix}/invoke"),
+        "health": ("GET", f"{prefix}/health"),
+        "spec": ("GET", f"{prefix}/spec"),
+        "openapi": ("GET", f"{prefix}/openapi.json"),
+    }
+
+
+def shadowed_surface(route: Route, prefix: str, served: Collection[str] | None = None) -> str | None:
+    """The well-known surface that `route` would take requests from, or None; `served` names the surfaces
+    the app serves (default: all of them).
+
+    Serving the envelope surface `POST {prefix}/invoke` also serves its per-topic faces
+    `POST {prefix}/invoke/<topic>[/<version>]`.
+    """
+    router = Router([route])
+    surfaces = well_known_surfaces(prefix)
+    served = surfaces.keys() if served is None else served
+    for name, (method, path) in surfaces.items():
+        if name in served and router.match(method, split_raw_path(path.encode())) is not None:
+            return f"{method} {path}"
+    method, path = surfaces["invoke"]
+    if "invoke" in served and route.method == method and route.could_match(split_path(path), extra=(1, 2)):
+        return f"{method} {path}/<topic>[/<version>]"
+    return None
 
 
 def _constant(body: bytes) -> _Surface:
