@@ -61,7 +61,10 @@ def test_a_generated_service_given_the_token_reports_to_a_locked_collector(tmp_p
 
         def reported() -> dict[str, object] | None:
             fleet = mesh.query("svc:mesh:query:fleet", {})
-            return fleet if len(fleet["issues"]) == 2 and fleet["services"][0]["health"] == "healthy" else None
+            (service,) = fleet["services"] or [{}]
+            # Traces flush on their own ~1 s period, issues with the beat: wait for every feed.
+            arrived = service.get("health") == "healthy" and service.get("missingFeeds") == []
+            return fleet if len(fleet["issues"]) == 2 and arrived else None
 
         fleet = wait_for(reported, timeout=30, what="the books service's feeds")
         (books,) = fleet["services"]
@@ -157,6 +160,7 @@ def test_svcgen_collector_serve_warns_once_when_reachable_and_open(
 
     served: list[object] = []
     monkeypatch.setattr(uvicorn, "run", lambda app, **options: served.append(app))  # bind nothing
+    monkeypatch.setattr("svcgen.cli.configure_logging", lambda: None)  # it would replace caplog's handler
     monkeypatch.setenv("SVCGEN_COLLECTOR_TOKEN", token or "")
     with caplog.at_level(logging.WARNING, logger="svcgen.mesh.collector"):
         result = CliRunner().invoke(main, ["collector", "serve", "--host", host, "--artifacts", str(tmp_path)])
