@@ -26,7 +26,7 @@ from .manifest.build import default_package
 from .runtime._mesh import probe as probing
 from .runtime._mesh.artifacts import write_artifacts
 from .runtime._mesh.artifacts.site import DASHBOARD, dashboard_html
-from .runtime._mesh.collector import Collector, JsonFileStore, SnapshotError
+from .runtime._mesh.collector import Collector, JsonFileStore, SnapshotError, StoreError
 from .runtime._mesh.collector_host import DEFAULT_ARTIFACTS_INTERVAL, CollectorHost, CollectorSettings
 from .runtime._mesh.poller import DEFAULT_INTERVAL as DEFAULT_POLL_INTERVAL
 from .runtime._mesh.profile import MEANINGS
@@ -191,14 +191,18 @@ def collector_serve(
               help="Directory the artifacts are written into.")
 def artifacts(store: Path, out: Path) -> None:
     """Write the UI artifacts and the dashboard from a collector snapshot, once."""
-    if not store.is_file():
+    if not JsonFileStore(store).exists():
         _fail([f"{store}: no such store file"])
-    snapshot = JsonFileStore(store).load()
-    if snapshot is None:
-        _fail([f"{store}: not a collector snapshot (corrupt, truncated or unreadable)"])
+    try:
+        stored = JsonFileStore(store).load()
+    except StoreError as error:
+        _fail([f"{store}: {error}"])
     restored = Collector()
     try:
-        restored.restore(snapshot)
+        if stored.snapshot is not None:
+            restored.restore(stored.snapshot, stored.changes)
+        else:
+            restored.replay(stored.changes)
         written = write_artifacts(restored.snapshot(), out)
         (out / DASHBOARD).write_bytes(dashboard_html())
     except SnapshotError as error:
