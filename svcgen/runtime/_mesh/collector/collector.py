@@ -65,9 +65,9 @@ class Collector:
     skipped: int
     """Malformed trace or issue entries skipped."""
     refused: int
-    """Feeds refused because a value could not be stored or was over a limit."""
+    """Feeds refused because a value could not be stored or was over a limit, since this process started."""
     duplicates: int
-    """Batches answered from `batches` without being counted again."""
+    """Batches answered from `batches` without being counted again, since this process started."""
 
     def __init__(
         self,
@@ -235,7 +235,8 @@ class Collector:
         return Result.ok(found) if found is not None else Result.not_found(f"no trace {trace_id} in the window")
 
     def dropped(self) -> dict[str, int]:
-        """What the limits dropped or refused since the store began, per table (the fleet query's `dropped`)."""
+        """What the limits dropped, per table, since the store began; what was refused or answered as a duplicate
+        since this process started (the fleet query's `dropped`)."""
         with self._lock:
             return {
                 "traceWindow": self.trace_log.dropped,
@@ -341,8 +342,6 @@ class Collector:
          self.duplicates) = state  # fmt: skip
 
     def _restore_dropped(self, dropped: dict[str, int]) -> None:
-        self.refused = int(dropped.get("refused", 0))
-        self.duplicates = int(dropped.get("duplicateBatches", 0))
         self.trace_log.evicted_counters = int(dropped.get("counters", 0))
         self.trace_log.other_statuses = int(dropped.get("otherStatuses", 0))
         self.trace_log.evicted_edges = int(dropped.get("edges", 0))
