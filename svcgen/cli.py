@@ -199,10 +199,7 @@ def artifacts(store: Path, out: Path) -> None:
         _fail([f"{store}: {error}"])
     restored = Collector()
     try:
-        if stored.snapshot is not None:
-            restored.restore(stored.snapshot, stored.changes)
-        else:
-            restored.replay(stored.changes)
+        restored.restore_stored(stored)
         written = write_artifacts(restored.snapshot(), out)
         (out / DASHBOARD).write_bytes(dashboard_html())
     except SnapshotError as error:

@@ -3,7 +3,6 @@ same port and store, while the generated orders service keeps taking traffic."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from datetime import datetime
@@ -11,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from svcgen.runtime._mesh.collector import Collector, JsonFileStore, SnapshotError, StoreError
 
 from ..processes import wait_for
 from .support import ORDER, CollectorProcess, build_orders, invoke, report, served, traceparent
@@ -48,12 +49,14 @@ def slowest_ms(records: list[tuple[float, int | str, float]]) -> str:
 
 
 def store_entry(store: Path, service: str) -> dict[str, Any] | None:
-    """The catalog entry the collector last saved for `service`."""
+    """The catalog entry the collector's store holds for `service` (its snapshot and log, read as a restart
+    would)."""
+    saved = Collector()
     try:
-        snapshot = json.loads(store.read_text())
-    except (OSError, ValueError):
+        saved.restore_stored(JsonFileStore(store).load())
+    except (StoreError, SnapshotError):
         return None
-    return next((entry for entry in snapshot["catalog"] if entry["service"] == service), None)
+    return next((entry for entry in saved.snapshot()["catalog"] if entry["service"] == service), None)
 
 
 def registered_after(store: Path, moment: float) -> bool:

@@ -38,7 +38,7 @@ from .feeds import FeedLog
 from .issues import IssueBook, normalize_issue
 from .limits import Limits
 from .snapshot import SNAPSHOT_FORMAT, BatchEntry, Json, Snapshot
-from .store import MemoryStore, Store, StoreError
+from .store import MemoryStore, Store, Stored, StoreError
 from .traces import TraceLog, is_failure, normalize_event
 from .wire import Unstorable, put_bounded, stored_size, text
 
@@ -303,12 +303,16 @@ class Collector:
                 self._set_state(saved)
                 raise SnapshotError(f"malformed collector snapshot ({type(exc).__name__}: {exc})") from exc
 
-    def replay(self, changes: Sequence[Json]) -> None:
-        """Apply changes logged by a store with no snapshot before them (SnapshotError when one is malformed)."""
+    def restore_stored(self, stored: Stored) -> None:
+        """Replace the whole state with what a store's `load` read (SnapshotError when it is malformed)."""
+        if stored.snapshot is not None:
+            self.restore(stored.snapshot, stored.changes)
+            return
         with self._lock:
             saved = self._state()
+            self._reset()
             try:
-                self._replay(changes)
+                self._replay(stored.changes)
             except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
                 self._set_state(saved)
                 raise SnapshotError(f"malformed change in the store's log ({type(exc).__name__}: {exc})") from exc
@@ -351,12 +355,10 @@ class Collector:
             self.catalog.evicted[table] = int(dropped.get(table, 0))
 
     def _load(self) -> None:
+        stored: Stored | None
         try:
             stored = self.store.load()
-            if stored.snapshot is not None:
-                self.restore(stored.snapshot, stored.changes)
-            else:
-                self.replay(stored.changes)
+            self.restore_stored(stored)
         except (StoreError, SnapshotError) as exc:
             moved = self.store.set_aside()
             where = ", ".join(moved) if moved else "nothing to move"

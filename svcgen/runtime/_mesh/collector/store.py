@@ -124,10 +124,12 @@ class JsonFileStore:
         *,
         sync_interval: float = DEFAULT_SYNC_INTERVAL,
         compact_after: int = DEFAULT_COMPACT_AFTER,
+        compact_retry: float = COMPACT_RETRY,
     ) -> None:
         self.path = Path(path)
         self.sync_interval = sync_interval
         self.compact_after = compact_after
+        self.compact_retry = compact_retry
         self._lock = threading.Lock()
         self._fd: int | None = None
         self._segment = 0
@@ -288,7 +290,7 @@ class JsonFileStore:
         except OSError as exc:
             # The log segments stay, so nothing is lost; the next compaction tries again.
             self._errors["compact"] = f"the snapshot cannot be written ({exc.strerror or type(exc).__name__})"
-            self._retry_at = time.monotonic() + COMPACT_RETRY
+            self._retry_at = time.monotonic() + self.compact_retry
             return
         finally:
             if retired is not None:
