@@ -263,3 +263,13 @@ def test_a_restored_window_keeps_the_configured_cap() -> None:
     window = small.snapshot()["traces"]
     assert window["cap"] == 10
     assert [e["spanId"] for e in window["events"]] == [f"{n:016x}" for n in range(20, 30)]
+
+
+def test_changes_after_a_restart_on_a_compacted_store_survive_the_next_restart(tmp_path: Path) -> None:
+    path = tmp_path / "collector.json"
+    for n in range(3):
+        c = collector(JsonFileStore(path))
+        c.traces({"events": [event(n)]})
+        if n == 0:
+            c.flush()  # the snapshot now says which log segments it holds; new ones must come after them
+    assert ok(collector(JsonFileStore(path)).query_topic({"topic": "orders:get"}))["invocations"] == 3

@@ -173,6 +173,7 @@ class JsonFileStore:
             if not isinstance(first, int):
                 raise StoreError(f"the snapshot's {LOG_SEGMENT} is not a number")
             self._snapshot_bytes = len(raw)
+            self._segment = max(self._segment, first)
             snapshot = cast(Snapshot, document)
         changes: list[Json] = []
         for number, segment in self._segments():
@@ -202,8 +203,9 @@ class JsonFileStore:
     def open(self) -> None:
         remove_stale_temps(self.path)
         segments = self._segments()
-        # A new segment each run: the last one may end in a line a kill cut short.
-        self._segment = (segments[-1][0] + 1) if segments else 1
+        # A new segment each run (the last one may end in a line a kill cut short), numbered past every segment
+        # the snapshot already holds.
+        self._segment = max(self._segment, segments[-1][0] + 1 if segments else 1)
         self._log_bytes = sum(_size(path) for _, path in segments)
         self._stop.clear()
         self._syncer = threading.Thread(target=self._sync_loop, name="svcgen-store-sync", daemon=True)
