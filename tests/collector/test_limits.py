@@ -199,3 +199,21 @@ def test_an_unchanged_spec_is_not_stored_again(tmp_path: Path) -> None:
     c.record_poll("stock", "http://stock", spec=changed, health=None, error=None)
     assert c.snapshot()["catalog"][0]["previousSpecHash"] == entry["specHash"]
     assert restarted(path).snapshot()["catalog"][0]["spec"] == changed
+
+
+def test_the_longest_durations_sum_past_64_bits_and_still_reload(tmp_path: Path) -> None:
+    path = tmp_path / "collector.json"
+    c = collector(JsonFileStore(path))
+    assert ok(c.traces({"events": [event(n, duration=2.0**53) for n in range(2_000)]})) == {"accepted": 2_000}
+    c.flush()
+    total = collector(JsonFileStore(path)).snapshot()["counters"][0]["totalDurationMs"]
+    assert total == 2_000 * 2.0**53 > 2**63
+
+
+def test_text_json_cannot_carry_is_refused_not_acknowledged(tmp_path: Path) -> None:
+    c = collector(JsonFileStore(tmp_path / "collector.json"))
+    refused = c.traces({"events": [event(1, status="\ud800")]})  # a lone surrogate: no UTF-8 for it
+    assert refused.status == "bad-request" and "cannot be written as JSON" in (refused.detail or "")
+    assert c.store_problem is None and c.query_topic({"topic": "orders:get"}).status == "not-found"
+    descriptor_refused = c.register(descriptor("orders", [topic("orders:get", {"title": "\udfff"})]))
+    assert descriptor_refused.status == "bad-request"

@@ -239,13 +239,13 @@ class Catalog:
 
     def held_spec(self, service: str) -> Json | None:
         """The spec the next poll of `service` would be compared with."""
-        entry = self.entries.get((service, self._newest_version(service)))
+        entry = self._spec_entry(service)
         return entry.get("spec") if entry is not None else None
 
     def holds_spec(self, service: str, spec: Json) -> bool:
         """Whether `spec` is the spec held for `service`: the same object (the poller hands the same one over
         while the bytes it fetches do not change), else the same hash."""
-        entry = self.entries.get((service, self._newest_version(service)))
+        entry = self._spec_entry(service)
         if entry is None or "spec" not in entry:
             return False
         return spec is entry["spec"] or entry.get("specHash") == document_hash(spec)
@@ -253,9 +253,13 @@ class Catalog:
     def adopt_spec(self, service: str, spec: Json) -> None:
         """Hold `spec`, equal to the held one, in its place: the next poll handing it over is then recognised
         as unchanged without hashing it."""
-        entry = self.entries.get((service, self._newest_version(service)))
+        entry = self._spec_entry(service)
         if entry is not None and "spec" in entry:
             entry["spec"] = spec
+
+    def _spec_entry(self, service: str) -> CatalogEntry | None:
+        """The entry a poll of `service` lands on (see `poll`)."""
+        return self.entries.get((service, self._newest_version(service)))
 
     def _of(self, service: str) -> list[CatalogEntry]:
         return [entry for (name, _), entry in self.entries.items() if name == service]

@@ -393,7 +393,10 @@ class Collector:
         with self._lock:
             try:
                 self.store.append(change)
-            except (OSError, orjson.JSONEncodeError) as exc:
+            except orjson.JSONEncodeError as exc:  # e.g. a lone surrogate in a string: JSON cannot carry it
+                self.refused += 1
+                return Result.bad_request(f"{change['op']}: a value cannot be written as JSON ({exc})")
+            except OSError as exc:
                 return self._store_failed(exc)
             self._apply(change)
             if self.store.wants_compaction():

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict, deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -253,12 +254,12 @@ class TraceLog:
         for counter in counters:
             require(counter, _COUNTER_FIELDS)
             key = (counter["service"], counter["topic"], counter["version"], counter["status"])
-            _require_storable(counter["totalDurationMs"], counter["count"], counter["timedCount"])
+            _require_storable(counts=(counter["count"], counter["timedCount"]), sums=(counter["totalDurationMs"],))
             put_bounded(self.counters, key, CounterEntry(**counter), self.limits.counters)
         for entry in edges:
             require(entry, _EDGE_FIELDS)
             durations = [float(d) for d in entry["recentDurationsMs"]]
-            _require_storable(*durations, entry["count"], entry["errors"])
+            _require_storable(counts=(entry["count"], entry["errors"]), sums=durations)
             edge = _Edge(
                 entry["client"],
                 entry["server"],
@@ -281,8 +282,12 @@ def _event_bytes(event: Json) -> int:
     return sum(_EVENT_OVERHEAD + (len(value) if isinstance(value, str) else 8) for value in event.values())
 
 
-def _require_storable(*numbers: float) -> None:
-    """Raise ValueError for a number a restored snapshot may not hold (the collector never writes one)."""
-    for value in numbers:
-        if not math.isfinite(value) or not 0 <= value <= MAX_COUNT:
-            raise ValueError(f"{value!r} is not a storable count or duration")
+def _require_storable(*, counts: Iterable[int], sums: Iterable[float]) -> None:
+    """Raise ValueError for a number a restored snapshot may not hold (the collector never writes one): counts
+    within 0..MAX_COUNT, durations and their sums finite and not negative."""
+    for count in counts:
+        if not 0 <= count <= MAX_COUNT:
+            raise ValueError(f"{count!r} is not a storable count")
+    for value in sums:
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"{value!r} is not a storable duration")
