@@ -333,7 +333,12 @@ class JsonFileStore:
 
 
 def _read_segment(path: Path) -> list[Json]:
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise  # removed by a compaction meanwhile: the caller reads again
+    except OSError as exc:
+        raise StoreError(f"{path.name} cannot be read ({exc.strerror or type(exc).__name__})") from None
     lines = data.split(b"\n")
     # The last piece is empty after a complete line, or a line cut short by a kill: never acknowledged.
     changes = []
