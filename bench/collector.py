@@ -1,23 +1,33 @@
-"""Collector cost: trace ingest with the JSON-file store saving after every batch, at two sizes (throughput and
-memory must not grow with history), and the fleet query with a fleet of registered services.
+"""Collector cost: trace ingest with the JSON-file store (every batch logged), at two sizes (throughput and
+memory must not grow with history); the fleet query with a fleet of registered services; and four concurrent
+reporters against `svcgen collector serve --store FILE` over HTTP, on an empty store and on one with every table
+at its cap, in the same run (ingest and query cost must follow the change, not the state).
 
     PYTHONPATH=. python -m bench.collector [--small 200000] [--large 2000000] [--batch 100] [--services 200]
-        [--json FILE]
+        [--seconds 8] [--json FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import os
 import resource
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+import httpx
+import orjson
+
 from bench.harness import Figure, Recorder, per_call_us, run
-from svcgen.runtime._mesh.collector import Collector, JsonFileStore
+from bench.http import free_port
+from svcgen.runtime._mesh.collector import Collector, JsonFileStore, Limits
 
 STARTED_AT = "2027-01-15T08:00:00.000Z"
 SERVICES = ("shop", "pay", "stock", "ship", "mail")
@@ -70,7 +80,8 @@ def ingest(total: int, size: int) -> tuple[float, float, float, int]:
                 collector.traces(body)
             elapsed += time.perf_counter() - started
             highest = max(highest, rss_mib())
-        assert collector.save_failures == 0
+        assert collector.store_failures == 0
+        collector.flush()
         return total / elapsed, start_rss, highest, path.stat().st_size
 
 
@@ -93,12 +104,132 @@ def fleet_collector(services: int) -> Collector:
     return collector
 
 
+REPORTERS = 4
+FULL_SERVICES = 1_000
+"""Services of the full store: the catalog's cap."""
+
+
+def fill_to_the_caps(path: Path) -> None:
+    """Every table of the collector at its default cap, in the store at `path` (compacted into its snapshot)."""
+    limits = Limits()
+    collector = Collector(JsonFileStore(path), limits=limits)
+    filler = "d" * 12_000  # some 13 KB per descriptor: the 1,000 of them near the catalog's byte budget
+    for n in range(FULL_SERVICES):
+        name = f"svc{n:04d}"
+        topics = [{"id": f"{name}:op{t}", "requestSchema": {"type": "object", "description": filler if t == 0 else ""},
+                   "responseSchema": {}} for t in range(10)]  # fmt: skip
+        collector.register({"service": name, "topics": topics, "descriptorHash": f"sha256:{name}"})
+        collector.record_poll(name, f"http://{name}", spec={"service": name, "topics": topics[1:]},
+                              health={"isHealthy": True, "healthChecks": {}}, error=None)  # fmt: skip
+        collector.issues({"service": name, "batchId": f"fill-i{n}", "issues": [{
+            "fingerprint": f"{n:032x}", "classification": "exception", "topic": f"{name}:op0", "status": "timeout",
+            "count": 1, "firstSeen": STARTED_AT, "lastSeen": STARTED_AT, "exemplarTraceIds": []}]})
+    for n in range(limits.instances):
+        name = f"svc{n % FULL_SERVICES:04d}"
+        collector.heartbeat({"service": name, "instanceId": f"{name}-{n}", "descriptorHash": f"sha256:{name}",
+                             "health": {"isHealthy": True, "healthChecks": {"db": {"status": "ok"}}}})
+    # 10,000 counters (1,000 services x 10 topics) and 10,000 edges (each service calling ten others), one batch
+    # id each.
+    for n in range(limits.counters):
+        client, server = n // 10, (n // 10 + 1 + n % 10) % FULL_SERVICES
+        parent = {"traceId": f"{n:032x}", "spanId": f"{2 * n:016x}", "service": f"svc{client:04d}",
+                  "topic": f"svc{client:04d}:op{n % 10}", "status": "ok", "durationMs": 2.0, "startedAt": STARTED_AT}
+        child = {**parent, "spanId": f"{2 * n + 1:016x}", "parentSpanId": parent["spanId"],
+                 "service": f"svc{server:04d}", "topic": f"svc{server:04d}:op{n % 10}"}
+        collector.traces({"events": [parent, child], "batchId": f"fill-t{n}"})
+    collector.flush()
+    counts = collector.snapshot()
+    assert len(counts["catalog"]) == limits.catalog and len(counts["instances"]) == limits.instances
+    assert len(counts["counters"]) == limits.counters and len(counts["edges"]) == limits.edges
+    assert len(counts["issues"]) == limits.issues and len(counts["traces"]["events"]) == limits.trace_window
+
+
+def serve(store: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "svcgen", "collector", "serve", "--host", "127.0.0.1", "--port", str(port), "--store",
+         str(store), "--artifacts-interval", "3600"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            httpx.get(base + "/svc/health", timeout=1)
+            return server, base
+        except httpx.TransportError:
+            if time.monotonic() > deadline or server.poll() is not None:
+                server.kill()
+                raise RuntimeError("the collector did not start") from None
+            time.sleep(0.1)
+
+
+def envelope(topic: str, body: Any) -> bytes:
+    return orjson.dumps({"topic": topic, "body": orjson.dumps(body).decode()})
+
+
+async def reporters(base: str, seconds: float) -> tuple[float, float]:
+    """(ingests/s over REPORTERS concurrent reporters each sending 10-event traces batches and heartbeats, p50 ms
+    of the trace query asked meanwhile)."""
+    url = base + "/svc/invoke"
+    stop = time.monotonic() + seconds
+    ingests = 0
+    latencies: list[float] = []
+
+    async def reporter(number: int, client: httpx.AsyncClient) -> None:
+        nonlocal ingests
+        sent = 0
+        while time.monotonic() < stop:
+            sent += 1
+            name = f"svc{number:04d}"
+            if sent % 10:
+                events = [{"traceId": f"{number:08x}{sent:024x}", "spanId": f"{number:04x}{sent:08x}{e:04x}",
+                           "service": name, "topic": f"{name}:op{e}", "status": "ok", "durationMs": 1.5,
+                           "startedAt": STARTED_AT} for e in range(10)]  # fmt: skip
+                body = envelope("svc:mesh:traces", {"events": events, "batchId": f"r{number}-{sent}"})
+            else:
+                body = envelope("svc:mesh:heartbeat", {"service": name, "instanceId": f"{name}-bench",
+                                                       "health": {"isHealthy": True, "healthChecks": {}}})
+            answer = await client.post(url, content=body)
+            assert answer.status_code == 200 and answer.json()["statusCode"] == "ok", answer.text
+            ingests += 1
+
+    async def asker(client: httpx.AsyncClient) -> None:
+        while time.monotonic() < stop:
+            started = time.perf_counter()
+            answer = await client.post(url, content=envelope("svc:mesh:query:trace", {"traceId": f"{1:032x}"}))
+            latencies.append((time.perf_counter() - started) * 1e3)
+            assert answer.status_code == 200
+            await asyncio.sleep(0.02)
+
+    async with httpx.AsyncClient(timeout=30) as client:
+        began = time.monotonic()
+        await asyncio.gather(*(reporter(n, client) for n in range(REPORTERS)), asker(client))
+        elapsed = time.monotonic() - began
+    return ingests / elapsed, statistics.median(latencies)
+
+
+WARM_UP = 3.0
+"""Seconds of load before measuring: the start-up artifact write of a full store is not an ingest's cost."""
+
+
+def reporters_on(store: Path, seconds: float) -> tuple[float, float]:
+    server, base = serve(store)
+    try:
+        asyncio.run(reporters(base, WARM_UP))
+        return asyncio.run(reporters(base, seconds))
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--small", type=int, default=200_000)
     parser.add_argument("--large", type=int, default=2_000_000)
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--services", type=int, default=200)
+    parser.add_argument("--seconds", type=float, default=8.0, help="load time per store of the reporters' run")
     return parser
 
 
@@ -106,9 +237,10 @@ def measure(record: Recorder, args: argparse.Namespace) -> None:
     logging.getLogger("svcgen.mesh.collector").setLevel(logging.ERROR)  # "store does not exist yet" is expected
     small_rate, small_start, small_peak, small_file = ingest(args.small, args.batch)
     large_rate, large_start, large_peak, large_file = ingest(args.large, args.batch)
-    small_name = f"trace ingest, {args.small:,} events, JSON store saved per batch"
+    small_name = f"trace ingest, {args.small:,} events, JSON store logging every batch"
     record(small_name, small_rate, "ev/s")
-    record(f"trace ingest, {args.large:,} events, JSON store saved per batch", large_rate, "ev/s", baseline=small_name)
+    record(f"trace ingest, {args.large:,} events, JSON store logging every batch", large_rate, "ev/s",
+           baseline=small_name)
     record("  throughput loss, large vs small", (1 - large_rate / small_rate) * 100, "%", target=20)
     record(f"  RSS growth during {args.small:,}", small_peak - small_start, "MiB")
     record(f"  RSS growth during {args.large:,}", large_peak - large_start, "MiB")
@@ -118,6 +250,22 @@ def measure(record: Recorder, args: argparse.Namespace) -> None:
     collector = fleet_collector(args.services)
     latency = per_call_us(collector.query_fleet, 50) / 1000
     record(f"svc:mesh:query:fleet, {args.services} services registered", latency, "ms")
+
+    with tempfile.TemporaryDirectory() as directory:
+        full = Path(directory) / "full.json"
+        fill_to_the_caps(full)
+        empty_rate, empty_p50 = reporters_on(Path(directory) / "empty.json", args.seconds)
+        full_rate, full_p50 = reporters_on(full, args.seconds)
+        store_mib = sum(path.stat().st_size for path in Path(directory).glob("full.json*")) / 2**20
+    empty_name = f"{REPORTERS} reporters over HTTP, empty store: ingests"
+    record(empty_name, empty_rate, "/s")
+    record(f"{REPORTERS} reporters, every table at its cap: ingests", full_rate, "/s", baseline=empty_name)
+    record("  ingest slowdown, full vs empty store", empty_rate / full_rate, "x", target=2)
+    p50_name = "  trace query p50 meanwhile, empty store"
+    record(p50_name, empty_p50, "ms")
+    record("  trace query p50 meanwhile, full store", full_p50, "ms", baseline=p50_name)
+    record("  query slowdown, full vs empty store", full_p50 / empty_p50, "x", target=2)
+    record("  full store on disk after the run", store_mib, "MiB")
 
 
 def main(argv: list[str] | None = None) -> list[Figure]:

@@ -30,7 +30,7 @@ from .runtime._logging import configure_logging
 from .runtime._mesh import probe as probing
 from .runtime._mesh.artifacts import write_artifacts
 from .runtime._mesh.artifacts.site import DASHBOARD, dashboard_html
-from .runtime._mesh.collector import Collector, JsonFileStore, SnapshotError
+from .runtime._mesh.collector import Collector, JsonFileStore, SnapshotError, StoreError
 from .runtime._mesh.collector_host import (
     DEFAULT_ARTIFACTS_INTERVAL,
     CollectorHost,
@@ -239,14 +239,15 @@ def collector_serve(
               help="Directory the artifacts are written into.")
 def artifacts(store: Path, out: Path) -> None:
     """Write the UI artifacts and the dashboard from a collector snapshot, once."""
-    if not store.is_file():
+    if not JsonFileStore(store).exists():
         _fail([f"{store}: no such store file"])
-    snapshot = JsonFileStore(store).load()
-    if snapshot is None:
-        _fail([f"{store}: not a collector snapshot (corrupt, truncated or unreadable)"])
+    try:
+        stored = JsonFileStore(store).load()
+    except StoreError as error:
+        _fail([f"{store}: {error}"])
     restored = Collector()
     try:
-        restored.restore(snapshot)
+        restored.restore_stored(stored)
         written = write_artifacts(restored.snapshot(), out)
         (out / DASHBOARD).write_bytes(dashboard_html())
     except SnapshotError as error:

@@ -126,7 +126,7 @@ def test_svcgen_artifacts_refuses_a_missing_or_corrupt_store(tmp_path: Path) -> 
     corrupt.write_text('{"format": 1, "catalog": [')
     result = subprocess.run([*SVCGEN, "artifacts", "--store", str(corrupt), "-o", str(tmp_path / "out")],
                             capture_output=True, text=True, timeout=60)  # fmt: skip
-    assert result.returncode == 1 and "not a collector snapshot" in result.stderr
+    assert result.returncode == 1 and "the snapshot is not valid JSON" in result.stderr
     assert "Traceback" not in result.stderr
 
 

@@ -385,3 +385,16 @@ def test_a_sweep_folds_into_the_real_collector() -> None:
     fleet = {entry["service"]: entry for entry in collector.query_fleet().payload["services"]}
     assert fleet["orders"]["topics"] == 1  # orders:place
     assert fleet["broken"]["topics"] == 0  # a failed poll is never ingested as data
+
+
+def test_a_spec_answered_with_the_same_bytes_is_handed_over_as_the_same_document() -> None:
+    routes = service("orders", (200, orjson.dumps(SPEC)), (200, orjson.dumps(HEALTHY)))
+    sink = RecordingSink()
+    poller = Poller(sink, [("orders", "http://orders")], transport=answering(routes))
+    asyncio.run(poller.sweep())
+    asyncio.run(poller.sweep())
+    routes["orders/svc/spec"] = (200, orjson.dumps({**SPEC, "topics": []}))
+    asyncio.run(poller.sweep())
+    first, second, third = (poll.spec for poll in sink.polls)
+    assert first == SPEC and second is first  # not parsed again: the collector sees it is unchanged
+    assert third == {**SPEC, "topics": []} and third is not first

@@ -1,8 +1,11 @@
-"""Snapshot and stores: restart on the same file answers the same; a bad file starts empty with one warning;
-a failing store never fails ingest; writes are atomic."""
+"""Snapshot and stores: restart on the same store answers the same; every accepted change is in the log before
+it is answered; an unreadable store is moved aside, never overwritten; a store that cannot take a change makes
+the feed fail and the collector unhealthy; compaction leaves one snapshot and no temp files."""
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import logging
 from pathlib import Path
 from typing import Any
@@ -10,7 +13,14 @@ from typing import Any
 import orjson
 import pytest
 
-from svcgen.runtime._mesh.collector import Collector, JsonFileStore, Limits, MemoryStore, SnapshotError
+from svcgen.runtime._mesh.collector import (
+    Collector,
+    JsonFileStore,
+    Limits,
+    MemoryStore,
+    SnapshotError,
+    collector_service,
+)
 
 from .helpers import Clock, collector, descriptor, event, heartbeat, issue, ok, topic
 
@@ -40,12 +50,19 @@ def answers(c: Collector) -> list[Any]:
     ]
 
 
-def test_restart_on_the_same_file_gives_the_same_answers(tmp_path: Path) -> None:
+def files(directory: Path) -> list[str]:
+    return sorted(path.name for path in directory.iterdir())
+
+
+@pytest.mark.parametrize("flushed", [False, True], ids=["from-the-log", "from-the-snapshot"])
+def test_restart_on_the_same_store_gives_the_same_answers(tmp_path: Path, flushed: bool) -> None:
     path = tmp_path / "collector.json"
     clock = Clock()
     first = collector(JsonFileStore(path), clock)
     populate(first)
     before = answers(first)
+    if flushed:
+        first.flush()
     second = collector(JsonFileStore(path), clock)
     assert answers(second) == before
     assert second.snapshot() == first.snapshot()
@@ -54,21 +71,61 @@ def test_restart_on_the_same_file_gives_the_same_answers(tmp_path: Path) -> None
     assert second.snapshot()["edges"][0]["count"] == 2
 
 
-def test_snapshot_round_trips_through_json_and_memory_store() -> None:
-    c = collector()
-    populate(c)
-    snapshot = orjson.loads(orjson.dumps(c.snapshot()))
-    restored = collector(MemoryStore(snapshot))
-    assert answers(restored) == answers(c)
+def test_every_accepted_change_is_in_the_log_before_the_answer(tmp_path: Path) -> None:
+    # No flush, no close: what a SIGKILL right after the answer leaves behind is enough to restore.
+    path = tmp_path / "collector.json"
+    c = collector(JsonFileStore(path))
+    assert ok(c.traces({"events": [event(1)]})) == {"accepted": 1}
+    restored = collector(JsonFileStore(path))
+    assert ok(restored.query_topic({"topic": "orders:get"}))["invocations"] == 1
 
 
-@pytest.mark.parametrize("damage", ["truncate", "garbage", "not-object", "wrong-shape", "directory"])
-def test_a_bad_store_file_starts_empty_with_exactly_one_warning(
+def test_a_change_costs_one_log_line_not_a_snapshot(tmp_path: Path) -> None:
+    path = tmp_path / "collector.json"
+    c = collector(JsonFileStore(path))
+    c.traces({"events": [event(n) for n in range(2_000)]})
+    sizes = []
+    for n in range(5):
+        log = [p for p in tmp_path.iterdir() if p.name.endswith(".log")]
+        sizes.append(sum(p.stat().st_size for p in log))
+        c.traces({"events": [event(10_000 + n)]})
+    growth = {b - a for a, b in itertools.pairwise(sizes)}
+    assert len(growth) == 1 and growth.pop() < 1_000  # one short line each, whatever the state holds
+
+
+def test_the_log_is_compacted_into_the_snapshot_once_it_outgrows_it(tmp_path: Path) -> None:
+    path = tmp_path / "collector.json"
+    store = JsonFileStore(path, compact_after=20_000)
+    c = collector(store)
+    for n in range(300):
+        c.traces({"events": [event(n)]})
+    c.flush()
+    assert files(tmp_path) == ["collector.json"]  # one snapshot, no segment, no temp file
+    assert len(orjson.loads(path.read_bytes())["traces"]["events"]) == 300
+    assert ok(collector(JsonFileStore(path)).query_topic({"topic": "orders:get"}))["invocations"] == 300
+
+
+def test_a_line_cut_short_by_a_kill_is_ignored_and_writing_goes_on_in_a_new_segment(tmp_path: Path) -> None:
+    path = tmp_path / "collector.json"
+    c = collector(JsonFileStore(path))
+    c.traces({"events": [event(1)]})
+    (segment,) = [p for p in tmp_path.iterdir() if p.name.endswith(".log")]
+    with segment.open("ab") as log:
+        log.write(b'{"op": "traces", "at": "2027-')  # a write the collector never acknowledged
+    restarted = collector(JsonFileStore(path))
+    restarted.traces({"events": [event(2)]})
+    again = collector(JsonFileStore(path))
+    assert ok(again.query_topic({"topic": "orders:get"}))["invocations"] == 2
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "not-object", "wrong-shape", "directory", "bad-log-line"])
+def test_an_unreadable_store_is_moved_aside_with_one_warning_and_the_collector_starts_empty(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, damage: str
 ) -> None:
     path = tmp_path / "collector.json"
     c = collector(JsonFileStore(path))
     populate(c)
+    c.flush()
     data = path.read_bytes()
     if damage == "truncate":
         path.write_bytes(data[: len(data) // 2])
@@ -80,15 +137,36 @@ def test_a_bad_store_file_starts_empty_with_exactly_one_warning(
         snapshot = orjson.loads(data)
         snapshot["instances"] = [{"service": "pay"}]
         path.write_bytes(orjson.dumps(snapshot))
-    else:
+    elif damage == "directory":
         path.unlink()
         path.mkdir()
+    else:
+        (tmp_path / "collector.json.000009.log").write_bytes(b'{"op": "traces"}\nnot json\n{"op": "traces"}\n')
+    damaged = {name: (tmp_path / name) for name in files(tmp_path)}
     caplog.clear()
     with caplog.at_level(logging.WARNING):
         fresh = collector(JsonFileStore(path))
-    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
-    assert len(warnings) == 1, [r.getMessage() for r in warnings]
-    assert ok(fresh.query_fleet()) == {"services": [], "topics": [], "issues": []}
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1, warnings
+    assert ok(fresh.query_fleet())["services"] == []
+    # Every damaged file is kept under a new name, and that name is in the warning.
+    aside = [name for name in files(tmp_path) if ".corrupt-" in name]
+    assert sorted(name.split(".corrupt-")[0] for name in aside) == sorted(damaged)
+    assert all(name in warnings[0] for name in aside)
+    # The collector goes on with an empty store, and what it takes now survives a restart.
+    fresh.register(descriptor("after"))
+    assert [s["service"] for s in ok(collector(JsonFileStore(path)).query_fleet())["services"]] == ["after"]
+
+
+def test_stale_temp_files_of_a_killed_compaction_are_removed_at_start(tmp_path: Path) -> None:
+    path = tmp_path / "collector.json"
+    collector(JsonFileStore(path)).register(descriptor())
+    stale = tmp_path / ".collector.json.k1ll3d.tmp"
+    stale.write_bytes(b"x" * 10_000)
+    other = tmp_path / ".other.json.abc.tmp"  # not ours: left alone
+    other.write_bytes(b"")
+    collector(JsonFileStore(path))
+    assert not stale.exists() and other.exists()
 
 
 def test_a_missing_store_file_starts_empty(tmp_path: Path) -> None:
@@ -104,69 +182,78 @@ def test_restore_refuses_a_malformed_snapshot_and_keeps_the_state() -> None:
         c.restore({**before, "counters": [{"service": "x"}]})  # type: ignore[typeddict-item]
     with pytest.raises(SnapshotError):
         c.restore({**before, "format": 99})
+    with pytest.raises(SnapshotError):
+        c.restore(before, [{"op": "traces", "at": "2027-01-15T08:00:00.000Z"}])  # a change without events
     assert c.snapshot() == {**before, "savedAt": c.snapshot()["savedAt"]}
 
 
-def test_a_store_that_cannot_save_never_breaks_ingest(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    # The store's directory is a file: every save fails, as on a read-only or vanished directory (and as root).
+def test_a_store_that_cannot_write_refuses_the_feed_and_makes_the_collector_unhealthy(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The store's directory is a file: every write fails, as on a read-only or vanished directory (and as root).
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("")
     clock = Clock()
     with caplog.at_level(logging.WARNING):
         c = collector(JsonFileStore(blocker / "collector.json"), clock, log_interval=60)
         caplog.clear()
-        for n in range(5):
-            assert ok(c.traces({"events": [event(n)]})) == {"accepted": 1}
+        answers = [c.traces({"events": [event(n)]}) for n in range(5)]
         clock.advance(61)
-        c.traces({"events": [event(99)]})
-    assert c.save_failures == 6
-    assert c.last_save_error == "NotADirectoryError"
-    assert len([r for r in caplog.records if "failed to save" in r.getMessage()]) == 2
-    assert ok(c.query_topic({"topic": "orders:get"}))["invocations"] == 6
-
-
-class FailingStore(MemoryStore):
-    def save(self, snapshot: Any) -> None:
-        raise OSError("disk full")
-
-
-def test_failing_store_is_reported_by_the_collector_health_check() -> None:
-    import asyncio
-
-    from svcgen.runtime._mesh.collector import collector_service
-
-    c = collector(FailingStore())
-    c.register(descriptor())
+        answers.append(c.traces({"events": [event(99)]}))
+    assert {answer.status for answer in answers} == {"service-unavailable"}
+    assert "cannot be written" in (answers[0].detail or "")
+    assert c.store_failures == 6
+    assert len([r for r in caplog.records if "cannot persist" in r.getMessage()]) == 2
+    # Nothing was acknowledged, so nothing is counted that could be lost.
+    assert c.query_topic({"topic": "orders:get"}).status == "not-found"
     report = asyncio.run(collector_service(c).check_health())
-    assert report.is_healthy  # a warning: ingest and queries still work
-    assert report.checks["store"].status == "warning"
+    assert not report.is_healthy
+    assert report.checks["store"].status == "failed"
+    assert "cannot be written" in (report.checks["store"].detail or "")
 
 
-def test_saves_are_atomic_and_leave_no_temp_files(tmp_path: Path) -> None:
-    path = tmp_path / "collector.json"
-    c = collector(JsonFileStore(path))
-    for n in range(20):
-        c.traces({"events": [event(n)]})
-    assert [p.name for p in tmp_path.iterdir()] == ["collector.json"]
-    assert len(orjson.loads(path.read_bytes())["traces"]["events"]) == 20
+def test_a_store_that_recovers_makes_the_collector_healthy_again(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    c = collector(JsonFileStore(state / "collector.json"))
+    c.register(descriptor())
+    for segment in state.iterdir():
+        segment.unlink()
+    state.rmdir()
+    state.write_text("in the way")
+    assert c.traces({"events": [event(1)]}).status == "service-unavailable"
+    state.unlink()
+    state.mkdir()
+    assert ok(c.traces({"events": [event(2)]})) == {"accepted": 1}
+    assert c.store_problem is None
+    c.flush()
+    # The register, whose log segment was removed under the collector, is in the next snapshot.
+    restored = collector(JsonFileStore(state / "collector.json"))
+    assert [s["service"] for s in ok(restored.query_fleet())["services"]] == ["orders"]
+    assert ok(restored.query_topic({"topic": "orders:get"}))["invocations"] == 1
 
 
-def test_save_interval_coalesces_and_flush_saves_the_rest() -> None:
-    clock = Clock()
+def test_the_memory_store_is_handed_the_snapshot_on_flush() -> None:
     store = MemoryStore()
-    c = collector(store, clock, save_interval=1.0)
-    for n in range(10):
-        c.traces({"events": [event(n)]})
-    assert store.saves == 1
-    clock.advance(1.0)
-    c.traces({"events": [event(10)]})
-    assert store.saves == 2
-    c.traces({"events": [event(11)]})
+    c = collector(store)
+    c.traces({"events": [event(n) for n in range(12)]})
+    assert store.snapshot is None
     c.flush()
-    assert store.saves == 3
     assert store.snapshot is not None and len(store.snapshot["traces"]["events"]) == 12
-    c.flush()
-    assert store.saves == 3  # nothing changed since
+    restored = collector(MemoryStore(store.snapshot))
+    assert answers_of_orders(restored) == answers_of_orders(c)
+
+
+def answers_of_orders(c: Collector) -> Any:
+    return ok(c.query_topic({"topic": "orders:get"}))
+
+
+def test_snapshot_round_trips_through_json_and_memory_store() -> None:
+    c = collector()
+    populate(c)
+    snapshot = orjson.loads(orjson.dumps(c.snapshot()))
+    restored = collector(MemoryStore(snapshot))
+    assert answers(restored) == answers(c)
 
 
 def test_a_restored_window_keeps_the_configured_cap() -> None:
@@ -176,3 +263,13 @@ def test_a_restored_window_keeps_the_configured_cap() -> None:
     window = small.snapshot()["traces"]
     assert window["cap"] == 10
     assert [e["spanId"] for e in window["events"]] == [f"{n:016x}" for n in range(20, 30)]
+
+
+def test_changes_after_a_restart_on_a_compacted_store_survive_the_next_restart(tmp_path: Path) -> None:
+    path = tmp_path / "collector.json"
+    for n in range(3):
+        c = collector(JsonFileStore(path))
+        c.traces({"events": [event(n)]})
+        if n == 0:
+            c.flush()  # the snapshot now says which log segments it holds; new ones must come after them
+    assert ok(collector(JsonFileStore(path)).query_topic({"topic": "orders:get"}))["invocations"] == 3

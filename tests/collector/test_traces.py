@@ -47,11 +47,12 @@ def test_edges_are_found_whichever_span_arrives_first() -> None:
     assert edge["recentDurationsMs"] == [4.0, 2.0]
 
 
-def test_tables_are_bounded_and_count_what_they_refuse() -> None:
+def test_tables_are_bounded_and_count_what_they_evict() -> None:
     c = collector(limits=Limits(counters=2, span_index=10, pending_children=5))
     c.traces({"events": [event(n, topic_id=f"t:{n}", parent=f"{n + 10_000:016x}") for n in range(20)]})
     assert len(c.trace_log.counters) == 2
-    assert c.trace_log.refused_counters == 18
+    assert c.trace_log.evicted_counters == 18
+    assert ok(c.query_fleet())["dropped"]["counters"] == 18
     assert len(c.trace_log.spans) == 10
     assert len(c.trace_log.pending) == 5
 

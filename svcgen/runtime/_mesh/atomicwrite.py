@@ -7,11 +7,14 @@ import contextlib
 import os
 import tempfile
 from pathlib import Path
+from typing import Final
+
+_TEMP_SUFFIX: Final = ".tmp"
 
 
 def write_atomic(path: Path, data: bytes) -> None:
     """Replace `path` with `data`; a crash leaves at most a stray temp file beside it."""
-    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=_temp_prefix(path), suffix=_TEMP_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as temp:
             temp.write(data)
@@ -23,6 +26,23 @@ def write_atomic(path: Path, data: bytes) -> None:
             os.unlink(temp_name)
         raise
     _fsync_directory(path.parent)
+
+
+def remove_stale_temps(path: Path) -> list[Path]:
+    """Remove the temp files a killed writer of `path` left behind; call it before writing `path` again."""
+    removed = []
+    prefix = _temp_prefix(path)
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        for entry in path.parent.iterdir():
+            if entry.name.startswith(prefix) and entry.name.endswith(_TEMP_SUFFIX):
+                with contextlib.suppress(OSError):
+                    entry.unlink()
+                    removed.append(entry)
+    return removed
+
+
+def _temp_prefix(path: Path) -> str:
+    return f".{path.name}."
 
 
 def _fsync_directory(directory: Path) -> None:

@@ -11,12 +11,16 @@ same lock answer it.
 Health answers: 200 and 503 both carry the health aggregate (503 = unhealthy data). A 404 or 405 on the
 health surface with a good spec is a service without health checks (the spec only serves the surface when
 checks are supplied): it is recorded as a successful poll with `health=None`.
+
+A spec whose bytes are the same as the target's last one is not parsed again: the sink gets the very same
+document object, so it can tell it is unchanged without comparing it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import inspect
 import logging
 import time
@@ -118,6 +122,8 @@ class Poller:
         self._lock: asyncio.Lock | None = None
         self.sweeps = 0
         """Sweeps completed since construction."""
+        self._specs: dict[tuple[str, str, str], tuple[bytes, dict[str, Any]]] = {}
+        """Per target: SHA-256 of the last spec answer's bytes and the document parsed from them."""
 
     @property
     def running(self) -> bool:
@@ -145,6 +151,8 @@ class Poller:
             self._lock = asyncio.Lock()
         async with self._lock, self._client_for_sweep() as client:
             targets = await self._targets()
+            for gone in self._specs.keys() - set(targets):
+                del self._specs[gone]
             gate = asyncio.Semaphore(self.max_concurrency)
             polls = await asyncio.gather(
                 *(self._poll_and_record(client, gate, name, url, prefix) for name, url, prefix in targets)
@@ -219,11 +227,25 @@ class Poller:
             return_exceptions=True,
         )
         errors: list[str] = []
-        spec_doc = _spec(spec, errors)
+        spec_doc = self._parsed_spec((name, base, prefix), spec, errors)
         health_doc = _health(health, errors)
         if errors:
             return Poll(name, base, error="; ".join(errors))
         return Poll(name, base, spec=spec_doc, health=health_doc)
+
+    def _parsed_spec(self, target: tuple[str, str, str], answer: tuple[int, bytes] | BaseException,
+                     errors: list[str]) -> dict[str, Any] | None:
+        digest = b""
+        if isinstance(answer, tuple):
+            status, body = answer
+            digest = hashlib.sha256(body).digest()
+            held = self._specs.get(target)
+            if held is not None and held[0] == digest and 200 <= status < 300:
+                return held[1]
+        document = _spec(answer, errors)
+        if document is not None:
+            self._specs[target] = (digest, document)
+        return document
 
     async def _surface(self, client: httpx.AsyncClient, url: str) -> tuple[int, bytes]:
         """(status, body) of a GET, the body capped at `max_body_bytes`; raises `_Failed` otherwise."""

@@ -8,7 +8,7 @@ from .collector import Collector, SnapshotError
 from .limits import Limits
 from .service import collector_service
 from .snapshot import Snapshot
-from .store import JsonFileStore, MemoryStore, Store
+from .store import JsonFileStore, MemoryStore, Store, Stored, StoreError
 
 __all__ = ["Collector", "JsonFileStore", "Limits", "MemoryStore", "Snapshot", "SnapshotError", "Store",
-           "collector_service"]
+           "StoreError", "Stored", "collector_service"]

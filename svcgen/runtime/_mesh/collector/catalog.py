@@ -11,6 +11,9 @@ polled health).
 - Instances are keyed by (service, instanceId). An instance exists once something names it: a register without
   `instanceId` creates none (it settles the drift of the instances already on its hash); a heartbeat without one is
   kept under `""` for its health, and is neither listed nor counted as an instance.
+- Bounded in entries (`Limits.catalog`, `instances`, `polls`) and, together, in the JSON bytes of the documents
+  they hold (`Limits.catalog_bytes`): past it the least recently updated entry of the table holding the most
+  bytes goes. `evicted` counts what went, per table.
 - A heartbeat whose descriptor hash is none of the service's registered hashes sets `hashMatches: false` and
   `registerExpected: true` (a drift); a heartbeat from a service the collector holds no descriptor for sets
   `registerExpected` too (the collector lost it or never had it). The next register of the instance clears both.
@@ -32,16 +35,19 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+import orjson
+
 from ..._descriptor import HASH_PREFIX, UNHASHED_KEYS
 from ..._jsontext import hash_bytes
 from ..._reserved import DEFAULT_PREFIX
 from .limits import Limits
 from .snapshot import CatalogEntry, InstanceEntry, Json, PollEntry, TopicChange
-from .wire import put_bounded, require
+from .wire import require
 
 Health = Literal["unknown", "healthy", "degraded", "unhealthy"]
 _SCHEMAS: Final = ("requestSchema", "responseSchema")
 NO_INSTANCE_ID: Final = ""
+_TABLES: Final = ("catalog", "instances", "polls")
 
 
 def document_hash(document: Json) -> str:
@@ -157,6 +163,10 @@ class Catalog:
         self.entries: OrderedDict[tuple[str, str], CatalogEntry] = OrderedDict()
         self.instances: OrderedDict[tuple[str, str], InstanceEntry] = OrderedDict()
         self.polls: OrderedDict[tuple[str, str], PollEntry] = OrderedDict()
+        self.evicted = dict.fromkeys(_TABLES, 0)
+        """Entries dropped per table, past its cap or the byte budget."""
+        self._sizes: dict[str, dict[Any, int]] = {table: {} for table in _TABLES}
+        self._bytes = dict.fromkeys(_TABLES, 0)
 
     # --- ingest ---------------------------------------------------------------------------------------------
 
@@ -171,6 +181,7 @@ class Catalog:
         entry["descriptor"] = descriptor
         entry["descriptorHash"] = digest
         entry["registeredAt"] = at
+        self._resize("catalog", (service, version), _entry_size(entry))
         instance_id = _instance_id(descriptor)
         if instance_id == NO_INSTANCE_ID:
             for instance in self.instances.values():
@@ -201,7 +212,9 @@ class Catalog:
             instance["descriptorHash"] = sent
         instance["health"] = health
         instance["lastHeartbeatAt"] = at
-        return HeartbeatVerdict(instance["registerExpected"], drift)
+        verdict = HeartbeatVerdict(instance["registerExpected"], drift)
+        self._resize("instances", (service, _instance_id(heartbeat)), _json_size(health))
+        return verdict
 
     def poll(
         self, service: str, base_url: str, at: str, *, spec: Json | None, health: Json | None, error: str | None,
@@ -217,12 +230,17 @@ class Catalog:
             poll["failures"] = (previous["failures"] if previous else 0) + 1
         elif health is not None:
             poll["health"] = health
-        put_bounded(self.polls, key, poll, self.limits.polls)
+        self._put("polls", key, poll)
+        self._resize("polls", key, _json_size(health) if error is None and health is not None else 0)
         if error is not None:
             return
-        entry = self._entry(service, self._newest_version(service))
+        version = self._newest_version(service)
+        entry = self._entry(service, version)
         entry["baseUrl"] = base_url
         if spec is None:
+            return
+        if spec is entry.get("spec"):
+            entry["specFetchedAt"] = at
             return
         digest = document_hash(spec)
         if digest != entry.get("specHash"):
@@ -232,6 +250,7 @@ class Catalog:
                 entry["previousSpecHash"] = entry["specHash"]
             entry["spec"] = spec
             entry["specHash"] = digest
+            self._resize("catalog", (service, version), _entry_size(entry))
         entry["specFetchedAt"] = at
 
     # --- reads ----------------------------------------------------------------------------------------------
@@ -284,6 +303,34 @@ class Catalog:
             owner(service, "baseUrl", base_url).records.polls.append(poll)
         return [members[key] for key in sorted(members)]
 
+    def expects_register(self, service: str, instance_id: str) -> bool:
+        instance = self.instances.get((service, instance_id))
+        return instance is not None and instance["registerExpected"]
+
+    def held_spec(self, service: str) -> Json | None:
+        """The spec the next poll of `service` would be compared with."""
+        entry = self._spec_entry(service)
+        return entry.get("spec") if entry is not None else None
+
+    def holds_spec(self, service: str, spec: Json) -> bool:
+        """Whether `spec` is the spec held for `service`: the same object (the poller hands the same one over
+        while the bytes it fetches do not change), else the same hash."""
+        entry = self._spec_entry(service)
+        if entry is None or "spec" not in entry:
+            return False
+        return spec is entry["spec"] or entry.get("specHash") == document_hash(spec)
+
+    def adopt_spec(self, service: str, spec: Json) -> None:
+        """Hold `spec`, equal to the held one, in its place: the next poll handing it over is then recognised
+        as unchanged without hashing it."""
+        entry = self._spec_entry(service)
+        if entry is not None and "spec" in entry:
+            entry["spec"] = spec
+
+    def _spec_entry(self, service: str) -> CatalogEntry | None:
+        """The entry a poll of `service` lands on (see `poll`)."""
+        return self.entries.get((service, self._newest_version(service)))
+
     def _of(self, service: str) -> list[CatalogEntry]:
         return [entry for (name, _), entry in self.entries.items() if name == service]
 
@@ -296,7 +343,7 @@ class Catalog:
             entry = CatalogEntry(service=service, changes=[], removedTopics=[])
             if version:
                 entry["serviceVersion"] = version
-        put_bounded(self.entries, key, entry, self.limits.catalog)
+        self._put("catalog", key, entry)
         return entry
 
     def _newest_version(self, service: str) -> str:
@@ -311,8 +358,40 @@ class Catalog:
         instance = self.instances.get(key)
         if instance is None:
             instance = InstanceEntry(service=service, instanceId=instance_id, hashMatches=True, registerExpected=False)
-        put_bounded(self.instances, key, instance, self.limits.instances)
+        self._put("instances", key, instance)
         return instance
+
+    # --- bounds ---------------------------------------------------------------------------------------------
+
+    def _table(self, table: str) -> tuple[OrderedDict[Any, Any], int]:
+        if table == "catalog":
+            return self.entries, self.limits.catalog
+        if table == "instances":
+            return self.instances, self.limits.instances
+        return self.polls, self.limits.polls
+
+    def _put(self, table: str, key: Any, value: Any) -> None:
+        """Insert or refresh `key` as the newest of `table`; the oldest go past its cap."""
+        rows, cap = self._table(table)
+        rows[key] = value
+        rows.move_to_end(key)
+        while len(rows) > cap:
+            self._evict_oldest(table)
+
+    def _resize(self, table: str, key: Any, size: int) -> None:
+        """Record the document bytes `key` holds; past the budget the oldest of the largest table go."""
+        if key not in self._table(table)[0]:
+            return  # evicted already
+        sizes = self._sizes[table]
+        self._bytes[table] += size - sizes.get(key, 0)
+        sizes[key] = size
+        while sum(self._bytes.values()) > self.limits.catalog_bytes:
+            self._evict_oldest(max(_TABLES, key=self._bytes.__getitem__))
+
+    def _evict_oldest(self, table: str) -> None:
+        key, _ = self._table(table)[0].popitem(last=False)
+        self._bytes[table] -= self._sizes[table].pop(key, 0)
+        self.evicted[table] += 1
 
     def _diff(self, entry: CatalogEntry, old: dict[tuple[str, str], Json], new: dict[tuple[str, str], Json],
               at: str) -> None:
@@ -356,15 +435,27 @@ class Catalog:
             require(entry, {"service": str, "changes": list, "removedTopics": list})
             copied = CatalogEntry(**{**entry, "changes": list(entry["changes"]),
                                      "removedTopics": list(entry["removedTopics"])})
-            put_bounded(self.entries, (entry["service"], entry.get("serviceVersion", "")), copied, self.limits.catalog)
+            key = (entry["service"], entry.get("serviceVersion", ""))
+            self._put("catalog", key, copied)
+            self._resize("catalog", key, _entry_size(copied))
         for instance in instances:
             require(instance, {"service": str, "instanceId": str, "hashMatches": bool, "registerExpected": bool})
-            put_bounded(self.instances, (instance["service"], instance["instanceId"]),
-                        InstanceEntry(**instance), self.limits.instances)
+            key = (instance["service"], instance["instanceId"])
+            self._put("instances", key, InstanceEntry(**instance))
+            self._resize("instances", key, _json_size(instance.get("health")))
         for poll in polls:
             require(poll, {"service": str, "baseUrl": str, "at": str, "ok": bool, "failures": int})
-            put_bounded(self.polls, (poll["service"], poll["baseUrl"]), PollEntry(**poll),
-                        self.limits.polls)
+            key = (poll["service"], poll["baseUrl"])
+            self._put("polls", key, PollEntry(**poll))
+            self._resize("polls", key, _json_size(poll.get("health")))
+
+
+def _json_size(document: Json | None) -> int:
+    return 0 if document is None else len(orjson.dumps(document))
+
+
+def _entry_size(entry: CatalogEntry) -> int:
+    return _json_size(entry.get("descriptor")) + _json_size(entry.get("spec"))
 
 
 def _schemas_hash(topic: Json) -> str:

@@ -5,9 +5,14 @@ register, heartbeat or issues is `bad-request`; a malformed entry of a traces or
 counted in `skipped`, the rest accepted. A heartbeat answer carries `reregister: true` (feeds.REREGISTER_KEY) while
 the collector expects the instance to register again.
 
-Persistence: the last snapshot in the store is restored at construction; after every mutating ingest a fresh,
-bounded snapshot is saved (or, with `save_interval` > 0, at most once per interval plus on `flush`). A failing
-store never fails an ingest: failures are counted in `save_failures` and logged once per `log_interval`.
+Nothing accepted is lost (DESIGN §8): a value the store could not write and read back (a number that is not
+finite or outside 64 bits, a document nested too deeply or over its byte limit) is refused with `bad-request`
+naming its field path. Every accepted ingest becomes one change, appended to the store before it is applied and
+answered; a store that cannot take it makes the ingest `service-unavailable` and the collector unhealthy
+(`store_problem`). The state is rebuilt on start from the store's snapshot plus the changes logged after it.
+
+A traces or issues batch with a `batchId` already seen (the newest `Limits.batch_ids`) is answered as the first
+time and not counted again: a reporter's retry is counted once, across restarts too.
 
 Thread-safe: one lock around every read and write, so the poller may call `record_poll` from another thread.
 """
@@ -17,8 +22,11 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
+from collections.abc import Sequence
 from typing import Any, Final
+
+import orjson
 
 from ..._reserved import DEFAULT_PREFIX
 from ..._result import Result
@@ -29,10 +37,10 @@ from .catalog import Catalog
 from .feeds import FeedLog
 from .issues import IssueBook, normalize_issue
 from .limits import Limits
-from .snapshot import SNAPSHOT_FORMAT, Json, Snapshot
-from .store import MemoryStore, Store
+from .snapshot import SNAPSHOT_FORMAT, BatchEntry, Json, Snapshot
+from .store import MemoryStore, Store, Stored, StoreError
 from .traces import TraceLog, is_failure, normalize_event
-from .wire import text
+from .wire import Unstorable, put_bounded, stored_size, text
 
 logger = logging.getLogger("svcgen.mesh.collector")
 
@@ -52,8 +60,14 @@ class Collector:
     feeds: FeedLog
     trace_log: TraceLog
     issue_book: IssueBook
+    batches: OrderedDict[tuple[str, str], int]
+    """(feed, batchId) → the accepted count answered, newest last."""
     skipped: int
     """Malformed trace or issue entries skipped."""
+    refused: int
+    """Feeds refused because a value could not be stored or was over a limit, since this process started."""
+    duplicates: int
+    """Batches answered from `batches` without being counted again, since this process started."""
 
     def __init__(
         self,
@@ -62,22 +76,19 @@ class Collector:
         limits: Limits | None = None,
         clock: WallClock = wall_clock,
         stale_after: float = DEFAULT_STALE_AFTER,
-        save_interval: float = 0.0,
         log_interval: float = DEFAULT_LOG_INTERVAL,
     ) -> None:
         self.store: Store = store if store is not None else MemoryStore()
         self.limits = limits or Limits()
         self.clock = clock
         self.stale_after = stale_after
-        self.save_interval = save_interval
         self.log_interval = log_interval
-        self.save_failures = 0
-        self.last_save_error: str | None = None
-        """Exception type of the newest failed save; None once a save succeeds."""
+        self.store_failures = 0
+        """Changes the store refused (each answered `service-unavailable`)."""
         self._lock = threading.RLock()
-        self._dirty = False
-        self._last_save = -math.inf
         self._last_failure_log = -math.inf
+        self._last_drop_log = -math.inf
+        self._logged_drops = 0
         self._reset()
         self._load()
 
@@ -87,10 +98,11 @@ class Collector:
         service = _service(body)
         if service is None:
             return Result.bad_request("register needs a service descriptor with a string `service`")
-        with self._lock:
-            self.catalog.register(service, body, self._now())
-            self._mutated()
-        return Result.ok({"accepted": 1})
+        try:
+            stored_size(body, "descriptor", max_depth=self.limits.depth, max_bytes=self.limits.descriptor_bytes)
+        except Unstorable as exc:
+            return self._refuse(f"register: {exc}")
+        return self._commit({"op": "register", "at": self._now(), "descriptor": body}, {"accepted": 1})
 
     def heartbeat(self, body: Any) -> Answer:
         service = _service(body)
@@ -99,36 +111,38 @@ class Collector:
         health = _health(body.get("health"))
         if health is None:
             return Result.bad_request("heartbeat health must be {isHealthy: boolean, healthChecks: object}")
+        try:
+            stored_size(health, "health", max_depth=self.limits.depth, max_bytes=self.limits.health_bytes)
+        except Unstorable as exc:
+            return self._refuse(f"heartbeat: {exc}")
+        change: Json = {"op": "heartbeat", "at": self._now(), "service": service, "health": health}
+        for key in ("instanceId", "descriptorHash"):
+            value = text(body.get(key))
+            if value is not None:
+                change[key] = value
         with self._lock:
-            now = self._now()
-            verdict = self.catalog.heartbeat(service, body, health, now)
-            if verdict.drift:
-                self.issue_book.file_drift(service, now)
-            self._mutated()
-        answer: dict[str, Any] = {"accepted": 1}
-        if verdict.reregister:
-            answer[REREGISTER_KEY] = True
-        return Result.ok(answer)
+            answer = self._commit(change, {"accepted": 1})
+            if answer.is_successful and self.catalog.expects_register(service, change.get("instanceId", "")):
+                answer = Result.ok({"accepted": 1, REREGISTER_KEY: True})
+        return answer
 
     def traces(self, body: Any) -> Answer:
         events = body.get("events") if isinstance(body, dict) else None
         if not isinstance(events, list):
             return Result.bad_request("traces needs {events: [trace event, ...]}")
-        accepted = 0
-        failures: defaultdict[str, int] = defaultdict(int)
-        with self._lock:
-            for raw in events:
-                event = normalize_event(raw)
-                if event is None:
-                    self.skipped += 1
-                    continue
-                self.trace_log.add(event)
-                accepted += 1
-                failures[event["service"]] += is_failure(event["status"])
-            for service, failed in failures.items():
-                self.feeds.traced(service, failed)
-            self._mutated()
-        return Result.ok({"accepted": accepted})
+        if not _batch_id_valid(body):
+            return Result.bad_request("traces batchId must be a non-empty string of at most 256 characters")
+        batch_id = _key(body, "batchId")
+        accepted: list[Json] = []
+        try:
+            for index, raw in enumerate(events):
+                event = normalize_event(raw, f"events[{index}]")
+                if event is not None:
+                    accepted.append(event)
+        except Unstorable as exc:
+            return self._refuse(f"traces: {exc}")
+        change: Json = {"op": "traces", "at": self._now(), "events": accepted, "skipped": len(events) - len(accepted)}
+        return self._commit_batch(change, batch_id, len(accepted))
 
     def issues(self, body: Any) -> Answer:
         service = _service(body)
@@ -137,18 +151,20 @@ class Collector:
         entries = body.get("issues")
         if not isinstance(entries, list):
             return Result.bad_request("an issue batch needs {service, issues: [...]}")
-        accepted = 0
-        with self._lock:
-            for raw in entries:
-                issue = normalize_issue(raw, service)
-                if issue is None:
-                    self.skipped += 1
-                    continue
-                self.issue_book.merge(issue)
-                accepted += 1
-            self.feeds.issue_batch(service)
-            self._mutated()
-        return Result.ok({"accepted": accepted})
+        if not _batch_id_valid(body):
+            return Result.bad_request("an issue batch's batchId must be a non-empty string of at most 256 characters")
+        batch_id = _key(body, "batchId")
+        accepted: list[Json] = []
+        try:
+            for index, raw in enumerate(entries):
+                issue = normalize_issue(raw, service, f"issues[{index}]")
+                if issue is not None:
+                    accepted.append(issue)
+        except Unstorable as exc:
+            return self._refuse(f"issues: {exc}")
+        change: Json = {"op": "issues", "at": self._now(), "service": service, "issues": accepted,
+                        "skipped": len(entries) - len(accepted)}  # fmt: skip
+        return self._commit_batch(change, batch_id, len(accepted))
 
     def record_poll(
         self, service: str, base_url: str, *, spec: dict[str, Any] | None, health: dict[str, Any] | None,
@@ -156,24 +172,43 @@ class Collector:
     ) -> None:
         """Fold one poll of a fleet member in (its surfaces under `prefix`). `error` None: a successful poll,
         `spec` and `health` are data; otherwise a failed poll, recorded (ok false, failures + 1) and never
-        ingested as data."""
+        ingested as data. A spec or health over the limits is a failed poll too; a spec equal to the one held
+        (the very object the poller handed over last time, or the same hash) is not stored again."""
+        change: Json = {"op": "poll", "at": self._now(), "service": service, "baseUrl": base_url}
+        if prefix != DEFAULT_PREFIX:
+            change["prefix"] = prefix
+        checked_health = _health(health) if error is None and isinstance(health, dict) else None
+        if error is None:
+            try:
+                if checked_health is not None:
+                    stored_size(checked_health, "health", max_depth=self.limits.depth,
+                                max_bytes=self.limits.health_bytes)  # fmt: skip
+                if isinstance(spec, dict) and not self.catalog.holds_spec(service, spec):
+                    stored_size(spec, "spec", max_depth=self.limits.depth, max_bytes=self.limits.spec_bytes)
+                    change["spec"] = spec
+                elif isinstance(spec, dict):
+                    change["specUnchanged"] = True
+            except Unstorable as exc:
+                error = str(exc)
+                change.pop("spec", None)
+                change.pop("specUnchanged", None)
+                with self._lock:
+                    self.refused += 1
+        if error is not None:
+            change["error"] = error
+        elif checked_health is not None:
+            change["health"] = checked_health
         with self._lock:
-            self.catalog.poll(
-                service,
-                base_url,
-                self._now(),
-                prefix=prefix,
-                spec=spec if error is None and isinstance(spec, dict) else None,
-                health=_health(health) if error is None and isinstance(health, dict) else None,
-                error=error,
-            )
-            self._mutated()
+            if self._commit(change, {}).is_successful and change.get("specUnchanged") and isinstance(spec, dict):
+                self.catalog.adopt_spec(service, spec)
 
     # --- queries --------------------------------------------------------------------------------------------
 
     def query_fleet(self, body: Any = None) -> Answer:
         with self._lock:
-            return Result.ok(queries.fleet(self.catalog, self.feeds, self.trace_log, self.issue_book, self._fresh()))
+            answer = queries.fleet(self.catalog, self.feeds, self.trace_log, self.issue_book, self._fresh())
+            answer["dropped"] = self.dropped()
+            return Result.ok(answer)
 
     def query_service(self, body: Any) -> Answer:
         name = _key(body, "service")
@@ -199,6 +234,28 @@ class Collector:
             found = queries.trace(self.trace_log, trace_id)
         return Result.ok(found) if found is not None else Result.not_found(f"no trace {trace_id} in the window")
 
+    def dropped(self) -> dict[str, int]:
+        """What the limits dropped, per table, since the store began; what was refused or answered as a duplicate
+        since this process started (the fleet query's `dropped`)."""
+        with self._lock:
+            return {
+                "traceWindow": self.trace_log.dropped,
+                "counters": self.trace_log.evicted_counters,
+                "otherStatuses": self.trace_log.other_statuses,
+                "edges": self.trace_log.evicted_edges,
+                "issues": self.issue_book.dropped,
+                **self.catalog.evicted,
+                "services": self.feeds.evicted,
+                "skipped": self.skipped,
+                "refused": self.refused,
+                "duplicateBatches": self.duplicates,
+            }
+
+    @property
+    def store_problem(self) -> str | None:
+        """Why the collector cannot persist right now (its health check fails with it); None while it can."""
+        return self.store.problem
+
     # --- snapshot and persistence ---------------------------------------------------------------------------
 
     def snapshot(self) -> Snapshot:
@@ -218,15 +275,18 @@ class Collector:
                 edges=self.trace_log.edge_snapshot(),
                 traces=self.trace_log.window_snapshot(),
                 skipped=self.skipped,
+                batches=[BatchEntry(feed=feed, batchId=batch_id, accepted=accepted)
+                         for (feed, batch_id), accepted in self.batches.items()],
+                dropped=self.dropped(),
             )
 
-    def restore(self, snapshot: Snapshot) -> None:
-        """Replace the whole state with `snapshot`'s. Raises SnapshotError, leaving the state untouched, when it
-        is not a collector snapshot."""
+    def restore(self, snapshot: Snapshot, changes: Sequence[Json] = ()) -> None:
+        """Replace the whole state with `snapshot`'s, then apply `changes` logged after it. Raises SnapshotError,
+        leaving the state untouched, when it is not a collector snapshot or a change is malformed."""
         if not isinstance(snapshot, dict) or snapshot.get("format") != SNAPSHOT_FORMAT:
             raise SnapshotError(f"not a collector snapshot of format {SNAPSHOT_FORMAT}")
         with self._lock:
-            saved = (self.catalog, self.feeds, self.trace_log, self.issue_book, self.skipped)
+            saved = self._state()
             self._reset()
             try:
                 self.catalog.restore(snapshot["catalog"], snapshot["instances"], snapshot["polls"])
@@ -234,15 +294,36 @@ class Collector:
                 self.trace_log.restore(snapshot["traces"], snapshot["counters"], snapshot["edges"])
                 self.issue_book.restore(snapshot["issues"])
                 self.skipped = int(snapshot["skipped"])
+                for entry in snapshot.get("batches", []):
+                    put_bounded(self.batches, (str(entry["feed"]), str(entry["batchId"])), int(entry["accepted"]),
+                                self.limits.batch_ids)  # fmt: skip
+                self._restore_dropped(snapshot.get("dropped", {}))
+                self._replay(changes)
             except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-                self.catalog, self.feeds, self.trace_log, self.issue_book, self.skipped = saved
+                self._set_state(saved)
                 raise SnapshotError(f"malformed collector snapshot ({type(exc).__name__}: {exc})") from exc
 
-    def flush(self) -> None:
-        """Save now if anything changed since the last save (for `save_interval` > 0 and shutdown)."""
+    def restore_stored(self, stored: Stored) -> None:
+        """Replace the whole state with what a store's `load` read (SnapshotError when it is malformed)."""
+        if stored.snapshot is not None:
+            self.restore(stored.snapshot, stored.changes)
+            return
         with self._lock:
-            if self._dirty:
-                self._save(self.clock())
+            saved = self._state()
+            self._reset()
+            try:
+                self._replay(stored.changes)
+            except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+                self._set_state(saved)
+                raise SnapshotError(f"malformed change in the store's log ({type(exc).__name__}: {exc})") from exc
+
+    def flush(self) -> None:
+        """Compact the store and stop its background work (at shutdown: the next start reads one snapshot)."""
+        with self._lock:
+            try:
+                self.store.compact(self.snapshot())
+            finally:
+                self.store.close()
 
     # --- internals ------------------------------------------------------------------------------------------
 
@@ -251,44 +332,130 @@ class Collector:
         self.feeds = FeedLog(self.limits)
         self.trace_log = TraceLog(self.limits)
         self.issue_book = IssueBook(self.limits)
+        self.batches = OrderedDict()
         self.skipped = 0
+        self.refused = 0
+        self.duplicates = 0
+
+    def _state(self) -> tuple[Any, ...]:
+        return (self.catalog, self.feeds, self.trace_log, self.issue_book, self.batches, self.skipped, self.refused,
+                self.duplicates)  # fmt: skip
+
+    def _set_state(self, state: tuple[Any, ...]) -> None:
+        (self.catalog, self.feeds, self.trace_log, self.issue_book, self.batches, self.skipped, self.refused,
+         self.duplicates) = state  # fmt: skip
+
+    def _restore_dropped(self, dropped: dict[str, int]) -> None:
+        self.trace_log.evicted_counters = int(dropped.get("counters", 0))
+        self.trace_log.other_statuses = int(dropped.get("otherStatuses", 0))
+        self.trace_log.evicted_edges = int(dropped.get("edges", 0))
+        self.issue_book.dropped = int(dropped.get("issues", self.issue_book.dropped))
+        self.feeds.evicted = int(dropped.get("services", 0))
+        for table in self.catalog.evicted:
+            self.catalog.evicted[table] = int(dropped.get(table, 0))
 
     def _load(self) -> None:
+        stored: Stored | None
         try:
-            loaded = self.store.load()
-        except Exception as exc:
-            logger.warning("collector store failed to load (%s); starting empty", type(exc).__name__)
-            return
-        if loaded is None:
-            return
-        try:
-            self.restore(loaded)
-        except SnapshotError as exc:
-            logger.warning("collector store holds no usable snapshot (%s); starting empty", exc)
+            stored = self.store.load()
+            self.restore_stored(stored)
+        except (StoreError, SnapshotError) as exc:
+            moved = self.store.set_aside()
+            where = ", ".join(moved) if moved else "nothing to move"
+            logger.warning("collector store is unreadable (%s); moved aside: %s; starting empty", exc, where)
+            self._reset()
+            stored = None
+        self.store.open()
+        if stored is not None and stored.changes:
+            self.store.compact(self.snapshot())  # one snapshot again, so the next start replays little
 
-    def _mutated(self) -> None:
-        self._dirty = True
+    def _replay(self, changes: Sequence[Json]) -> None:
+        for change in changes:
+            self._apply(change)
+
+    def _refuse(self, why: str) -> Answer:
+        with self._lock:
+            self.refused += 1
+        return Result.bad_request(why)
+
+    def _commit_batch(self, change: Json, batch_id: str | None, accepted: int) -> Answer:
+        with self._lock:
+            if batch_id is not None:
+                seen = self.batches.get((change["op"], batch_id))
+                if seen is not None:
+                    self.duplicates += 1
+                    return Result.ok({"accepted": seen})
+                change["batchId"] = batch_id
+            return self._commit(change, {"accepted": accepted})
+
+    def _commit(self, change: Json, answer: dict[str, Any]) -> Answer:
+        """Persist the change, then apply it: never acknowledged without being in the store."""
+        with self._lock:
+            try:
+                self.store.append(change)
+            except orjson.JSONEncodeError as exc:  # e.g. a lone surrogate in a string: JSON cannot carry it
+                self.refused += 1
+                return Result.bad_request(f"{change['op']}: a value cannot be written as JSON ({exc})")
+            except OSError as exc:
+                return self._store_failed(exc)
+            self._apply(change)
+            if self.store.wants_compaction():
+                self.store.compact(self.snapshot())
+            self._log_drops()
+        return Result.ok(answer)
+
+    def _apply(self, change: Json) -> None:
+        op, at = change["op"], change["at"]
+        if op == "register":
+            self.catalog.register(change["descriptor"]["service"], change["descriptor"], at)
+        elif op == "heartbeat":
+            if self.catalog.heartbeat(change["service"], change, change["health"], at).drift:
+                self.issue_book.file_drift(change["service"], at)
+        elif op == "traces":
+            failures: defaultdict[str, int] = defaultdict(int)
+            for event in change["events"]:
+                self.trace_log.add(event)
+                failures[event["service"]] += is_failure(event["status"])
+            for service, failed in failures.items():
+                self.feeds.traced(service, failed)
+            self._batch_done(change, len(change["events"]))
+        elif op == "issues":
+            for issue in change["issues"]:
+                self.issue_book.merge(dict(issue))
+            self.feeds.issue_batch(change["service"])
+            self._batch_done(change, len(change["issues"]))
+        elif op == "poll":
+            spec = self.catalog.held_spec(change["service"]) if change.get("specUnchanged") else change.get("spec")
+            self.catalog.poll(change["service"], change["baseUrl"], at, prefix=change.get("prefix", DEFAULT_PREFIX),
+                              spec=spec, health=change.get("health"), error=change.get("error"))  # fmt: skip
+        else:
+            raise ValueError(f"unknown change {op!r}")
+
+    def _batch_done(self, change: Json, accepted: int) -> None:
+        self.skipped += int(change["skipped"])
+        batch_id = change.get("batchId")
+        if batch_id is not None:
+            put_bounded(self.batches, (change["op"], batch_id), accepted, self.limits.batch_ids)
+
+    def _store_failed(self, exc: Exception) -> Answer:
+        self.store_failures += 1
+        why = self.store.problem or type(exc).__name__
         now = self.clock()
-        if now - self._last_save >= self.save_interval:
-            self._save(now)
+        if now - self._last_failure_log >= self.log_interval:
+            self._last_failure_log = now
+            logger.warning("collector store cannot persist (%s); %d feed(s) refused so far", why,
+                           self.store_failures)  # fmt: skip
+        return Result.service_unavailable(f"the collector cannot persist this feed now ({why}); send it again later")
 
-    def _save(self, now: float) -> None:
-        self._last_save = now
-        try:
-            self.store.save(self.snapshot())
-        except Exception as exc:
-            self.save_failures += 1
-            self.last_save_error = type(exc).__name__
-            if now - self._last_failure_log >= self.log_interval:
-                self._last_failure_log = now
-                logger.warning(
-                    "collector store failed to save (%s); %d failed save(s) so far, ingest goes on",
-                    type(exc).__name__,
-                    self.save_failures,
-                )
-            return
-        self._dirty = False
-        self.last_save_error = None
+    def _log_drops(self) -> None:
+        counts = self.dropped()
+        total = sum(counts.values()) - counts["duplicateBatches"]
+        now = self.clock()
+        if total > self._logged_drops and now - self._last_drop_log >= self.log_interval:
+            self._last_drop_log = now
+            self._logged_drops = total
+            listed = ", ".join(f"{name} {count}" for name, count in counts.items() if count)
+            logger.warning("collector limits dropped or refused entries (so far: %s)", listed)
 
     def _now(self) -> str:
         return rfc3339(self.clock())
@@ -303,6 +470,12 @@ def _service(body: Any) -> str | None:
 
 def _key(body: Any, key: str) -> str | None:
     return text(body.get(key)) if isinstance(body, dict) else None
+
+
+def _batch_id_valid(body: Json) -> bool:
+    """A batch has no `batchId` (counted every time it arrives) or a valid one."""
+    value = body.get("batchId")
+    return value is None or text(value) is not None
 
 
 def _health(value: Any) -> Json | None:

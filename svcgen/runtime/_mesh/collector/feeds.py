@@ -11,29 +11,32 @@ from collections import OrderedDict
 
 from .limits import Limits
 from .snapshot import FeedEntry
-from .wire import put_bounded, require
+from .wire import put_bounded, require, saturated
 
 
 class FeedLog:
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
         self.entries: OrderedDict[str, FeedEntry] = OrderedDict()
+        self.evicted = 0
+        """Services dropped past `Limits.services`, the least recently heard first."""
 
     def _entry(self, service: str) -> FeedEntry:
         entry = self.entries.get(service)
         if entry is None:
             entry = FeedEntry(service=service, traces=False, issueBatches=0, unexplainedFailures=0)
-        put_bounded(self.entries, service, entry, self.limits.services)
+        self.evicted += put_bounded(self.entries, service, entry, self.limits.services)
         return entry
 
     def traced(self, service: str, failures: int) -> None:
         entry = self._entry(service)
         entry["traces"] = True
         if failures and entry["issueBatches"] == 0:
-            entry["unexplainedFailures"] += failures
+            entry["unexplainedFailures"] = saturated(entry["unexplainedFailures"] + failures)
 
     def issue_batch(self, service: str) -> None:
-        self._entry(service)["issueBatches"] += 1
+        entry = self._entry(service)
+        entry["issueBatches"] = saturated(entry["issueBatches"] + 1)
 
     def missing(self, service: str, *, described: bool, health: bool) -> list[str]:
         entry = self.entries.get(service)

@@ -3,7 +3,8 @@
 
 Counts are deltas and accrue; firstSeen is the earliest, lastSeen the latest; the newest `exemplars` trace ids are
 kept. Fields outside the fingerprint (transport, status when an exception type decides it) keep their first value.
-The table is bounded: past `Limits.issues` the least recently seen issue is dropped and counted.
+The table is bounded: past `Limits.issues` the least recently seen issue is dropped and counted. A count above
+64 bits makes the batch unstorable (refused); merged counts saturate at MAX_COUNT instead of growing past it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from ..._status import CONFLICT
 from ..issues import fingerprint
 from .limits import Limits
 from .snapshot import Json
-from .wire import copy_optional_texts, number, put_bounded, text, timestamp
+from .wire import MAX_COUNT, Unstorable, copy_optional_texts, number, put_bounded, saturated, text, timestamp
 
 CONTRACT_DRIFT: Final = "contract-drift"
 DRIFT_TOPIC: Final = MESH_TOPIC
@@ -26,16 +27,19 @@ DRIFT_STATUS: Final = CONFLICT
 _OPTIONAL: Final = ("version", "transport", "exceptionType")
 
 
-def normalize_issue(raw: Any, service: str) -> Json | None:
-    """The issue in wire key order with every field checked; None when malformed."""
+def normalize_issue(raw: Any, service: str, path: str = "issue") -> Json | None:
+    """The issue in wire key order with every field checked; None when malformed. Raises Unstorable, naming
+    `path`, for a count above 64 bits."""
     if not isinstance(raw, dict):
         return None
+    count = raw.get("count")
+    if isinstance(count, int) and not isinstance(count, bool) and count > MAX_COUNT:
+        raise Unstorable(f"{path}.count {count} is above the limit of {MAX_COUNT}")
     owner = raw.get("service", service)
     fp = text(raw.get("fingerprint"))
     classification = text(raw.get("classification"))
     topic = text(raw.get("topic"))
     status = text(raw.get("status"), empty=True)
-    count = raw.get("count")
     first = timestamp(raw.get("firstSeen"))
     last = timestamp(raw.get("lastSeen"))
     exemplars = raw.get("exemplarTraceIds", [])
@@ -89,7 +93,7 @@ class IssueBook:
             self.dropped += put_bounded(self.issues, issue["fingerprint"], issue, self.limits.issues)
             return
         newer = issue["lastSeen"] >= existing["lastSeen"]
-        existing["count"] += issue["count"]
+        existing["count"] = saturated(existing["count"] + issue["count"])
         existing["firstSeen"] = min(existing["firstSeen"], issue["firstSeen"])
         existing["lastSeen"] = max(existing["lastSeen"], issue["lastSeen"])
         old, new = existing["exemplarTraceIds"], issue["exemplarTraceIds"]

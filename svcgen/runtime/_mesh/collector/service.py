@@ -66,12 +66,11 @@ def _handler(answer: Callable[[Any], Answer]) -> Callable[[dict[str, Any], Conte
 
 def _store_check(collector: Collector) -> CheckFunction:
     async def check() -> HealthCheckResult:
-        if collector.last_save_error is None:
+        problem = collector.store_problem
+        if problem is None:
             return HealthCheckResult.ok()
-        # A warning keeps the collector healthy: ingest and queries work, only persistence does not.
-        return HealthCheckResult.warning(
-            f"saving the snapshot fails ({collector.last_save_error}); {collector.save_failures} failed save(s)"
-        )
+        # Failed, not a warning: a collector that cannot persist refuses feeds or risks losing what it took.
+        return HealthCheckResult.failed(f"{problem}; {collector.store_failures} feed(s) refused so far")
 
     return check
 

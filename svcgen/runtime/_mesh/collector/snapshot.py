@@ -129,6 +129,16 @@ class TraceWindow(TypedDict):
     """Raw trace events as received, oldest first."""
 
 
+class BatchEntry(TypedDict):
+    """A traces or issues batch already counted, by the `batchId` its reporter sent."""
+
+    feed: str
+    """`traces` or `issues`."""
+    batchId: str
+    accepted: int
+    """What the batch was answered, answered again to a retry."""
+
+
 class Snapshot(TypedDict):
     format: int
     savedAt: str
@@ -143,3 +153,7 @@ class Snapshot(TypedDict):
     traces: TraceWindow
     skipped: int
     """Malformed trace or issue entries skipped since the collector started."""
+    batches: NotRequired[list[BatchEntry]]
+    """The newest batch ids seen, oldest first."""
+    dropped: NotRequired[dict[str, int]]
+    """What the limits dropped or refused, per table, as the fleet query's `dropped`."""

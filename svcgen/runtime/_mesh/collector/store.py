@@ -1,71 +1,367 @@
-"""Where the collector's snapshot lives between runs: in memory (the default) or in a JSON file.
+"""Where the collector's state lives between runs: in memory (the default) or in a JSON-file store.
 
-The file is written atomically (a temp file in the same directory, fsync, `os.replace`), so a crash leaves the
-previous snapshot or the new one, never half of one. A missing, unreadable, truncated or corrupt file loads as
-nothing with one warning: the collector starts empty rather than not at all (DESIGN §8).
+The JSON-file store is a snapshot file plus a log: every accepted change is appended to the log as one JSON line
+before the collector answers it (a killed collector keeps it), and the log is fsynced at most `sync_interval`
+seconds later (a crashed machine loses at most that much). Once the log outgrows the snapshot, the collector
+hands over a fresh snapshot, written atomically off the event loop; the log segments it covers are then removed.
+So a change costs what the change is, not what the state is. On start the snapshot is read and the newer log
+segments are replayed.
+
+A store that cannot be read is never overwritten: the collector moves it aside (`<name>.corrupt-<UTC time>`) and
+starts empty. A line cut short at the end of a segment is a write the collector never acknowledged, not damage.
 """
 
 from __future__ import annotations
 
-import logging
+import contextlib
 import os
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol, cast
+from typing import Any, Final, Protocol, cast
 
 import orjson
 
-from ..atomicwrite import write_atomic
-from .snapshot import Snapshot
+from ..atomicwrite import remove_stale_temps, write_atomic
+from .snapshot import Json, Snapshot
 
-logger = logging.getLogger("svcgen.mesh.collector")
+DEFAULT_SYNC_INTERVAL: Final = 0.05
+"""Seconds at most between an acknowledged change and its fsync."""
+DEFAULT_COMPACT_AFTER: Final = 8 * 2**20
+"""Log bytes at which a snapshot is written, unless the last snapshot is larger (then its size)."""
+COMPACT_RETRY: Final = 1.0
+"""Seconds between attempts to write a snapshot after one failed."""
+LOG_SEGMENT: Final = "logSegment"
+"""Snapshot key: the first log segment the snapshot does not include."""
+
+
+class StoreError(Exception):
+    """The store cannot be read (corrupt, truncated, not a collector store); the message says why."""
+
+
+@dataclass(slots=True)
+class Stored:
+    """What a store holds: the newest snapshot, and the changes logged after it, oldest first."""
+
+    snapshot: Snapshot | None = None
+    changes: list[Json] = field(default_factory=list)
 
 
 class Store(Protocol):
-    def load(self) -> Snapshot | None: ...
+    def load(self) -> Stored:
+        """Read the store without changing it; raises StoreError when it cannot be read."""
+        ...
 
-    def save(self, snapshot: Snapshot) -> None:
-        """May raise (a full disk, a read-only directory); the collector counts and logs it."""
+    def open(self) -> None:
+        """Start writing, after `load`: clear what an earlier run left half-done."""
+        ...
+
+    def append(self, change: Json) -> None:
+        """Persist one accepted change before it is acknowledged; raises when that is not possible."""
+        ...
+
+    def wants_compaction(self) -> bool:
+        """Whether the collector should hand over a snapshot now."""
+        ...
+
+    def compact(self, snapshot: Snapshot) -> None:
+        """Replace everything logged so far with `snapshot` (may finish in the background)."""
+        ...
+
+    def set_aside(self) -> list[str]:
+        """Move an unreadable store out of the way, keeping it; the names it now has."""
+        ...
+
+    def close(self) -> None:
+        """Write out what is pending and stop background work."""
+        ...
+
+    @property
+    def problem(self) -> str | None:
+        """Why the store cannot persist right now; None while it can."""
         ...
 
 
 class MemoryStore:
-    """Keeps the newest snapshot object; the collector hands over a fresh one on every save."""
+    """Keeps the newest snapshot object: nothing outlives the process, so changes need no log."""
 
     def __init__(self, snapshot: Snapshot | None = None) -> None:
         self.snapshot = snapshot
-        self.saves = 0
+        self.compactions = 0
+        self.problem: str | None = None
 
-    def load(self) -> Snapshot | None:
-        return self.snapshot
+    def load(self) -> Stored:
+        return Stored(self.snapshot)
 
-    def save(self, snapshot: Snapshot) -> None:
+    def open(self) -> None:
+        pass
+
+    def append(self, change: Json) -> None:
+        pass
+
+    def wants_compaction(self) -> bool:
+        return False
+
+    def compact(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
-        self.saves += 1
+        self.compactions += 1
+
+    def set_aside(self) -> list[str]:
+        self.snapshot = None
+        return []
+
+    def close(self) -> None:
+        pass
 
 
 class JsonFileStore:
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        sync_interval: float = DEFAULT_SYNC_INTERVAL,
+        compact_after: int = DEFAULT_COMPACT_AFTER,
+        compact_retry: float = COMPACT_RETRY,
+    ) -> None:
         self.path = Path(path)
+        self.sync_interval = sync_interval
+        self.compact_after = compact_after
+        self.compact_retry = compact_retry
+        self._lock = threading.Lock()
+        self._fd: int | None = None
+        self._segment = 0
+        self._log_bytes = 0
+        self._snapshot_bytes = 0
+        self._unsynced = False
+        self._full_snapshot_due = False
+        self._errors: dict[str, str] = {}
+        self._compaction: threading.Thread | None = None
+        self._retry_at = 0.0
+        self._stop = threading.Event()
+        self._syncer: threading.Thread | None = None
 
-    def load(self) -> Snapshot | None:
+    # --- reading --------------------------------------------------------------------------------------------
+
+    def load(self) -> Stored:
+        for _ in range(3):  # a compaction of a running collector may remove a segment under us: read again
+            try:
+                return self._read()
+            except FileNotFoundError:
+                continue
+        return self._read()
+
+    def _read(self) -> Stored:
+        snapshot: Snapshot | None = None
         try:
             raw = self.path.read_bytes()
-        except FileNotFoundError:
-            logger.warning("collector store %s does not exist yet; starting empty", self.path)
-            return None
+        except (FileNotFoundError, NotADirectoryError):
+            raw = None  # nothing written yet; a directory that is not one shows when the collector writes
         except OSError as exc:
-            logger.warning("collector store %s is unreadable (%s); starting empty", self.path, type(exc).__name__)
-            return None
-        try:
-            document = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            logger.warning("collector store %s is not valid JSON (corrupt or truncated); starting empty", self.path)
-            return None
-        if not isinstance(document, dict):
-            logger.warning("collector store %s does not hold a snapshot object; starting empty", self.path)
-            return None
-        # The shape is checked where it is used: Collector.restore rejects a malformed snapshot as a whole.
-        return cast(Snapshot, document)
+            raise StoreError(f"the snapshot cannot be read ({exc.strerror or type(exc).__name__})") from None
+        first = 0
+        if raw is not None:
+            try:
+                document = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                raise StoreError("the snapshot is not valid JSON (corrupt or truncated)") from None
+            if not isinstance(document, dict):
+                raise StoreError("the snapshot is not a JSON object")
+            first = document.pop(LOG_SEGMENT, 0)
+            if not isinstance(first, int):
+                raise StoreError(f"the snapshot's {LOG_SEGMENT} is not a number")
+            self._snapshot_bytes = len(raw)
+            self._segment = max(self._segment, first)
+            snapshot = cast(Snapshot, document)
+        changes: list[Json] = []
+        for number, segment in self._segments():
+            if number >= first:
+                changes.extend(_read_segment(segment))
+        return Stored(snapshot, changes)
 
-    def save(self, snapshot: Snapshot) -> None:
-        write_atomic(self.path, orjson.dumps(snapshot))
+    def exists(self) -> bool:
+        """Whether a collector ever wrote here (a snapshot or a log segment)."""
+        return self.path.is_file() or bool(self._segments())
+
+    def _segments(self) -> list[tuple[int, Path]]:
+        pattern = re.compile(re.escape(self.path.name) + r"\.(\d{6,})\.log")
+        found = []
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            for entry in self.path.parent.iterdir():
+                matched = pattern.fullmatch(entry.name)
+                if matched:
+                    found.append((int(matched.group(1)), entry))
+        return sorted(found)
+
+    def _segment_path(self, number: int) -> Path:
+        return self.path.with_name(f"{self.path.name}.{number:06d}.log")
+
+    # --- writing --------------------------------------------------------------------------------------------
+
+    def open(self) -> None:
+        remove_stale_temps(self.path)
+        segments = self._segments()
+        # A new segment each run (the last one may end in a line a kill cut short), numbered past every segment
+        # the snapshot already holds.
+        self._segment = max(self._segment, segments[-1][0] + 1 if segments else 1)
+        self._log_bytes = sum(_size(path) for _, path in segments)
+        self._stop.clear()
+        self._syncer = threading.Thread(target=self._sync_loop, name="svcgen-store-sync", daemon=True)
+        self._syncer.start()
+
+    def append(self, change: Json) -> None:
+        line = orjson.dumps(change) + b"\n"
+        with self._lock:
+            try:
+                fd = self._writable()
+                _write_all(fd, line)
+            except OSError as exc:
+                self._errors["append"] = f"the log cannot be written ({exc.strerror or type(exc).__name__})"
+                self._retire_segment()  # a part of the line may be written: later lines go to a fresh segment
+                raise
+            self._errors.pop("append", None)
+            self._unsynced = True
+            self._log_bytes += len(line)
+
+    def _writable(self) -> int:
+        if self._fd is not None and os.fstat(self._fd).st_nlink == 0:
+            # Someone removed the segment we write to: what it held lives on only in memory, so the next
+            # snapshot must come soon and hold everything.
+            self._retire_segment()
+            self._full_snapshot_due = True
+        if self._fd is None:
+            self._fd = os.open(self._segment_path(self._segment), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        return self._fd
+
+    def _retire_segment(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+        self._segment += 1
+
+    def _sync_loop(self) -> None:
+        while not self._stop.wait(self.sync_interval):
+            self._sync()
+
+    def _sync(self) -> None:
+        with self._lock:
+            if not self._unsynced or self._fd is None:
+                return
+            self._unsynced = False
+            fd = os.dup(self._fd)
+        try:
+            os.fsync(fd)
+            self._errors.pop("sync", None)
+        except OSError as exc:
+            self._errors["sync"] = f"the log cannot be synced ({exc.strerror or type(exc).__name__})"
+            self._unsynced = True
+        finally:
+            os.close(fd)
+
+    def wants_compaction(self) -> bool:
+        if self._compaction is not None and self._compaction.is_alive():
+            return False
+        if "compact" in self._errors:
+            return time.monotonic() >= self._retry_at
+        return self._full_snapshot_due or self._log_bytes >= max(self.compact_after, self._snapshot_bytes)
+
+    def compact(self, snapshot: Snapshot) -> None:
+        """Start a new log segment now (the caller holds the state still), write the snapshot in a thread."""
+        if self._compaction is not None:
+            self._compaction.join()
+        with self._lock:
+            retired, self._fd = self._fd, None
+            self._segment += 1
+            self._log_bytes = 0
+            self._full_snapshot_due = False
+            first = self._segment
+        self._compaction = threading.Thread(
+            target=self._write_snapshot, args=(snapshot, retired, first), name="svcgen-store-compact", daemon=True
+        )
+        self._compaction.start()
+
+    def _write_snapshot(self, snapshot: Snapshot, retired: int | None, first: int) -> None:
+        try:
+            if retired is not None:
+                os.fsync(retired)
+            data = orjson.dumps({**snapshot, LOG_SEGMENT: first})
+            write_atomic(self.path, data)
+        except OSError as exc:
+            # The log segments stay, so nothing is lost; the next compaction tries again.
+            self._errors["compact"] = f"the snapshot cannot be written ({exc.strerror or type(exc).__name__})"
+            self._retry_at = time.monotonic() + self.compact_retry
+            return
+        finally:
+            if retired is not None:
+                with contextlib.suppress(OSError):
+                    os.close(retired)
+        self._errors.pop("compact", None)
+        self._snapshot_bytes = len(data)
+        for number, segment in self._segments():
+            if number < first:
+                with contextlib.suppress(OSError):
+                    segment.unlink()
+
+    def set_aside(self) -> list[str]:
+        suffix = ".corrupt-" + datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        moved = []
+        for path in [self.path, *(segment for _, segment in self._segments())]:
+            target = path.with_name(path.name + suffix)
+            with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+                path.rename(target)  # any other failure propagates: a store neither readable nor movable
+                moved.append(target.name)
+        return moved
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._syncer is not None:
+            self._syncer.join()
+        if self._compaction is not None:
+            self._compaction.join()
+        self._sync()
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+    @property
+    def problem(self) -> str | None:
+        return next(iter(self._errors.values()), None)
+
+
+def _read_segment(path: Path) -> list[Json]:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise  # removed by a compaction meanwhile: the caller reads again
+    except OSError as exc:
+        raise StoreError(f"{path.name} cannot be read ({exc.strerror or type(exc).__name__})") from None
+    lines = data.split(b"\n")
+    # The last piece is empty after a complete line, or a line cut short by a kill: never acknowledged.
+    changes = []
+    for number, line in enumerate(lines[:-1], 1):
+        try:
+            change: Any = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            raise StoreError(f"{path.name} line {number} is not valid JSON") from None
+        if not isinstance(change, dict):
+            raise StoreError(f"{path.name} line {number} is not a change")
+        changes.append(change)
+    return changes
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0

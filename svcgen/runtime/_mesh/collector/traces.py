@@ -5,18 +5,25 @@ per (service, topic, version, status) and client → server edges are updated on
 many events the window has shed. An edge is a span whose parent span belongs to another service; since a server
 usually reports its span before its client does, a child whose parent is not indexed yet waits in a bounded
 pending table until the parent arrives.
+
+Bounds: the window in events and bytes; counters and edges in entries, the least recently updated going first
+(counted in `evicted_counters`, `evicted_edges`). A status outside the spec's status table is counted under
+`other` (`other_statuses` counts such events), so made-up statuses cannot fill the counter table. A duration above
+MAX_DURATION_MS makes the batch unstorable (its sums could overflow), so it is refused, never accepted.
 """
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict, deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ..._status import is_success
+from ..._status import STATUS_CODES, is_success
 from .limits import Limits
 from .snapshot import CounterEntry, EdgeEntry, Json, TraceWindow
-from .wire import copy_optional_texts, number, put_bounded, require, text, timestamp
+from .wire import MAX_COUNT, Unstorable, copy_optional_texts, number, put_bounded, require, saturated, text, timestamp
 
 _REQUIRED: Final = ("traceId", "spanId", "service", "topic")
 _OPTIONAL_TEXT: Final = ("parentSpanId", "instanceId", "topicVersion", "exceptionType", "correlationId")
@@ -31,9 +38,17 @@ _EDGE_FIELDS: Final[dict[str, type | tuple[type, ...]]] = {
 
 CounterKey = tuple[str, str, str, str]
 
+MAX_DURATION_MS: Final = float(2**53)
+"""Longest duration accepted (some 285,000 years): sums of them stay finite."""
+OTHER_STATUS: Final = "other"
+"""The counter status of every status outside the spec's status table."""
+_EVENT_OVERHEAD: Final = 16
+"""Bytes counted per event key besides its value's characters, for the window's byte budget."""
 
-def normalize_event(raw: Any) -> Json | None:
-    """The event with only spec keys, each checked; None when malformed (skipped and counted by the caller)."""
+
+def normalize_event(raw: Any, path: str = "event") -> Json | None:
+    """The event with only spec keys, each checked; None when malformed (skipped and counted by the caller).
+    Raises Unstorable, naming `path`, for a duration the counters could not sum."""
     if not isinstance(raw, dict):
         return None
     event: Json = {}
@@ -53,6 +68,8 @@ def normalize_event(raw: Any) -> Json | None:
         checked_duration = number(duration)
         if checked_duration is None:
             return None
+        if checked_duration > MAX_DURATION_MS:
+            raise Unstorable(f"{path}.durationMs {duration!r} is above the limit of {MAX_DURATION_MS:.0f}")
         event["durationMs"] = checked_duration
     started = raw.get("startedAt")
     if started is not None:
@@ -108,16 +125,19 @@ class TraceLog:
     limits: Limits = field(default_factory=Limits)
     dropped: int = 0
     """Events pushed out of the window."""
-    refused_counters: int = 0
-    """Events of a new counter key refused because the counter table was full."""
-    refused_edges: int = 0
-    """Calls of a new client → server pair refused because the edge table was full."""
+    evicted_counters: int = 0
+    """Counters dropped, least recently counted first, to make room for a new key past the cap."""
+    other_statuses: int = 0
+    """Events counted under OTHER_STATUS."""
+    evicted_edges: int = 0
+    """Edges dropped, least recently called first, to make room for a new pair past the cap."""
 
     def __post_init__(self) -> None:
         self.window: deque[Json] = deque()
+        self.window_bytes = 0
         self.by_trace: dict[str, list[Json]] = {}
-        self.counters: dict[CounterKey, CounterEntry] = {}
-        self.edges: dict[tuple[str, str], _Edge] = {}
+        self.counters: OrderedDict[CounterKey, CounterEntry] = OrderedDict()
+        self.edges: OrderedDict[tuple[str, str], _Edge] = OrderedDict()
         self.spans: OrderedDict[str, str] = OrderedDict()
         self.pending: OrderedDict[str, list[_Child]] = OrderedDict()
 
@@ -133,9 +153,11 @@ class TraceLog:
     def _window_add(self, event: Json) -> None:
         window = self.window
         window.append(event)
+        self.window_bytes += _event_bytes(event)
         self.by_trace.setdefault(event["traceId"], []).append(event)
-        while len(window) > self.limits.trace_window:
+        while len(window) > self.limits.trace_window or self.window_bytes > self.limits.trace_window_bytes:
             old = window.popleft()
+            self.window_bytes -= _event_bytes(old)
             self.dropped += 1
             # Events of a trace arrive in order, so the evicted one is the first of its trace's list.
             siblings = self.by_trace.get(old["traceId"])
@@ -145,20 +167,26 @@ class TraceLog:
                     del self.by_trace[old["traceId"]]
 
     def _count(self, event: Json) -> None:
-        key = (event["service"], event["topic"], event.get("topicVersion", ""), event["status"])
+        status = event["status"]
+        if status not in STATUS_CODES:
+            status = OTHER_STATUS
+            self.other_statuses += 1
+        key = (event["service"], event["topic"], event.get("topicVersion", ""), status)
         counter = self.counters.get(key)
         if counter is None:
-            if len(self.counters) >= self.limits.counters:
-                self.refused_counters += 1
-                return
+            while len(self.counters) >= self.limits.counters:
+                self.counters.popitem(last=False)
+                self.evicted_counters += 1
             counter = self.counters[key] = CounterEntry(
                 service=key[0], topic=key[1], version=key[2], status=key[3], count=0, totalDurationMs=0.0, timedCount=0
             )
-        counter["count"] += 1
+        else:
+            self.counters.move_to_end(key)
+        counter["count"] = saturated(counter["count"] + 1)
         duration = event.get("durationMs")
         if duration is not None:
             counter["totalDurationMs"] += duration
-            counter["timedCount"] += 1
+            counter["timedCount"] = saturated(counter["timedCount"] + 1)
         started = event.get("startedAt")
         if started is not None:
             if started < counter.get("firstStartedAt", "~"):
@@ -192,13 +220,15 @@ class TraceLog:
         key = (client, child.service)
         edge = self.edges.get(key)
         if edge is None:
-            if len(self.edges) >= self.limits.edges:
-                self.refused_edges += 1
-                return
+            while len(self.edges) >= self.limits.edges:
+                self.edges.popitem(last=False)
+                self.evicted_edges += 1
             edge = self.edges[key] = _Edge(client, child.service, deque(maxlen=self.limits.recent_durations))
-        edge.count += 1
+        else:
+            self.edges.move_to_end(key)
+        edge.count = saturated(edge.count + 1)
         if is_failure(child.status):
-            edge.errors += 1
+            edge.errors = saturated(edge.errors + 1)
         if child.duration is not None:
             edge.durations.append(child.duration)
         if child.started is not None:
@@ -224,25 +254,40 @@ class TraceLog:
         for counter in counters:
             require(counter, _COUNTER_FIELDS)
             key = (counter["service"], counter["topic"], counter["version"], counter["status"])
-            if len(self.counters) < self.limits.counters:
-                self.counters[key] = CounterEntry(**counter)
+            _require_storable(counts=(counter["count"], counter["timedCount"]), sums=(counter["totalDurationMs"],))
+            put_bounded(self.counters, key, CounterEntry(**counter), self.limits.counters)
         for entry in edges:
             require(entry, _EDGE_FIELDS)
-            if len(self.edges) >= self.limits.edges:
-                break
+            durations = [float(d) for d in entry["recentDurationsMs"]]
+            _require_storable(counts=(entry["count"], entry["errors"]), sums=durations)
             edge = _Edge(
                 entry["client"],
                 entry["server"],
-                deque((float(d) for d in entry["recentDurationsMs"]), maxlen=self.limits.recent_durations),
+                deque(durations, maxlen=self.limits.recent_durations),
                 int(entry["count"]),
                 int(entry["errors"]),
                 entry.get("firstStartedAt"),
                 entry.get("lastStartedAt"),
             )
-            self.edges[(edge.client, edge.server)] = edge
+            put_bounded(self.edges, (edge.client, edge.server), edge, self.limits.edges)
         require(window, {"dropped": int, "events": list})
         self.dropped = int(window["dropped"])
         events = [event for event in (normalize_event(raw) for raw in window["events"]) if event is not None]
         for event in events[-self.limits.trace_window :]:
             self._window_add(event)
             put_bounded(self.spans, event["spanId"], event["service"], self.limits.span_index)
+
+
+def _event_bytes(event: Json) -> int:
+    return sum(_EVENT_OVERHEAD + (len(value) if isinstance(value, str) else 8) for value in event.values())
+
+
+def _require_storable(*, counts: Iterable[int], sums: Iterable[float]) -> None:
+    """Raise ValueError for a number a restored snapshot may not hold (the collector never writes one): counts
+    within 0..MAX_COUNT, durations and their sums finite and not negative."""
+    for count in counts:
+        if not 0 <= count <= MAX_COUNT:
+            raise ValueError(f"{count!r} is not a storable count")
+    for value in sums:
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"{value!r} is not a storable duration")

@@ -7,10 +7,15 @@ import re
 from collections import OrderedDict
 from typing import Any, Final, TypeVar
 
+import orjson
+
 from ..clock import parse_rfc3339, rfc3339
 
 MAX_TEXT: Final = 256
 """Longest id, name or status kept from a feed; longer ones make the entry malformed."""
+MAX_COUNT: Final = 2**63 - 1
+"""Largest count the collector stores (a signed 64-bit integer); sums saturate here."""
+MIN_INTEGER: Final = -(2**63)
 
 _MESH_FORM: Final = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 
@@ -43,6 +48,70 @@ def number(value: Any) -> float | None:
     if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
         return float(value)
     return None
+
+
+def saturated(total: int) -> int:
+    """A sum of counts, held at MAX_COUNT instead of growing past what the store can hold."""
+    return min(total, MAX_COUNT)
+
+
+class Unstorable(ValueError):
+    """A feed value the store could not write or read back; the message names its field path and says why."""
+
+
+def stored_size(document: Any, path: str, *, max_depth: int, max_bytes: int) -> int:
+    """The bytes `document` takes as JSON once checked storable: finite numbers, integers within 64 bits,
+    nesting at most `max_depth` levels, at most `max_bytes` bytes. Raises Unstorable naming the field path."""
+    try:
+        size: int | None = len(orjson.dumps(document))
+    except orjson.JSONEncodeError:
+        size = None  # the walk below names the field
+    if size is not None and size > max_bytes:
+        # Before the walk: an oversized document (a 4 MB spec polled every second) costs one C-speed encode.
+        raise Unstorable(f"{path} is {size} bytes, more than the limit of {max_bytes}")
+    try:
+        _check(document, max_depth)
+    except _Bad as bad:
+        why = bad.why or f"is nested deeper than {max_depth} levels"
+        raise Unstorable(path + "".join(reversed(bad.path)) + " " + why) from None
+    if size is None:
+        raise Unstorable(f"{path} cannot be written as JSON")
+    return size
+
+
+def _check(value: Any, levels: int) -> None:
+    # Recursion is bounded by `levels`; the path is built only on the way out of a failure.
+    if isinstance(value, dict):
+        if levels < 1:
+            raise _Bad()
+        for key, item in value.items():
+            try:
+                _check(item, levels - 1)
+            except _Bad as bad:
+                bad.path.append(f".{key}")
+                raise
+    elif isinstance(value, list):
+        if levels < 1:
+            raise _Bad()
+        for index, item in enumerate(value):
+            try:
+                _check(item, levels - 1)
+            except _Bad as bad:
+                bad.path.append(f"[{index}]")
+                raise
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise _Bad("is not a finite number")
+    elif isinstance(value, int) and not isinstance(value, bool) and not MIN_INTEGER <= value <= MAX_COUNT:
+        raise _Bad("is an integer outside 64 bits")
+
+
+class _Bad(Exception):
+    def __init__(self, why: str = "") -> None:
+        super().__init__(why)
+        self.why = why
+        """Empty for a value nested too deeply (the caller knows the limit)."""
+        self.path: list[str] = []
 
 
 def timestamp(value: Any) -> str | None:
