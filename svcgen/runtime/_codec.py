@@ -192,8 +192,8 @@ def _decode_boolean(value: Any) -> bool:
     raise DecodeError("expected boolean")
 
 
-# A wire integer is signed 64-bit (DESIGN's integer). orjson reads an integer literal past unsigned 64 bits as a
-# float (losing digits), so only an int is an integer: a float never is, whatever its value.
+# A wire integer is signed 64-bit (docs/wire.md, Integers and numbers). orjson reads an integer literal past unsigned
+# 64 bits as a float (losing digits), so only an int is an integer: a float never is, whatever its value.
 _INTEGER_MIN = -(2**63)
 _INTEGER_MAX = 2**63 - 1
 _OUT_OF_RANGE = "integer out of range (signed 64-bit)"

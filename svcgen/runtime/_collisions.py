@@ -1,5 +1,5 @@
-"""The collision rule for derived names (DESIGN §7): walked in sorted (id, version) order, the first
-item deriving a name keeps it clean; later ones get `_2`, `_3`, ... after the whole name.
+"""The collision rule for derived names (docs/wire.md, Derived documents): walked in sorted (id, version) order, the
+first item deriving a name keeps it clean; later ones get `_2`, `_3`, ... after the whole name.
 
 One function decides it for the operations document and for handler module slugs alike.
 """

@@ -1,7 +1,7 @@
 """The operations description: an OpenAPI 3.1.0 document derived from the registry, byte-stable.
 
-One POST operation per registered (topic, version). Derived names (DESIGN §7): `<Name>` is the PascalCase
-topic, versioned topics use `<Name>_<version slug>` for components and `<camel>_<version>` (raw version,
+One POST operation per registered (topic, version). Derived names (docs/wire.md, Derived documents): `<Name>` is the
+PascalCase topic, versioned topics use `<Name>_<version slug>` for components and `<camel>_<version>` (raw version,
 as in the spec's `ordersPlace_v2`) for the operation id; collisions follow `collisions.collision_suffixes`.
 
 Path escaping: the topic and version go into the path raw, except characters that are not RFC 3986 path

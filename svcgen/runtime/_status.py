@@ -1,4 +1,4 @@
-"""The semantic status vocabulary and its two-way HTTP table (DESIGN §7): the only place it lives."""
+"""The semantic status vocabulary and its two-way HTTP table (docs/wire.md, Statuses): the only place it lives."""
 
 from __future__ import annotations
 

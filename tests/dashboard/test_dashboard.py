@@ -40,7 +40,7 @@ DASH = "\u2014"
 
 
 def write_fixture_artifacts(target: Path) -> None:
-    """Hand-made artifacts with the DESIGN §7 field sets."""
+    """Hand-made artifacts with the field sets of docs/mesh-view.md."""
     shutil.copytree(FIXTURES, target, dirs_exist_ok=True)
 
 

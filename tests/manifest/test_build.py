@@ -1,4 +1,4 @@
-"""Model building: the DESIGN §4 example manifest becomes the expected `Manifest`."""
+"""Model building: the full example manifest (docs/manifest.md) becomes the expected `Manifest`."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Shutdown while a trace batch is on its way to the collector: the batch is delivered, or counted as lost when the
-shutdown deadline cuts it off; never dropped silently (DESIGN §8 "Bounded" and "Nothing lost that was accepted").
+shutdown deadline cuts it off; never dropped silently (docs/wire.md, Feed batches).
 
 Before the fix in svcgen/runtime/_mesh/reporter.py, `Reporter.stop` cancelled the beat task mid-send: the batch
 already drained from the queue was neither delivered nor counted in `lost_trace_events`.

@@ -1,6 +1,7 @@
 """`HttpSender`: publish a message to another service by HTTP POST and map the answer back to a `Result`.
 
-Spec "Outbound HTTP sender"; the code → status direction is `status_for_code` (DESIGN §7), never restated here.
+Spec "Outbound HTTP sender"; the code → status direction is `status_for_code` (docs/wire.md, Statuses), never
+restated here.
 A send never raises: every failure on the way out or back is a failed `Result`.
 """
 

@@ -3,7 +3,7 @@
 An exporter takes the trace middleware's `TraceRecord`, a tuple cheap enough to build on every invocation, and
 turns records into `TraceEvent`s only when they are read or drained, off the request path.
 
-Both keep at most `cap` records and drop the OLDEST when full, counting what they dropped (DESIGN §8 "Bounded").
+Both keep at most `cap` records and drop the OLDEST when full, counting what they dropped (docs/wire.md, Feed batches).
 
 Threads and cost: `export` runs on every invocation, so it takes no lock. The trace middleware exports on the
 event loop, but `export` may also be called from other threads. `deque(maxlen=cap).append` drops the oldest by

@@ -1,11 +1,11 @@
 """The issue aggregator: failures deduplicated into issues, flushed as delta batches (spec "Issue and issue batch").
 
-DESIGN §7 "Issue" fixes the wire form, the fingerprint and the classification. Fed from finished trace events
-(`observe`, an `on_failure` observer of the trace middleware), so a failure is seen once and nothing is computed
-twice; `record` is the direct entry for other sources.
+docs/mesh-view.md ("Issues and their classification") fixes the wire form, the fingerprint and the classification.
+Fed from finished trace events (`observe`, an `on_failure` observer of the trace middleware), so a failure is seen once
+and nothing is computed twice; `record` is the direct entry for other sources.
 
-Bounded per window (DESIGN §8): at most `max_issues` distinct issues (further occurrences of NEW issues are
-counted in `dropped` and logged; issues already in the window keep counting) and at most `max_exemplars` (5)
+Bounded per window (docs/collector.md, Limits): at most `max_issues` distinct issues (further occurrences of NEW
+issues are counted in `dropped` and logged; issues already in the window keep counting) and at most `max_exemplars` (5)
 distinct trace ids per issue, the first ones seen. Fields outside the fingerprint (status when an exception type
 decides it, transport) keep their first value of the window.
 """
@@ -50,7 +50,7 @@ CLIENT: Final = "client"
 
 DEFAULT_MAX_ISSUES: Final = 1000
 MAX_EXEMPLARS: Final = 5
-"""At most 5 exemplar trace ids per issue per window at the sender (DESIGN §7)."""
+"""At most 5 exemplar trace ids per issue per window at the sender (docs/mesh-view.md)."""
 
 _CLIENT_STATUSES: Final = frozenset({NOT_FOUND, CONFLICT, BAD_REQUEST, VALIDATION_ERROR})
 _VALIDATION_STATUSES: Final = frozenset({BAD_REQUEST, VALIDATION_ERROR})
@@ -59,9 +59,9 @@ _DEPENDENCY_STATUSES: Final = frozenset({SERVICE_UNAVAILABLE, TIMEOUT, TOO_MANY_
 
 
 def classify(status: str, exception_type: str | None = None, *, handler_answered: bool = False) -> str:
-    """DESIGN §7 rules in order, first match wins. `handler_answered`: the handler returned this status itself, so
-    not-found, conflict, bad-request and validation-error are its business answer (`client`), not the binding's
-    (an unknown topic, an undecodable request)."""
+    """The classification rules in order (docs/mesh-view.md), first match wins. `handler_answered`: the handler
+    returned this status itself, so not-found, conflict, bad-request and validation-error are its business answer
+    (`client`), not the binding's (an unknown topic, an undecodable request)."""
     if handler_answered and status in _CLIENT_STATUSES:
         return CLIENT
     if status in _VALIDATION_STATUSES:

@@ -1,9 +1,9 @@
 """W3C Trace Context: the `traceparent` header, trace and span ids, and the trace current in this invocation.
 
-Which inbound values are joined (DESIGN §7 "Trace ids"): exactly `2hex-32hex-16hex-2hex`, lowercase hex, a
+Which inbound values are joined (docs/wire.md, Trace headers): exactly `2hex-32hex-16hex-2hex`, lowercase hex, a
 version other than `ff`, a non-zero trace id and a non-zero parent id. Anything else starts a new trace and the
 call goes on. A version above `00` is accepted only in exactly that shape: W3C lets a future version append
-fields, but DESIGN asks for the exact shape, so a longer value is refused rather than half-read. Whatever version
+fields, but svcgen asks for the exact shape, so a longer value is refused rather than half-read. Whatever version
 came in, what goes out is version `00`, the only one this code speaks.
 
 Flags: only the `sampled` bit (0x01) is defined for version `00`; it is carried over from the inbound header and

@@ -2,9 +2,9 @@
 
 One channel per (topic, version), addressed by the topic id, holding a request and a response message;
 one `receive` operation per channel whose reply is the response message, since a topic is request/reply.
-Names follow the operations document (DESIGN §7): components `<Name>[_<version slug>]Request|Response`,
-channel and operation keys the camelCase topic with the same version slug, and names that collide get
-the same `_2`, `_3` suffix after the whole name. Schemas are the topic map's, embedded unchanged (the
+Names follow the operations document (docs/wire.md, Derived documents): components `<Name>[_<version
+slug>]Request|Response`, channel and operation keys the camelCase topic with the same version slug, and names that
+collide get the same `_2`, `_3` suffix after the whole name. Schemas are the topic map's, embedded unchanged (the
 derivation's subset is also valid in the AsyncAPI default schema format).
 """
 

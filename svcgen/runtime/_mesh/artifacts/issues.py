@@ -1,10 +1,10 @@
 """issues.json: the collector's merged issues, for the dashboard's Issues panel.
 
-`{generatedAtUtc, issues: [...]}`, each issue in the DESIGN §7 wire shape (`fingerprint, classification, service,
-topic, version, transport, status, exceptionType, count, firstSeen, lastSeen, exemplarTraceIds`), with every key
-present: an optional one that is unknown is null, `exemplarTraceIds` always an array. Most recently seen first
-(ties by fingerprint, so the bytes do not depend on the snapshot's order). The snapshot is outside input, read
-defensively: an entry without a string fingerprint, service and topic is left out.
+`{generatedAtUtc, issues: [...]}`, each issue in the wire shape of docs/mesh-view.md (Issues) (`fingerprint,
+classification, service, topic, version, transport, status, exceptionType, count, firstSeen, lastSeen,
+exemplarTraceIds`), with every key present: an optional one that is unknown is null, `exemplarTraceIds` always an
+array. Most recently seen first (ties by fingerprint, so the bytes do not depend on the snapshot's order). The snapshot
+is outside input, read defensively: an entry without a string fingerprint, service and topic is left out.
 """
 
 from __future__ import annotations

@@ -56,7 +56,8 @@ def document_hash(document: Json) -> str:
 
 
 def descriptor_hash(descriptor: Json) -> str:
-    """The descriptor's own hash, else the one it would have (DESIGN §7: without the unhashed keys)."""
+    """The descriptor's own hash, else the one it would have without its unhashed keys (docs/wire.md, Derived
+    documents)."""
     sent = descriptor.get("descriptorHash")
     if isinstance(sent, str) and sent:
         return sent

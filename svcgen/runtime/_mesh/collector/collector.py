@@ -5,10 +5,10 @@ register, heartbeat or issues is `bad-request`; a malformed entry of a traces or
 counted in `skipped`, the rest accepted. A heartbeat answer carries `reregister: true` (feeds.REREGISTER_KEY) while
 the collector expects the instance to register again.
 
-Nothing accepted is lost (DESIGN §8): a value the store could not write and read back (a number that is not
-finite or outside 64 bits, a document nested too deeply or over its byte limit) is refused with `bad-request`
-naming its field path. Every accepted ingest becomes one change, appended to the store before it is applied and
-answered; a store that cannot take it makes the ingest `service-unavailable` and the collector unhealthy
+Nothing accepted is lost (docs/collector.md, Durability): a value the store could not write and read back (a number
+that is not finite or outside 64 bits, a document nested too deeply or over its byte limit) is refused with
+`bad-request` naming its field path. Every accepted ingest becomes one change, appended to the store before it is
+applied and answered; a store that cannot take it makes the ingest `service-unavailable` and the collector unhealthy
 (`store_problem`). The state is rebuilt on start from the store's snapshot plus the changes logged after it.
 
 A traces or issues batch with a `batchId` already seen (the newest `Limits.batch_ids`) is answered as the first

@@ -1,5 +1,5 @@
-"""Issue batches merged by fingerprint across instances (DESIGN §7 wire shape), plus the collector's own
-`contract-drift` issues.
+"""Issue batches merged by fingerprint across instances (wire shape in docs/mesh-view.md, Issues), plus the
+collector's own `contract-drift` issues.
 
 Counts are deltas and accrue; firstSeen is the earliest, lastSeen the latest; the newest `exemplars` trace ids are
 kept. Fields outside the fingerprint (transport, status when an exception type decides it) keep their first value.
@@ -72,7 +72,7 @@ def normalize_issue(raw: Any, service: str, path: str = "issue") -> Json | None:
 
 
 def _ordered(issue: Json) -> Json:
-    """DESIGN §7 key order, so a merged issue reads like one the sender flushed."""
+    """The wire key order (docs/mesh-view.md, Issues), so a merged issue reads like one the sender flushed."""
     order = ("fingerprint", "classification", "service", "topic", "version", "transport", "status", "exceptionType",
              "count", "firstSeen", "lastSeen", "exemplarTraceIds")
     return {key: issue[key] for key in order if key in issue}

@@ -1,4 +1,4 @@
-"""The collector's caps (DESIGN §8 "Bounded"): every table has one in entries, the documents and the trace window
+"""The collector's caps (docs/collector.md, Limits): every table has one in entries, the documents and the trace window
 one in bytes too, and each says what it drops. Everything dropped is counted (the fleet query's `dropped`)."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ class Limits:
     issues: int = 1_000
     """Merged issues; the least recently seen is dropped first."""
     exemplars: int = 5
-    """Newest exemplar trace ids per merged issue (DESIGN §7)."""
+    """Newest exemplar trace ids per merged issue (docs/mesh-view.md, Issues)."""
     catalog: int = 1_000
     """(service, serviceVersion) entries; the least recently updated is dropped first."""
     instances: int = 10_000

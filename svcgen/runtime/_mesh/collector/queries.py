@@ -1,4 +1,4 @@
-"""The four read models (DESIGN §7 "Collector queries"), computed from the collector's tables on demand.
+"""The four read models (docs/mesh-view.md, Queries), computed from the collector's tables on demand.
 
 Vocabulary, the messaging sense: a topic's **consumers** handle it (their descriptor's or polled spec's
 `topics` list it); its **providers** send it (their descriptor's `produces`). For example, when orders

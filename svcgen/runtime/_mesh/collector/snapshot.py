@@ -147,7 +147,7 @@ class Snapshot(TypedDict):
     polls: list[PollEntry]
     feeds: list[FeedEntry]
     issues: list[Json]
-    """Merged issues in the wire shape of DESIGN §7, including the collector's own `contract-drift`."""
+    """Merged issues in the wire shape of docs/mesh-view.md (Issues), including the collector's own `contract-drift`."""
     counters: list[CounterEntry]
     edges: list[EdgeEntry]
     traces: TraceWindow
