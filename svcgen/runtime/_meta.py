@@ -34,6 +34,8 @@ _KEYWORDS = {
     "examples": "examples",
     "deprecated": "deprecated",
 }
+META_ARGUMENTS = {keyword: argument for argument, keyword in _KEYWORDS.items()}
+"""JSON Schema keyword → `Meta` argument (`minLength` → `min_length`)."""
 CONSTRAINT_KEYWORDS = frozenset(
     keyword for keyword in _KEYWORDS.values() if keyword not in ("description", "examples", "deprecated")
 )

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
+
+from svcgen.runtime import Meta
 
 
 @dataclass(kw_only=True)
 class StockQuery:
     sku: str
-    warehouse: str | None = None
-    """Only this warehouse; all when absent"""
+    warehouse: Annotated[str | None, Meta(description="Only this warehouse; all when absent")] = None
 
 
 @dataclass(kw_only=True)
@@ -21,8 +22,7 @@ class StockLevel:
     warehouse: str
     on_hand: int
     reserved: int = 0
-    bin_location: int | str
-    """A bin number or an aisle label"""
+    bin_location: Annotated[int | str, Meta(description="A bin number or an aisle label")]
     updated_at: datetime
 
 
@@ -45,8 +45,7 @@ class Reserve:
     order_id: str
     lines: list[ReservationLine]
     hold_minutes: int = 30
-    warehouses: tuple[str, ...] = ("main",)
-    """Warehouses to draw from, in order"""
+    warehouses: Annotated[tuple[str, ...], Meta(description="Warehouses to draw from, in order")] = ("main",)
 
 
 @dataclass(kw_only=True)
@@ -63,10 +62,9 @@ class StockTransfer:
     from_: str = field(metadata={"wire": "from"})
     to: str
     quantity: int
-    requested_at: datetime = field(
+    requested_at: Annotated[datetime, Meta(description="When the transfer was asked for")] = field(
         default_factory=lambda: datetime.fromisoformat("2024-01-01T00:00:00+00:00"),
     )
-    """When the transfer was asked for"""
     signature: bytes | None = None
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
+
+from svcgen.runtime import Meta
 
 
 @dataclass(kw_only=True)
@@ -13,8 +15,7 @@ class Money:
     """An amount in minor units (cents) of a currency."""
 
     amount_minor: int
-    currency: str = "EUR"
-    """ISO 4217 code"""
+    currency: Annotated[str, Meta(description="ISO 4217 code")] = "EUR"
 
 
 @dataclass(kw_only=True)
@@ -37,8 +38,7 @@ class Capture:
 @dataclass(kw_only=True)
 class RefundPayment:
     capture_id: str
-    amount: Money | None = None
-    """Absent refunds the whole capture"""
+    amount: Annotated[Money | None, Meta(description="Absent refunds the whole capture")] = None
     reason: str | None = None
 
 
