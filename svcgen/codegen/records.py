@@ -91,8 +91,11 @@ def _field_meta(f: FieldDef) -> dict[str, Any]:
     if f.description is not None:
         contract["description"] = f.description
     # Keyword order is Meta's own, so the same contract always renders alike.
+    # `is`, not `in`: a bound of 0 is a value, only a missing key or `deprecated: false` declares nothing.
     return {
-        argument: contract[key] for key, argument in META_ARGUMENTS.items() if contract.get(key) not in (None, False)
+        argument: contract[key]
+        for key, argument in META_ARGUMENTS.items()
+        if contract.get(key) is not None and contract.get(key) is not False
     }
 
 

@@ -119,8 +119,9 @@ class _Translator:
             self.problem(pointer, "a property schema must be an object")
             return FieldDef(wire, TypeExpr("scalar", "any"))
         expr = self.type_of(owner + (pascal_case(wire) or "Field"), schema, pointer)
-        contract = {key: schema[key] for key in schema if key in _CONTRACT_KEYS}
-        if schema.get("format") == "date-time":
+        declared = {**_nullable_member(schema), **schema}
+        contract = {key: declared[key] for key in declared if key in _CONTRACT_KEYS}
+        if declared.get("format") == "date-time":
             del contract["format"]  # the datetime type itself
         default: Any = NO_DEFAULT
         if not required:
@@ -129,7 +130,16 @@ class _Translator:
                 expr = TypeExpr("nullable", args=(expr,))  # optional without a default: absent reads as null
         return FieldDef(wire, expr, default, schema.get("description"), contract)
 
-    def type_of(self, name: str, schema: Mapping[str, Any], pointer: str) -> TypeExpr:
+    def type_of(self, name: str, schema: Mapping[str, Any], pointer: str, nested: bool = False) -> TypeExpr:
+        """The type of a property (`nested`: of a list's items or a map's values, which carry no constraints)."""
+        if nested:
+            for key in schema:
+                if key in CONSTRAINT_KEYWORDS and not (key == "format" and schema[key] == "date-time"):
+                    self.problem(
+                        f"{pointer}/{_escape(key)}",
+                        f"keyword {key!r} inside items or additionalProperties cannot be enforced: svcgen constrains "
+                        "fields, not the items of a list or map; remove it or make the items records",
+                    )
         kind = schema.get("type")
         is_object = kind == "object" or (isinstance(kind, list) and "object" in kind)
         self.unsupported(schema, _VALUE_KEYS | _RECORD_KEYS if is_object else _VALUE_KEYS, pointer)
@@ -137,7 +147,7 @@ class _Translator:
             return TypeExpr("record", self.reference(schema["$ref"], f"{pointer}/$ref"))
         for key in ("anyOf", "oneOf"):
             if key in schema:
-                return self.nullable_choice(name, schema[key], f"{pointer}/{key}")
+                return self.nullable_choice(name, schema[key], f"{pointer}/{key}", nested)
         kinds = schema.get("type")
         kinds = [kinds] if isinstance(kinds, str) else list(kinds or [])
         nullable = "null" in kinds
@@ -169,7 +179,7 @@ class _Translator:
             if not isinstance(items, dict):
                 self.problem(f"{pointer}/items", "items must be one schema")
                 return TypeExpr("list", args=(TypeExpr("scalar", "any"),))
-            return TypeExpr("list", args=(self.type_of(name + "Item", items, f"{pointer}/items"),))
+            return TypeExpr("list", args=(self.type_of(name + "Item", items, f"{pointer}/items", nested=True),))
         if kind == "object":
             if "properties" in schema:
                 self.record(name, schema, pointer)
@@ -177,17 +187,18 @@ class _Translator:
             values = schema.get("additionalProperties", {})
             if not isinstance(values, dict):
                 return TypeExpr("map", args=(TypeExpr("scalar", "any"),))
-            return TypeExpr("map", args=(self.type_of(name + "Value", values, f"{pointer}/additionalProperties"),))
+            inner = self.type_of(name + "Value", values, f"{pointer}/additionalProperties", nested=True)
+            return TypeExpr("map", args=(inner,))
         if kind is not None:
             self.problem(f"{pointer}/type", f"type {kind!r} is not a JSON Schema type svcgen knows")
         return TypeExpr("scalar", "any")
 
-    def nullable_choice(self, name: str, members: Any, pointer: str) -> TypeExpr:
+    def nullable_choice(self, name: str, members: Any, pointer: str, nested: bool) -> TypeExpr:
         choices = [member for member in members if member != {"type": "null"}] if isinstance(members, list) else []
         if len(choices) != 1 or len(members) != 2 or not isinstance(choices[0], dict):
             self.problem(pointer, "a choice between schemas cannot be enforced; only [schema, {type: null}] is")
             return TypeExpr("scalar", "any")
-        return TypeExpr("nullable", args=(self.type_of(name, choices[0], f"{pointer}/0"),))
+        return TypeExpr("nullable", args=(self.type_of(name, choices[0], f"{pointer}/0", nested),))
 
     def reference(self, ref: Any, pointer: str) -> str:
         parts = ref.split("/") if isinstance(ref, str) else []
@@ -209,3 +220,14 @@ class _Translator:
         else:
             self.problem(pointer, f"$ref {ref!r} must name an object or an enum definition")
         return name
+
+
+def _nullable_member(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The one non-null member of `anyOf`/`oneOf: [schema, {type: null}]`, whose keywords are the field's; else {}."""
+    for key in ("anyOf", "oneOf"):
+        members = schema.get(key)
+        if isinstance(members, list) and len(members) == 2:
+            others = [member for member in members if member != {"type": "null"}]
+            if len(others) == 1 and isinstance(others[0], dict):
+                return others[0]
+    return {}
