@@ -5,9 +5,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from typing import Annotated, Any
 
 from svcgen.runtime import Meta
+
+
+class TransferState(StrEnum):
+    """Where a transfer between warehouses is."""
+
+    PENDING = "pending"
+    APPROVED = "approved"
+    IN_TRANSIT = "in-transit"
+    RECEIVED = "received"
 
 
 @dataclass(kw_only=True)
@@ -34,8 +44,8 @@ class StockLevels:
 
 @dataclass(kw_only=True)
 class ReservationLine:
-    sku: str
-    quantity: int
+    sku: Annotated[str, Meta(min_length=1)]
+    quantity: Annotated[int, Meta(minimum=1)]
 
 
 @dataclass(kw_only=True)
@@ -44,7 +54,7 @@ class Reserve:
 
     order_id: str
     lines: list[ReservationLine]
-    hold_minutes: int = 30
+    hold_minutes: Annotated[int, Meta(minimum=1, maximum=1440, description="How long the hold lasts")] = 30
     warehouses: Annotated[tuple[str, ...], Meta(description="Warehouses to draw from, in order")] = ("main",)
 
 
@@ -71,7 +81,7 @@ class StockTransfer:
 @dataclass(kw_only=True)
 class Transfer:
     transfer_id: str
-    state: str = "pending"
+    state: TransferState = TransferState.PENDING
     lines: dict[str, int] = field(default_factory=dict)
 
 

@@ -105,15 +105,15 @@ class GetOrder:
 class Money:
     """An amount in minor units (cents) of a currency; as payments declares it."""
 
-    amount_minor: int
-    currency: str = "EUR"
+    amount_minor: Annotated[int, Meta(minimum=0)]
+    currency: Annotated[str, Meta(pattern="^[A-Z]{3}$", description="ISO 4217 code")] = "EUR"
 
 
 @dataclass(kw_only=True)
 class CapturePayment:
     order_id: str
     amount: Money
-    idempotency_key: str
+    idempotency_key: Annotated[str, Meta(min_length=1, max_length=128)]
 
 
 @dataclass(kw_only=True)

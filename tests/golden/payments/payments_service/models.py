@@ -14,15 +14,15 @@ from svcgen.runtime import Meta
 class Money:
     """An amount in minor units (cents) of a currency."""
 
-    amount_minor: int
-    currency: Annotated[str, Meta(description="ISO 4217 code")] = "EUR"
+    amount_minor: Annotated[int, Meta(minimum=0)]
+    currency: Annotated[str, Meta(pattern="^[A-Z]{3}$", description="ISO 4217 code")] = "EUR"
 
 
 @dataclass(kw_only=True)
 class CapturePayment:
     order_id: str
     amount: Money
-    idempotency_key: str
+    idempotency_key: Annotated[str, Meta(min_length=1, max_length=128)]
     metadata: dict[str, str] = field(default_factory=dict)
 
 
