@@ -235,9 +235,8 @@ def _own_docstring(cls: type) -> str | None:
     doc = cls.__doc__
     if not doc:
         return None
-    try:
-        # dataclasses writes `Name(signature)` when the class has no docstring of its own.
-        generated = cls.__name__ + str(inspect.signature(cls)).replace(" -> None", "")
-    except (TypeError, ValueError, NameError):
-        generated = None
-    return None if doc == generated else inspect.cleandoc(doc)
+    # dataclasses writes `Name(signature)` on one line when the class has no docstring of its own; rendering the
+    # signature to compare would cost more than the rest of the analysis, and no description looks like that.
+    if doc.startswith(cls.__name__ + "(") and doc.endswith(")") and "\n" not in doc:
+        return None
+    return inspect.cleandoc(doc)
