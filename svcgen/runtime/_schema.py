@@ -98,4 +98,7 @@ def _with_null(schema: JsonSchema) -> JsonSchema:
     types = list(kind) if isinstance(kind, list) else [kind]
     if "null" not in types:
         types.append("null")
-    return {**schema, "type": types}
+    nullable = {**schema, "type": types}
+    if "enum" in schema and None not in schema["enum"]:
+        nullable["enum"] = [*schema["enum"], None]  # `enum` restricts every type, null included
+    return nullable

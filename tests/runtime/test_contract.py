@@ -171,6 +171,14 @@ def test_derived_schema_carries_the_keywords_under_json_schema_names() -> None:
     assert schema["additionalProperties"] is False and schema["description"] == "What a customer sends."
 
 
+def test_a_nullable_enum_admits_null_in_its_schema() -> None:
+    assert schema_of(Country | None) == {
+        "type": ["string", "null"],
+        "enum": ["DE", "FR", "NL", None],
+        "description": "Where it ships.",
+    }
+
+
 def test_a_field_without_contract_details_derives_the_plain_row() -> None:
     @dataclass
     class Plain:

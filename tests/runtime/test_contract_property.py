@@ -87,7 +87,8 @@ json_values = st.recursive(
 
 @st.composite
 def annotated_types(draw: st.DrawFn) -> Any:
-    kind = draw(st.sampled_from(["string", "integer", "number", "enum", "list", "nullable-string", "set"]))
+    kinds = ["string", "integer", "number", "enum", "nullable-enum", "list", "nullable-string", "set"]
+    kind = draw(st.sampled_from(kinds))
     match kind:
         case "string":
             return Annotated[str, draw(string_meta)]
@@ -99,6 +100,8 @@ def annotated_types(draw: st.DrawFn) -> Any:
             return Annotated[float, draw(number_meta)]
         case "enum":
             return Size
+        case "nullable-enum":
+            return Size | None
         case "list":
             return Annotated[list[Annotated[int, draw(number_meta)]], draw(items_meta)]
     return Annotated[set[Annotated[str, draw(string_meta)]], draw(items_meta)]
