@@ -44,19 +44,17 @@ def meta_of(contract: Mapping[str, Any], description: str | None = None) -> Meta
     return Meta(**arguments)
 
 
-def check_enum(values: list[Any], report: Report) -> None:
+def check_enum(values: list[Any], report: Callable[[int, str], None]) -> None:
+    """Report (index, message) for a value listed twice and for two values that make the same member."""
     seen: dict[str, str] = {}
-    for value in values:
+    for index, value in enumerate(values):
         if not isinstance(value, str):
             continue  # the schema stage says so
         member = member_name(value)
         if value in seen.values():
-            report("values", f"enum value {value!r} is listed twice; list each value once")
+            report(index, f"enum value {value!r} is listed twice; list each value once")
         elif member in seen:
-            report(
-                "values",
-                f"enum values {seen[member]!r} and {value!r} both become the member {member}; rename one",
-            )
+            report(index, f"enum values {seen[member]!r} and {value!r} both become the member {member}; rename one")
         else:
             seen[member] = value
 

@@ -213,8 +213,8 @@ class _Checker:
             self.check_enum_values(name, values)
 
     def check_enum_values(self, name: str, values: list[Any]) -> None:
-        def report(key: str, message: str) -> None:
-            self.error(self.doc.at(("enums", name, key)), message)
+        def report(index: int, message: str) -> None:
+            self.error(self.doc.at(("enums", name, "values", index)), message)
 
         check_enum(values, report)
 
