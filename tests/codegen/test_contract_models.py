@@ -102,7 +102,9 @@ def echo_app(models: types.ModuleType) -> Any:
     registry.add("shop:address", echo, request=models.Address, response=models.Address)
     registry.add("shop:ship", echo, request=models.Parcel, response=models.Parcel)
     service = Service(Identity("shop", binding="http"), registry)
-    return create_app(service, ["POST /addresses -> shop:address", "POST /parcels -> shop:ship"])
+    routes = ["POST /addresses -> shop:address", "GET /addresses/{postal_code} -> shop:address"]
+    routes.append("POST /parcels -> shop:ship")
+    return create_app(service, routes)
 
 
 def test_the_json_schema_repro_is_one_422_naming_all_five(models: types.ModuleType) -> None:
@@ -116,6 +118,17 @@ def test_the_json_schema_repro_is_one_422_naming_all_five(models: types.ModuleTy
             "email: expected an email address; floor: expected at least 0; extra: unexpected property",
         },
     )
+
+
+def test_path_and_query_fields_meet_the_same_constraints(models: types.ModuleType) -> None:
+    response = call(echo_app(models), "GET", "/addresses/abc?country=US&email=nope&floor=-3&lines=a,,b")
+    assert (response.status_code, response.json()["detail"]) == (
+        422,
+        "postal_code: expected text matching ^[0-9]{4,5}$; country: expected one of DE, FR, NL; "
+        "email: expected an email address; floor: expected at least 0",
+    )
+    fine = call(echo_app(models), "GET", "/addresses/1011?country=NL&email=a@b.nl&floor=2")
+    assert fine.status_code == 200 and fine.json()["floor"] == 2
 
 
 def test_a_valid_address_round_trips_with_its_wire_names(models: types.ModuleType) -> None:
