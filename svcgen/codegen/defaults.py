@@ -2,7 +2,7 @@
 
 Immutable values are plain defaults; lists, maps, sets, records and datetimes (parsed by
 `datetime.fromisoformat`) go through `default_factory`; bytes are decoded from base64, a record default is a
-constructor call (an external record, whose fields svcgen does not know, is decoded by the runtime codec).
+constructor call, an enum default its member (`OrderStatus.PLACED`).
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from ..manifest.contract import member_name
 from ..manifest.fits import RecordFields, fits
-from ..manifest.model import FieldDef, RecordDef
+from ..manifest.model import EnumDef, FieldDef, RecordDef
 from ..manifest.typeexpr import TypeExpr
 from .imports import Imports
 from .literals import py_float, py_str, py_value
@@ -27,16 +28,13 @@ class RecordIndex:
     """What default rendering needs to know about the manifest's records."""
 
     fields: Mapping[str, tuple[FieldDef, ...]]
-    """Fields of the records the manifest defines itself."""
-    external: Set[str]
-    """Records generated from a JSON Schema."""
+    """Fields of each record."""
+    enums: Mapping[str, tuple[str, ...]]
+    """Values of each enum."""
 
     @classmethod
-    def of(cls, records: tuple[RecordDef, ...]) -> RecordIndex:
-        return cls(
-            {record.name: record.fields for record in records if record.json_schema is None},
-            {record.name for record in records if record.json_schema is not None},
-        )
+    def of(cls, records: tuple[RecordDef, ...], enums: tuple[EnumDef, ...] = ()) -> RecordIndex:
+        return cls({record.name: record.fields for record in records}, {e.name: e.values for e in enums})
 
     def shapes(self) -> RecordFields:
         return {
@@ -134,8 +132,10 @@ class _Renderer:
                 return "{" + ", ".join(f"{py_str(key)}: {text}" for key, (text, _) in pairs) + "}", True
             case "union":
                 shapes = self.records.shapes()
-                member = next((arg for arg in expr.args if fits(arg, value, shapes)), expr.args[0])
+                member = next((arg for arg in expr.args if fits(arg, value, shapes, self.records.enums)), expr.args[0])
                 return self.value(member, value)
+            case "record" if expr.name in self.records.enums:
+                return f"{expr.name}.{member_name(value)}", False
             case "record":
                 return self.record(expr.name, value), True
         raise AssertionError(expr.kind)
@@ -160,9 +160,6 @@ class _Renderer:
         return py_value(value), False
 
     def record(self, name: str, value: dict[str, Any]) -> str:
-        fields = self.records.fields.get(name)
-        if fields is None:
-            codec_for = self.name("svcgen.runtime", "codec_for")
-            return f"{codec_for}({name}).decode({py_value(value)})"
+        fields = self.records.fields[name]
         arguments = [f"{attribute(f.wire)}={self.value(f.type, value[f.wire])[0]}" for f in fields if f.wire in value]
         return f"{name}({', '.join(arguments)})"

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import keyword
+import re
 
 from ..runtime._naming import camel_to_snake
 
 
 def attribute(wire: str) -> str:
     """`customerId` → `customer_id`; a keyword gets a trailing `_` (`from` → `from_`), which converts back too."""
-    name = camel_to_snake(wire)
+    name = re.sub(r"\W", "_", camel_to_snake(wire))  # `zip-code` (a JSON Schema's name) → `zip_code`
+    if name[:1].isdigit():
+        name = "_" + name
     return name + "_" if keyword.iskeyword(name) else name
 
 

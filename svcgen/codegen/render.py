@@ -10,7 +10,6 @@ from pathlib import Path
 from ..manifest.model import Manifest
 from ..runtime._version import API_LEVEL
 from .contracts import contract_documents
-from .external import external_model
 from .files import GeneratedFile, header_line, manifest_reference
 from .records import models_view
 from .templating import render
@@ -22,17 +21,13 @@ def render_package(manifest: Manifest, out: Path) -> list[GeneratedFile]:
     """Every file of OUT/<package>, sorted by path; `out` is OUT, which the headers name the manifest from.
     Raises CodegenError when the package cannot be made."""
     wiring = wiring_of(manifest)
-    base_dir = Path(manifest.path).parent
-    externals = {
-        record.name: external_model(record, base_dir) for record in manifest.types if record.json_schema is not None
-    }
     context = {
         "header": header_line(manifest_reference(manifest.path, out)),
         "wiring": wiring,
         "package": manifest.package,
         "api_level": API_LEVEL,
     }
-    models = render("package/models.py.jinja", models=models_view(manifest, externals), **context)
+    models = render("package/models.py.jinja", models=models_view(manifest), **context)
 
     def generated(relpath: str, **extra: object) -> GeneratedFile:
         # A generated file's template mirrors its path: package/<relpath>.jinja.

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from ..runtime._reserved import DEFAULT_PREFIX, normalize_prefix
+from .contract import CONTRACT_KEYWORDS
 from .loader import YamlDocument
-from .model import NO_DEFAULT, FieldDef, Manifest, MeshDef, RecordDef, RouteDef, TopicDef
+from .model import NO_DEFAULT, EnumDef, FieldDef, Manifest, MeshDef, RecordDef, RouteDef, TopicDef
 from .routes import parse_route
+from .schemaimport import import_json_schema
 from .typeexpr import parse_type
 
 
@@ -16,11 +19,23 @@ def default_package(service: str) -> str:
     return service.replace("-", "_") + "_service"
 
 
-def build_manifest(document: YamlDocument) -> Manifest:
-    """Build the model; the document must already have passed the schema and semantic stages."""
+def build_manifest(document: YamlDocument, base_dir: Path) -> Manifest:
+    """Build the model; the document must already have passed the schema and semantic stages. A jsonSchema
+    type becomes records and enums of the same model (its own, then any nested ones)."""
     data: dict[str, Any] = document.data
     service: str = data["service"]
     mesh = data.get("mesh")
+    records: list[RecordDef] = []
+    enums = [
+        EnumDef(name, tuple(spec["values"]), spec.get("description")) for name, spec in data.get("enums", {}).items()
+    ]
+    for name, spec in data.get("types", {}).items():
+        if "jsonSchema" in spec:
+            imported = import_json_schema(name, spec["jsonSchema"], base_dir)
+            records += imported.records
+            enums += imported.enums
+        else:
+            records.append(_record(name, spec))
     return Manifest(
         path=document.file.replace("\\", "/"),
         service=service,
@@ -32,7 +47,8 @@ def build_manifest(document: YamlDocument) -> Manifest:
         placement=dict(data["placement"]) if "placement" in data else None,
         health=tuple(data.get("health", ())),
         mesh=None if mesh is None else _mesh(mesh),
-        types=tuple(_record(name, spec) for name, spec in data.get("types", {}).items()),
+        types=tuple(records),
+        enums=tuple(enums),
         topics=tuple(_topic(entry) for entry in data.get("topics", ())),
         produces=tuple(_topic(entry) for entry in data.get("produces", ())),
     )
@@ -48,12 +64,11 @@ def _mesh(spec: dict[str, Any]) -> MeshDef:
 
 
 def _record(name: str, spec: dict[str, Any]) -> RecordDef:
-    if "jsonSchema" in spec:
-        return RecordDef(name, description=spec.get("description"), json_schema=spec["jsonSchema"].replace("\\", "/"))
     return RecordDef(
         name,
         fields=tuple(_field(wire, field_spec) for wire, field_spec in spec["fields"].items()),
         description=spec.get("description"),
+        deprecated=spec.get("deprecated", False),
     )
 
 
@@ -62,7 +77,8 @@ def _field(wire: str, spec: str | dict[str, Any]) -> FieldDef:
         spec = {"type": spec}
     expr = parse_type(spec["type"])
     default = spec.get("default", None if expr.is_nullable else NO_DEFAULT)
-    return FieldDef(wire, expr, default, spec.get("description"))
+    contract = {key: value for key, value in spec.items() if key in CONTRACT_KEYWORDS}
+    return FieldDef(wire, expr, default, spec.get("description"), contract)
 
 
 def _topic(entry: dict[str, Any]) -> TopicDef:

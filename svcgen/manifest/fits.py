@@ -17,21 +17,28 @@ RecordFields = Mapping[str, Mapping[str, tuple[TypeExpr, bool]]]
 """Record name → wire name → (type, required). Records missing here are only checked to be objects."""
 
 
-def fits(expr: TypeExpr, value: Any, records: RecordFields | None = None) -> bool:
-    """True when the JSON value `value` is a valid value of `expr`."""
+def fits(
+    expr: TypeExpr,
+    value: Any,
+    records: RecordFields | None = None,
+    enums: Mapping[str, tuple[str, ...]] | None = None,
+) -> bool:
+    """True when the JSON value `value` is a valid value of `expr` (`enums`: enum name → its values)."""
     match expr.kind:
         case "scalar":
             return _fits_scalar(expr.name, value)
         case "nullable":
-            return value is None or fits(expr.args[0], value, records)
+            return value is None or fits(expr.args[0], value, records, enums)
         case "union":
-            return any(fits(member, value, records) for member in expr.args)
+            return any(fits(member, value, records, enums) for member in expr.args)
         case "list" | "set" | "tuple":
-            return isinstance(value, list) and all(fits(expr.args[0], item, records) for item in value)
+            return isinstance(value, list) and all(fits(expr.args[0], item, records, enums) for item in value)
         case "map":
-            return isinstance(value, dict) and all(fits(expr.args[0], item, records) for item in value.values())
+            return isinstance(value, dict) and all(fits(expr.args[0], item, records, enums) for item in value.values())
         case "record":
-            return isinstance(value, dict) and _fits_record(expr.name, value, records or {})
+            if enums and expr.name in enums:
+                return isinstance(value, str) and value in enums[expr.name]
+            return isinstance(value, dict) and _fits_record(expr.name, value, records or {}, enums)
     return False
 
 
@@ -73,7 +80,9 @@ def _is_base64(text: str) -> bool:
     return True
 
 
-def _fits_record(name: str, value: dict[str, Any], records: RecordFields) -> bool:
+def _fits_record(
+    name: str, value: dict[str, Any], records: RecordFields, enums: Mapping[str, tuple[str, ...]] | None
+) -> bool:
     fields = records.get(name)
     if fields is None:
         return True
@@ -81,4 +90,4 @@ def _fits_record(name: str, value: dict[str, Any], records: RecordFields) -> boo
         return False
     if any(required and wire not in value for wire, (_, required) in fields.items()):
         return False
-    return all(fits(fields[key][0], item, records) for key, item in value.items())
+    return all(fits(fields[key][0], item, records, enums) for key, item in value.items())

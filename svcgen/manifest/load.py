@@ -59,4 +59,4 @@ def load_manifest_text_with_warnings(text: str, path: str) -> LoadedManifest:
     diagnostics = [*document.diagnostics, *findings.diagnostics, *semantic]
     if any(diagnostic.is_error for diagnostic in diagnostics):
         raise ManifestError(diagnostics)
-    return LoadedManifest(build_manifest(document), tuple(sort_diagnostics(diagnostics)))
+    return LoadedManifest(build_manifest(document, Path(name).parent), tuple(sort_diagnostics(diagnostics)))

@@ -30,6 +30,8 @@ class FieldDef:
     default: Any = NO_DEFAULT
     """A JSON value; `T?` without an explicit default defaults to None."""
     description: str | None = None
+    contract: dict[str, Any] = field(default_factory=dict)
+    """JSON Schema constraint keywords (`minLength`, ...), `examples` and `deprecated`, as the manifest writes them."""
 
     @property
     def attr(self) -> str:
@@ -46,7 +48,18 @@ class RecordDef:
     fields: tuple[FieldDef, ...] = ()
     description: str | None = None
     json_schema: str | None = None
-    """Path of an external JSON Schema file (relative to the manifest) when the record comes from one."""
+    """Path of the external JSON Schema file (relative to the manifest) the record was translated from."""
+    deprecated: bool = False
+    closed: bool = False
+    """Refuses properties it does not declare (a JSON Schema's `additionalProperties: false`)."""
+
+
+@dataclass(frozen=True)
+class EnumDef:
+    name: str
+    values: tuple[str, ...]
+    """Wire values, in order."""
+    description: str | None = None
 
 
 @dataclass(frozen=True)
@@ -89,6 +102,7 @@ class Manifest:
     health: tuple[str, ...] = ()
     mesh: MeshDef | None = None
     types: tuple[RecordDef, ...] = ()
+    enums: tuple[EnumDef, ...] = ()
     topics: tuple[TopicDef, ...] = ()
     produces: tuple[TopicDef, ...] = ()
     extras: dict[str, Any] = field(default_factory=dict)

@@ -23,12 +23,14 @@ from ..runtime._reserved import (
     is_reserved_topic,
     normalize_prefix,
 )
+from .contract import CONTRACT_KEYWORDS, check_enum, check_field_contract, value_problem
 from .diagnostics import Diagnostic
 from .fits import RecordFields, fits
 from .loader import JsonPath, YamlDocument
 from .model import Position
 from .names import canonical_camel, did_you_mean, is_pascal_identifier, pascal_case, suggestion
 from .routes import ParsedRoute, RouteSyntaxError, ShadowIndex, parse_route, well_known_collision
+from .schemaimport import SchemaImportError, translate_json_schema
 from .typeexpr import CONTAINERS, SCALARS, TypeExpr, TypeExprError, parse_type
 from .validate import SchemaFindings
 
@@ -76,6 +78,8 @@ class _Record:
     """Wire name → (parsed type or None when it did not parse, required)."""
     defaults: dict[str, Any] = field(default_factory=dict)
     """Wire name → the field's explicit default."""
+    contracts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Wire name → the field's contract keywords, when they are usable for checking values."""
     external: bool = False
     names_known: bool = True
     """False when its fields could not be read at all (a misspelt 'fields', a rejected value)."""
@@ -107,6 +111,7 @@ class _Checker:
         self.exprs: list[_Expr] = []
         self.parsed: dict[JsonPath, TypeExpr | None] = {}
         self.sections: dict[str, list[Any]] = {}
+        self.enums: dict[str, tuple[str, ...]] = {}
         self.types_known = True
         """Every record name is known, so a name missing from `records` is really undefined."""
         self.uses_known = True
@@ -133,6 +138,7 @@ class _Checker:
     def run(self) -> None:
         self.check_package()
         self.check_health()
+        self.check_enums(self.read(self.data, (), "enums", dict, {}) or {})
         types = self.read(self.data, (), "types", dict, {})
         if types is None:
             self.types_known = self.uses_known = False
@@ -197,9 +203,30 @@ class _Checker:
 
     # -- types ----------------------------------------------------------------------------------
 
+    def check_enums(self, enums: dict[str, Any]) -> None:
+        for name, spec in enums.items():
+            self.check_type_name(name, "enums")
+            values = self.read(spec, ("enums", name), "values", list)
+            if values is None:
+                continue
+            self.enums[name] = tuple(str(value) for value in values)
+            self.check_enum_values(name, values)
+
+    def check_enum_values(self, name: str, values: list[Any]) -> None:
+        def report(index: int, message: str) -> None:
+            self.error(self.doc.at(("enums", name, "values", index)), message)
+
+        check_enum(values, report)
+
     def check_types(self, types: dict[str, Any]) -> None:
         for name in types:
             self.check_type_name(name)
+            if name in self.enums:
+                self.error(
+                    self.doc.key_at(("types", name)),
+                    f"type name {name!r} is also an enum (line {self.doc.key_at(('enums', name)).line}); "
+                    "rename one",
+                )
             record = _Record()
             self.records[name] = record
             path: JsonPath = ("types", name)
@@ -228,6 +255,15 @@ class _Checker:
                 record.shape_known = False  # what the default is, or whether there is one, is not known
             elif "default" in spec:
                 record.defaults[wire] = spec["default"]
+            if expr is not None and (*path, "type") not in self.findings.rejected:
+                usable = check_field_contract(
+                    spec,
+                    expr,
+                    self.enums,
+                    lambda key, message: self.error(self.doc.at((*path, key)), message),
+                )
+                if usable:
+                    record.contracts[wire] = {key: spec[key] for key in spec if key in CONTRACT_KEYWORDS}
         else:
             expr = self.parse(spec if isinstance(spec, str) and path not in self.findings.rejected else None, path)
         if expr is None:
@@ -236,8 +272,8 @@ class _Checker:
         record.fields[wire] = (expr, required)
         self.parsed[path] = expr
 
-    def check_type_name(self, name: str) -> None:
-        position = self.doc.key_at(("types", name))
+    def check_type_name(self, name: str, section: str = "types") -> None:
+        position = self.doc.key_at((section, name))
         if name in SCALARS or name in CONTAINERS:
             self.error(
                 position,
@@ -288,12 +324,15 @@ class _Checker:
             where = "/".join(str(part) for part in error.absolute_path) or "the top level"
             self.error(position, f"jsonSchema file {relative!r} is not a valid JSON Schema at {where}: {error.message}")
             return
-        properties = schema.get("properties")
-        required = schema.get("required")
-        required_names = set(required) if isinstance(required, list) else set()
-        if isinstance(properties, dict):
-            # Only names matter here (route placeholders); types come from the generated dataclass.
-            record.fields = {wire: (None, wire in required_names) for wire in properties}
+        try:
+            imported = translate_json_schema(name, relative, schema)
+        except SchemaImportError as error:
+            for problem in error.problems:
+                self.error(position, problem)
+            record.unknown()
+            return
+        # Only names matter here (route placeholders); the rest was checked as it was translated.
+        record.fields = {f.wire: (None, not f.has_default) for f in imported.records[0].fields}
 
     def parse(self, text: str | None, path: JsonPath) -> TypeExpr | None:
         """The type expression `text` found at `path`; None (and every use no longer known) when it is
@@ -314,10 +353,10 @@ class _Checker:
     def check_type_names_known(self) -> None:
         if not self.types_known:
             return  # the 'types' section is unreadable: every name would look undefined
-        candidates = [*self.records, *SCALARS]
+        candidates = [*self.records, *self.enums, *SCALARS]
         for item in self.exprs:
             for name in _record_names(item.expr):
-                if name in self.records:
+                if name in self.records or name in self.enums:
                     continue
                 where = f" in {item.text!r}" if item.text.strip() != name else ""
                 match = did_you_mean(name, candidates)
@@ -334,15 +373,38 @@ class _Checker:
             for name, record in self.records.items()
             if not record.external and record.shape_known
         }
+        known = set(self.records) | set(self.enums)
         for name, record in self.records.items():
-            for wire, value in record.defaults.items():
+            checked: list[tuple[str, str | tuple[str, int], Any]]
+            checked = [(wire, "default", value) for wire, value in record.defaults.items()]
+            checked += [
+                (wire, ("examples", index), example)
+                for wire, contract in record.contracts.items()
+                if isinstance(contract.get("examples"), list)
+                for index, example in enumerate(contract["examples"])
+            ]
+            for wire, key, value in checked:
                 expr = record.fields[wire][0]
-                if expr is None or not expr.records() <= set(self.records):
+                if expr is None or not expr.records() <= known:
                     continue  # already reported: the type itself is wrong
-                if not fits(expr, value, shapes):
+                what = "default" if key == "default" else "example"
+                keys = key if isinstance(key, tuple) else (key,)
+                position = self.doc.at(("types", name, "fields", wire, *keys))
+                if not fits(expr, value, shapes, self.enums):
+                    base = expr.args[0] if expr.is_nullable else expr
+                    values = self.enums.get(base.name) if base.kind == "record" else None
+                    hint = f"; use one of {', '.join(values)}" if values else ""
                     self.error(
-                        self.doc.at(("types", name, "fields", wire, "default")),
-                        f"default of field {wire!r} must fit its type {expr}, got {_json(value)}",
+                        position, f"{what} of field {wire!r} must fit its type {expr}, got {_json(value)}{hint}"
+                    )
+                    continue
+                contract = record.contracts.get(wire)
+                if contract is None:
+                    continue  # its keywords are already reported
+                problem = value_problem(expr, contract, value, self.enums)
+                if problem is not None:
+                    self.error(
+                        position, f"{what} {_json(value)} of field {wire!r} breaks the field's own contract: {problem}"
                     )
 
     def check_unused(self) -> None:

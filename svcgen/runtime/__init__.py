@@ -18,6 +18,7 @@ from ._jsonlimits import JsonLimits
 from ._mesh.host import MeshHost, MeshSettings
 from ._mesh.profile import declare_profile, self_check
 from ._mesh.tracecontext import TraceContext, current_trace, propagation_headers
+from ._meta import Meta
 from ._pipeline import Middleware, Next
 from ._produces import ProducedTopic
 from ._registry import Handler, HandlerBindingError, Registry, RegistryError, TopicKey
@@ -45,6 +46,7 @@ __all__ = [
     "Limits",
     "MeshHost",
     "MeshSettings",
+    "Meta",
     "Middleware",
     "Next",
     "ProducedTopic",

@@ -33,19 +33,27 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import ipaddress
 import keyword
 import math
 import re
+import uuid
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime, timezone
+from datetime import UTC, date, datetime, timezone
+from enum import Enum
+from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Generic, TypeVar, overload
+from urllib.parse import urlsplit
 
 import orjson
 
+from ._meta import FORMATS, Meta
 from ._shapes import (
     AnyShape,
     ArrayShape,
+    ConstrainedShape,
+    EnumShape,
     FieldShape,
     MapShape,
     NullableShape,
@@ -65,28 +73,52 @@ TextConverter = Callable[[str], Any]
 
 
 class DecodeError(ValueError):
-    """A JSON value that does not fit the type: where (`path`, wire names) and what was expected."""
+    """JSON that does not fit the type: every violation found, each as (path in wire names, what was expected).
 
-    path: str
-    message: str
+    `path` and `message` are the first violation's; `str()` lists them all (`MAX_LISTED`, then "and N more").
+    """
+
+    MAX_LISTED = 20
+
+    violations: list[list[str]]
+    """[path, message] pairs, in the order of the input's fields."""
 
     def __init__(self, message: str, path: str = "") -> None:
         super().__init__(message, path)
-        self.message = message
-        self.path = path
+        self.violations = [[path, message]]
+
+    @property
+    def path(self) -> str:
+        return self.violations[0][0]
+
+    @property
+    def message(self) -> str:
+        return self.violations[0][1]
+
+    @classmethod
+    def of(cls, errors: list[DecodeError]) -> DecodeError:
+        """One error listing the violations of several."""
+        combined = errors[0]
+        for other in errors[1:]:
+            combined.violations.extend(other.violations)
+        combined.args = (combined.message, combined.path)
+        return combined
 
     def __str__(self) -> str:
-        return f"{self.path}: {self.message}" if self.path else self.message
+        listed = [f"{path}: {message}" if path else message for path, message in self.violations[: self.MAX_LISTED]]
+        hidden = len(self.violations) - len(listed)
+        return "; ".join(listed) + (f"; and {hidden} more" if hidden > 0 else "")
 
     def _under(self, segment: str) -> DecodeError:
-        """Prefix the path with the segment the error came through (an error is re-raised, not rebuilt)."""
-        path = self.path
-        if not path:
-            self.path = segment
-        elif path[0] == "[":
-            self.path = segment + path
-        else:
-            self.path = f"{segment}.{path}"
+        """Prefix every path with the segment the error came through (an error is re-raised, not rebuilt)."""
+        for violation in self.violations:
+            path = violation[0]
+            if not path:
+                violation[0] = segment
+            elif path[0] == "[":
+                violation[0] = segment + path
+            else:
+                violation[0] = f"{segment}.{path}"
         self.args = (self.message, self.path)
         return self
 
@@ -127,6 +159,7 @@ class Codec(Generic[T]):
         if table is None:
             return dict(fields)
         converted: dict[str, Any] = {}
+        errors: list[DecodeError] = []
         for name, text in fields.items():
             convert = table.get(name)
             if convert is None:
@@ -135,7 +168,9 @@ class Codec(Generic[T]):
             try:
                 converted[name] = convert(text)
             except DecodeError as exc:
-                raise exc._under(_segment(name)) from None
+                errors.append(exc._under(_segment(name)))
+        if errors:
+            raise DecodeError.of(errors)
         return converted
 
     def __repr__(self) -> str:
@@ -158,6 +193,11 @@ def _codec_for(tp: Any) -> Codec[Any]:
     decode, encode = compiler.compile(shape)
     text = _record_text_table(shape) if isinstance(shape, RecordShape) else None
     return Codec(shape, decode, encode, text)
+
+
+def shape_encoder(shape: Shape) -> Encoder:
+    """The encoder of one shape (for values outside a request, such as a default published in a schema)."""
+    return _Compiler().compile(shape)[1]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -322,6 +362,8 @@ def _fast_miss(shape: Shape, var: str) -> str | None:
         return ""
     if isinstance(shape, ScalarShape) and shape.kind in _SCALAR_FAST_MISS:
         return _SCALAR_FAST_MISS[shape.kind].format(var)
+    if isinstance(shape, ConstrainedShape) and shape.meta.constrains is False:
+        return _fast_miss(shape.inner, var)  # annotations only: nothing to check beyond the type
     if isinstance(shape, NullableShape):
         inner = _fast_miss(shape.inner, var)
         if inner == "":
@@ -335,9 +377,9 @@ def _passes_through(shape: Shape) -> bool:
     """Whether encoding a (well-typed) value of the shape returns it unchanged."""
     if isinstance(shape, ScalarShape):
         return shape.kind in _SCALAR_FAST_MISS and _SCALAR_ENCODERS[shape.kind] is _identity
-    if isinstance(shape, NullableShape):
+    if isinstance(shape, NullableShape | ConstrainedShape):
         return _passes_through(shape.inner)
-    return False
+    return isinstance(shape, EnumShape)
 
 
 def _expected(shape: Shape) -> str:
@@ -352,7 +394,15 @@ def _expected(shape: Shape) -> str:
             return " or ".join(_expected(member) for member in members)
         case AnyShape():
             return "any value"
+        case EnumShape(_, values):
+            return _one_of(values)
+        case ConstrainedShape(inner):
+            return _expected(inner)
     return "object"
+
+
+def _one_of(values: tuple[str, ...]) -> str:
+    return "one of " + ", ".join(values)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -414,6 +464,165 @@ def _sorted_if_possible(items: list[Any]) -> list[Any]:
 
 
 # ---------------------------------------------------------------------------------------------------
+# Enums and constraints
+
+
+def _enum_decoder(cls: type[Enum], values: tuple[str, ...]) -> Decoder:
+    members = {member.value: member for member in cls}
+    expected = f"expected {_one_of(values)}"
+
+    def decode(value: Any) -> Any:
+        if type(value) is str or isinstance(value, str):
+            member = members.get(value)
+            if member is not None:
+                return member
+        raise DecodeError(expected)
+
+    return decode
+
+
+Check = Callable[[Any], bool]
+
+
+def _plural(count: int | float, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _checks(meta: Meta) -> list[tuple[Check, str]]:
+    """(test on the JSON value, what was expected) for each constraint `meta` declares, in a fixed order."""
+    checks: list[tuple[Check, str]] = []
+    if meta.min_length is not None:
+        least = meta.min_length
+        checks.append((lambda v: len(v) >= least, f"expected at least {_plural(least, 'character')}"))
+    if meta.max_length is not None:
+        most = meta.max_length
+        checks.append((lambda v: len(v) <= most, f"expected at most {_plural(most, 'character')}"))
+    if meta.pattern is not None:
+        search = re.compile(meta.pattern).search
+        checks.append((lambda v: search(v) is not None, f"expected text matching {meta.pattern}"))
+    if meta.format is not None:
+        checks.append(_FORMAT_CHECKS[meta.format])
+    if meta.minimum is not None:
+        low = meta.minimum
+        checks.append((lambda v: v >= low, f"expected at least {low}"))
+    if meta.maximum is not None:
+        high = meta.maximum
+        checks.append((lambda v: v <= high, f"expected at most {high}"))
+    if meta.exclusive_minimum is not None:
+        above = meta.exclusive_minimum
+        checks.append((lambda v: v > above, f"expected more than {above}"))
+    if meta.exclusive_maximum is not None:
+        below = meta.exclusive_maximum
+        checks.append((lambda v: v < below, f"expected less than {below}"))
+    if meta.multiple_of is not None:
+        step = meta.multiple_of
+        checks.append((lambda v: is_multiple_of(v, step), f"expected a multiple of {step}"))
+    if meta.min_items is not None:
+        fewest = meta.min_items
+        checks.append((lambda v: len(v) >= fewest, f"expected at least {_plural(fewest, 'item')}"))
+    if meta.max_items is not None:
+        most_items = meta.max_items
+        checks.append((lambda v: len(v) <= most_items, f"expected at most {_plural(most_items, 'item')}"))
+    return checks
+
+
+def is_multiple_of(value: int | float, step: int | float) -> bool:
+    """JSON Schema's multipleOf, decided as jsonschema decides it (so the published contract agrees): a float step
+    by the float quotient (exact fractions when it overflows), an integer step by the remainder."""
+    if isinstance(step, float):
+        try:
+            quotient = value / step
+            return int(quotient) == quotient
+        except OverflowError:
+            return (Fraction(value) / Fraction(step)).denominator == 1
+    return value % step == 0
+
+
+def _constrained(decode_inner: Decoder, meta: Meta) -> Decoder:
+    """`decode_inner`, then the constraints on the JSON value (a set's minItems counts the array's items)."""
+    checks = _checks(meta)
+    if not checks:
+        return decode_inner
+
+    def decode(value: Any) -> Any:
+        decoded = decode_inner(value)
+        if value is not None:
+            for test, expected in checks:
+                if not test(value):
+                    raise DecodeError(expected)
+        return decoded
+
+    return decode
+
+
+# Formats, with the standard library. email: one '@' with text on both sides, no whitespace, a dot in the
+# domain (a documented rule: jsonschema's own check only looks for an '@'). uri: an absolute URI, a scheme
+# then text without whitespace or control characters.
+_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
+_NO_SPACE = re.compile(r"[^\x00-\x20\x7f]*")
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def is_email(text: str) -> bool:
+    return _EMAIL.fullmatch(text) is not None
+
+
+def is_uri(text: str) -> bool:
+    if _NO_SPACE.fullmatch(text) is None:
+        return False
+    try:
+        parts = urlsplit(text)
+    except ValueError:
+        return False
+    return bool(parts.scheme) and _SCHEME.fullmatch(parts.scheme) is not None and len(text) > len(parts.scheme) + 1
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return all(text[index] == "-" for index in (8, 13, 18, 23))  # the hyphenated form
+
+
+def _is_date(text: str) -> bool:
+    if _DATE.fullmatch(text) is None:
+        return False
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_ipv4(text: str) -> bool:
+    try:
+        ipaddress.IPv4Address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_ipv6(text: str) -> bool:
+    try:
+        return not ipaddress.IPv6Address(text).scope_id
+    except ValueError:
+        return False
+
+
+_FORMAT_CHECKS: dict[str, tuple[Check, str]] = {
+    "email": (is_email, "expected an email address"),
+    "uuid": (_is_uuid, "expected a UUID"),
+    "uri": (is_uri, "expected a URI"),
+    "date": (_is_date, "expected a date (YYYY-MM-DD)"),
+    "ipv4": (_is_ipv4, "expected an IPv4 address"),
+    "ipv6": (_is_ipv6, "expected an IPv6 address"),
+}
+assert set(_FORMAT_CHECKS) == set(FORMATS)
+
+
+# ---------------------------------------------------------------------------------------------------
 # Compilation
 
 
@@ -450,10 +659,15 @@ class _Compiler:
                 return self._map(values)
             case UnionShape(members):
                 return self._union(members)
-            case RecordShape(cls, fields):
-                return self._record(cls, fields)
+            case RecordShape():
+                return self._record(shape)
             case RecursiveShape(cls):
                 return self._recursive(cls)
+            case EnumShape(cls, values):
+                return _enum_decoder(cls, values), _identity
+            case ConstrainedShape(inner, meta):
+                decode_inner, encode = self.compile(inner)
+                return _constrained(decode_inner, meta), encode
         raise TypeError(f"unknown shape {shape!r}")
 
     def _nullable(self, inner: Shape) -> tuple[Decoder, Encoder]:
@@ -508,11 +722,14 @@ class _Compiler:
             if miss == "":
                 return dict(value)
             decoded = {}
+            errors: list[DecodeError] = []
             for key, item in value.items():
                 try:
                     decoded[key] = decode_value(item)
                 except DecodeError as exc:
-                    raise exc._under(_segment(key)) from None
+                    errors.append(exc._under(_segment(key)))
+            if errors:
+                raise DecodeError.of(errors)
             return decoded
 
         def encode(value: Any) -> Any:
@@ -563,13 +780,15 @@ class _Compiler:
 
         return decode, encode
 
-    def _record(self, cls: type, fields: tuple[FieldShape, ...]) -> tuple[Decoder, Encoder]:
+    def _record(self, shape: RecordShape) -> tuple[Decoder, Encoder]:
+        cls, fields = shape.cls, shape.fields
         cell = self._records.get(cls)
         if cell is not None:
             return self._recursive(cls)
         cell = self._records[cls] = _RecordCell()
         compiled = [self.compile(f.shape) for f in fields]
-        decode = _record_decoder(cls, fields, [decode for decode, _ in compiled])
+        closed = shape.meta is not None and shape.meta.closed
+        decode = _record_decoder(cls, fields, [decode for decode, _ in compiled], closed)
         encode = _record_encoder(cls, fields, [encode for _, encode in compiled])
         cell.decode, cell.encode = decode, encode
         return decode, encode
@@ -594,13 +813,14 @@ def _list_mapper(items: Shape, decode_item: Decoder) -> Callable[[Any], list[Any
         try:
             return convert(value)
         except DecodeError:
-            # Only on failure: find the index again rather than counting on every success.
+            # Only on failure: find the indexes again rather than counting on every success.
+            errors: list[DecodeError] = []
             for index, item in enumerate(value):
                 try:
                     decode_item(item)
                 except DecodeError as exc:
-                    raise exc._under(f"[{index}]") from None
-            raise
+                    errors.append(exc._under(f"[{index}]"))
+            raise DecodeError.of(errors) from None
 
     return mapped
 
@@ -636,9 +856,11 @@ def _accepts(shape: Shape) -> Callable[[Any], bool]:
         case UnionShape(members):
             tests = [_accepts(member) for member in members]
             return lambda value: any(test(value) for test in tests)
-        case RecordShape(cls, _) | RecursiveShape(cls):
-            record_cls = cls
-            return lambda value: isinstance(value, record_cls)
+        case RecordShape(cls, _) | RecursiveShape(cls) | EnumShape(cls):
+            named_cls = cls
+            return lambda value: isinstance(value, named_cls)
+        case ConstrainedShape(inner):
+            return _accepts(inner)
     raise TypeError(f"unknown shape {shape!r}")
 
 
@@ -650,12 +872,15 @@ def _is_plain_attr(name: str) -> bool:
     return name.isidentifier() and not keyword.iskeyword(name)
 
 
-def _record_decoder(cls: type, fields: tuple[FieldShape, ...], decoders: list[Decoder]) -> Decoder:
+def _record_decoder(cls: type, fields: tuple[FieldShape, ...], decoders: list[Decoder], closed: bool) -> Decoder:
+    """The straight-line decoder; at its first violation it hands over to `_violations`, which lists them all."""
     namespace: dict[str, Any] = {
         "_cls": cls,
         "_M": _MISSING,
         "_Mapping": Mapping,
         "DecodeError": DecodeError,
+        "_all": _violations(fields, decoders, closed),
+        "_W": frozenset(f.wire for f in fields),
     }
     lines = [
         "def decode(v):",
@@ -663,15 +888,16 @@ def _record_decoder(cls: type, fields: tuple[FieldShape, ...], decoders: list[De
         "        raise DecodeError('expected object')",
         "    get = v.get",
     ]
+    if closed:
+        lines += ["    if not _W.issuperset(v):", "        raise _all(v)"]
     keywords: list[str] = []
     extra: list[str] = []
     for index, (f, decode) in enumerate(zip(fields, decoders, strict=True)):
         var = f"x{index}"
-        segment = repr(_segment(f.wire))
         lines.append(f"    {var} = get({f.wire!r}, _M)")
         lines.append(f"    if {var} is _M:")
         if f.required:
-            lines.append(f"        raise DecodeError('required', {segment})")
+            lines.append("        raise _all(v)")
         elif f.default_factory is not dataclasses.MISSING:
             namespace[f"_factory{index}"] = f.default_factory
             lines.append(f"        {var} = _factory{index}()")
@@ -684,8 +910,8 @@ def _record_decoder(cls: type, fields: tuple[FieldShape, ...], decoders: list[De
             lines.append(f"    elif {miss}:" if miss else "    else:")
             lines.append("        try:")
             lines.append(f"            {var} = _decode{index}({var})")
-            lines.append("        except DecodeError as e:")
-            lines.append(f"            raise e._under({segment})")
+            lines.append("        except DecodeError:")
+            lines.append("            raise _all(v) from None")
         if _is_plain_attr(f.attr):
             keywords.append(f"{f.attr}={var}")
         else:
@@ -704,6 +930,29 @@ def _record_decoder(cls: type, fields: tuple[FieldShape, ...], decoders: list[De
         "        raise DecodeError('rejected by ' + _name) from e",
     ]
     return _define("decode", lines, namespace, cls)
+
+
+def _violations(fields: tuple[FieldShape, ...], decoders: list[Decoder], closed: bool) -> Callable[[Any], DecodeError]:
+    """Every violation of a record value, field by field (the slow path, taken only for a refused value)."""
+    wires = {f.wire for f in fields}
+
+    def collect(value: Mapping[str, Any]) -> DecodeError:
+        errors: list[DecodeError] = []
+        for f, decode in zip(fields, decoders, strict=True):
+            item = value.get(f.wire, _MISSING)
+            if item is _MISSING:
+                if f.required:
+                    errors.append(DecodeError("required", _segment(f.wire)))
+                continue
+            try:
+                decode(item)
+            except DecodeError as exc:
+                errors.append(exc._under(_segment(f.wire)))
+        if closed:
+            errors += [DecodeError("unexpected property", _segment(key)) for key in value if key not in wires]
+        return DecodeError.of(errors)
+
+    return collect
 
 
 def _record_encoder(cls: type, fields: tuple[FieldShape, ...], encoders: list[Encoder]) -> Encoder:
@@ -809,13 +1058,17 @@ def _text_converter(shape: Shape) -> TextConverter | None:
             return _text_json("expected JSON array")
         case UnionShape(members):
             return _text_union(members)
+        case EnumShape():
+            return None
+        case ConstrainedShape(inner):
+            return _text_converter(inner)
     return _text_json("expected JSON object")
 
 
 def _is_text_scalar(shape: Shape) -> bool:
-    if isinstance(shape, NullableShape):
+    if isinstance(shape, NullableShape | ConstrainedShape):
         return _is_text_scalar(shape.inner)
-    return isinstance(shape, ScalarShape | AnyShape)
+    return isinstance(shape, ScalarShape | AnyShape | EnumShape)
 
 
 def _text_nullable(inner: Shape) -> TextConverter | None:
@@ -837,6 +1090,8 @@ def _takes_any_text(shape: Shape) -> bool:
             return True
         case UnionShape(members):
             return any(_takes_any_text(member) for member in members)
+        case ConstrainedShape(inner):
+            return _takes_any_text(inner)
     return False
 
 

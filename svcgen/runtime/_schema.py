@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 from functools import cache
 from typing import Any
 
+from ._codec import shape_encoder
 from ._shapes import (
     AnyShape,
     ArrayShape,
+    ConstrainedShape,
+    EnumShape,
+    FieldShape,
     MapShape,
     NullableShape,
     RecordShape,
@@ -46,18 +51,44 @@ def schema_of_shape(shape: Shape) -> JsonSchema:
             return {"type": "array", "items": schema_of_shape(items)}
         case MapShape(values):
             return {"type": "object", "additionalProperties": schema_of_shape(values)}
-        case RecordShape(_, fields):
+        case RecordShape(_, fields, description, meta):
             schema: JsonSchema = {
                 "type": "object",
-                "properties": {f.wire: schema_of_shape(f.shape) for f in fields},
+                "properties": {f.wire: _field_schema(f) for f in fields},
             }
             required = [f.wire for f in fields if f.required]
             if required:
                 schema["required"] = required
+            if meta is not None and meta.closed:
+                schema["additionalProperties"] = False
+            if description is not None:
+                schema["description"] = description
+            if meta is not None and meta.deprecated:
+                schema["deprecated"] = True
             return schema
+        case EnumShape(_, values, description):
+            enum_schema: JsonSchema = {"type": "string", "enum": list(values)}
+            if description is not None:
+                enum_schema["description"] = description
+            return enum_schema
+        case ConstrainedShape(inner, meta):
+            return {**schema_of_shape(inner), **meta.keywords()}
         case AnyShape() | UnionShape() | RecursiveShape():
             return {}
     raise TypeError(f"unknown shape {shape!r}")
+
+
+def _field_schema(f: FieldShape) -> JsonSchema:
+    schema = schema_of_shape(f.shape)
+    if not isinstance(f.shape, ConstrainedShape) or f.required:
+        return schema  # a field without contract details derives exactly the spec's row
+    # A field that declares contract details publishes its default too, as the wire writes it.
+    default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
+    return {**schema, "default": _encode(f.shape, default)}
+
+
+def _encode(shape: Shape, value: Any) -> Any:
+    return shape_encoder(shape)(value)
 
 
 def _with_null(schema: JsonSchema) -> JsonSchema:
@@ -67,4 +98,7 @@ def _with_null(schema: JsonSchema) -> JsonSchema:
     types = list(kind) if isinstance(kind, list) else [kind]
     if "null" not in types:
         types.append("null")
-    return {**schema, "type": types}
+    nullable = {**schema, "type": types}
+    if "enum" in schema and None not in schema["enum"]:
+        nullable["enum"] = [*schema["enum"], None]  # `enum` restricts every type, null included
+    return nullable

@@ -9,12 +9,15 @@ from __future__ import annotations
 import collections.abc as cabc
 import dataclasses
 import datetime
+import enum
+import inspect
 import types
 import typing
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
 
+from ._meta import RECORD_META_ATTRIBUTE, Meta
 from ._naming import snake_to_camel
 
 ScalarKind = Literal["string", "boolean", "integer", "number", "datetime", "bytes"]
@@ -69,6 +72,10 @@ class FieldShape:
 class RecordShape:
     cls: type
     fields: tuple[FieldShape, ...]
+    description: str | None = None
+    """The class's own docstring (not the one dataclasses writes)."""
+    meta: Meta | None = None
+    """The class's `__svcgen_meta__` (closed, deprecated)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +83,35 @@ class RecursiveShape:
     cls: type
 
 
-Shape = ScalarShape | AnyShape | NullableShape | ArrayShape | MapShape | UnionShape | RecordShape | RecursiveShape
+@dataclass(frozen=True, slots=True)
+class EnumShape:
+    """A `StrEnum` (or any Enum of strings): its wire values are the members' values, in order."""
+
+    cls: type[enum.Enum]
+    values: tuple[str, ...]
+    description: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConstrainedShape:
+    """`Annotated[T, Meta(...)]`: T's shape under the declared constraints and annotations."""
+
+    inner: Shape
+    meta: Meta
+
+
+Shape = (
+    ScalarShape
+    | AnyShape
+    | NullableShape
+    | ArrayShape
+    | MapShape
+    | UnionShape
+    | RecordShape
+    | RecursiveShape
+    | EnumShape
+    | ConstrainedShape
+)
 
 ANY = AnyShape()
 
@@ -125,7 +160,9 @@ def _walk(tp: Any, stack: tuple[type, ...]) -> Shape:
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
     if origin is typing.Annotated:
-        return _walk(args[0], stack)
+        inner = _walk(args[0], stack)
+        meta = next((item for item in tp.__metadata__ if isinstance(item, Meta)), None)
+        return inner if meta is None else ConstrainedShape(inner, meta)
     if origin is typing.Union or origin is types.UnionType:
         return _union(args, stack)
     if origin in _ARRAY_ORIGINS:
@@ -134,6 +171,8 @@ def _walk(tp: Any, stack: tuple[type, ...]) -> Shape:
         if args and args[0] is not str:
             return ANY
         return MapShape(_walk(args[1], stack) if args else ANY)
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return _enum(tp)
     if tp in _ARRAY_ORIGINS:
         return ArrayShape(ANY, _ARRAY_ORIGINS[tp])
     if tp in _MAP_ORIGINS:
@@ -181,4 +220,23 @@ def _record(cls: type, stack: tuple[type, ...]) -> RecordShape:
                 default_factory=f.default_factory,
             )
         )
-    return RecordShape(cls, tuple(fields))
+    meta = getattr(cls, RECORD_META_ATTRIBUTE, None)
+    return RecordShape(cls, tuple(fields), _own_docstring(cls), meta if isinstance(meta, Meta) else None)
+
+
+def _enum(cls: type[enum.Enum]) -> Shape:
+    values = tuple(member.value for member in cls)
+    if not all(isinstance(value, str) for value in values):
+        return ANY  # only string enums have a wire form here
+    return EnumShape(cls, values, inspect.cleandoc(cls.__doc__) if cls.__doc__ else None)
+
+
+def _own_docstring(cls: type) -> str | None:
+    doc = cls.__doc__
+    if not doc:
+        return None
+    # dataclasses writes `Name(signature)` on one line when the class has no docstring of its own; rendering the
+    # signature to compare would cost more than the rest of the analysis, and no description looks like that.
+    if doc.startswith(cls.__name__ + "(") and doc.endswith(")") and "\n" not in doc:
+        return None
+    return inspect.cleandoc(doc)

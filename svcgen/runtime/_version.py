@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Final
 
-API_LEVEL: Final = 2
+API_LEVEL: Final = 3
 """Raised when generated code starts to need something the public runtime did not offer before.
 
-2: typed handler binding (`Handler`, `HandlerBindingError`) and the user's wiring module (`Wiring`)."""
+2: typed handler binding (`Handler`, `HandlerBindingError`) and the user's wiring module (`Wiring`).
+3: the contract language on models (`Meta` constraints and annotations, `StrEnum` enums)."""
 
 
 class RuntimeMismatch(ImportError):

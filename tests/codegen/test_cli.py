@@ -40,7 +40,7 @@ def test_every_command_has_help(command: str) -> None:
 
 def test_validate(in_repo: None, tmp_path: Path) -> None:
     ok = run("validate", ORDERS)
-    assert ok.exit_code == 0 and ok.stdout == f"{ORDERS}: valid (9 types, 3 topics)\n"
+    assert ok.exit_code == 0 and ok.stdout == f"{ORDERS}: valid (10 types, 3 topics)\n"
     bad = tmp_path / "bad.yaml"
     bad.write_text("svcgen: 1\nservice: Orders\n")
     assert_user_error(run("validate", str(bad)), f"{bad}:2:10: ")

@@ -138,7 +138,10 @@ class TestStatusMapping:
     def test_empty_body_counts_as_empty_object(self) -> None:
         response = call(make_app(), "POST", "/orders")
         assert response.status_code == 422
-        assert response.json() == {"status": "validation-error", "detail": "customerId: required"}
+        assert response.json() == {
+            "status": "validation-error",
+            "detail": "customerId: required; items: required; placedAt: required",
+        }
 
     def test_validation_is_422_with_field_path(self) -> None:
         response = call(make_app(), "POST", "/orders", json={**PLACE, "items": [{"sku": 5}]})

@@ -109,7 +109,7 @@ EXPECTED = Manifest(
                 FieldDef("shipTo", parse_type("Address")),
             ),
         ),
-        RecordDef("Address", json_schema="schemas/address.json"),
+        RecordDef("Address", (FieldDef("street", parse_type("string")),), json_schema="schemas/address.json"),
         RecordDef(
             "Order",
             (

@@ -121,9 +121,10 @@ def test_wrong_shapes_of_sections_and_entries() -> None:
 def test_a_field_is_a_type_expression_or_a_field_mapping() -> None:
     text = MINIMAL.replace("orderId: string", "orderId: 3\n      note: ''\n      other: {}")
     assert errors(text) == [
-        "m.yaml:6:16: field 'orderId' must be a type expression or a mapping {type, default?, description?}, got 3",
+        "m.yaml:6:16: field 'orderId' must be a type expression or a mapping "
+        "{type, default?, description?, constraints...}, got 3",
         "m.yaml:7:13: field 'note' must not be empty; "
-        "expected a type expression or a mapping {type, default?, description?}",
+        "expected a type expression or a mapping {type, default?, description?, constraints...}",
         "m.yaml:8:7: missing required key 'type' in field 'other'; "
         "add it: a type expression like string, list[LineItem] or LineItem",
     ]

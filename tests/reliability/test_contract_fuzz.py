@@ -276,7 +276,7 @@ def test_an_integer_beyond_64_bits_is_a_validation_error_not_a_500(estate: dict[
     signed 64-bit: 2**63 is out of range too."""
     orders, inventory = estate["orders"].base, estate["inventory"].base
     body = (
-        b'{"customerId": "", "items": [{"sku": "", "quantity": -13682484686140019713}], '
+        b'{"customerId": "c-1", "items": [{"sku": "s", "quantity": -13682484686140019713}], '
         b'"placedAt": "2000-01-01T00:00:00Z"}'
     )
     placed = requests.post(f"{orders}/svc/invoke/orders:place/v1", data=body,

@@ -449,7 +449,7 @@ def test_record_error_paths(change: dict[str, Any], message: str) -> None:
 def test_missing_required_field_and_non_object() -> None:
     without = {k: v for k, v in PLACE.items() if k != "placedAt"}
     assert decode_error(PlaceOrder, without) == "placedAt: required"
-    assert decode_error(PlaceOrder, {}) == "orderId: required"
+    assert decode_error(PlaceOrder, {}) == "orderId: required; customer: required; items: required; placedAt: required"
     assert decode_error(PlaceOrder, [PLACE]) == "expected object"
     assert decode_error(PlaceOrder, None) == "expected object"
     assert decode_error(list[PlaceOrder], [PLACE, {**PLACE, "orderId": 1}]) == "[1].orderId: expected string"

@@ -5,14 +5,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from enum import StrEnum
+from typing import Annotated, Any
+
+from svcgen.runtime import Meta
+
+
+class TransferState(StrEnum):
+    """Where a transfer between warehouses is."""
+
+    PENDING = "pending"
+    APPROVED = "approved"
+    IN_TRANSIT = "in-transit"
+    RECEIVED = "received"
 
 
 @dataclass(kw_only=True)
 class StockQuery:
     sku: str
-    warehouse: str | None = None
-    """Only this warehouse; all when absent"""
+    warehouse: Annotated[str | None, Meta(description="Only this warehouse; all when absent")] = None
 
 
 @dataclass(kw_only=True)
@@ -21,8 +32,7 @@ class StockLevel:
     warehouse: str
     on_hand: int
     reserved: int = 0
-    bin_location: int | str
-    """A bin number or an aisle label"""
+    bin_location: Annotated[int | str, Meta(description="A bin number or an aisle label")]
     updated_at: datetime
 
 
@@ -34,8 +44,8 @@ class StockLevels:
 
 @dataclass(kw_only=True)
 class ReservationLine:
-    sku: str
-    quantity: int
+    sku: Annotated[str, Meta(min_length=1)]
+    quantity: Annotated[int, Meta(minimum=1)]
 
 
 @dataclass(kw_only=True)
@@ -44,9 +54,8 @@ class Reserve:
 
     order_id: str
     lines: list[ReservationLine]
-    hold_minutes: int = 30
-    warehouses: tuple[str, ...] = ("main",)
-    """Warehouses to draw from, in order"""
+    hold_minutes: Annotated[int, Meta(minimum=1, maximum=1440, description="How long the hold lasts")] = 30
+    warehouses: Annotated[tuple[str, ...], Meta(description="Warehouses to draw from, in order")] = ("main",)
 
 
 @dataclass(kw_only=True)
@@ -63,17 +72,16 @@ class StockTransfer:
     from_: str = field(metadata={"wire": "from"})
     to: str
     quantity: int
-    requested_at: datetime = field(
+    requested_at: Annotated[datetime, Meta(description="When the transfer was asked for")] = field(
         default_factory=lambda: datetime.fromisoformat("2024-01-01T00:00:00+00:00"),
     )
-    """When the transfer was asked for"""
     signature: bytes | None = None
 
 
 @dataclass(kw_only=True)
 class Transfer:
     transfer_id: str
-    state: str = "pending"
+    state: TransferState = TransferState.PENDING
     lines: dict[str, int] = field(default_factory=dict)
 
 

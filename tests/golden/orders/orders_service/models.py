@@ -5,63 +5,67 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from enum import StrEnum
+from typing import Annotated
+
+from svcgen.runtime import Meta
+
+
+class OrderStatus(StrEnum):
+    """Where an order is."""
+
+    PLACED = "placed"
+    PAID = "paid"
+    SHIPPED = "shipped"
+    CANCELLED = "cancelled"
+
+
+class AddressKind(StrEnum):
+    HOME = "home"
+    WORK = "work"
+    PICKUP_POINT = "pickup-point"
 
 
 @dataclass(kw_only=True)
 class LineItem:
     """One line of an order."""
 
-    sku: str
-    quantity: int = 1
-    """How many"""
+    sku: Annotated[str, Meta(min_length=1, max_length=64)]
+    quantity: Annotated[int, Meta(minimum=1, maximum=1000, description="How many")] = 1
 
 
 @dataclass(kw_only=True)
 class PlaceOrder:
-    customer_id: str
+    customer_id: Annotated[str, Meta(min_length=1, examples=["c-1001"])]
     items: list[LineItem]
     note: str | None = None
     placed_at: datetime
 
 
-# Address: from the JSON Schema schemas/address.json, by datamodel-code-generator
+# Address: from the JSON Schema schemas/address.json
+@dataclass(kw_only=True)
+class Address:
+    """A postal address, as the shared customer schema defines it."""
+
+    recipient: Annotated[str, Meta(description="Who receives the parcel")]
+    line1: str
+    line2: str | None = None
+    city: str
+    postal_code: Annotated[str, Meta(description="Postal code as the carrier prints it")] = field(
+        metadata={"wire": "postal_code"},
+    )
+    country_code: Annotated[str, Meta(min_length=2, max_length=2, description="ISO 3166-1 alpha-2")]
+    kind: AddressKind = AddressKind.HOME
+    geo: Annotated[AddressGeo | None, Meta(description="Where the carrier should stop")] = None
+
+
+# AddressGeo: from the JSON Schema schemas/address.json
 @dataclass(kw_only=True)
 class AddressGeo:
-    """
-    Where the carrier should stop
-    """
+    """Where the carrier should stop"""
 
     lat: float
     lon: float
-
-
-@dataclass(kw_only=True)
-class Address:
-    """
-    A postal address, as the shared customer schema defines it.
-    """
-
-    recipient: str
-    """
-    Who receives the parcel
-    """
-    line1: str
-    city: str
-    country_code: str
-    """
-    ISO 3166-1 alpha-2
-    """
-    line2: str | None = None
-    postal_code: str = field(metadata={"wire": "postal_code"})
-    """
-    Postal code as the carrier prints it
-    """
-    kind: Literal["home", "work", "pickup-point"] | None = "home"
-    geo: AddressGeo | None = None
-    """
-    Where the carrier should stop
-    """
 
 
 @dataclass(kw_only=True)
@@ -72,8 +76,9 @@ class PlaceOrderV2:
     items: list[LineItem]
     shipping_address: Address
     gift: bool = False
-    tags: set[str] = field(default_factory=set)
-    """Free labels for fulfilment"""
+    tags: Annotated[set[str], Meta(description="Free labels for fulfilment")] = field(
+        default_factory=set,
+    )
     note: str | None = None
 
 
@@ -83,7 +88,7 @@ class Order:
 
     order_id: str
     customer_id: str
-    status: str = "placed"
+    status: OrderStatus = OrderStatus.PLACED
     items: list[LineItem]
     total_items: int
     shipping_address: Address | None = None
@@ -93,23 +98,22 @@ class Order:
 @dataclass(kw_only=True)
 class GetOrder:
     order_id: str
-    verbose: bool = False
-    """Include the line items"""
+    verbose: Annotated[bool, Meta(description="Include the line items")] = False
 
 
 @dataclass(kw_only=True)
 class Money:
     """An amount in minor units (cents) of a currency; as payments declares it."""
 
-    amount_minor: int
-    currency: str = "EUR"
+    amount_minor: Annotated[int, Meta(minimum=0)]
+    currency: Annotated[str, Meta(pattern="^[A-Z]{3}$", description="ISO 4217 code")] = "EUR"
 
 
 @dataclass(kw_only=True)
 class CapturePayment:
     order_id: str
     amount: Money
-    idempotency_key: str
+    idempotency_key: Annotated[str, Meta(min_length=1, max_length=128)]
 
 
 @dataclass(kw_only=True)

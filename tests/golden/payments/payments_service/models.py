@@ -5,23 +5,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
+
+from svcgen.runtime import Meta
 
 
 @dataclass(kw_only=True)
 class Money:
     """An amount in minor units (cents) of a currency."""
 
-    amount_minor: int
-    currency: str = "EUR"
-    """ISO 4217 code"""
+    amount_minor: Annotated[int, Meta(minimum=0)]
+    currency: Annotated[str, Meta(pattern="^[A-Z]{3}$", description="ISO 4217 code")] = "EUR"
 
 
 @dataclass(kw_only=True)
 class CapturePayment:
     order_id: str
     amount: Money
-    idempotency_key: str
+    idempotency_key: Annotated[str, Meta(min_length=1, max_length=128)]
     metadata: dict[str, str] = field(default_factory=dict)
 
 
@@ -37,8 +38,7 @@ class Capture:
 @dataclass(kw_only=True)
 class RefundPayment:
     capture_id: str
-    amount: Money | None = None
-    """Absent refunds the whole capture"""
+    amount: Annotated[Money | None, Meta(description="Absent refunds the whole capture")] = None
     reason: str | None = None
 
 

@@ -1,0 +1,149 @@
+"""Contract details: enums, field constraints and annotations, checked where the manifest declares them.
+
+A default or example is checked by decoding it through the runtime codec of the field's own annotated type,
+so the build and a running service apply one rule.
+"""
+
+from __future__ import annotations
+
+import enum
+import keyword
+import re
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Annotated, Any, Optional
+
+from ..runtime._codec import DecodeError, codec_for
+from ..runtime._meta import CONSTRAINT_KEYWORDS, FORMATS, META_ARGUMENTS, Meta
+from .typeexpr import TypeExpr
+
+CONTRACT_KEYWORDS = CONSTRAINT_KEYWORDS | {"examples", "deprecated"}
+"""Field keys that travel into `Meta` besides `description`."""
+
+_STRING_KEYWORDS = ("minLength", "maxLength", "pattern", "format")
+_NUMBER_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+_ITEMS_KEYWORDS = ("minItems", "maxItems")
+_RANGES = (("minLength", "maxLength"), ("minimum", "maximum"), ("minItems", "maxItems"))
+
+Report = Callable[[str, str], None]
+"""(key the problem is at, message)."""
+
+
+def member_name(value: str) -> str:
+    """The StrEnum member of a wire value: UPPER_SNAKE (`pickup-point` → `PICKUP_POINT`, `2fa` → `V_2FA`)."""
+    words = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", value)
+    name = re.sub(r"[^0-9A-Za-z]+", "_", words).strip("_").upper()
+    return f"V_{name}" if not name or name[0].isdigit() or keyword.iskeyword(name) else name
+
+
+def meta_of(contract: Mapping[str, Any], description: str | None = None) -> Meta:
+    """The runtime `Meta` of a field's contract keywords (as the manifest writes them)."""
+    arguments = {META_ARGUMENTS[key]: value for key, value in contract.items() if key in META_ARGUMENTS}
+    if description is not None:
+        arguments["description"] = description
+    return Meta(**arguments)
+
+
+def check_enum(values: list[Any], report: Callable[[int, str], None]) -> None:
+    """Report (index, message) for a value listed twice and for two values that make the same member."""
+    seen: dict[str, str] = {}
+    for index, value in enumerate(values):
+        if not isinstance(value, str):
+            continue  # the schema stage says so
+        member = member_name(value)
+        if value in seen.values():
+            report(index, f"enum value {value!r} is listed twice; list each value once")
+        elif member in seen:
+            report(index, f"enum values {seen[member]!r} and {value!r} both become the member {member}; rename one")
+        else:
+            seen[member] = value
+
+
+def check_field_contract(
+    spec: Mapping[str, Any],
+    expr: TypeExpr,
+    enums: Mapping[str, tuple[str, ...]],
+    report: Report,
+) -> bool:
+    """Report every misuse of the field's contract keywords; True when they are usable (values may be checked)."""
+    usable = True
+    base = expr.args[0] if expr.kind == "nullable" else expr
+    is_enum = base.kind == "record" and base.name in enums
+    kind = base.name if base.kind == "scalar" else ("enum" if is_enum else base.kind)
+    for keywords, fits, needs in (
+        (_STRING_KEYWORDS, kind == "string", "a string field (type string or string?)"),
+        (_NUMBER_KEYWORDS, kind in ("integer", "float"), "a number field (integer or float)"),
+        (_ITEMS_KEYWORDS, kind in ("list", "set", "tuple"), "a list, set or tuple field"),
+    ):
+        for key in keywords:
+            if key in spec and not fits:
+                usable = False
+                report(key, f"{key} does not apply to a field of type {expr}; it needs {needs}")
+    for low, high in _RANGES:
+        if _number(spec.get(low)) and _number(spec.get(high)) and spec[low] > spec[high]:
+            usable = False
+            report(low, f"{low} {spec[low]} is greater than {high} {spec[high]}; no value could fit")
+    pattern = spec.get("pattern")
+    if isinstance(pattern, str):
+        try:
+            re.compile(pattern)
+        except re.error as error:
+            usable = False
+            report("pattern", f"pattern {pattern!r} is not a valid regular expression: {error}")
+    form = spec.get("format")
+    if isinstance(form, str) and form not in FORMATS:
+        usable = False
+        report("format", f"unknown format {form!r}; use one of {', '.join(FORMATS)}")
+    return usable
+
+
+def value_problem(
+    expr: TypeExpr, contract: Mapping[str, Any], value: Any, enums: Mapping[str, tuple[str, ...]]
+) -> str | None:
+    """What is wrong with `value` as a value of the field (type and constraints), by the runtime codec; None if
+    nothing. Record-typed parts are taken as any value (their structure is checked on its own)."""
+    annotated = Annotated[_python_type(expr, enums), meta_of(contract)]  # type: ignore[valid-type]
+    try:
+        codec_for(annotated).decode(value)
+    except DecodeError as error:
+        return str(error)
+    return None
+
+
+def _python_type(expr: TypeExpr, enums: Mapping[str, tuple[str, ...]]) -> Any:
+    match expr.kind:
+        case "scalar":
+            return _SCALARS[expr.name]
+        case "record":
+            values = enums.get(expr.name)
+            return Any if values is None else _enum_class(expr.name, values)
+        case "list":
+            return list[_python_type(expr.args[0], enums)]  # type: ignore[misc]
+        case "set":
+            return set[_python_type(expr.args[0], enums)]  # type: ignore[misc]
+        case "tuple":
+            return tuple[_python_type(expr.args[0], enums), ...]  # type: ignore[misc]
+        case "map":
+            return dict[str, _python_type(expr.args[0], enums)]  # type: ignore[misc]
+        case "nullable":
+            return Optional[_python_type(expr.args[0], enums)]  # noqa: UP045 (the argument may be Any)
+    return Any  # a union: its members are tried by `fits`
+
+
+def _enum_class(name: str, values: tuple[str, ...]) -> type[enum.StrEnum]:
+    return enum.StrEnum(name, [(member_name(value), value) for value in values])  # type: ignore[return-value]
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+_SCALARS: dict[str, Any] = {
+    "string": str,
+    "integer": int,
+    "float": float,
+    "boolean": bool,
+    "datetime": datetime,
+    "bytes": bytes,
+    "any": Any,
+}
