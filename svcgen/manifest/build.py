@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..runtime._reserved import DEFAULT_PREFIX, normalize_prefix
+from ..runtime._status import OK
 from .loader import YamlDocument
 from .model import NO_DEFAULT, FieldDef, Manifest, MeshDef, RecordDef, RouteDef, TopicDef
 from .routes import parse_route
@@ -74,4 +75,6 @@ def _topic(entry: dict[str, Any]) -> TopicDef:
         response=parse_type(entry["response"]),
         summary=entry.get("summary"),
         routes=tuple(RouteDef(route.method, route.path) for route in routes),
+        success=tuple(entry.get("success", (OK,))),
+        failures=tuple(entry.get("failures", ())),
     )

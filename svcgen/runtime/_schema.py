@@ -1,7 +1,12 @@
-"""JSON Schema (2020-12 subset) derivation from a type: computed once per type, reused verbatim everywhere."""
+"""JSON Schema (2020-12 subset) derivation from a type: computed once per type, reused verbatim everywhere.
+
+A document that names its types (the HTTP API document's `#/components/schemas/<Name>`) derives through the same
+functions with a `refer` callback: where it returns a schema (a `$ref`), that schema stands for the whole shape.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -19,6 +24,8 @@ from ._shapes import (
 )
 
 JsonSchema = dict[str, Any]
+Refer = Callable[[Shape], JsonSchema | None]
+"""The reference standing for a shape (a named type), or None to derive the shape in place."""
 
 _SCALAR_SCHEMAS: dict[str, JsonSchema] = {
     "string": {"type": "string"},
@@ -36,20 +43,30 @@ def schema_of(tp: Any) -> JsonSchema:
     return schema_of_shape(shape_of(tp))
 
 
-def schema_of_shape(shape: Shape) -> JsonSchema:
+def schema_of_shape(shape: Shape, refer: Refer | None = None) -> JsonSchema:
+    """The schema of a shape; with `refer`, every shape it names (the root too) is its reference instead."""
+    if refer is not None:
+        reference = refer(shape)
+        if reference is not None:
+            return reference
+    return definition_of(shape, refer)
+
+
+def definition_of(shape: Shape, refer: Refer | None = None) -> JsonSchema:
+    """The schema of a shape derived in place, its parts through `refer`: a named type's own definition."""
     match shape:
         case ScalarShape(kind):
             return dict(_SCALAR_SCHEMAS[kind])
         case NullableShape(inner):
-            return _with_null(schema_of_shape(inner))
+            return _with_null(schema_of_shape(inner, refer))
         case ArrayShape(items, _):
-            return {"type": "array", "items": schema_of_shape(items)}
+            return {"type": "array", "items": schema_of_shape(items, refer)}
         case MapShape(values):
-            return {"type": "object", "additionalProperties": schema_of_shape(values)}
+            return {"type": "object", "additionalProperties": schema_of_shape(values, refer)}
         case RecordShape(_, fields):
             schema: JsonSchema = {
                 "type": "object",
-                "properties": {f.wire: schema_of_shape(f.shape) for f in fields},
+                "properties": {f.wire: schema_of_shape(f.shape, refer) for f in fields},
             }
             required = [f.wire for f in fields if f.required]
             if required:
@@ -61,6 +78,8 @@ def schema_of_shape(shape: Shape) -> JsonSchema:
 
 
 def _with_null(schema: JsonSchema) -> JsonSchema:
+    if "$ref" in schema:
+        return {"anyOf": [schema, {"type": "null"}]}
     kind = schema.get("type")
     if kind is None:
         return schema
