@@ -164,12 +164,7 @@ class _Names:
 
     def refer(self, shape: Shape) -> JsonSchema | None:
         named = _named_class(shape)
-        if named is None:
-            return None
-        name = self._by_class.get(named)
-        if name is None:  # reached only through a type collected already; kept for safety
-            name = self._name(named, shape)
-        return ref(name)
+        return None if named is None else ref(self._by_class[named])
 
     def schema(self, shape: Shape) -> JsonSchema:
         schema: JsonSchema = _wire_integers(schema_of_shape(shape, self.refer))
