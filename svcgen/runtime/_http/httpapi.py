@@ -48,6 +48,13 @@ _METHOD_ORDER: Final = ("get", "put", "post", "delete", "options", "head", "patc
 """Operations of one path in the order of OpenAPI's path item fields."""
 _PATH_SAFE: Final = "!$&'()*+,;=:@-._~"
 
+_WIRE_FORMATS: Final[dict[str, JsonSchema]] = {
+    "integer": {"format": "int64"},
+    "bytes": {"format": "byte", "contentEncoding": "base64"},
+}
+"""What the binding's codec holds scalars to beyond their JSON type, in OpenAPI's words: integers are signed
+64-bit, bytes are base64 text. Generated clients and fuzzers then stay within what the service accepts."""
+
 _BINDING_FAILURES: Final[dict[int, str]] = {
     st.FAILURE_CODES[st.BAD_REQUEST]: "bad-request: the body is not JSON, not an object or over a parse limit",
     st.FAILURE_CODES[st.NOT_FOUND]: "not-found",
@@ -164,11 +171,14 @@ class _Names:
 
     def refer(self, shape: Shape) -> JsonSchema | None:
         named = _named_class(shape)
-        return None if named is None else ref(self._by_class[named])
+        if named is not None:
+            return ref(self._by_class[named])
+        if isinstance(shape, ScalarShape) and shape.kind in _WIRE_FORMATS:
+            return {**definition_of(shape), **_WIRE_FORMATS[shape.kind]}
+        return None
 
     def schema(self, shape: Shape) -> JsonSchema:
-        schema: JsonSchema = _wire_integers(schema_of_shape(shape, self.refer))
-        return schema
+        return schema_of_shape(shape, self.refer)
 
     def body(self, record: RecordShape, path_fields: frozenset[str]) -> JsonSchema:
         """The request record without its path fields: its own component when none are taken out."""
@@ -180,13 +190,13 @@ class _Names:
             name = self._fresh(f"{self._by_class[record.cls]}Body")
             self._bodies[key] = name
             remaining = tuple(f for f in record.fields if f.wire not in path_fields)
-            self._definitions[name] = _wire_integers(definition_of(RecordShape(record.cls, remaining), self.refer))
+            self._definitions[name] = definition_of(RecordShape(record.cls, remaining), self.refer)
         return ref(name)
 
     def components(self) -> dict[str, JsonSchema]:
         while self._pending:
             name, shape = self._pending.pop()
-            self._definitions[name] = _wire_integers(definition_of(shape, self.refer))
+            self._definitions[name] = definition_of(shape, self.refer)
         return dict(sorted(self._definitions.items()))
 
     def _collect(self, shape: Shape) -> None:
@@ -211,21 +221,6 @@ class _Names:
             candidate, n = f"{name}_{n}", n + 1
         self._taken.add(candidate)
         return candidate
-
-
-def _wire_integers(schema: Any) -> Any:
-    """The schema with `format: int64` on every integer: the binding takes signed 64-bit integers only, and
-    OpenAPI says so with that format (generated clients and fuzzers stay in range)."""
-    if isinstance(schema, list):
-        return [_wire_integers(item) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    copied = {key: _wire_integers(value) if key not in ("enum", "default", "examples", "const") else value
-              for key, value in schema.items()}  # fmt: skip
-    kind = schema.get("type")
-    if (kind == "integer" or (isinstance(kind, list) and "integer" in kind)) and "format" not in schema:
-        copied["format"] = "int64"
-    return copied
 
 
 def ref(name: str) -> JsonSchema:
