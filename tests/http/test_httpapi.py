@@ -264,3 +264,23 @@ def test_an_undeclared_success_still_answers_and_is_logged_once(caplog: pytest.L
             assert answer.status_code == 201
     warnings = [r.getMessage() for r in caplog.records if r.name == "svcgen.registry"]
     assert len(warnings) == 1 and "answered 'created'" in warnings[0]
+
+
+def test_a_route_without_a_version_to_a_topic_of_several_needs_the_version_header() -> None:
+    registry = Registry()
+    registry.add("shop:place", place, version="v1", success=["created"])
+    registry.add("shop:place", place_v2, version="v2")
+    served = create_app(Service(Identity("shop"), registry), ["POST /orders -> shop:place"])
+    document = served.http_api
+    validate(document)
+    posted = operation(document, "post", "/orders")
+    assert posted["parameters"] == [
+        {"name": "svc-version", "in": "header", "required": True, "schema": {"type": "string"}}
+    ]
+    assert "404" in posted["responses"] and posted["requestBody"]["content"]["application/json"]["schema"] == {}
+    # What the document says: without the header no version is chosen; with it, that version answers.
+    assert call(served, "POST", "/orders", json={"shopId": "s", "items": [{"sku": "a"}]}).status_code == 404
+    chosen = call(
+        served, "POST", "/orders", json={"shopId": "s", "items": [{"sku": "a"}]}, headers={"svc-version": "v1"}
+    )
+    assert chosen.status_code == 201

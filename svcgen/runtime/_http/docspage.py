@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any, Final
 
-from .httpapi import COMPONENT_REF
+from .._openapi import COMPONENT_REF
 
 _STYLE: Final = """
 body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1100px; padding: 1em 2em; color: #1d2330; }

@@ -22,6 +22,7 @@ from urllib.parse import quote
 from .. import _status as st
 from .._collisions import collision_suffixes
 from .._naming import camel_name, slug
+from .._openapi import COMPONENT_REF, JSON_MEDIA_TYPE, PATH_SAFE, error_schema
 from .._registry import Registration, Registry
 from .._reserved import VERSION_HEADERS, VERSION_PATH_PARAM
 from .._schema import JsonSchema, definition_of, schema_of_shape
@@ -41,12 +42,9 @@ from .routing import Route
 
 OPENAPI_VERSION: Final = "3.1.0"
 FAILURE_COMPONENT: Final = "Failure"
-JSON_MEDIA_TYPE: Final = "application/json"
-COMPONENT_REF: Final = "#/components/schemas/"
 _QUERY_METHODS: Final = frozenset({"GET", "HEAD"})
 _METHOD_ORDER: Final = ("get", "put", "post", "delete", "options", "head", "patch")
 """Operations of one path in the order of OpenAPI's path item fields."""
-_PATH_SAFE: Final = "!$&'()*+,;=:@-._~"
 
 _WIRE_FORMATS: Final[dict[str, JsonSchema]] = {
     "integer": {"format": "int64"},
@@ -66,14 +64,6 @@ _BINDING_FAILURES: Final[dict[int, str]] = {
 """HTTP code → response description of every failure the binding itself answers."""
 
 
-def failure_schema() -> JsonSchema:
-    return {
-        "type": "object",
-        "properties": {"status": {"type": "string"}, "detail": {"type": "string"}},
-        "required": ["status", "detail"],
-    }
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Operation:
     method: str
@@ -86,7 +76,7 @@ class _Operation:
 def build_http_api(registry: Registry, routes: Iterable[Route], *, title: str, version: str) -> dict[str, Any]:
     """The document; treat it as read-only (parts are shared)."""
     operations = _operations(registry, routes)
-    names = _Names(registry, operations)
+    names = _Names(operations)
     ids = _operation_ids(operations)
     paths: dict[str, dict[str, Any]] = {}
     for operation, operation_id in zip(operations, ids, strict=True):
@@ -123,7 +113,7 @@ def _expansions(registry: Registry, route: Route) -> list[tuple[str, Registratio
     if route.has_version_segment:
         placeholder = "{" + VERSION_PATH_PARAM + "}"
         return [
-            (route.path.replace(placeholder, quote(version, safe=_PATH_SAFE)), registry.get(route.topic, version))
+            (route.path.replace(placeholder, quote(version, safe=PATH_SAFE)), registry.get(route.topic, version))
             for version in versions
             if version
         ]
@@ -155,7 +145,7 @@ class _Names:
     """Component names: one per named type (its class name; a second class of the same name gets `_2`), the
     body-only variants and the failure body. Definitions are derived once, on first reference."""
 
-    def __init__(self, registry: Registry, operations: Sequence[_Operation]) -> None:
+    def __init__(self, operations: Sequence[_Operation]) -> None:
         self._by_class: dict[type, str] = {}
         self._definitions: dict[str, JsonSchema] = {}
         self._pending: list[tuple[str, Shape]] = []
@@ -167,7 +157,7 @@ class _Names:
                 self._collect(shape_of(registration.request_type))
                 self._collect(shape_of(registration.response_type))
         self.failure = self._fresh(FAILURE_COMPONENT)
-        self._definitions[self.failure] = failure_schema()
+        self._definitions[self.failure] = error_schema()
 
     def refer(self, shape: Shape) -> JsonSchema | None:
         named = _named_class(shape)
@@ -254,6 +244,8 @@ def _operation(operation: _Operation, operation_id: str, names: _Names) -> dict[
         result["description"] = f"Topic {topic}; the version is chosen by the {VERSION_HEADERS[0]} header."
         header = {"name": VERSION_HEADERS[0], "in": "header", "required": True, "schema": {"type": "string"}}
         result["parameters"] = [header]
+        if route.method not in _QUERY_METHODS:  # the body's type depends on the version chosen
+            result["requestBody"] = {"required": False, "content": {JSON_MEDIA_TYPE: {"schema": {}}}}
         result["responses"] = _responses(operation, (st.OK,), (), names, {})
         return result
     result["summary"] = registration.summary or f"Call topic {registration.key}"
