@@ -56,7 +56,8 @@ def store_entry(store: Path, service: str) -> dict[str, Any] | None:
         saved.restore_stored(JsonFileStore(store).load())
     except (StoreError, SnapshotError):
         return None
-    return next((entry for entry in saved.snapshot()["catalog"] if entry["service"] == service), None)
+    entry = next((entry for entry in saved.snapshot()["catalog"] if entry["service"] == service), None)
+    return dict(entry) if entry is not None else None
 
 
 def registered_after(store: Path, moment: float) -> bool:

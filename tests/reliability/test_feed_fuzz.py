@@ -153,7 +153,7 @@ def run(collector: CollectorProcess, model: Model, operation: tuple[str, Any]) -
     if kind == "traces":
         events, batched = data
         topic = f"fuzz:t{n}"
-        body: dict[str, Any] = {"events": [{**event, "topic": topic} for event in events]}
+        body = {"events": [{**event, "topic": topic} for event in events]}
         if batched:
             body["batchId"] = f"b{n}"
         status, answer = send(base, "svc:mesh:traces", body)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import itertools
 import typing
 from dataclasses import dataclass, field
@@ -363,18 +364,17 @@ def test_union_encodes_with_the_member_that_fits() -> None:
 
 
 def test_any_passes_json_through_and_encodes_typed_values_inside() -> None:
-    value = {"a": [1, {"b": None}], "c": 1.5}
+    value: Any = {"a": [1, {"b": None}], "c": 1.5}
     assert codec_for(Any).decode(value) is value
     assert codec_for(Any).encode(value) == value
-    encoded = codec_for(Any).encode(
-        {
-            "item": Item("s", 2),
-            "when": datetime(2026, 1, 1, tzinfo=UTC),
-            "raw": b"\x01",
-            "many": (Item("t"),),
-            "set": {2, 1},
-        }
-    )
+    mixed: Any = {
+        "item": Item("s", 2),
+        "when": datetime(2026, 1, 1, tzinfo=UTC),
+        "raw": b"\x01",
+        "many": (Item("t"),),
+        "set": {2, 1},
+    }
+    encoded = codec_for(Any).encode(mixed)
     assert encoded == {
         "item": {"sku": "s", "quantity": 2},
         "when": "2026-01-01T00:00:00+00:00",
@@ -645,23 +645,23 @@ def _nullable(child: TypeAndValues) -> TypeAndValues:
 
 
 def _list(child: TypeAndValues) -> TypeAndValues:
-    return list[child[0]], st.lists(child[1], max_size=3)  # type: ignore[name-defined]
+    return list[child[0]], st.lists(child[1], max_size=3)  # type: ignore[valid-type]
 
 
 def _tuple(child: TypeAndValues) -> TypeAndValues:
-    return tuple[child[0], ...], st.lists(child[1], max_size=3).map(tuple)  # type: ignore[name-defined]
+    return tuple[child[0], ...], st.lists(child[1], max_size=3).map(tuple)  # type: ignore[valid-type]
 
 
 def _map(child: TypeAndValues) -> TypeAndValues:
-    return dict[str, child[0]], st.dictionaries(_text, child[1], max_size=3)  # type: ignore[name-defined]
+    return dict[str, child[0]], st.dictionaries(_text, child[1], max_size=3)  # type: ignore[valid-type]
 
 
 def _set(scalar: TypeAndValues) -> TypeAndValues:
-    return set[scalar[0]], st.sets(scalar[1], max_size=3)  # type: ignore[name-defined]
+    return set[scalar[0]], st.sets(scalar[1], max_size=3)  # type: ignore[valid-type]
 
 
 def _frozenset(scalar: TypeAndValues) -> TypeAndValues:
-    return frozenset[scalar[0]], st.frozensets(scalar[1], max_size=3)  # type: ignore[name-defined]
+    return frozenset[scalar[0]], st.frozensets(scalar[1], max_size=3)  # type: ignore[valid-type]
 
 
 @st.composite
@@ -681,7 +681,7 @@ def records(draw: st.DrawFn, children: st.SearchStrategy[TypeAndValues]) -> Type
                 hash(default)
                 spec = field(default=default, metadata=metadata)
             except TypeError:
-                spec = field(default_factory=lambda d=default: copy.deepcopy(d), metadata=metadata)
+                spec = field(default_factory=functools.partial(copy.deepcopy, default), metadata=metadata)
             defaulted.append((attr, tp, spec))
         else:
             required.append((attr, tp, field(metadata=metadata)))

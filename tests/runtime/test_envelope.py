@@ -15,7 +15,8 @@ from .sample import build_service
 
 def apply(service: Service, envelope: Any) -> dict[str, Any]:
     raw = envelope if isinstance(envelope, (bytes, str)) else json.dumps(envelope)
-    return json.loads(asyncio.run(service.invoke_envelope(raw)))
+    answer: dict[str, Any] = json.loads(asyncio.run(service.invoke_envelope(raw)))
+    return answer
 
 
 def test_success_envelope() -> None:
