@@ -1,4 +1,4 @@
-"""PostgreSQL for the tests: the server at SVCGEN_TEST_POSTGRES (a conninfo URL) when set, else the local one at
+"""PostgreSQL for the tests: the server at SVCGEN_TEST_POSTGRES (a postgresql:// URL) when set, else the local one at
 127.0.0.1:5432 when it answers; a test that cannot get either fails with the reason (`make test` starts a
 throwaway cluster and sets SVCGEN_TEST_POSTGRES when there is none). Each test session works in a database of its
 own, dropped at the end; `ThrowawayCluster` is a server a test may stop and start itself."""
@@ -13,10 +13,10 @@ import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import psycopg
 import pytest
-from psycopg import conninfo
 
 ENV = "SVCGEN_TEST_POSTGRES"
 LOCAL = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -35,7 +35,8 @@ def server_url() -> str:
 
 
 def with_database(url: str, name: str) -> str:
-    return conninfo.make_conninfo(url, dbname=name)
+    """The URL `url` with the database `name`."""
+    return urlsplit(url)._replace(path=f"/{name}").geturl()
 
 
 def create_database(url: str) -> str:
@@ -47,7 +48,7 @@ def create_database(url: str) -> str:
 
 
 def drop_database(url: str) -> None:
-    name = conninfo.conninfo_to_dict(url)["dbname"]
+    name = urlsplit(url).path.lstrip("/")
     with psycopg.connect(with_database(url, "postgres"), autocommit=True) as connection:
         connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 

@@ -15,9 +15,10 @@ Every change is one transaction that updates the rows it touches, never the whol
   sequence for every table), counted in `collector_totals`, which also holds the window's size and the fleet
   query's `dropped` counts. The trace window is pruned oldest first in the transaction that outgrows it.
 
-Locks are always taken in one order (batch, advisory locks sorted, events, edges, counters, catalog, issues,
-feeds, totals), so transactions of different replicas wait for each other but never deadlock; a deadlock or
-serialization failure is retried anyway. A connection lost with the database is `StoreUnavailable` (the ingest is
+Locks are always taken in one order (the batch row; advisory locks on spans or the service, then on issue
+fingerprints, each kind sorted; rows of events, edges, counters, catalog, issues, feeds; totals last), so
+transactions of different replicas wait for each other but never deadlock; a deadlock or serialization failure is
+retried anyway. A connection lost with the database is `StoreUnavailable` (the ingest is
 answered `service-unavailable`, the reporter sends again, nothing is half-applied); a watcher thread probes the
 database, so health reports the loss while no feed arrives, and the pool reconnects once it is back.
 """
@@ -49,7 +50,6 @@ from .wire import MAX_COUNT, Unstorable, saturated
 
 SCHEMA_VERSION: Final = 1
 """The table layout this module writes; a database holding a newer one is refused, never changed."""
-URL_SCHEMES: Final = ("postgresql://", "postgres://")
 DEFAULT_POOL_SIZE: Final = 4
 DEFAULT_TIMEOUT: Final = 5.0
 """Seconds a change waits for a connection before it is answered `service-unavailable`."""
@@ -58,6 +58,7 @@ _RETRIES: Final = 3
 _SCHEMA_LOCK: Final = 7_432_001
 _SPAN_LOCKS: Final = 7_432_002
 _SERVICE_LOCKS: Final = 7_432_003
+_ISSUE_LOCKS: Final = 7_432_004
 _KINDS: Final = ("catalog", "instances", "polls")
 
 _TABLES: Final = f"""
@@ -148,10 +149,6 @@ _WINDOW_BYTES: Final = "window:bytes"
 
 def _rows_total(table: str) -> str:
     return f"rows:{table}"
-
-
-def is_postgres_url(text: str) -> bool:
-    return text.startswith(URL_SCHEMES)
 
 
 T = TypeVar("T")
@@ -509,6 +506,10 @@ class PostgresStore:
             return
         book = IssueBook(Limits(issues=MAX_COUNT, exemplars=self.limits.exemplars))
         fingerprints = sorted({issue["fingerprint"] for issue in issues})
+        # Locks the fingerprints not held yet too: two replicas filing a new issue at once must not both start
+        # it from nothing.
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, h) FROM (SELECT DISTINCT hashtext(f) AS h "
+                       "FROM unnest(%s::text[]) AS f ORDER BY 1) AS k", (_ISSUE_LOCKS, fingerprints))  # fmt: skip
         cursor.execute("SELECT issue::text FROM collector_issues WHERE fingerprint = ANY(%s) ORDER BY fingerprint "
                        "FOR UPDATE", (fingerprints,))  # fmt: skip
         book.restore([orjson.loads(text) for (text,) in cursor.fetchall()])
