@@ -11,6 +11,7 @@ import secrets
 import shutil
 import socket
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -91,24 +92,37 @@ def postgres_bin(tool: str) -> str:
 
 
 class ThrowawayCluster:
-    """A PostgreSQL cluster of its own in `directory` on a free port on 127.0.0.1, started and stopped by the test
-    (so the machine's shared server is never stopped). Runs as the current user; trust authentication."""
+    """A PostgreSQL cluster of its own on a free port on 127.0.0.1, started and stopped by the test (so the
+    machine's shared server is never stopped); trust authentication. PostgreSQL refuses to run as root, so as root
+    the cluster belongs to the `postgres` user. `remove` deletes it."""
 
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self.data = directory / "data"
+    def __init__(self) -> None:
+        self.directory = Path(tempfile.mkdtemp(prefix="svcgen-pg-"))
+        self.data = self.directory / "data"
         self.port = free_port()
-        self.log = directory / "postgres.log"
+        self.log = self.directory / "postgres.log"
+        self._as: list[str] = []
         user = os.environ.get("USER") or "postgres"
-        subprocess.run([postgres_bin("initdb"), "-D", str(self.data), "-A", "trust", "-U", user],
-                       check=True, capture_output=True, timeout=120)  # fmt: skip
+        if os.geteuid() == 0:
+            user = "postgres"
+            self._as = ["runuser", "-u", user, "--"]
+            shutil.chown(self.directory, user)
+        self._run(postgres_bin("initdb"), "-D", str(self.data), "-A", "trust", "-U", user)
         self.url = f"postgresql://{user}@127.0.0.1:{self.port}/postgres"
 
     def start(self) -> None:
         options = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.directory} -c fsync=off"
-        subprocess.run([postgres_bin("pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-o", options, "-w",
-                        "-t", "60", "start"], check=True, capture_output=True, timeout=90)  # fmt: skip
+        self._run(postgres_bin("pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-o", options, "-w", "-t",
+                  "60", "start")  # fmt: skip
 
     def stop(self) -> None:
-        subprocess.run([postgres_bin("pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "-t", "60", "stop"],
-                       check=False, capture_output=True, timeout=90)  # fmt: skip
+        self._run(postgres_bin("pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "-t", "60", "stop", check=False)
+
+    def remove(self) -> None:
+        self.stop()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def _run(self, *command: str, check: bool = True) -> None:
+        done = subprocess.run([*self._as, *command], capture_output=True, text=True, timeout=120)
+        if check and done.returncode != 0:
+            raise AssertionError(f"{' '.join(command)} failed: {done.stderr.strip() or done.stdout.strip()}")
