@@ -89,6 +89,7 @@ def test_a_polled_spec_nested_too_deeply_is_a_failed_poll_and_saving_goes_on(tmp
     assert [s["service"] for s in ok(again.query_fleet())["services"]] == ["orders", "stock"]
 
 
+@pytest.mark.usefixtures("any_store")
 def test_documents_are_limited_in_bytes_and_the_catalog_by_a_byte_budget() -> None:
     limits = Limits(descriptor_bytes=20_000, health_bytes=2_000, spec_bytes=20_000, catalog_bytes=50_000)
     c = collector(limits=limits)
@@ -131,6 +132,7 @@ def test_made_up_statuses_are_folded_and_never_fill_the_counter_table(tmp_path: 
     assert ok(restarted(path).query_topic({"topic": "orders:get"}))["statusCounts"]["timeout"] == 1
 
 
+@pytest.mark.usefixtures("any_store")
 def test_a_full_counter_table_makes_room_and_counts_what_it_evicted(caplog: pytest.LogCaptureFixture) -> None:
     c = collector(limits=Limits(counters=3))
     with caplog.at_level(logging.WARNING):

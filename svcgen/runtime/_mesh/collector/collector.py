@@ -473,6 +473,8 @@ class Collector:
             with self._lock:
                 self.duplicates += 1
             return Result.ok({"accepted": applied.seen})
+        if applied.dropped:
+            self._log_drops()
         if applied.reregister:
             return Result.ok({**answer, REREGISTER_KEY: True})
         return Result.ok(answer)
@@ -522,10 +524,15 @@ class Collector:
         return Result.service_unavailable(f"the collector cannot persist this feed now ({why}); send it again later")
 
     def _log_drops(self) -> None:
-        counts = self.dropped()
-        total = sum(counts.values()) - counts["duplicateBatches"]
         now = self.clock()
-        if total > self._logged_drops and now - self._last_drop_log >= self.log_interval:
+        if now - self._last_drop_log < self.log_interval:
+            return
+        try:
+            counts = self.dropped()
+        except StoreUnavailable:
+            return
+        total = sum(counts.values()) - counts["duplicateBatches"]
+        if total > self._logged_drops:
             self._last_drop_log = now
             self._logged_drops = total
             listed = ", ".join(f"{name} {count}" for name, count in counts.items() if count)

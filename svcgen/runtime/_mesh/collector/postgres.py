@@ -151,6 +151,10 @@ def _rows_total(table: str) -> str:
     return f"rows:{table}"
 
 
+def _bytes_total(kind: str) -> str:
+    return f"bytes:{kind}"
+
+
 T = TypeVar("T")
 Cursor = psycopg.Cursor[Any]
 
@@ -311,7 +315,7 @@ class PostgresStore:
                            (accepted, change["op"], batch_id))  # fmt: skip
         totals["skipped"] += int(change["skipped"])
         _add_totals(cursor, totals)
-        return Applied()
+        return Applied(dropped=_dropped_any(totals))
 
     def _traces(self, cursor: Cursor, change: Json, totals: dict[str, int]) -> int:
         events: list[Json] = change["events"]
@@ -529,12 +533,14 @@ class PostgresStore:
         op, at = change["op"], change["at"]
         service = change["descriptor"]["service"] if op == "register" else change["service"]
         cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_SERVICE_LOCKS, service))
-        cursor.execute("SELECT kind, key, document::text FROM collector_catalog WHERE service = %s ORDER BY touched",
-                       (service,))  # fmt: skip
+        cursor.execute("SELECT kind, key, document::text, bytes FROM collector_catalog WHERE service = %s "
+                       "ORDER BY touched", (service,))  # fmt: skip
         before: dict[tuple[str, str], bytes] = {}
+        sizes: dict[tuple[str, str], int] = {}
         held: dict[str, list[Any]] = {kind: [] for kind in _KINDS}
-        for kind, key, text in cursor.fetchall():
+        for kind, key, text, size in cursor.fetchall():
             before[(kind, key)] = text.encode()
+            sizes[(kind, key)] = size
             held[kind].append(orjson.loads(text))
         whole = Limits(catalog=MAX_COUNT, instances=MAX_COUNT, polls=MAX_COUNT, catalog_bytes=MAX_COUNT,
                        changes=self.limits.changes, removed_topics=self.limits.removed_topics)  # fmt: skip
@@ -573,14 +579,33 @@ class PostgresStore:
                 "SET document = excluded.document, bytes = excluded.bytes, touched = excluded.touched",
                 [(kind, service, key, text, size) for kind, key, text, size in rows],
             )
-            for kind, key, _, _ in rows:
+            for kind, key, _, size in rows:
                 if (kind, key) not in before:
                     totals[_rows_total(kind)] += 1
+                totals[_bytes_total(kind)] += size - sizes.get((kind, key), 0)
             for kind, cap in (("catalog", self.limits.catalog), ("instances", self.limits.instances),
                               ("polls", self.limits.polls)):  # fmt: skip
                 self._bound(cursor, _Bound("collector_catalog", cap, kind, where=kind), totals)
+            self._catalog_budget(cursor, totals)
         _add_totals(cursor, totals)
-        return applied
+        return Applied(reregister=applied.reregister, dropped=_dropped_any(totals))
+
+    def _catalog_budget(self, cursor: Cursor, totals: dict[str, int]) -> None:
+        """Past the catalog's byte budget the least recently updated row of the kind holding the most bytes goes,
+        as in memory."""
+        cursor.execute("SELECT name, value FROM collector_totals WHERE name = ANY(%s)",
+                       ([_bytes_total(kind) for kind in _KINDS],))  # fmt: skip
+        held = {name: value + totals.get(name, 0) for name, value in cursor.fetchall()}
+        while sum(held.values()) > self.limits.catalog_bytes:
+            largest = max(_KINDS, key=lambda kind: held.get(_bytes_total(kind), 0))
+            cursor.execute("DELETE FROM collector_catalog WHERE ctid = (SELECT ctid FROM collector_catalog "
+                           "WHERE kind = %s ORDER BY touched LIMIT 1) RETURNING bytes", (largest,))  # fmt: skip
+            evicted = cursor.fetchone()
+            if evicted is None:
+                break
+            held[_bytes_total(largest)] -= evicted[0]
+            for name, amount in ((_bytes_total(largest), -evicted[0]), (_rows_total(largest), -1), (largest, 1)):
+                totals[name] += amount
 
     def _bound(self, cursor: Cursor, bound: _Bound, totals: dict[str, int]) -> None:
         """Evict the least recently touched rows of a table past its cap (the rows counted so far in `totals`
@@ -595,11 +620,15 @@ class PostgresStore:
         kind = "kind = %(kind)s AND " if bound.where else ""
         cursor.execute(
             f"DELETE FROM {bound.table} WHERE {kind}touched IN "
-            f"(SELECT touched FROM {bound.table} WHERE {kind}true ORDER BY touched LIMIT %(over)s)",
+            f"(SELECT touched FROM {bound.table} WHERE {kind}true ORDER BY touched LIMIT %(over)s) "
+            f"RETURNING {'bytes' if bound.where else '0'}",
             {"kind": bound.where, "over": over},
         )
-        totals[name] -= cursor.rowcount
-        totals[bound.dropped] += cursor.rowcount
+        freed = [size for (size,) in cursor.fetchall()]
+        totals[name] -= len(freed)
+        totals[bound.dropped] += len(freed)
+        if bound.where:
+            totals[_bytes_total(bound.where)] -= sum(freed)
 
     # --- reading --------------------------------------------------------------------------------------------
 
@@ -672,7 +701,12 @@ class PostgresStore:
 
 _TOTAL_NAMES: Final = (*_DROPPED, _WINDOW_EVENTS, _WINDOW_BYTES,
                        *(_rows_total(table) for table in ("collector_counters", "collector_edges", "collector_issues",
-                                                          "collector_feeds", *_KINDS)))  # fmt: skip
+                                                          "collector_feeds", *_KINDS)),
+                       *(_bytes_total(kind) for kind in _KINDS))  # fmt: skip
+
+
+def _dropped_any(totals: dict[str, int]) -> bool:
+    return any(totals.get(name, 0) > 0 for name in _DROPPED if name != "duplicateBatches")
 
 
 def _add_totals(cursor: Cursor, totals: dict[str, int]) -> None:

@@ -122,6 +122,8 @@ class Applied:
     was not counted again). None when the change was applied."""
     reregister: bool = False
     """For a heartbeat: the instance should register again."""
+    dropped: bool = False
+    """A limit dropped or skipped something (the collector logs what, at most once per log interval)."""
 
 
 @runtime_checkable
