@@ -344,9 +344,9 @@ class PostgresStore:
         by_key: dict[tuple[str, str], Json] = {}
         for event in events:
             by_key.setdefault((event["traceId"], event["spanId"]), event)
-        fresh = [by_key[(trace_id, span_id)] for _, trace_id, span_id in inserted]
-        seqs = [seq for seq, _, _ in inserted]
-        self._edges(cursor, seqs, totals)
+        inserted_events = [(seq, by_key[(trace_id, span_id)]) for seq, trace_id, span_id in inserted]
+        fresh = [event for _, event in inserted_events]
+        self._edges(cursor, inserted_events, totals)
         self._counters(cursor, fresh, totals)
         failures: dict[str, int] = {}
         for event in fresh:
@@ -355,22 +355,36 @@ class PostgresStore:
         self._prune_window(cursor, len(fresh), sum(_event_bytes(event) for event in fresh), totals)
         return len(events)
 
-    def _edges(self, cursor: Cursor, seqs: list[int], totals: dict[str, int]) -> None:
-        # Each edge once: a new child with its parent (new or not), and a new parent with its children that were
-        # there before this batch.
+    def _edges(self, cursor: Cursor, fresh: list[tuple[int, Json]], totals: dict[str, int]) -> None:
+        """Each edge once: a new child with its parent (new or not), a new parent with the children that were
+        there before this batch. Two index lookups by span id, so the cost follows the batch, not the window."""
+        seqs = [seq for seq, _ in fresh]
+        parents = sorted({event["parentSpanId"] for _, event in fresh if "parentSpanId" in event})
         cursor.execute(
-            "SELECT c.seq, p.service, c.service, c.event::text FROM collector_events c JOIN collector_events p "
-            "ON p.span_id = c.parent_span_id WHERE c.seq = ANY(%(new)s) "
+            "SELECT seq, span_id, NULL, service, NULL FROM collector_events WHERE span_id = ANY(%s::text[]) "
             "UNION ALL "
-            "SELECT p.seq, p.service, c.service, c.event::text FROM collector_events p JOIN collector_events c "
-            "ON c.parent_span_id = p.span_id "
-            "WHERE p.seq = ANY(%(new)s) AND NOT c.seq = ANY(%(new)s) ORDER BY 1",
-            {"new": seqs},
+            "SELECT seq, span_id, parent_span_id, service, event::text FROM collector_events "
+            "WHERE parent_span_id = ANY(%s::text[]) AND NOT seq = ANY(%s::bigint[]) ORDER BY 1",
+            (parents, sorted({event["spanId"] for _, event in fresh}), seqs),
         )
+        service_of: dict[str, str] = {}
+        waiting: list[tuple[int, str, Json]] = []
+        for seq, span, parent, service, text in cursor.fetchall():
+            if text is None:
+                service_of[span] = service  # the newest span of that id wins, as in memory
+            else:
+                waiting.append((seq, parent, {**orjson.loads(text), "service": service}))
+        by_span = {event["spanId"]: (seq, event["service"]) for seq, event in fresh}
+        # Ordered by the event that completes the pair (the later of child and parent), as memory links them.
+        pairs: list[tuple[int, str, Json]] = [
+            (max(seq, by_span.get(event["parentSpanId"], (0, ""))[0]), service_of[event["parentSpanId"]], event)
+            for seq, event in fresh if event.get("parentSpanId") in service_of
+        ]
+        pairs += [(max(seq, by_span[parent][0]), by_span[parent][1], child) for seq, parent, child in waiting]
         calls: dict[tuple[str, str], list[Json]] = {}
-        for _, client, server, text in cursor.fetchall():
-            if client != server:  # a call inside one service is not an edge
-                calls.setdefault((client, server), []).append(orjson.loads(text))
+        for _, client, child in sorted(pairs, key=lambda pair: pair[0]):
+            if client != child["service"]:  # a call inside one service is not an edge
+                calls.setdefault((client, child["service"]), []).append(child)
         if not calls:
             return
         keys = sorted(calls)
