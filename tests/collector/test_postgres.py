@@ -100,9 +100,10 @@ def test_a_value_postgresql_cannot_hold_is_refused_and_nothing_counted(postgres_
     assert refused.status == "bad-request" and "cannot be stored" in (refused.detail or "")
     assert c.issues({"service": "orders", "issues": [issue(fingerprint="f\x00")]}).status == "bad-request"
     ok(c.issues({"service": "orders", "issues": [issue(exemplars=["a\x00"])]}))  # a JSON document holds it
+    assert c.heartbeat({"service": "lone\ud800"}).status == "bad-request"
     assert c.store_problem is None
     fleet = ok(c.query_fleet())
-    assert fleet["dropped"]["refused"] == 2
+    assert fleet["dropped"]["refused"] == 3
     assert [entry["exemplarTraceIds"] for entry in fleet["issues"]] == [["a\x00"]]
     assert c.query_topic({"topic": "orders:get"}).status == "not-found"
     c.flush()

@@ -161,7 +161,8 @@ Cursor = psycopg.Cursor[Any]
 
 @dataclass(frozen=True, slots=True)
 class _Bound:
-    """A table with a cap in rows: its name, key columns, cap and the `dropped` count its evictions go to."""
+    """A table with a cap in rows: its name, its cap and the `dropped` count its evictions go to; `where` is the
+    catalog kind, for collector_catalog (one table, three caps)."""
 
     table: str
     cap: int
@@ -258,6 +259,8 @@ class PostgresStore:
                 continue
             except pg_errors.DataError as exc:  # e.g. a NUL character, which PostgreSQL text cannot hold
                 raise Unstorable(_first_line(exc)) from None
+            except UnicodeEncodeError as exc:  # a lone surrogate: no UTF-8 for it
+                raise Unstorable(f"a text has no UTF-8 form ({exc.reason})") from None
             except psycopg.OperationalError as exc:
                 self._problem = f"the database cannot be reached ({_first_line(exc)})"
                 self._pool.check()  # drop the connections the server closed, so a retry gets a live one
