@@ -196,7 +196,9 @@ class CollectorHost:
     async def write_artifacts(self) -> None:
         """Write the artifacts from a fresh snapshot; the file I/O runs off the event loop."""
         try:
-            snapshot = self.collector.snapshot()
+            # On a shared store the snapshot is read from the database: off the event loop.
+            shared = self.collector.shared is not None
+            snapshot = await asyncio.to_thread(self.collector.snapshot) if shared else self.collector.snapshot()
             await asyncio.to_thread(write_artifacts, snapshot, self.artifacts, prefix=self.settings.prefix)
             self.artifact_writes += 1
         except Exception as exc:
