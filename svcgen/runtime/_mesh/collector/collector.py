@@ -222,7 +222,7 @@ class Collector:
                                        self._fresh())  # fmt: skip
                 answer["dropped"] = tables.dropped
         except StoreUnavailable as exc:
-            return self._store_failed(exc)
+            return _unreadable(exc)
         return Result.ok(answer)
 
     def query_service(self, body: Any) -> Answer:
@@ -233,7 +233,7 @@ class Collector:
             with self._tables() as tables:
                 found = queries.service(tables.catalog, tables.feeds, tables.trace_log, name, self._fresh())
         except StoreUnavailable as exc:
-            return self._store_failed(exc)
+            return _unreadable(exc)
         return Result.ok(found) if found is not None else Result.not_found(f"no service {name}")
 
     def query_topic(self, body: Any) -> Answer:
@@ -244,7 +244,7 @@ class Collector:
             with self._tables() as tables:
                 found = queries.topic(tables.catalog, tables.trace_log, name)
         except StoreUnavailable as exc:
-            return self._store_failed(exc)
+            return _unreadable(exc)
         return Result.ok(found) if found is not None else Result.not_found(f"no topic {name}")
 
     def query_trace(self, body: Any) -> Answer:
@@ -255,7 +255,7 @@ class Collector:
             with self._tables(trace_id=trace_id) as tables:
                 found = queries.trace(tables.trace_log, trace_id)
         except StoreUnavailable as exc:
-            return self._store_failed(exc)
+            return _unreadable(exc)
         return Result.ok(found) if found is not None else Result.not_found(f"no trace {trace_id} in the window")
 
     def dropped(self) -> dict[str, int]:
@@ -543,6 +543,10 @@ class Collector:
 
     def _fresh(self) -> str:
         return rfc3339(self.clock() - self.stale_after)
+
+
+def _unreadable(exc: StoreUnavailable) -> Answer:
+    return Result.service_unavailable(f"the collector cannot read its store now ({exc}); ask again later")
 
 
 def _service(body: Any) -> str | None:
