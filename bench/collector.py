@@ -234,36 +234,57 @@ def reporters_on(store: Path, seconds: float) -> tuple[float, float]:
 LOCAL_POSTGRES = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 
-def replica_ingest(url: str | None, replica: int, replicas: int, total: int, size: int, go: Any) -> tuple[float, float]:
+def replica_ingest(
+    url: str | None, replica: int, replicas: int, total: int, size: int, go: Any
+) -> tuple[float, float, float]:
     """One replica's share of `total` events (every `replicas`-th batch), into PostgreSQL at `url` or, without
-    one, into memory: (seconds from `go` to done, RSS growth in MiB). Runs in a process of its own."""
+    one, into memory: (seconds from `go` to done, RSS growth in MiB, CPU seconds). Runs in a process of its own."""
     from svcgen.runtime._mesh.collector.postgres import PostgresStore
 
     logging.getLogger("svcgen.mesh.collector").setLevel(logging.ERROR)
     collector = Collector(PostgresStore(url) if url else None)
     start_rss = highest = rss_mib()
     go.wait()
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     for number in range(replica, total // size, replicas):
         answer = collector.traces(batch(number * size, size))
         assert answer.is_successful, answer.detail
         if number % 200 == replica:
             highest = max(highest, rss_mib())
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     collector.flush()
-    return elapsed, highest - start_rss
+    return elapsed, highest - start_rss, cpu
 
 
-def replicas_ingest(url: str | None, replicas: int, total: int, size: int) -> tuple[float, float]:
-    """(events/s of `replicas` processes ingesting `total` events at once, highest RSS growth of one)."""
+def server_cpu_seconds() -> float:
+    """CPU seconds used so far by the processes named postgres on this machine (the local server's backends)."""
+    ticks = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)
+            if fields[0].endswith("(postgres"):
+                parts = fields[1].split()
+                ticks += int(parts[11]) + int(parts[12])
+        except (OSError, IndexError, ValueError):
+            continue
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def replicas_ingest(url: str | None, replicas: int, total: int, size: int) -> tuple[float, float, float]:
+    """(events/s of `replicas` processes ingesting `total` events at once, highest RSS growth of one, cores busy
+    meanwhile with the replicas and the local PostgreSQL server)."""
     context = multiprocessing.get_context("spawn")
     with context.Manager() as manager, context.Pool(replicas) as pool:
         go = manager.Event()
         running = [pool.apply_async(replica_ingest, (url, n, replicas, total, size, go)) for n in range(replicas)]
         time.sleep(3.0)  # the processes start and open their pools
+        server_cpu = server_cpu_seconds()
         go.set()
         results = [result.get(timeout=3600) for result in running]
-    return total / max(elapsed for elapsed, _ in results), max(growth for _, growth in results)
+        server_cpu = server_cpu_seconds() - server_cpu
+    wall = max(elapsed for elapsed, _, _ in results)
+    busy = (sum(cpu for _, _, cpu in results) + server_cpu) / wall
+    return total / wall, max(growth for _, growth, _ in results), busy
 
 
 def postgres_server(given: str | None) -> str:
@@ -293,7 +314,7 @@ def measure_postgres(record: Recorder, args: argparse.Namespace) -> None:
         for label, replicas in (("memory", 1), ("postgres", 1), ("postgres", 2)):
             url = fresh_database(server) if label == "postgres" else None
             try:
-                rate, growth = replicas_ingest(url, replicas, total, args.batch)
+                rate, growth, busy = replicas_ingest(url, replicas, total, args.batch)
             finally:
                 if url is not None:
                     drop_database(server, url)
@@ -301,8 +322,11 @@ def measure_postgres(record: Recorder, args: argparse.Namespace) -> None:
             name = (f"trace ingest, {total:,} events, in memory" if label == "memory" else
                     f"trace ingest, {total:,} events, PostgreSQL, {replicas} replica{'s' if replicas > 1 else ''}")
             record(name, rate, "ev/s", baseline=f"trace ingest, {total:,} events, in memory" if url else None)
-            record(f"  RSS growth of a {label} process during {total:,}" + (f" ({replicas} replicas)"
-                   if replicas > 1 else ""), growth, "MiB")  # fmt: skip
+            run_name = f"{label} process during {total:,}" + (f" ({replicas} replicas)" if replicas > 1 else "")
+            record(f"  RSS growth of a {run_name}", growth, "MiB")
+            if url is not None:
+                record(f"  cores busy with the replicas and PostgreSQL, {total:,} events, {replicas} replica(s)",
+                       busy, "cores")  # fmt: skip
     record("  PostgreSQL throughput loss, large vs small, 1 replica",
            (1 - rates[("postgres-1", args.large)] / rates[("postgres-1", args.small)]) * 100, "%", target=20)
     for total in (args.small, args.large):

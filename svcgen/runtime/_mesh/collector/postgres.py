@@ -145,6 +145,8 @@ _DROPPED: Final = ("traceWindow", "counters", "otherStatuses", "edges", "issues"
 """The fleet query's `dropped`, in its order; each a row of collector_totals."""
 _WINDOW_EVENTS: Final = "window:events"
 _WINDOW_BYTES: Final = "window:bytes"
+_WINDOW_PRUNED: Final = "window:pruned"
+"""The seq of the newest event pruned from the window."""
 
 
 def _rows_total(table: str) -> str:
@@ -481,15 +483,17 @@ class PostgresStore:
 
     def _prune_window(self, cursor: Cursor, added: int, added_bytes: int, totals: dict[str, int]) -> None:
         cursor.execute(
-            "UPDATE collector_totals SET value = value + CASE name WHEN %s THEN %s ELSE %s END "
-            "WHERE name IN (%s, %s) RETURNING name, value",
-            (_WINDOW_EVENTS, added, added_bytes, _WINDOW_EVENTS, _WINDOW_BYTES),
+            "UPDATE collector_totals SET value = value + CASE name WHEN %s THEN %s WHEN %s THEN %s ELSE 0 END "
+            "WHERE name IN (%s, %s, %s) RETURNING name, value",
+            (_WINDOW_EVENTS, added, _WINDOW_BYTES, added_bytes, _WINDOW_EVENTS, _WINDOW_BYTES, _WINDOW_PRUNED),
         )
         size = dict(cursor.fetchall())
-        events, size_bytes = size[_WINDOW_EVENTS], size[_WINDOW_BYTES]
+        events, size_bytes, pruned = size[_WINDOW_EVENTS], size[_WINDOW_BYTES], size[_WINDOW_PRUNED]
         cap, cap_bytes = self.limits.trace_window, self.limits.trace_window_bytes
         dropped = dropped_bytes = 0
-        last = -1
+        # Scans start past the last pruned event: the index entries of deleted rows before it would otherwise be
+        # walked on every prune until a vacuum removes them.
+        last = pruned
         while events - dropped > cap or size_bytes - dropped_bytes > cap_bytes:
             cursor.execute("SELECT seq, bytes FROM collector_events WHERE seq > %s ORDER BY seq LIMIT %s",
                            (last, max(events - dropped - cap, 64)))  # fmt: skip
@@ -504,7 +508,8 @@ class PostgresStore:
                 last = seq
         if not dropped:
             return
-        cursor.execute("DELETE FROM collector_events WHERE seq <= %s", (last,))
+        cursor.execute("DELETE FROM collector_events WHERE seq > %s AND seq <= %s", (pruned, last))
+        totals[_WINDOW_PRUNED] += last - pruned
         totals["traceWindow"] += dropped
         totals[_WINDOW_EVENTS] -= dropped
         totals[_WINDOW_BYTES] -= dropped_bytes
@@ -716,7 +721,7 @@ class PostgresStore:
                       totals.get("skipped", 0), batches)  # fmt: skip
 
 
-_TOTAL_NAMES: Final = (*_DROPPED, _WINDOW_EVENTS, _WINDOW_BYTES,
+_TOTAL_NAMES: Final = (*_DROPPED, _WINDOW_EVENTS, _WINDOW_BYTES, _WINDOW_PRUNED,
                        *(_rows_total(table) for table in ("collector_counters", "collector_edges", "collector_issues",
                                                           "collector_feeds", *_KINDS)),
                        *(_bytes_total(kind) for kind in _KINDS))  # fmt: skip
