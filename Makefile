@@ -14,11 +14,40 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check svcgen tests bench examples
 	$(VENV)/bin/mypy svcgen
 
+# The collector tests want PostgreSQL: $$SVCGEN_TEST_POSTGRES when set, else the local server when it answers, else
+# a throwaway cluster from Debian's postgresql package (installed when missing), started for the run and removed.
+PG_LOCAL := postgresql://postgres@127.0.0.1:5432/postgres
+PG_PORT ?= 55432
+PG_DIR ?= /tmp/svcgen-test-postgres-$(PG_PORT)
+# PostgreSQL refuses to run as root: as root the throwaway cluster belongs to the postgres user.
+PG_AS = $$([ "$$(id -u)" = 0 ] && echo runuser -u postgres --)
+PG_BIN = $$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+
 test: lint chromium
-	$(VENV)/bin/pytest
+	@if [ -n "$$SVCGEN_TEST_POSTGRES" ] || $(PY) -c "import psycopg; psycopg.connect('$(PG_LOCAL)', connect_timeout=3).close()" 2>/dev/null; then \
+		$(VENV)/bin/pytest; \
+	else \
+		$(MAKE) --no-print-directory postgres-start || exit 1; \
+		SVCGEN_TEST_POSTGRES=postgresql://postgres@127.0.0.1:$(PG_PORT)/postgres $(VENV)/bin/pytest; status=$$?; \
+		$(MAKE) --no-print-directory postgres-stop; exit $$status; \
+	fi
+
+.PHONY: postgres-start postgres-stop
+postgres-start:
+	$(call debian,pg_ctlcluster,postgresql)
+	@rm -rf $(PG_DIR) && mkdir -p $(PG_DIR) && { [ "$$(id -u)" != 0 ] || chown postgres $(PG_DIR); }
+	@echo "starting a throwaway PostgreSQL on 127.0.0.1:$(PG_PORT) in $(PG_DIR)"
+	@$(PG_AS) $(PG_BIN)/initdb -D $(PG_DIR)/data -A trust -U postgres >$(PG_DIR)/initdb.log
+	@$(PG_AS) $(PG_BIN)/pg_ctl -D $(PG_DIR)/data -l $(PG_DIR)/postgres.log -w -t 60 \
+		-o "-c listen_addresses=127.0.0.1 -p $(PG_PORT) -k $(PG_DIR) -c fsync=off" start >/dev/null
+
+postgres-stop:
+	@-$(PG_AS) $(PG_BIN)/pg_ctl -D $(PG_DIR)/data -m fast -w stop >/dev/null
+	@rm -rf $(PG_DIR)
 
 # $(call debian,COMMAND,PACKAGE): install the Debian PACKAGE (apt-get, as root or through sudo) when COMMAND is
-# missing. The dashboard tests drive headless Chromium; bench/serve.py loads its servers with wrk.
+# missing. The dashboard tests drive headless Chromium; bench/serve.py loads its servers with wrk; the collector
+# tests start PostgreSQL clusters of Debian's postgresql package.
 define debian
 	@command -v $(1) >/dev/null 2>&1 || { \
 		if [ "$$(id -u)" = 0 ]; then sudo=; \

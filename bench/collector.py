@@ -1,10 +1,15 @@
 """Collector cost: trace ingest with the JSON-file store (every batch logged), at two sizes (throughput and
 memory must not grow with history); the fleet query with a fleet of registered services; and four concurrent
 reporters against `svcgen collector serve --store FILE` over HTTP, on an empty store and on one with every table
-at its cap, in the same run (ingest and query cost must follow the change, not the state).
+at its cap, in the same run (ingest and query cost must follow the change, not the state); trace ingest on
+PostgreSQL with one and with two replicas (processes) beside the in-memory store, at both sizes (throughput must
+stay flat; two replicas should take at least 1.5x one's).
 
     PYTHONPATH=. python -m bench.collector [--small 200000] [--large 2000000] [--batch 100] [--services 200]
-        [--seconds 8] [--json FILE]
+        [--seconds 8] [--postgres URL] [--only-postgres] [--json FILE]
+
+PostgreSQL: --postgres URL, else $SVCGEN_TEST_POSTGRES, else the local server; each run gets a database of its
+own, dropped after it.
 """
 
 from __future__ import annotations
@@ -12,8 +17,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import multiprocessing
 import os
 import resource
+import secrets
 import statistics
 import subprocess
 import sys
@@ -21,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import orjson
@@ -223,6 +231,109 @@ def reporters_on(store: Path, seconds: float) -> tuple[float, float]:
         server.wait(timeout=30)
 
 
+LOCAL_POSTGRES = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+def replica_ingest(
+    url: str | None, replica: int, replicas: int, total: int, size: int, go: Any
+) -> tuple[float, float, float]:
+    """One replica's share of `total` events (every `replicas`-th batch), into PostgreSQL at `url` or, without
+    one, into memory: (seconds from `go` to done, RSS growth in MiB, CPU seconds). Runs in a process of its own."""
+    from svcgen.runtime._mesh.collector.postgres import PostgresStore
+
+    logging.getLogger("svcgen.mesh.collector").setLevel(logging.ERROR)
+    collector = Collector(PostgresStore(url) if url else None)
+    start_rss = highest = rss_mib()
+    go.wait()
+    started, cpu = time.perf_counter(), time.process_time()
+    for number in range(replica, total // size, replicas):
+        answer = collector.traces(batch(number * size, size))
+        assert answer.is_successful, answer.detail
+        if number % 200 == replica:
+            highest = max(highest, rss_mib())
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+    collector.flush()
+    return elapsed, highest - start_rss, cpu
+
+
+def server_cpu_seconds() -> float:
+    """CPU seconds used so far by the processes named postgres on this machine (the local server's backends)."""
+    ticks = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)
+            if fields[0].endswith("(postgres"):
+                parts = fields[1].split()
+                ticks += int(parts[11]) + int(parts[12])
+        except (OSError, IndexError, ValueError):
+            continue
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def replicas_ingest(url: str | None, replicas: int, total: int, size: int) -> tuple[float, float, float]:
+    """(events/s of `replicas` processes ingesting `total` events at once, highest RSS growth of one, cores busy
+    meanwhile with the replicas and the local PostgreSQL server)."""
+    context = multiprocessing.get_context("spawn")
+    with context.Manager() as manager, context.Pool(replicas) as pool:
+        go = manager.Event()
+        running = [pool.apply_async(replica_ingest, (url, n, replicas, total, size, go)) for n in range(replicas)]
+        time.sleep(3.0)  # the processes start and open their pools
+        server_cpu = server_cpu_seconds()
+        go.set()
+        results = [result.get(timeout=3600) for result in running]
+        server_cpu = server_cpu_seconds() - server_cpu
+    wall = max(elapsed for elapsed, _, _ in results)
+    busy = (sum(cpu for _, _, cpu in results) + server_cpu) / wall
+    return total / wall, max(growth for _, growth, _ in results), busy
+
+
+def postgres_server(given: str | None) -> str:
+    return given or os.environ.get("SVCGEN_TEST_POSTGRES") or LOCAL_POSTGRES
+
+
+def fresh_database(server: str) -> str:
+    import psycopg
+
+    name = f"svcgen_bench_{secrets.token_hex(4)}"
+    with psycopg.connect(server, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    return urlsplit(server)._replace(path=f"/{name}").geturl()
+
+
+def drop_database(server: str, url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(server, autocommit=True) as connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{urlsplit(url).path.lstrip("/")}" WITH (FORCE)')
+
+
+def measure_postgres(record: Recorder, args: argparse.Namespace) -> None:
+    server = postgres_server(args.postgres)
+    rates: dict[tuple[str, int], float] = {}
+    for total in (args.small, args.large):
+        for label, replicas in (("memory", 1), ("postgres", 1), ("postgres", 2)):
+            url = fresh_database(server) if label == "postgres" else None
+            try:
+                rate, growth, busy = replicas_ingest(url, replicas, total, args.batch)
+            finally:
+                if url is not None:
+                    drop_database(server, url)
+            rates[(f"{label}-{replicas}", total)] = rate
+            name = (f"trace ingest, {total:,} events, in memory" if label == "memory" else
+                    f"trace ingest, {total:,} events, PostgreSQL, {replicas} replica{'s' if replicas > 1 else ''}")
+            record(name, rate, "ev/s", baseline=f"trace ingest, {total:,} events, in memory" if url else None)
+            run_name = f"{label} process during {total:,}" + (f" ({replicas} replicas)" if replicas > 1 else "")
+            record(f"  RSS growth of a {run_name}", growth, "MiB")
+            if url is not None:
+                record(f"  cores busy with the replicas and PostgreSQL, {total:,} events, {replicas} replica(s)",
+                       busy, "cores")  # fmt: skip
+    record("  PostgreSQL throughput loss, large vs small, 1 replica",
+           (1 - rates[("postgres-1", args.large)] / rates[("postgres-1", args.small)]) * 100, "%", target=20)
+    for total in (args.small, args.large):
+        record(f"  2 replicas / 1 replica, {total:,} events",
+               rates[("postgres-2", total)] / rates[("postgres-1", total)], "x")
+
+
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--small", type=int, default=200_000)
@@ -230,11 +341,16 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--services", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=8.0, help="load time per store of the reporters' run")
+    parser.add_argument("--postgres", help="PostgreSQL server URL for the replica runs (a database is made per run)")
+    parser.add_argument("--only-postgres", action="store_true", help="measure the PostgreSQL runs only")
     return parser
 
 
 def measure(record: Recorder, args: argparse.Namespace) -> None:
     logging.getLogger("svcgen.mesh.collector").setLevel(logging.ERROR)  # "store does not exist yet" is expected
+    measure_postgres(record, args)
+    if args.only_postgres:
+        return
     small_rate, small_start, small_peak, small_file = ingest(args.small, args.batch)
     large_rate, large_start, large_peak, large_file = ingest(args.large, args.batch)
     small_name = f"trace ingest, {args.small:,} events, JSON store logging every batch"

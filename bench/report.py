@@ -69,7 +69,9 @@ BENCHES = (
           "size, and the fleet query with 200 registered services; four concurrent reporters (traces batches "
           "and heartbeats) against `svcgen collector serve --store` over HTTP with the trace query asked "
           "meanwhile, on an empty store and on one with every table at its cap, in the same run: ingests/s and "
-          "query p50 at the cap within 2x of the empty store's."),
+          "query p50 at the cap within 2x of the empty store's; trace ingest on PostgreSQL (one and two replica "
+          "processes on one database) beside the in-memory store at both sizes: throughput flat, and the two "
+          "replicas' against one's."),
 )  # fmt: skip
 
 

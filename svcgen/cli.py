@@ -7,6 +7,7 @@ lines on stderr with exit status 1, never as a traceback.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import logging
 import os
 from collections.abc import Iterable
@@ -37,6 +38,8 @@ from .runtime._mesh.collector_host import (
     CollectorSettings,
     collector_token,
     exposed_without_token,
+    is_database_url,
+    without_password,
 )
 from .runtime._mesh.poller import DEFAULT_INTERVAL as DEFAULT_POLL_INTERVAL
 from .runtime._mesh.profile import MEANINGS
@@ -189,7 +192,9 @@ def collector() -> None:
 @collector.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind.")
 @click.option("--port", default=8700, show_default=True, type=click.IntRange(0, 65535), help="Port to bind.")
-@click.option("--store", type=click.Path(dir_okay=False, path_type=Path), help="JSON file the state is kept in.")
+@click.option("--store", metavar="FILE|URL",
+              help="Where the state is kept: a JSON file, or a PostgreSQL URL (postgresql://...) that any number of "
+                   "collector replicas share (needs svcgen[postgres]).")
 @click.option("--poll", "polls", multiple=True, metavar="NAME=URL",
               help="A service to poll (repeatable); a path in URL is its surfaces' prefix, /svc without one.")
 @click.option("--poll-interval", default=DEFAULT_POLL_INTERVAL, show_default=True, type=click.FloatRange(min=0.1),
@@ -202,7 +207,7 @@ def collector() -> None:
               help="Lock the collector: every request but the dashboard page needs `authorization: Bearer <the "
                    "file's token>` (default: $SVCGEN_COLLECTOR_TOKEN; neither: open).")
 def collector_serve(
-    host: str, port: int, store: Path | None, polls: tuple[str, ...], poll_interval: float,
+    host: str, port: int, store: str | None, polls: tuple[str, ...], poll_interval: float,
     artifacts: Path | None, artifacts_interval: float, token_file: Path | None,
 ) -> None:
     """Run the collector: envelope invoke surface with the collector topics, its health and spec, the
@@ -210,8 +215,12 @@ def collector_serve(
     import uvicorn
 
     fleet = [_poll_target(text) for text in polls]
-    if store is not None and not store.parent.is_dir():
-        _fail([f"{store}: the directory {store.parent} does not exist"])
+    database = store if store is not None and is_database_url(store) else None
+    store_file = Path(store) if store is not None and database is None else None
+    if store_file is not None and not store_file.parent.is_dir():
+        _fail([f"{store_file}: the directory {store_file.parent} does not exist"])
+    if database is not None and importlib.util.find_spec("psycopg_pool") is None:
+        _fail(["a PostgreSQL store needs psycopg: pip install 'svcgen[postgres]'"])
     try:
         token = collector_token(token_file, os.environ)
     except ValueError as error:
@@ -221,13 +230,16 @@ def collector_serve(
         logging.getLogger("svcgen.mesh.collector").warning(
             "collector bound to %s without a token: anyone who can reach it can write to it and read it "
             "(lock it with --token-file FILE or SVCGEN_COLLECTOR_TOKEN)", host)
-    settings = CollectorSettings(store=store, fleet=fleet, poll_interval=poll_interval, artifacts=artifacts,
-                                 artifacts_interval=artifacts_interval, token=token)
-    collector_host = CollectorHost(settings)
+    settings = CollectorSettings(store=store_file, database=database, fleet=fleet, poll_interval=poll_interval,
+                                 artifacts=artifacts, artifacts_interval=artifacts_interval, token=token)
+    try:
+        collector_host = CollectorHost(settings)
+    except StoreError as error:
+        _fail([f"{without_password(store or '')}: {error}"])
     base = f"http://{host}:{port}"
     click.echo(f"collector on {base}{settings.prefix}/invoke; dashboard at {base}/"
                + ("#token=<token> (locked: requests need authorization: Bearer <token>)" if token else ""))
-    click.echo(f"state: {store or 'in memory'}; artifacts: {collector_host.artifacts}; "
+    click.echo(f"state: {without_password(store) if store else 'in memory'}; artifacts: {collector_host.artifacts}; "
                f"polling {len(fleet)} service(s) every {poll_interval:g} s")
     uvicorn.run(collector_host.app, host=host, port=port, log_level="warning", **server_options())
 

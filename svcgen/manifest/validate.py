@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -92,9 +93,14 @@ def _loader_refused(document: YamlDocument, path: JsonPath, keyword: str) -> boo
     return path in document.refused or (path in document.partial and keyword in ("required", "oneOf"))
 
 
-def _allowed_keys(schema: dict[str, Any]) -> list[str]:
-    properties = schema.get("properties", {})
+def _allowed_keys(schema: object) -> list[str]:
+    properties = schema.get("properties", {}) if isinstance(schema, Mapping) else {}
     return list(properties) if isinstance(properties, dict) else []
+
+
+def _listed(value: object) -> list[Any]:
+    """A keyword's value where the manifest schema always holds a list (`required`, `oneOf`)."""
+    return list(value) if isinstance(value, list) else []
 
 
 def _unknown_keys(error: ValidationError) -> list[str]:
@@ -122,7 +128,7 @@ def _translate(
         instance = error.instance if isinstance(error.instance, dict) else {}
         return [
             Diagnostic(document.key_at(path), f"missing required key {key!r} in {_container(path)}{_add(schema, key)}")
-            for key in error.validator_value
+            for key in _listed(error.validator_value)
             if key not in instance and (path, key) not in suggested
         ]
     if keyword == "oneOf":
@@ -147,7 +153,7 @@ def _one_of(
     document: YamlDocument, error: ValidationError, path: JsonPath, suggested: set[tuple[JsonPath, str]]
 ) -> list[Diagnostic]:
     # The schema only uses oneOf as "exactly one of these keys" ({fields} or {jsonSchema}).
-    keys = [key for branch in error.validator_value for key in branch.get("required", [])]
+    keys = [key for branch in _listed(error.validator_value) for key in branch.get("required", [])]
     instance = error.instance if isinstance(error.instance, dict) else {}
     present = [key for key in keys if key in instance]
     options = " or ".join(repr(key) for key in keys)
@@ -191,7 +197,7 @@ def _value_message(document: YamlDocument, error: ValidationError, path: JsonPat
     if keyword == "pattern":
         if expected:
             return f"{_subject(path)} must be {expected}, got {got}"
-        return f"{_subject(path)} must match {_plain_pattern(error.validator_value)}, got {got}"
+        return f"{_subject(path)} must match {_plain_pattern(str(error.validator_value))}, got {got}"
     if keyword == "const":
         return f"{_subject(path)} must be {expected or json.dumps(error.validator_value)}, got {got}"
     if keyword == "minLength":

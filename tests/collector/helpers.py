@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from svcgen.runtime._mesh.collector import Collector, Limits, MemoryStore, Store
+from svcgen.runtime._mesh.collector.store import SharedStore
 
 START = 1_800_000_000.0
 START_TEXT = "2027-01-15T08:00:00.000Z"
@@ -21,9 +23,15 @@ class Clock:
         self.now += seconds
 
 
-def collector(store: Store | None = None, clock: Clock | None = None, **options: Any) -> Collector:
+StoreFactory = Callable[[], Store | SharedStore]
+default_store: StoreFactory = MemoryStore
+"""The store `collector()` uses when given none; the `any_store` fixture runs a test on each kind."""
+
+
+def collector(store: Store | SharedStore | None = None, clock: Clock | None = None, **options: Any) -> Collector:
     limits = options.pop("limits", None) or Limits()
-    return Collector(store if store is not None else MemoryStore(), clock=clock or Clock(), limits=limits, **options)
+    return Collector(store if store is not None else default_store(), clock=clock or Clock(), limits=limits,
+                     **options)  # fmt: skip
 
 
 def topic(id_: str, request: dict[str, Any] | None = None, version: str = "") -> dict[str, Any]:

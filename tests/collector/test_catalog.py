@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from svcgen.runtime._mesh.collector.issues import CONTRACT_DRIFT
 from svcgen.runtime._mesh.feeds import REREGISTER_KEY
 
 from .helpers import Clock, collector, descriptor, event, heartbeat, issue, ok, topic
+
+pytestmark = pytest.mark.usefixtures("any_store")
 
 
 def test_catalog_is_keyed_by_service_and_version_and_reregister_replaces_the_key() -> None:

@@ -11,6 +11,7 @@ from svcgen.runtime._mesh.feeds import REREGISTER_KEY
 from .helpers import collector, descriptor, event, heartbeat, issue, ok
 
 
+@pytest.mark.usefixtures("any_store")
 def test_each_feed_answers_its_accepted_count() -> None:
     c = collector()
     assert ok(c.register(descriptor())) == {"accepted": 1}
@@ -20,6 +21,7 @@ def test_each_feed_answers_its_accepted_count() -> None:
     assert ok(c.issues({"service": "orders", "issues": []})) == {"accepted": 0}
 
 
+@pytest.mark.usefixtures("any_store")
 @pytest.mark.parametrize("feed", ["register", "heartbeat", "issues"])
 @pytest.mark.parametrize("body", [{}, {"service": ""}, {"service": 7}, [], "orders", None])
 def test_service_missing_is_bad_request(feed: str, body: Any) -> None:
@@ -28,11 +30,13 @@ def test_service_missing_is_bad_request(feed: str, body: Any) -> None:
     assert getattr(c, feed)(payload).status == "bad-request"
 
 
+@pytest.mark.usefixtures("any_store")
 @pytest.mark.parametrize("body", [{}, {"events": {}}, {"events": "x"}, None])
 def test_traces_without_an_event_list_is_bad_request(body: Any) -> None:
     assert collector().traces(body).status == "bad-request"
 
 
+@pytest.mark.usefixtures("any_store")
 def test_malformed_heartbeat_health_is_bad_request() -> None:
     c = collector()
     assert c.heartbeat({"service": "orders", "health": {"isHealthy": "yes"}}).status == "bad-request"
@@ -91,10 +95,12 @@ def test_malformed_issue_entries_are_skipped_and_the_batch_accepted() -> None:
         ("query_service", None),
     ],
 )
+@pytest.mark.usefixtures("any_store")
 def test_a_missing_query_key_is_bad_request(query: str, body: Any) -> None:
     assert getattr(collector(), query)(body).status == "bad-request"
 
 
+@pytest.mark.usefixtures("any_store")
 def test_unknown_service_topic_or_trace_is_not_found() -> None:
     c = collector()
     c.register(descriptor())
@@ -105,6 +111,7 @@ def test_unknown_service_topic_or_trace_is_not_found() -> None:
     assert ok(c.query_topic({"topic": "orders:get"}))["consumers"] == ["orders"]
 
 
+@pytest.mark.usefixtures("any_store")
 def test_queries_answer_the_design_shapes() -> None:
     c = collector()
     c.register(descriptor("shop", [{"id": "shop:buy"}], produces=[{"id": "pay:charge"}]))

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+
 from svcgen.runtime._mesh.collector import Limits
 from svcgen.runtime._mesh.issues import IssueAggregator
 
 from .helpers import collector, issue, ok
 
 
+@pytest.mark.usefixtures("any_store")
 def test_batches_from_two_instances_merge_by_fingerprint() -> None:
     c = collector()
     c.issues({"service": "orders", "issues": [
@@ -24,6 +27,7 @@ def test_batches_from_two_instances_merge_by_fingerprint() -> None:
     assert merged["exemplarTraceIds"] == ["t2", "t3", "t4", "t5", "t6"]
 
 
+@pytest.mark.usefixtures("any_store")
 def test_an_older_batch_arriving_late_does_not_push_out_newer_exemplars() -> None:
     c = collector()
     c.issues({"service": "orders", "issues": [
@@ -35,6 +39,7 @@ def test_an_older_batch_arriving_late_does_not_push_out_newer_exemplars() -> Non
     assert merged["lastSeen"] == "2027-01-15T09:00:00.000Z"
 
 
+@pytest.mark.usefixtures("any_store")
 def test_other_time_forms_are_normalised() -> None:
     c = collector()
     c.issues({"service": "orders", "issues": [issue(first="2027-01-15T09:00:00+01:00", last="2027-01-15T08:30:00Z")]})
@@ -42,6 +47,7 @@ def test_other_time_forms_are_normalised() -> None:
     assert (merged["firstSeen"], merged["lastSeen"]) == ("2027-01-15T08:00:00.000Z", "2027-01-15T08:30:00.000Z")
 
 
+@pytest.mark.usefixtures("any_store")
 def test_aggregator_batches_keep_their_wire_shape_and_fingerprint() -> None:
     clock_value = [1_800_000_000.0]
     aggregator = IssueAggregator("orders", clock=lambda: clock_value[0])

@@ -3,10 +3,14 @@ instances only once named, the messaging vocabulary, topics that stay known, and
 
 from __future__ import annotations
 
+import pytest
+
 from svcgen.runtime._mesh.artifacts import build_topics
 from svcgen.runtime._mesh.feeds import REREGISTER_KEY
 
 from .helpers import Clock, collector, descriptor, event, heartbeat, ok, topic
+
+pytestmark = pytest.mark.usefixtures("any_store")
 
 
 def test_the_fleet_has_one_entry_per_service_and_service_version() -> None:

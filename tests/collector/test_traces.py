@@ -5,11 +5,14 @@ from __future__ import annotations
 import gc
 import tracemalloc
 
+import pytest
+
 from svcgen.runtime._mesh.collector import Limits
 
 from .helpers import collector, event, ok
 
 
+@pytest.mark.usefixtures("any_store")
 def test_the_window_drops_oldest_and_counters_stay_exact() -> None:
     c = collector(limits=Limits(trace_window=50))
     for batch in range(10):
@@ -29,6 +32,7 @@ def test_the_window_drops_oldest_and_counters_stay_exact() -> None:
     assert ok(c.query_trace({"traceId": f"{999:032x}"}))["events"][0]["spanId"] == f"{999:016x}"
 
 
+@pytest.mark.usefixtures("any_store")
 def test_edges_are_found_whichever_span_arrives_first() -> None:
     c = collector()
     client = event(1, service="shop", topic_id="shop:buy", span="c" * 16)

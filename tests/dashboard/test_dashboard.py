@@ -277,6 +277,9 @@ def test_dashboard_shows_a_locked_collectors_issues_and_an_exemplar_trace(tmp_pa
         issues = wait_for(merged, timeout=30, what="both issues in issues.json")
         (exploded,) = [issue for issue in issues if issue["classification"] == "exception"]
         trace_id = exploded["exemplarTraceIds"][0]
+        # Issues go with the beat, traces on their own ~1 s period: wait for the exemplar's events too.
+        wait_for(lambda: mesh.invoke("svc:mesh:query:trace", {"traceId": trace_id}).json()["statusCode"] == "ok",
+                 timeout=30, what="the exemplar trace's events")
         dom = parse_dom(chromium_dump_dom(f"{mesh.collector}/#token={TOKEN}&trace={trace_id}", tmp_path / "one"))
         locked = parse_dom(chromium_dump_dom(f"{mesh.collector}/", tmp_path / "two"))
 

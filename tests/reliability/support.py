@@ -109,13 +109,15 @@ def served(package: Path, collector: str, workdir: Path, **env: str) -> Iterator
 
 @dataclass
 class CollectorProcess:
-    """`svcgen collector serve --store STORE` on a fixed port, so it can be killed and started again there."""
+    """`svcgen collector serve --store STORE` on a fixed port, so it can be killed and started again there. STORE
+    is a JSON file, or `database` (a PostgreSQL URL) when given."""
 
     store: Path
     workdir: Path
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     starts: int = 0
+    database: str | None = None
 
     @property
     def base(self) -> str:
@@ -131,7 +133,7 @@ class CollectorProcess:
         with self.log.open("wb") as output:
             self.process = subprocess.Popen(
                 [*SVCGEN, "collector", "serve", "--host", "127.0.0.1", "--port", str(self.port), "--store",
-                 str(self.store), "--artifacts", str(self.workdir / "artifacts")],
+                 self.database or str(self.store), "--artifacts", str(self.workdir / f"artifacts-{self.port}")],
                 stdout=output, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )  # fmt: skip
         wait_until_up(self.process, self.base + "/svc/health", self.log)

@@ -153,7 +153,10 @@ def run(collector: CollectorProcess, model: Model, operation: tuple[str, Any]) -
     if kind == "traces":
         events, batched = data
         topic = f"fuzz:t{n}"
-        body = {"events": [{**event, "topic": topic} for event in events]}
+        # Each event its own (traceId, spanId): the collector counts an event it holds already once, and this
+        # model counts every acknowledged event.
+        body = {"events": [{**event, "traceId": f"{n:016x}{index:016x}", "topic": topic}
+                                           for index, event in enumerate(events)]}  # fmt: skip
         if batched:
             body["batchId"] = f"b{n}"
         status, answer = send(base, "svc:mesh:traces", body)

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -30,6 +31,7 @@ from .._reserved import DEFAULT_PREFIX
 from .artifacts import write_artifacts
 from .artifacts.site import DASHBOARD, ArtifactSite
 from .collector import Collector, JsonFileStore, collector_service
+from .collector.store import SharedStore
 from .feeds import TOKEN_ENV
 from .poller import DEFAULT_INTERVAL as DEFAULT_POLL_INTERVAL
 from .poller import Poller, Target
@@ -37,12 +39,15 @@ from .poller import Poller, Target
 logger = logging.getLogger("svcgen.mesh.collector")
 
 DEFAULT_ARTIFACTS_INTERVAL: Final = 10.0
+DATABASE_SCHEMES: Final = ("postgresql://", "postgres://")
 
 
 @dataclass(frozen=True)
 class CollectorSettings:
     store: Path | None = None
-    """JSON-file store; None keeps the state in memory only."""
+    """JSON-file store; None keeps the state in memory only (unless `database` is set)."""
+    database: str | None = None
+    """A PostgreSQL URL (`postgresql://...`): the state lives in its tables, shared by every replica given it."""
     fleet: Sequence[Target] = ()
     """(name, base URL) of services to poll; their surfaces live under `prefix`."""
     poll_interval: float = DEFAULT_POLL_INTERVAL
@@ -116,6 +121,27 @@ def exposed_without_token(host: str, token: str | None) -> bool:
         return True
 
 
+def is_database_url(store: str) -> bool:
+    """Whether a `--store` value names a PostgreSQL database rather than a JSON file."""
+    return store.startswith(DATABASE_SCHEMES)
+
+
+def without_password(store: str) -> str:
+    """A store URL fit for a log line: its password replaced by `***`."""
+    parts = urlsplit(store)
+    if not is_database_url(store) or parts.password is None:
+        return store
+    return parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@", 1)).geturl()
+
+
+def _store(settings: CollectorSettings) -> JsonFileStore | SharedStore | None:
+    if settings.database is not None:
+        from .collector.postgres import PostgresStore  # psycopg is an extra: imported only when asked for
+
+        return PostgresStore(settings.database)
+    return JsonFileStore(settings.store) if settings.store is not None else None
+
+
 class CollectorHost:
     def __init__(
         self,
@@ -125,8 +151,9 @@ class CollectorHost:
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.settings = settings
-        store = JsonFileStore(settings.store) if settings.store is not None else None
-        self.collector = collector if collector is not None else Collector(store)
+        if collector is None:
+            collector = Collector(_store(settings))
+        self.collector = collector
         self.api = HttpApp(collector_service(self.collector, prefix=settings.prefix))
         self.poller = (
             Poller(
@@ -169,7 +196,9 @@ class CollectorHost:
     async def write_artifacts(self) -> None:
         """Write the artifacts from a fresh snapshot; the file I/O runs off the event loop."""
         try:
-            snapshot = self.collector.snapshot()
+            # On a shared store the snapshot is read from the database: off the event loop.
+            shared = self.collector.shared is not None
+            snapshot = await asyncio.to_thread(self.collector.snapshot) if shared else self.collector.snapshot()
             await asyncio.to_thread(write_artifacts, snapshot, self.artifacts, prefix=self.settings.prefix)
             self.artifact_writes += 1
         except Exception as exc:

@@ -11,6 +11,11 @@ that is not finite or outside 64 bits, a document nested too deeply or over its 
 applied and answered; a store that cannot take it makes the ingest `service-unavailable` and the collector unhealthy
 (`store_problem`). The state is rebuilt on start from the store's snapshot plus the changes logged after it.
 
+On a shared store (`SharedStore`, PostgreSQL) the collector keeps no tables of its own: each change is applied in
+the store in one transaction (batch dedupe, uniqueness of trace events, counters and edges from what was inserted)
+and every query reads the tables back, so replicas on one store answer alike. Checks and bounds at ingest are the
+same for every store: they run before the store sees the change.
+
 A traces or issues batch with a `batchId` already seen (the newest `Limits.batch_ids`) is answered as the first
 time and not counted again: a reporter's retry is counted once, across restarts too.
 
@@ -19,12 +24,13 @@ Thread-safe: one lock around every read and write, so the poller may call `recor
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import threading
 from collections import OrderedDict, defaultdict
-from collections.abc import Sequence
-from typing import Any, Final
+from collections.abc import Iterator, Sequence
+from typing import Any, Final, cast
 
 import orjson
 
@@ -38,7 +44,7 @@ from .feeds import FeedLog
 from .issues import IssueBook, normalize_issue
 from .limits import Limits
 from .snapshot import SNAPSHOT_FORMAT, BatchEntry, Json, Snapshot
-from .store import MemoryStore, Store, Stored, StoreError
+from .store import Applied, MemoryStore, SharedStore, Store, Stored, StoreError, StoreUnavailable, Tables
 from .traces import TraceLog, is_failure, normalize_event
 from .wire import Unstorable, put_bounded, stored_size, text
 
@@ -71,14 +77,15 @@ class Collector:
 
     def __init__(
         self,
-        store: Store | None = None,
+        store: Store | SharedStore | None = None,
         *,
         limits: Limits | None = None,
         clock: WallClock = wall_clock,
         stale_after: float = DEFAULT_STALE_AFTER,
         log_interval: float = DEFAULT_LOG_INTERVAL,
     ) -> None:
-        self.store: Store = store if store is not None else MemoryStore()
+        self.shared: SharedStore | None = store if isinstance(store, SharedStore) else None
+        self.store: Store = MemoryStore() if store is None or self.shared is not None else cast(Store, store)
         self.limits = limits or Limits()
         self.clock = clock
         self.stale_after = stale_after
@@ -120,6 +127,8 @@ class Collector:
             value = text(body.get(key))
             if value is not None:
                 change[key] = value
+        if self.shared is not None:
+            return self._commit_shared(change, {"accepted": 1})
         with self._lock:
             answer = self._commit(change, {"accepted": 1})
             if answer.is_successful and self.catalog.expects_register(service, change.get("instanceId", "")):
@@ -183,7 +192,7 @@ class Collector:
                 if checked_health is not None:
                     stored_size(checked_health, "health", max_depth=self.limits.depth,
                                 max_bytes=self.limits.health_bytes)  # fmt: skip
-                if isinstance(spec, dict) and not self.catalog.holds_spec(service, spec):
+                if isinstance(spec, dict) and (self.shared is not None or not self.catalog.holds_spec(service, spec)):
                     stored_size(spec, "spec", max_depth=self.limits.depth, max_bytes=self.limits.spec_bytes)
                     change["spec"] = spec
                 elif isinstance(spec, dict):
@@ -192,12 +201,14 @@ class Collector:
                 error = str(exc)
                 change.pop("spec", None)
                 change.pop("specUnchanged", None)
-                with self._lock:
-                    self.refused += 1
+                self._count_refused()
         if error is not None:
             change["error"] = error
         elif checked_health is not None:
             change["health"] = checked_health
+        if self.shared is not None:
+            self._commit_shared(change, {})
+            return
         with self._lock:
             if self._commit(change, {}).is_successful and change.get("specUnchanged") and isinstance(spec, dict):
                 self.catalog.adopt_spec(service, spec)
@@ -205,38 +216,54 @@ class Collector:
     # --- queries --------------------------------------------------------------------------------------------
 
     def query_fleet(self, body: Any = None) -> Answer:
-        with self._lock:
-            answer = queries.fleet(self.catalog, self.feeds, self.trace_log, self.issue_book, self._fresh())
-            answer["dropped"] = self.dropped()
-            return Result.ok(answer)
+        try:
+            with self._tables() as tables:
+                answer = queries.fleet(tables.catalog, tables.feeds, tables.trace_log, tables.issue_book,
+                                       self._fresh())  # fmt: skip
+                answer["dropped"] = tables.dropped
+        except StoreUnavailable as exc:
+            return _unreadable(exc)
+        return Result.ok(answer)
 
     def query_service(self, body: Any) -> Answer:
         name = _key(body, "service")
         if name is None:
             return Result.bad_request("query needs {service}")
-        with self._lock:
-            found = queries.service(self.catalog, self.feeds, self.trace_log, name, self._fresh())
+        try:
+            with self._tables() as tables:
+                found = queries.service(tables.catalog, tables.feeds, tables.trace_log, name, self._fresh())
+        except StoreUnavailable as exc:
+            return _unreadable(exc)
         return Result.ok(found) if found is not None else Result.not_found(f"no service {name}")
 
     def query_topic(self, body: Any) -> Answer:
         name = _key(body, "topic")
         if name is None:
             return Result.bad_request("query needs {topic}")
-        with self._lock:
-            found = queries.topic(self.catalog, self.trace_log, name)
+        try:
+            with self._tables() as tables:
+                found = queries.topic(tables.catalog, tables.trace_log, name)
+        except StoreUnavailable as exc:
+            return _unreadable(exc)
         return Result.ok(found) if found is not None else Result.not_found(f"no topic {name}")
 
     def query_trace(self, body: Any) -> Answer:
         trace_id = _key(body, "traceId")
         if trace_id is None:
             return Result.bad_request("query needs {traceId}")
-        with self._lock:
-            found = queries.trace(self.trace_log, trace_id)
+        try:
+            with self._tables(trace_id=trace_id) as tables:
+                found = queries.trace(tables.trace_log, trace_id)
+        except StoreUnavailable as exc:
+            return _unreadable(exc)
         return Result.ok(found) if found is not None else Result.not_found(f"no trace {trace_id} in the window")
 
     def dropped(self) -> dict[str, int]:
         """What the limits dropped, per table, since the store began; what was refused or answered as a duplicate
-        since this process started (the fleet query's `dropped`)."""
+        since this process started, or on a shared store since the store began (the fleet query's `dropped`).
+        Raises StoreUnavailable when a shared store cannot be read."""
+        if self.shared is not None:
+            return self.shared.tables().dropped
         with self._lock:
             return {
                 "traceWindow": self.trace_log.dropped,
@@ -254,30 +281,31 @@ class Collector:
     @property
     def store_problem(self) -> str | None:
         """Why the collector cannot persist right now (its health check fails with it); None while it can."""
-        return self.store.problem
+        return self.shared.problem if self.shared is not None else self.store.problem
 
     # --- snapshot and persistence ---------------------------------------------------------------------------
 
     def snapshot(self) -> Snapshot:
         """Everything the collector knows, bounded by its limits, as plain JSON. Treat it as read-only: raw
-        events and documents are shared with the collector."""
-        with self._lock:
-            catalog, instances, polls = self.catalog.snapshot()
+        events and documents are shared with the collector. Raises StoreUnavailable when a shared store cannot be
+        read."""
+        with self._tables(everything=True) as tables:
+            catalog, instances, polls = tables.catalog.snapshot()
             return Snapshot(
                 format=SNAPSHOT_FORMAT,
                 savedAt=self._now(),
                 catalog=catalog,
                 instances=instances,
                 polls=polls,
-                feeds=self.feeds.snapshot(),
-                issues=self.issue_book.snapshot(),
-                counters=self.trace_log.counter_snapshot(),
-                edges=self.trace_log.edge_snapshot(),
-                traces=self.trace_log.window_snapshot(),
-                skipped=self.skipped,
+                feeds=tables.feeds.snapshot(),
+                issues=tables.issue_book.snapshot(),
+                counters=tables.trace_log.counter_snapshot(),
+                edges=tables.trace_log.edge_snapshot(),
+                traces=tables.trace_log.window_snapshot(),
+                skipped=tables.skipped,
                 batches=[BatchEntry(feed=feed, batchId=batch_id, accepted=accepted)
-                         for (feed, batch_id), accepted in self.batches.items()],
-                dropped=self.dropped(),
+                         for feed, batch_id, accepted in tables.batches],
+                dropped=tables.dropped,
             )
 
     def restore(self, snapshot: Snapshot, changes: Sequence[Json] = ()) -> None:
@@ -319,6 +347,9 @@ class Collector:
 
     def flush(self) -> None:
         """Compact the store and stop its background work (at shutdown: the next start reads one snapshot)."""
+        if self.shared is not None:
+            self.shared.close()  # every change is in the store already
+            return
         with self._lock:
             try:
                 self.store.compact(self.snapshot())
@@ -354,7 +385,20 @@ class Collector:
         for table in self.catalog.evicted:
             self.catalog.evicted[table] = int(dropped.get(table, 0))
 
+    @contextlib.contextmanager
+    def _tables(self, *, trace_id: str | None = None, everything: bool = False) -> Iterator[Tables]:
+        """The tables to answer from: a shared store's, read back now; else this collector's own, under its lock."""
+        if self.shared is not None:
+            yield self.shared.tables(trace_id=trace_id, everything=everything)
+            return
+        with self._lock:
+            yield Tables(self.catalog, self.feeds, self.trace_log, self.issue_book, self.dropped(), self.skipped,
+                         [(feed, batch_id, accepted) for (feed, batch_id), accepted in self.batches.items()])
+
     def _load(self) -> None:
+        if self.shared is not None:
+            self.shared.open(self.limits)
+            return
         stored: Stored | None
         try:
             stored = self.store.load()
@@ -374,11 +418,20 @@ class Collector:
             self._apply(change)
 
     def _refuse(self, why: str) -> Answer:
-        with self._lock:
-            self.refused += 1
+        self._count_refused()
         return Result.bad_request(why)
 
+    def _count_refused(self) -> None:
+        with self._lock:
+            self.refused += 1
+        if self.shared is not None:
+            self.shared.count("refused")
+
     def _commit_batch(self, change: Json, batch_id: str | None, accepted: int) -> Answer:
+        if self.shared is not None:
+            if batch_id is not None:
+                change["batchId"] = batch_id
+            return self._commit_shared(change, {"accepted": accepted})
         with self._lock:
             if batch_id is not None:
                 seen = self.batches.get((change["op"], batch_id))
@@ -390,6 +443,8 @@ class Collector:
 
     def _commit(self, change: Json, answer: dict[str, Any]) -> Answer:
         """Persist the change, then apply it: never acknowledged without being in the store."""
+        if self.shared is not None:
+            return self._commit_shared(change, answer)
         with self._lock:
             try:
                 self.store.append(change)
@@ -404,6 +459,26 @@ class Collector:
             self._log_drops()
         return Result.ok(answer)
 
+    def _commit_shared(self, change: Json, answer: dict[str, Any]) -> Answer:
+        """Apply the change in the shared store (one transaction); nothing is acknowledged that it does not hold."""
+        assert self.shared is not None
+        try:
+            applied: Applied = self.shared.apply(change)
+        except StoreUnavailable as exc:
+            return self._store_failed(exc)
+        except (Unstorable, orjson.JSONEncodeError) as exc:  # e.g. a NUL character: PostgreSQL text cannot hold it
+            self._count_refused()
+            return Result.bad_request(f"{change['op']}: a value cannot be stored ({exc})")
+        if applied.seen is not None:
+            with self._lock:
+                self.duplicates += 1
+            return Result.ok({"accepted": applied.seen})
+        if applied.dropped:
+            self._log_drops()
+        if applied.reregister:
+            return Result.ok({**answer, REREGISTER_KEY: True})
+        return Result.ok(answer)
+
     def _apply(self, change: Json) -> None:
         op, at = change["op"], change["at"]
         if op == "register":
@@ -414,8 +489,8 @@ class Collector:
         elif op == "traces":
             failures: defaultdict[str, int] = defaultdict(int)
             for event in change["events"]:
-                self.trace_log.add(event)
-                failures[event["service"]] += is_failure(event["status"])
+                if self.trace_log.add(event):
+                    failures[event["service"]] += is_failure(event["status"])
             for service, failed in failures.items():
                 self.feeds.traced(service, failed)
             self._batch_done(change, len(change["events"]))
@@ -438,8 +513,9 @@ class Collector:
             put_bounded(self.batches, (change["op"], batch_id), accepted, self.limits.batch_ids)
 
     def _store_failed(self, exc: Exception) -> Answer:
-        self.store_failures += 1
-        why = self.store.problem or type(exc).__name__
+        with self._lock:
+            self.store_failures += 1
+        why = self.store_problem or str(exc) or type(exc).__name__
         now = self.clock()
         if now - self._last_failure_log >= self.log_interval:
             self._last_failure_log = now
@@ -448,10 +524,15 @@ class Collector:
         return Result.service_unavailable(f"the collector cannot persist this feed now ({why}); send it again later")
 
     def _log_drops(self) -> None:
-        counts = self.dropped()
-        total = sum(counts.values()) - counts["duplicateBatches"]
         now = self.clock()
-        if total > self._logged_drops and now - self._last_drop_log >= self.log_interval:
+        if now - self._last_drop_log < self.log_interval:
+            return
+        try:
+            counts = self.dropped()
+        except StoreUnavailable:
+            return
+        total = sum(counts.values()) - counts["duplicateBatches"]
+        if total > self._logged_drops:
             self._last_drop_log = now
             self._logged_drops = total
             listed = ", ".join(f"{name} {count}" for name, count in counts.items() if count)
@@ -462,6 +543,10 @@ class Collector:
 
     def _fresh(self) -> str:
         return rfc3339(self.clock() - self.stale_after)
+
+
+def _unreadable(exc: StoreUnavailable) -> Answer:
+    return Result.service_unavailable(f"the collector cannot read its store now ({exc}); ask again later")
 
 
 def _service(body: Any) -> str | None:

@@ -3,6 +3,7 @@ own, so the HTTP binding serves it like any other service (`create_app(collector
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -48,16 +49,20 @@ def collector_service(
         QUERY_TOPIC_TOPIC: collector.query_topic,
         QUERY_TRACE_TOPIC: collector.query_trace,
     }
+    blocking = collector.shared is not None
     for topic, answer in topics.items():
-        registry.add(topic, _handler(answer), request=dict[str, Any], response=dict[str, Any])
+        registry.add(topic, _handler(answer, blocking), request=dict[str, Any], response=dict[str, Any])
     health = HealthChecks([HealthCheck("store", _store_check(collector))])
     identity = Identity(name, instance_id=instance_id, binding="http")
     return Service(identity, registry, health=health, prefix=prefix)
 
 
-def _handler(answer: Callable[[Any], Answer]) -> Callable[[dict[str, Any], Context], Any]:
-    # Async so every ingest runs on the event loop, one at a time: no thread hops for a few microseconds of work.
+def _handler(answer: Callable[[Any], Answer], blocking: bool) -> Callable[[dict[str, Any], Context], Any]:
+    # In memory every ingest runs on the event loop, one at a time: no thread hops for a few microseconds of work.
+    # On a shared store each one waits for a database round trip, so it runs in a worker thread.
     async def handle(request: dict[str, Any], context: Context) -> Answer:
+        if blocking:
+            return await asyncio.to_thread(answer, request)
         return answer(request)
 
     handle.__qualname__ = f"collector.{getattr(answer, '__name__', 'answer')}"

@@ -1,4 +1,5 @@
-"""Where the collector's state lives between runs: in memory (the default) or in a JSON-file store.
+"""Where the collector's state lives between runs: in memory (the default), in a JSON-file store, or in a shared
+store (PostgreSQL) that several collector replicas read and write at once.
 
 The JSON-file store is a snapshot file plus a log: every accepted change is appended to the log as one JSON line
 before the collector answers it (a killed collector keeps it), and the log is fsynced at most `sync_interval`
@@ -6,6 +7,9 @@ seconds later (a crashed machine loses at most that much). Once the log outgrows
 hands over a fresh snapshot, written atomically off the event loop; the log segments it covers are then removed.
 So a change costs what the change is, not what the state is. On start the snapshot is read and the newer log
 segments are replayed.
+
+A shared store (`SharedStore`) holds the state itself: the collector hands it each change to apply (one
+transaction) and reads the tables back for every query, so every replica answers alike.
 
 A store that cannot be read is never overwritten: the collector moves it aside (`<name>.corrupt-<UTC time>`) and
 starts empty. A line cut short at the end of a segment is a write the collector never acknowledged, not damage.
@@ -21,12 +25,17 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final, Protocol, cast
+from typing import Any, Final, Protocol, cast, runtime_checkable
 
 import orjson
 
 from ..atomicwrite import remove_stale_temps, write_atomic
+from .catalog import Catalog
+from .feeds import FeedLog
+from .issues import IssueBook
+from .limits import Limits
 from .snapshot import Json, Snapshot
+from .traces import TraceLog
 
 DEFAULT_SYNC_INTERVAL: Final = 0.05
 """Seconds at most between an acknowledged change and its fsync."""
@@ -82,6 +91,70 @@ class Store(Protocol):
     @property
     def problem(self) -> str | None:
         """Why the store cannot persist right now; None while it can."""
+        ...
+
+
+class StoreUnavailable(OSError):
+    """A shared store cannot be reached or cannot take the change now; the message says why."""
+
+
+@dataclass(slots=True)
+class Tables:
+    """The collector's tables as the queries read them: a memory collector's own, or a shared store's read back."""
+
+    catalog: Catalog
+    feeds: FeedLog
+    trace_log: TraceLog
+    issue_book: IssueBook
+    dropped: dict[str, int]
+    """The fleet query's `dropped`."""
+    skipped: int = 0
+    batches: list[tuple[str, str, int]] = field(default_factory=list)
+    """(feed, batchId, accepted), oldest first."""
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """What a shared store did with a change."""
+
+    seen: int | None = None
+    """For a batch whose batchId the store holds already: the accepted count answered the first time (the batch
+    was not counted again). None when the change was applied."""
+    reregister: bool = False
+    """For a heartbeat: the instance should register again."""
+    dropped: bool = False
+    """A limit dropped or skipped something (the collector logs what, at most once per log interval)."""
+
+
+@runtime_checkable
+class SharedStore(Protocol):
+    """A store holding the collector's tables itself, shared by any number of collector replicas."""
+
+    def open(self, limits: Limits) -> None:
+        """Create or check the tables (never raises for an unreachable store: `problem` says so meanwhile)."""
+        ...
+
+    def apply(self, change: Json) -> Applied:
+        """Apply one accepted change atomically (a batch with a batchId at most once); raises StoreUnavailable
+        when that is not possible now, leaving nothing half-applied."""
+        ...
+
+    def tables(self, *, trace_id: str | None = None, everything: bool = False) -> Tables:
+        """The tables as of now, for the queries: catalog, feeds, counters, issues and dropped counts; the trace
+        window's events of `trace_id` only, or with `everything` the whole window, the edges and the batches.
+        Raises StoreUnavailable."""
+        ...
+
+    def count(self, name: str, amount: int = 1) -> None:
+        """Add to a shared `dropped` count (best effort: a store that cannot take it now loses the count)."""
+        ...
+
+    def close(self) -> None:
+        ...
+
+    @property
+    def problem(self) -> str | None:
+        """Why the store cannot be used right now; None while it can."""
         ...
 
 

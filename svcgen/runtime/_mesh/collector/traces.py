@@ -1,6 +1,7 @@
 """The trace feed: a bounded window of raw events, and exact counters and edges that outlive it.
 
-The window answers the trace query and drops its oldest events past its cap (`dropped` counts them). Counters
+The window answers the trace query and drops its oldest events past its cap (`dropped` counts them). An event is
+unique by (traceId, spanId) within the window: one that arrives again is not counted again. Counters
 per (service, topic, version, status) and client → server edges are updated on arrival, so they stay exact however
 many events the window has shed. An edge is a span whose parent span belongs to another service; since a server
 usually reports its span before its client does, a child whose parent is not indexed yet waits in a bounded
@@ -141,11 +142,15 @@ class TraceLog:
         self.spans: OrderedDict[str, str] = OrderedDict()
         self.pending: OrderedDict[str, list[_Child]] = OrderedDict()
 
-    def add(self, event: Json) -> None:
-        """One normalised event: into the window, the counters and the edges."""
+    def add(self, event: Json) -> bool:
+        """One normalised event: into the window, the counters and the edges. False, and nothing counted, for an
+        event the window holds already (the same traceId and spanId): a resent event is counted once."""
+        if any(held["spanId"] == event["spanId"] for held in self.by_trace.get(event["traceId"], ())):
+            return False
         self._window_add(event)
         self._count(event)
         self._link(event)
+        return True
 
     def trace(self, trace_id: str) -> list[Json]:
         return list(self.by_trace.get(trace_id, ()))

@@ -1,0 +1,41 @@
+"""`any_store`: a test using it runs once per store kind (memory, JSON file, PostgreSQL), so every query must
+answer the same from each."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from svcgen.runtime._mesh.collector import JsonFileStore, MemoryStore, Store
+from svcgen.runtime._mesh.collector.postgres import PostgresStore
+from svcgen.runtime._mesh.collector.store import SharedStore
+from tests.collector import helpers
+from tests.databases import postgres_session_url, postgres_url
+
+__all__ = ["any_store", "postgres_session_url", "postgres_url"]
+
+
+@pytest.fixture(params=["memory", "json-file", "postgresql"])
+def any_store(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    made: list[Store | SharedStore] = []
+
+    def make() -> Store | SharedStore:
+        store: Store | SharedStore
+        if request.param == "memory":
+            store = MemoryStore()
+        elif request.param == "json-file":
+            store = JsonFileStore(tmp_path / f"state{len(made)}.json")
+        else:
+            store = PostgresStore(request.getfixturevalue("postgres_url") if not made else made_url[0])
+        made.append(store)
+        return store
+
+    made_url: list[str] = []
+    if request.param == "postgresql":
+        made_url.append(request.getfixturevalue("postgres_url"))
+    monkeypatch.setattr(helpers, "default_store", make)
+    yield request.param
+    for store in made:
+        store.close()
