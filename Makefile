@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check svcgen tests bench examples
-	$(VENV)/bin/mypy svcgen
+	$(VENV)/bin/mypy svcgen tests
 
 # The collector tests want PostgreSQL: $$SVCGEN_TEST_POSTGRES when set, else the local server when it answers, else
 # a throwaway cluster from Debian's postgresql package (installed when missing), started for the run and removed.

@@ -155,7 +155,10 @@ def test_a_polled_service_under_its_own_prefix_is_polled_there_and_linked_there(
             return httpx.Response(200, json={"isHealthy": True, "healthChecks": {}})
         return polled_fleet(request) if request.url.host == "orders.test" else httpx.Response(404)
 
-    targets = [("stock", "http://stock.test", "/ops"), ("orders", "http://orders.test")]
+    targets: list[tuple[str, str] | tuple[str, str, str]] = [
+        ("stock", "http://stock.test", "/ops"),
+        ("orders", "http://orders.test"),
+    ]
     settings = CollectorSettings(fleet=targets, poll_interval=60, artifacts=tmp_path / "site", artifacts_interval=0.1)
     host = CollectorHost(settings, transport=httpx.MockTransport(fleet))
     with running(host.app):

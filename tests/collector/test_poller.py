@@ -73,7 +73,9 @@ def answering(routes: dict[str, Answer | Exception]) -> httpx.MockTransport:
     return httpx.MockTransport(handle)
 
 
-def service(host: str, spec: Answer, health: Answer | None = None) -> dict[str, Answer | Exception]:
+def service(
+    host: str, spec: Answer | Exception, health: Answer | Exception | None = None
+) -> dict[str, Answer | Exception]:
     routes: dict[str, Answer | Exception] = {f"{host}/svc/spec": spec}
     if health is not None:
         routes[f"{host}/svc/health"] = health
