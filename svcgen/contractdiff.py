@@ -352,7 +352,34 @@ class _Differ:
         for key in new_topics:
             if key not in old_topics:
                 self.add("topic-version-added", key, None, key)
+        self.annotations()
         return self.out
+
+    def annotations(self) -> None:
+        """Documentation changes, once per type (at `Type` and `Type.field`) however many topics use it."""
+        for name, old_enum in self.old_enums.items():
+            new_enum = self.new_enums.get(name)
+            if new_enum is not None and old_enum.description != new_enum.description:
+                self.add("doc-description-changed", name, old_enum.description, new_enum.description)
+        for name, before in self.old_records.items():
+            after = self.new_records.get(name)
+            if after is None:
+                continue
+            if before.description != after.description:
+                self.add("doc-description-changed", name, before.description, after.description)
+            if before.deprecated != after.deprecated:
+                self.add("doc-deprecated-changed", name, before.deprecated, after.deprecated)
+            new_fields = {item.wire: item for item in after.fields}
+            for old_field in before.fields:
+                new_field = new_fields.get(old_field.wire)
+                if new_field is None:
+                    continue
+                at = f"{name}.{old_field.wire}"
+                if old_field.description != new_field.description:
+                    self.add("doc-description-changed", at, old_field.description, new_field.description)
+                for keyword, rule in (("examples", "doc-examples-changed"), ("deprecated", "doc-deprecated-changed")):
+                    if old_field.contract.get(keyword) != new_field.contract.get(keyword):
+                        self.add(rule, at, old_field.contract.get(keyword), new_field.contract.get(keyword))
 
     def add(self, rule_id: str, path: str, old: Any, new: Any) -> None:
         self.out.append(_finding(rule_id, path, old, new))
@@ -421,15 +448,9 @@ class _Differ:
         for value in new.values:
             if value not in old.values:
                 self.add(f"{direction}-enum-value-added", path, None, value)
-        if old.description != new.description:
-            self.add("doc-description-changed", path, old.description, new.description)
 
     def records(self, path: str, direction: str, old: RecordDef, new: RecordDef,
                 seen: frozenset[tuple[str, str]]) -> None:
-        if old.description != new.description:
-            self.add("doc-description-changed", path, old.description, new.description)
-        if old.deprecated != new.deprecated:
-            self.add("doc-deprecated-changed", path, old.deprecated, new.deprecated)
         if direction == "request" and old.closed != new.closed:
             self.add(f"request-record-{'closed' if new.closed else 'opened'}", path, old.closed, new.closed)
         new_fields = {item.wire: item for item in new.fields}
@@ -452,11 +473,6 @@ class _Differ:
             self.add(f"{direction}-property-became-{became}", path, _requiredness(old), _requiredness(new))
         elif old.has_default and old.default != new.default:
             self.add(f"{direction}-default-changed", path, old.default, new.default)
-        if old.description != new.description:
-            self.add("doc-description-changed", path, old.description, new.description)
-        for keyword, rule in (("examples", "doc-examples-changed"), ("deprecated", "doc-deprecated-changed")):
-            if old.contract.get(keyword) != new.contract.get(keyword):
-                self.add(rule, path, old.contract.get(keyword), new.contract.get(keyword))
         for keyword in sorted(CONSTRAINT_KEYWORDS):
             before, after = old.contract.get(keyword), new.contract.get(keyword)
             if before != after:
