@@ -20,8 +20,8 @@ from svcgen.contractdiff import RULES, rule_table
 from .support import REPO, write_manifest
 
 EXAMPLES = REPO / "examples" / "manifests"
-V1 = {"types": {"Req": {"fields": {"sku": "string"}}, "Res": {"fields": {"orderId": "string"}}}}
-BREAKING = {"types": {"Req": {"fields": {"sku": "string", "couponCode": "string"}},
+V1: dict[str, Any] = {"types": {"Req": {"fields": {"sku": "string"}}, "Res": {"fields": {"orderId": "string"}}}}
+BREAKING: dict[str, Any] = {"types": {"Req": {"fields": {"sku": "string", "couponCode": "string"}},
                       "Res": {"fields": {"orderId": "string"}}}}
 
 
@@ -151,7 +151,7 @@ def test_rev_path_reads_the_manifest_and_its_json_schema_at_that_revision(
 ) -> None:
     repo = tmp_path / "repo"
     service = repo / "service"
-    schema = {"type": "object", "properties": {"sku": {"type": "string"}}, "required": ["sku"]}
+    schema: dict[str, Any] = {"type": "object", "properties": {"sku": {"type": "string"}}, "required": ["sku"]}
     (service / "schemas").mkdir(parents=True)
     (service / "schemas" / "req.json").write_text(json.dumps(schema))
     write_manifest(service, {"types": {"Req": {"jsonSchema": "schemas/req.json"}}})
