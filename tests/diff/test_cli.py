@@ -21,8 +21,9 @@ from .support import REPO, write_manifest
 
 EXAMPLES = REPO / "examples" / "manifests"
 V1: dict[str, Any] = {"types": {"Req": {"fields": {"sku": "string"}}, "Res": {"fields": {"orderId": "string"}}}}
-BREAKING: dict[str, Any] = {"types": {"Req": {"fields": {"sku": "string", "couponCode": "string"}},
-                      "Res": {"fields": {"orderId": "string"}}}}
+BREAKING: dict[str, Any] = {
+    "types": {"Req": {"fields": {"sku": "string", "couponCode": "string"}}, "Res": {"fields": {"orderId": "string"}}}
+}
 
 
 def run(*args: str) -> Result:
@@ -71,7 +72,7 @@ def test_a_breaking_change_fails_with_the_gate_and_its_fix(tmp_path: Path) -> No
 
 
 def test_a_new_version_beside_the_old_one_passes_and_removing_the_old_one_fails(tmp_path: Path) -> None:
-    bumped = {
+    bumped: dict[str, Any] = {
         "types": {**BREAKING["types"], "ReqV1": V1["types"]["Req"]},
         "topics": [{"id": "orders:place", "version": "v1", "request": "ReqV1", "response": "Res"},
                    {"id": "orders:place", "version": "v2", "request": "Req", "response": "Res"}],
