@@ -104,6 +104,9 @@ RULES: tuple[Rule, ...] = (
     Rule("response-property-added", "response", "info",
          "old callers ignore a property they do not know",
          "add `trackingUrl: string?`"),
+    Rule("response-property-added-to-closed-record", "response", "error",
+         "old callers decode the record as closed and refuse a property it did not declare",
+         "add `trackingUrl` to a record with `additionalProperties: false`"),
     Rule("response-property-removed", "response", "error",
          "old callers expect the property and no longer get it",
          "remove `status`"),
@@ -465,7 +468,7 @@ class _Differ:
                 self.field(at, direction, before, after, seen)
         for wire, after in new_fields.items():
             if wire not in old_fields:
-                self.add(_added_rule(direction, after), f"{path}.{wire}", None, str(after.type))
+                self.add(_added_rule(direction, after, old), f"{path}.{wire}", None, str(after.type))
 
     def field(self, path: str, direction: str, old: FieldDef, new: FieldDef, seen: frozenset[tuple[str, str]]) -> None:
         if old.has_default != new.has_default:
@@ -481,9 +484,9 @@ class _Differ:
         self.types(path, direction, old.type, new.type, seen)
 
 
-def _added_rule(direction: str, added: FieldDef) -> str:
+def _added_rule(direction: str, added: FieldDef, old_record: RecordDef) -> str:
     if direction == "response":
-        return "response-property-added"
+        return "response-property-added" + ("-to-closed-record" if old_record.closed else "")
     if not added.has_default:
         return "request-property-added-required"
     return "request-property-added-optional" if added.default is None else "request-property-added-with-default"
