@@ -261,14 +261,13 @@ def diff_manifests(old: Manifest, new: Manifest, levels: Mapping[str, Level] | N
     """Every contract change from `old` to `new`, levels overridden by `levels` (rule id → level), plus the
     `topic-version-not-bumped` gate over the error-level ones, sorted by path then rule."""
     overrides = levels or {}
-    found = [
-        replace(finding, level=overrides[finding.rule]) if finding.rule in overrides else finding
-        for finding in _Differ(old, new).findings()
-    ]
-    gate = [
-        replace(finding, level=overrides[GATE_RULE]) if GATE_RULE in overrides else finding
-        for finding in _gate(old, new, found)
-    ]
+
+    def leveled(finding: Finding) -> Finding:
+        return replace(finding, level=overrides[finding.rule]) if finding.rule in overrides else finding
+
+    scoped = [(topic, leveled(finding)) for topic, finding in _Differ(old, new).findings()]
+    found = [finding for _, finding in scoped]
+    gate = [leveled(finding) for finding in _gate(old, new, scoped)]
     return DiffReport(tuple(sorted([*found, *gate], key=lambda finding: (finding.path, finding.rule))))
 
 
@@ -288,17 +287,14 @@ def _finding(rule_id: str, path: str, old: Any, new: Any, why: str | None = None
     return Finding(rule.id, rule.level, rule.direction, path, old, new, why or rule.why, fix)
 
 
-def _gate(old: Manifest, new: Manifest, findings: list[Finding]) -> Iterator[Finding]:
-    """One `topic-version-not-bumped` per (topic, version) in both manifests with an error-level change."""
-    kept = {topic_key(topic): topic for topic in new.topics}
+def _gate(old: Manifest, new: Manifest, scoped: list[tuple[TopicDef | None, Finding]]) -> Iterator[Finding]:
+    """One `topic-version-not-bumped` per (topic, version) in both manifests with an error-level change
+    (`scoped`: each finding with the topic version it was found inside, if any)."""
     for topic in old.topics:
         key = topic_key(topic)
-        if key not in kept:
-            continue
         breaking = sorted({
-            finding.path for finding in findings
-            if finding.level == "error" and finding.direction in ("request", "response", "route")
-            and (finding.path == key or finding.path.startswith(f"{key}."))
+            finding.path for scope, finding in scoped
+            if scope is topic and finding.level == "error" and finding.direction in ("request", "response", "route")
         })
         if breaking:
             versions = {other.version for other in (*old.topics, *new.topics) if other.id == topic.id}
@@ -331,7 +327,9 @@ _WIDENINGS = {("integer", "float")}
 class _Differ:
     old: Manifest
     new: Manifest
-    out: list[Finding] = field(default_factory=list)
+    out: list[tuple[TopicDef | None, Finding]] = field(default_factory=list)
+    scope: TopicDef | None = None
+    """The old (topic, version) being walked; None outside one."""
 
     def __post_init__(self) -> None:
         self.old_records = {record.name: record for record in self.old.types}
@@ -339,7 +337,9 @@ class _Differ:
         self.old_enums = {enum.name: enum for enum in self.old.enums}
         self.new_enums = {enum.name: enum for enum in self.new.enums}
 
-    def findings(self) -> list[Finding]:
+    def findings(self) -> list[tuple[TopicDef | None, Finding]]:
+        """Every change, each with the old (topic, version) it is inside (None for additions, removals and
+        annotations of types)."""
         new_topics = {topic_key(topic): topic for topic in self.new.topics}
         old_topics = {topic_key(topic): topic for topic in self.old.topics}
         for key, topic in old_topics.items():
@@ -347,11 +347,13 @@ class _Differ:
                 self.add("topic-version-removed", key, key, None)
                 continue
             after = new_topics[key]
+            self.scope = topic
             if topic.summary != after.summary:
                 self.add("doc-summary-changed", key, topic.summary, after.summary)
             self.routes(key, topic, after)
             self.types(f"{key}.request", "request", topic.request, after.request, frozenset())
             self.types(f"{key}.response", "response", topic.response, after.response, frozenset())
+            self.scope = None
         for key in new_topics:
             if key not in old_topics:
                 self.add("topic-version-added", key, None, key)
@@ -385,7 +387,7 @@ class _Differ:
                         self.add(rule, at, old_field.contract.get(keyword), new_field.contract.get(keyword))
 
     def add(self, rule_id: str, path: str, old: Any, new: Any) -> None:
-        self.out.append(_finding(rule_id, path, old, new))
+        self.out.append((self.scope, _finding(rule_id, path, old, new)))
 
     def routes(self, key: str, old: TopicDef, new: TopicDef) -> None:
         before = [str(route) for route in old.routes]
