@@ -204,3 +204,11 @@ def test_the_docs_rule_table_is_the_generated_one() -> None:
     text = (REPO / "docs" / "contract-diff.md").read_text(encoding="utf-8")
     assert rule_table() in text, "regenerate the table in docs/contract-diff.md from svcgen.contractdiff.rule_table()"
     assert len({rule.id for rule in RULES}) == len(RULES)
+
+
+def test_help_names_the_options() -> None:
+    diff_help = run("diff", "--help")
+    assert diff_help.exit_code == 0
+    assert "--format [text|json]" in diff_help.stdout and "--levels FILE" in diff_help.stdout
+    check_help = run("check", "--help")
+    assert check_help.exit_code == 0 and "--against REV" in check_help.stdout
