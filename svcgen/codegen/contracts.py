@@ -18,6 +18,7 @@ from ..manifest.typeexpr import TypeExpr
 from ..runtime._context import Context
 from ..runtime._health import HealthCheck, HealthChecks
 from ..runtime._http.app import HttpApp
+from ..runtime._http.routing import Route
 from ..runtime._jsontext import document_bytes
 from ..runtime._mesh.host import MeshHost, MeshSettings
 from ..runtime._mesh.profile import declare_profile
@@ -30,6 +31,7 @@ from .imports import Imports
 from .wiring import MODELS_MODULE, Wiring, type_text
 
 DESCRIPTOR = "contracts/descriptor.json"
+HTTP_API = "contracts/http-api.json"
 OPENAPI = "contracts/openapi.json"
 SPEC = "contracts/spec.json"
 
@@ -37,7 +39,7 @@ _counter = itertools.count()
 
 
 def contract_documents(wiring: Wiring, models_source: str, package: str) -> dict[str, bytes]:
-    """The three committed documents, by relative path."""
+    """The committed documents, by relative path."""
     name = f"_svcgen_contracts_{package}_{next(_counter)}"
     module = types.ModuleType(name)
     # Registered so dataclasses and typing.get_type_hints resolve the module's annotations.
@@ -49,10 +51,12 @@ def contract_documents(wiring: Wiring, models_source: str, package: str) -> dict
             raise CodegenError(f"{package}/models.py does not run: {type(error).__name__}: {error}") from error
         mesh = _mesh_host(wiring)
         service = _placeholder_service(wiring, module, mesh)
-        # The profile create_app declares: the same self-check of the same hosting.
-        declare_profile(HttpApp(service), mesh)
+        # The app create_app builds over the same routes, so it declares the same profile and HTTP API.
+        app = HttpApp(service, _routes(wiring))
+        declare_profile(app, mesh)
         return {
             DESCRIPTOR: document_bytes(service.descriptor.document),
+            HTTP_API: app.http_api_body,
             OPENAPI: document_bytes(service.openapi),
             SPEC: document_bytes(service.spec),
         }
@@ -70,6 +74,8 @@ def _placeholder_service(wiring: Wiring, models: types.ModuleType, mesh: MeshHos
             request=_resolve(topic.request, models),
             response=_resolve(topic.response, models),
             summary=topic.summary,
+            success=topic.success,
+            failures=topic.failures,
         )
     produces = [
         ProducedTopic(
@@ -90,6 +96,11 @@ def _placeholder_service(wiring: Wiring, models: types.ModuleType, mesh: MeshHos
         api_version=wiring.api_version,
         prefix=wiring.prefix,
     )
+
+
+def _routes(wiring: Wiring) -> list[Route]:
+    """service.py's ROUTES: each topic's routes in manifest order, bound to its (topic, version)."""
+    return [Route.parse(spec, topic.topic, topic.version) for topic in wiring.topics for spec in topic.routes]
 
 
 def _mesh_host(wiring: Wiring) -> MeshHost | None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from ..manifest.typeexpr import TypeExpr
 from ..runtime._mesh.host import COLLECTOR_ENV, HEARTBEAT_ENV
 from ..runtime._reserved import DEFAULT_PREFIX
+from ..runtime._status import OK
 from ..runtime._wiring import target_variable
 from .annotations import annotation
 from .imports import Imports
@@ -30,6 +31,9 @@ class RegistrationRow:
     request: str
     response: str
     summary: str | None
+    success: tuple[str, ...] | None
+    """Written only when not the default `ok`."""
+    failures: tuple[str, ...]
 
     @property
     def wrap(self) -> bool:
@@ -155,7 +159,14 @@ def service_view(wiring: Wiring) -> ServiceView:
     _import_models(exprs, imports)
     topics = tuple(
         RegistrationRow(
-            t.topic, t.version, t.module, type_text(t.request, imports), type_text(t.response, imports), t.summary
+            t.topic,
+            t.version,
+            t.module,
+            type_text(t.request, imports),
+            type_text(t.response, imports),
+            t.summary,
+            None if t.success == (OK,) else t.success,
+            t.failures,
         )
         for t in wiring.topics
     )

@@ -36,6 +36,8 @@ class TopicBinding:
     """The handler module under handlers/."""
     routes: tuple[str, ...]
     """`METHOD /path`, in manifest order; a `{version}` segment selects the version per request."""
+    success: tuple[str, ...] = ("ok",)
+    failures: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -104,6 +106,8 @@ def wiring_of(manifest: Manifest) -> Wiring:
                 topic.summary,
                 modules[TopicKey(topic.id, topic.version)],
                 tuple(str(route) for route in topic.routes),
+                topic.success,
+                topic.failures,
             )
             for topic in manifest.topics
         ),

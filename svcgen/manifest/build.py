@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ..runtime._reserved import DEFAULT_PREFIX, normalize_prefix
+from ..runtime._status import OK
 from .contract import CONTRACT_KEYWORDS
 from .loader import YamlDocument
 from .model import NO_DEFAULT, EnumDef, FieldDef, Manifest, MeshDef, RecordDef, RouteDef, TopicDef
@@ -90,4 +91,6 @@ def _topic(entry: dict[str, Any]) -> TopicDef:
         response=parse_type(entry["response"]),
         summary=entry.get("summary"),
         routes=tuple(RouteDef(route.method, route.path) for route in routes),
+        success=tuple(entry.get("success", (OK,))),
+        failures=tuple(entry.get("failures", ())),
     )

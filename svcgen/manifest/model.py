@@ -79,6 +79,10 @@ class TopicDef:
     response: TypeExpr
     summary: str | None = None
     routes: tuple[RouteDef, ...] = ()
+    success: tuple[str, ...] = ("ok",)
+    """Statuses the handler answers on success."""
+    failures: tuple[str, ...] = ()
+    """Failure statuses the handler may answer beyond the binding's own."""
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from ..runtime._reserved import (
     is_reserved_topic,
     normalize_prefix,
 )
+from ..runtime._status import FAILURE_CODES, SUCCESS_CODES
 from .contract import CONTRACT_KEYWORDS, check_enum, check_field_contract, value_problem
 from .diagnostics import Diagnostic
 from .fits import RecordFields, fits
@@ -158,6 +159,7 @@ class _Checker:
         self.check_topic_ids("topics")
         self.check_topic_ids("produces")
         self.check_routes()
+        self.check_statuses()
 
     # -- identity -------------------------------------------------------------------------------
 
@@ -513,6 +515,43 @@ class _Checker:
                         "list it before that route, or remove it",
                     )
                 placed.add(route, (route, label, position))
+
+    def check_statuses(self) -> None:
+        """`success:` holds success statuses and `failures:` failure statuses, each from the status table once."""
+        kinds = {
+            "success": (SUCCESS_CODES, FAILURE_CODES, "failures"),
+            "failures": (FAILURE_CODES, SUCCESS_CODES, "success"),
+        }
+        for index, entry in enumerate(self.sections["topics"]):
+            for key, (allowed, other, other_key) in kinds.items():
+                statuses = self.read(entry, ("topics", index), key, list, None)
+                if statuses is None:
+                    continue
+                if key == "success" and not statuses:
+                    self.error(
+                        self.doc.at(("topics", index, key)),
+                        "success needs at least one status, like [created]; leave it out for the default [ok]",
+                    )
+                seen: set[str] = set()
+                for number, status in enumerate(statuses):
+                    path = ("topics", index, key, number)
+                    if not isinstance(status, str) or path in self.findings.rejected:
+                        continue
+                    position = self.doc.at(path)
+                    choices = ", ".join(allowed)
+                    if status in other:
+                        self.error(
+                            position,
+                            f"{status!r} is a {'failure' if key == 'success' else 'success'} status (HTTP "
+                            f"{other[status]}), so it cannot be under '{key}'; list it under '{other_key}', or use "
+                            f"one of {choices}",
+                        )
+                    elif status not in allowed:
+                        hint = suggestion(status, [*allowed, *other]) or f"; use one of {choices}"
+                        self.error(position, f"{status!r} is not a status{hint}")
+                    elif status in seen:
+                        self.error(position, f"status {status!r} is listed twice under '{key}'; remove one")
+                    seen.add(status)
 
     def check_well_known(self, route: ParsedRoute, prefix: str, position: Position) -> None:
         surface = well_known_collision(route, prefix)

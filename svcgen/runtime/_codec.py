@@ -1052,7 +1052,7 @@ def _text_converter(shape: Shape) -> TextConverter | None:
             return _TEXT_SCALARS[kind]
         case NullableShape(inner):
             return _text_nullable(inner)
-        case ArrayShape(items, _) if _is_text_scalar(items):
+        case ArrayShape(items, _) if is_text_scalar(items):
             return _text_list(_text_converter(items))
         case ArrayShape():
             return _text_json("expected JSON array")
@@ -1065,9 +1065,10 @@ def _text_converter(shape: Shape) -> TextConverter | None:
     return _text_json("expected JSON object")
 
 
-def _is_text_scalar(shape: Shape) -> bool:
+def is_text_scalar(shape: Shape) -> bool:
+    """Whether one query or path value of this shape is read as plain text (not JSON, not a list)."""
     if isinstance(shape, NullableShape | ConstrainedShape):
-        return _is_text_scalar(shape.inner)
+        return is_text_scalar(shape.inner)
     return isinstance(shape, ScalarShape | AnyShape | EnumShape)
 
 

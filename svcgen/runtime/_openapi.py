@@ -28,9 +28,9 @@ DEFAULT_TITLE: Final = "Svc service"
 DEFAULT_VERSION: Final = "1.0.0"
 ERROR_SCHEMA_NAME: Final = "SvcError"
 JSON_MEDIA_TYPE: Final = "application/json"
-_COMPONENT_REF: Final = "#/components/schemas/"
+COMPONENT_REF: Final = "#/components/schemas/"
 # RFC 3986 pchar minus percent-encodings: kept raw in a path segment.
-_PATH_SAFE: Final = "!$&'()*+,;=:@-._~"
+PATH_SAFE: Final = "!$&'()*+,;=:@-._~"
 
 
 def _failure_statuses_by_code() -> tuple[tuple[str, str], ...]:
@@ -72,8 +72,8 @@ def error_schema() -> JsonSchema:
 
 def invoke_path(key: TopicKey, prefix: str = DEFAULT_PREFIX) -> str:
     """`{prefix}/invoke/<topic>` or `{prefix}/invoke/<topic>/<version>`."""
-    path = f"{normalize_prefix(prefix)}/invoke/{quote(key.id, safe=_PATH_SAFE)}"
-    return f"{path}/{quote(key.version, safe=_PATH_SAFE)}" if key.version else path
+    path = f"{normalize_prefix(prefix)}/invoke/{quote(key.id, safe=PATH_SAFE)}"
+    return f"{path}/{quote(key.version, safe=PATH_SAFE)}" if key.version else path
 
 
 def operation_index(
@@ -157,7 +157,7 @@ def _summary(key: TopicKey) -> str:
 
 
 def _json_content(component: str) -> dict[str, Any]:
-    return {JSON_MEDIA_TYPE: {"schema": {"$ref": _COMPONENT_REF + component}}}
+    return {JSON_MEDIA_TYPE: {"schema": {"$ref": COMPONENT_REF + component}}}
 
 
 def _failure_responses() -> dict[str, Any]:

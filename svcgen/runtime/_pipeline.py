@@ -79,6 +79,8 @@ class Pipeline:
             logger.error("handler for %s returned %s, not a Result", registration.key, type(returned).__name__)
             return Result.unexpected_error(f"{registration.key} returned an invalid result")
         context.handler_answered = True
+        if returned.is_successful:
+            registration.note_success(returned.status)
         return returned
 
     def _resolve(self, topic: str, version: str) -> _Target | Result[Any]:

@@ -7,9 +7,10 @@ mistyped handler stops the service at startup instead of failing per request.
 from __future__ import annotations
 
 import inspect
+import logging
 import re
 import typing
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, TypeAlias, TypeVar
@@ -18,6 +19,9 @@ from ._context import Context
 from ._reserved import RESERVED_TOPIC_PREFIX, is_reserved_topic
 from ._result import Result
 from ._schema import JsonSchema, schema_of
+from ._status import FAILURE_CODES, OK, SUCCESS_CODES
+
+logger = logging.getLogger("svcgen.registry")
 
 Req = TypeVar("Req")
 Resp = TypeVar("Resp")
@@ -56,6 +60,21 @@ class Registration:
     summary: str | None = None
     origin: str = ""
     is_async: bool = field(default=False, repr=False)
+    success: tuple[str, ...] = (OK,)
+    """The statuses the handler answers on success, in the status table's order."""
+    failures: tuple[str, ...] = ()
+    """Failure statuses the handler may answer beyond the binding's own, in the status table's order."""
+    _undeclared: set[str] = field(default_factory=set, init=False, repr=False)
+
+    def note_success(self, status: str) -> None:
+        """A success answer: one warning per status the registration does not declare (it still answers)."""
+        if status not in self.success and status not in self._undeclared:
+            self._undeclared.add(status)
+            logger.warning(
+                "%s answered %r, which it does not declare as a success status (%s); add it to the topic's "
+                "success statuses so the HTTP API document describes it",
+                self.origin or self.key, status, ", ".join(self.success),
+            )  # fmt: skip
 
     @property
     def topic(self) -> str:
@@ -91,11 +110,15 @@ class Registry:
         response: Any = None,
         summary: str | None = None,
         source: str | None = None,
+        success: Iterable[str] = (OK,),
+        failures: Iterable[str] = (),
     ) -> Registration:
         """Register a handler; request and response types default to the handler's annotations.
 
         Declared types the handler's own annotations contradict raise `HandlerBindingError`; `source` names
         the handler in messages (e.g. `handlers/orders_place_v1.py`), by default its module and name.
+        `success` names the statuses the handler answers on success (default `ok`), `failures` the failure
+        statuses it may answer beyond the binding's own; both from the status table.
         """
         if not isinstance(topic, str) or not topic:
             raise RegistryError(f"topic id must be a non-empty string, got {topic!r}")
@@ -104,6 +127,10 @@ class Registry:
                 f"topic {topic!r} is reserved: application topics may not start with {RESERVED_TOPIC_PREFIX!r}"
             )
         key = TopicKey(topic, version)
+        declared_success = _statuses(key, "success", success, SUCCESS_CODES, FAILURE_CODES)
+        if not declared_success:
+            raise RegistryError(f"{key}: success needs at least one status, like {OK!r}")
+        declared_failures = _statuses(key, "failures", failures, FAILURE_CODES, SUCCESS_CODES)
         annotated = _annotations(handler)
         origin = source or _origin(handler)
         _check_binding(key, origin, getattr(handler, "__name__", "handle"), (request, response), annotated)
@@ -115,6 +142,8 @@ class Registry:
             summary=summary,
             origin=origin,
             is_async=inspect.iscoroutinefunction(handler),
+            success=declared_success,
+            failures=declared_failures,
         )
         existing = self._entries.get(key)
         if existing is not None:
@@ -134,11 +163,16 @@ class Registry:
         request: Any = None,
         response: Any = None,
         summary: str | None = None,
+        success: Iterable[str] = (OK,),
+        failures: Iterable[str] = (),
     ) -> Callable[[Handler[Any, Any]], Handler[Any, Any]]:
         """Decorator form of `add`."""
 
         def register(fn: Handler[Any, Any]) -> Handler[Any, Any]:
-            self.add(topic, fn, version=version, request=request, response=response, summary=summary)
+            self.add(
+                topic, fn, version=version, request=request, response=response, summary=summary, success=success,
+                failures=failures,
+            )  # fmt: skip
             return fn
 
         return register
@@ -160,6 +194,20 @@ class Registry:
         if self._sorted is None:
             self._sorted = sorted(self._entries.values(), key=lambda r: (r.key.id, r.key.version))
         return iter(self._sorted)
+
+
+def _statuses(
+    key: TopicKey, role: str, statuses: Iterable[str], allowed: dict[str, int], other: dict[str, int]
+) -> tuple[str, ...]:
+    """The declared statuses in the table's order; one not in `allowed` raises `RegistryError`."""
+    if isinstance(statuses, str):
+        statuses = (statuses,)
+    declared = set(statuses)
+    for status in sorted(declared - allowed.keys()):
+        kind = "a failure" if role == "success" else "a success"
+        what = f"is {kind} status" if status in other else "is not a status"
+        raise RegistryError(f"{key}: {role} status {status!r} {what}; {role} statuses are {', '.join(allowed)}")
+    return tuple(status for status in allowed if status in declared)
 
 
 def _annotations(handler: Handler[Any, Any]) -> tuple[Any, Any, Any]:

@@ -1,8 +1,13 @@
-"""JSON Schema (2020-12 subset) derivation from a type: computed once per type, reused verbatim everywhere."""
+"""JSON Schema (2020-12 subset) derivation from a type: computed once per type, reused verbatim everywhere.
+
+A document that names its types (the HTTP API document's `#/components/schemas/<Name>`) derives through the same
+functions with a `refer` callback: where it returns a schema (a `$ref`), that schema stands for the whole shape.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -24,6 +29,8 @@ from ._shapes import (
 )
 
 JsonSchema = dict[str, Any]
+Refer = Callable[[Shape], JsonSchema | None]
+"""The reference standing for a shape (a named type), or None to derive the shape in place."""
 
 _SCALAR_SCHEMAS: dict[str, JsonSchema] = {
     "string": {"type": "string"},
@@ -41,20 +48,30 @@ def schema_of(tp: Any) -> JsonSchema:
     return schema_of_shape(shape_of(tp))
 
 
-def schema_of_shape(shape: Shape) -> JsonSchema:
+def schema_of_shape(shape: Shape, refer: Refer | None = None) -> JsonSchema:
+    """The schema of a shape; with `refer`, every shape it names (the root too) is its reference instead."""
+    if refer is not None:
+        reference = refer(shape)
+        if reference is not None:
+            return reference
+    return definition_of(shape, refer)
+
+
+def definition_of(shape: Shape, refer: Refer | None = None) -> JsonSchema:
+    """The schema of a shape derived in place, its parts through `refer`: a named type's own definition."""
     match shape:
         case ScalarShape(kind):
             return dict(_SCALAR_SCHEMAS[kind])
         case NullableShape(inner):
-            return _with_null(schema_of_shape(inner))
+            return _with_null(schema_of_shape(inner, refer))
         case ArrayShape(items, _):
-            return {"type": "array", "items": schema_of_shape(items)}
+            return {"type": "array", "items": schema_of_shape(items, refer)}
         case MapShape(values):
-            return {"type": "object", "additionalProperties": schema_of_shape(values)}
+            return {"type": "object", "additionalProperties": schema_of_shape(values, refer)}
         case RecordShape(_, fields, description, meta):
             schema: JsonSchema = {
                 "type": "object",
-                "properties": {f.wire: _field_schema(f) for f in fields},
+                "properties": {f.wire: _field_schema(f, refer) for f in fields},
             }
             required = [f.wire for f in fields if f.required]
             if required:
@@ -72,14 +89,14 @@ def schema_of_shape(shape: Shape) -> JsonSchema:
                 enum_schema["description"] = description
             return enum_schema
         case ConstrainedShape(inner, meta):
-            return {**schema_of_shape(inner), **meta.keywords()}
+            return {**schema_of_shape(inner, refer), **meta.keywords()}
         case AnyShape() | UnionShape() | RecursiveShape():
             return {}
     raise TypeError(f"unknown shape {shape!r}")
 
 
-def _field_schema(f: FieldShape) -> JsonSchema:
-    schema = schema_of_shape(f.shape)
+def _field_schema(f: FieldShape, refer: Refer | None) -> JsonSchema:
+    schema = schema_of_shape(f.shape, refer)
     if not isinstance(f.shape, ConstrainedShape) or f.required:
         return schema  # a field without contract details derives exactly the spec's row
     # A field that declares contract details publishes its default too, as the wire writes it.
@@ -92,6 +109,8 @@ def _encode(shape: Shape, value: Any) -> Any:
 
 
 def _with_null(schema: JsonSchema) -> JsonSchema:
+    if "$ref" in schema:
+        return {"anyOf": [schema, {"type": "null"}]}
     kind = schema.get("type")
     if kind is None:
         return schema

@@ -155,4 +155,4 @@ def test_build_serve_implement_rebuild_extend(tmp_path: Path) -> None:
         check=False,
     )
     assert contracts.returncode == 0, contracts.stdout + contracts.stderr
-    assert "3 passed" in contracts.stdout
+    assert "4 passed" in contracts.stdout

@@ -66,4 +66,4 @@ def test_generated_contract_tests_pass(built: tuple[Path, list[str]]) -> None:
     out, packages = built
     result = tool("pytest", "-q", "-p", "no:cacheprovider", *(f"{package}/tests" for package in packages), cwd=out)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert f"{3 * len(packages)} passed" in result.stdout
+    assert f"{4 * len(packages)} passed" in result.stdout

@@ -81,6 +81,7 @@ def test_file_set_and_owners() -> None:
         "__init__.py": "generated",
         "app.py": "generated",
         "contracts/descriptor.json": "generated",
+        "contracts/http-api.json": "generated",
         "contracts/openapi.json": "generated",
         "contracts/spec.json": "generated",
         "handlers/__init__.py": "generated",

@@ -466,3 +466,31 @@ topics:
         "(topic orders:get, line 15) comes first and matches every request it would; "
         "list it before that route, or remove it",
     ]
+
+
+# --- declared statuses ------------------------------------------------------------------------------
+
+
+def test_success_and_failures_hold_statuses_of_their_kind() -> None:
+    loaded = load_ok(MINIMAL + "    success: [created, ok]\n    failures: [conflict, not-found]\n")
+    (topic,) = loaded.topics
+    assert (topic.success, topic.failures) == (("created", "ok"), ("conflict", "not-found"))
+    assert load_ok(MINIMAL).topics[0].success == ("ok",)
+    text = MINIMAL + "    success: [conflict, creatd, ok, ok]\n    failures: [created, nope]\n"
+    assert errors(text) == [
+        "m.yaml:11:15: 'conflict' is a failure status (HTTP 409), so it cannot be under 'success'; list it under "
+        "'failures', or use one of ok, created, accepted, updated, deleted, ignored",
+        "m.yaml:11:25: 'creatd' is not a status; did you mean 'created'?",
+        "m.yaml:11:37: status 'ok' is listed twice under 'success'; remove one",
+        "m.yaml:12:16: 'created' is a success status (HTTP 201), so it cannot be under 'failures'; list it under "
+        "'success', or use one of bad-request, unauthorized, forbidden, not-found, conflict, validation-error, "
+        "too-many-requests, unexpected-error, not-implemented, service-unavailable, timeout",
+        "m.yaml:12:25: 'nope' is not a status; use one of bad-request, unauthorized, forbidden, not-found, conflict, "
+        "validation-error, too-many-requests, unexpected-error, not-implemented, service-unavailable, timeout",
+    ]
+
+
+def test_success_needs_a_status() -> None:
+    assert errors(MINIMAL + "    success: []\n") == [
+        "m.yaml:11:14: success needs at least one status, like [created]; leave it out for the default [ok]"
+    ]

@@ -174,7 +174,7 @@ class Served:
     prefix: str
 
 
-def _forget(package: str) -> None:
+def forget_package(package: str) -> None:
     for name in [name for name in sys.modules if name == package or name.startswith(package + ".")]:
         del sys.modules[name]
 
@@ -190,7 +190,7 @@ def estate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Serve
         assert built.returncode == 0, built.stderr
     packages = [f"{name}_service" for name in SERVICES]
     for package in packages:
-        _forget(package)  # another test module may have imported its own build of the same package
+        forget_package(package)  # another test module may have imported its own build of the same package
     sys.path.insert(0, str(out))
     try:
         with contextlib.ExitStack() as stack, pytest.MonkeyPatch.context() as patch:
@@ -207,7 +207,7 @@ def estate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Serve
     finally:
         sys.path.remove(str(out))
         for package in packages:
-            _forget(package)
+            forget_package(package)
 
 
 # --- checks --------------------------------------------------------------------------------------------------

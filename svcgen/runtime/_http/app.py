@@ -17,6 +17,8 @@ from .._jsontext import document_bytes
 from .._pipeline import cancelled_from_outside
 from .._reserved import is_reserved_topic
 from .._service import Service
+from .docspage import DOCS_HEADERS, docs_page
+from .httpapi import build_http_api
 from .limits import LIMIT_STATUS, LimitExceeded, Limits, check_headers
 from .requests import (
     BodyTooLarge,
@@ -49,6 +51,7 @@ class HttpApp:
         invoke: bool = True,
         spec: bool = True,
         openapi: bool = True,
+        http_api: bool = True,
         limits: Limits | None = None,
         max_body_bytes: int | None = None,
         on_startup: Sequence[LifespanHook] = (),
@@ -68,7 +71,7 @@ class HttpApp:
         for route in self.routes:
             self._check_topic(route)
             self.router.add(route)
-        self.surfaces = self._surfaces(invoke=invoke, spec=spec, openapi=openapi)
+        self.surfaces = self._surfaces(invoke=invoke, spec=spec, openapi=openapi, http_api=http_api)
         # POST {prefix}/invoke/<topic>[/<version>]: the typed per-topic face the operations document describes.
         self._topic_invoke = split_path(well_known_surfaces(service.prefix)["invoke"][1]) if invoke else None
         self._refuse_shadowing()
@@ -161,12 +164,14 @@ class HttpApp:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
-    def _surfaces(self, *, invoke: bool, spec: bool, openapi: bool) -> dict[tuple[str, str], _Surface]:
+    def _surfaces(self, *, invoke: bool, spec: bool, openapi: bool, http_api: bool) -> dict[tuple[str, str], _Surface]:
         handlers: dict[str, _Surface | None] = {
             "invoke": self._invoke if invoke else None,
             "health": self._health if self.service.health is not None else None,
             "spec": _constant(document_bytes(self.service.spec)) if spec else None,
             "openapi": self._openapi if openapi else None,
+            "http-api": self._http_api if http_api else None,
+            "docs": self._docs if http_api else None,
         }
         return {
             surface: handler
@@ -221,6 +226,26 @@ class HttpApp:
         """Served exactly as committed to contracts/openapi.json; built on first request."""
         return document_bytes(self.service.openapi)
 
+    @cached_property
+    def http_api(self) -> dict[str, Any]:
+        """The HTTP API document of the application routes (contracts/http-api.json); built on first use."""
+        service = self.service
+        return build_http_api(service.registry, self.routes, title=service.title, version=service.api_version)
+
+    @cached_property
+    def http_api_body(self) -> bytes:
+        return document_bytes(self.http_api)
+
+    async def _http_api(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send_response(send, 200, self.http_api_body)
+
+    async def _docs(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send_response(send, 200, self._docs_page, DOCS_HEADERS)
+
+    @cached_property
+    def _docs_page(self) -> bytes:
+        return docs_page(self.http_api)
+
 
 def well_known_surfaces(prefix: str) -> dict[str, tuple[str, str]]:
     """(method, path) of each well-known surface under `prefix`, by name; no application route may shadow one."""
@@ -229,6 +254,8 @@ def well_known_surfaces(prefix: str) -> dict[str, tuple[str, str]]:
         "health": ("GET", f"{prefix}/health"),
         "spec": ("GET", f"{prefix}/spec"),
         "openapi": ("GET", f"{prefix}/openapi.json"),
+        "http-api": ("GET", f"{prefix}/http-api.json"),
+        "docs": ("GET", f"{prefix}/docs"),
     }
 
 

@@ -70,6 +70,8 @@ def build_registry() -> Registry:
         request=models.PlaceOrder,
         response=models.Order,
         summary="Place an order",
+        success=["created"],
+        failures=["conflict"],
         source="handlers/orders_place_v1.py",
     )
     _orders_place_v2: Handler[models.PlaceOrderV2, models.Order] = orders_place_v2.handle
@@ -80,6 +82,8 @@ def build_registry() -> Registry:
         request=models.PlaceOrderV2,
         response=models.Order,
         summary="Place an order with a shipping address",
+        success=["created"],
+        failures=["conflict"],
         source="handlers/orders_place_v2.py",
     )
     _orders_get: Handler[models.GetOrder, models.Order] = orders_get.handle
@@ -89,6 +93,7 @@ def build_registry() -> Registry:
         request=models.GetOrder,
         response=models.Order,
         summary="Fetch an order by id",
+        failures=["not-found"],
         source="handlers/orders_get.py",
     )
     return registry

@@ -31,6 +31,10 @@ def test_served_openapi_is_committed() -> None:
     assert asyncio.run(_served("/openapi.json")) == (CONTRACTS / "openapi.json").read_bytes()
 
 
+def test_served_http_api_is_committed() -> None:
+    assert asyncio.run(_served("/http-api.json")) == (CONTRACTS / "http-api.json").read_bytes()
+
+
 def test_descriptor_is_committed() -> None:
     committed = json.loads((CONTRACTS / "descriptor.json").read_text(encoding="utf-8"))
     # create_app, not build_service: the descriptor carries the profile self-check of the app as hosted.

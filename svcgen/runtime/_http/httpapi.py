@@ -1,0 +1,350 @@
+"""The HTTP API document: OpenAPI 3.1.0 of the application routes as a REST client sees them (DESIGN §7).
+
+One operation per route and method; a `{version}` route expands to one path per version of its topic. Path
+placeholders and, on GET and HEAD, the request type's other fields are typed parameters; other methods take the
+request type without its path fields as the body (`<Type>Body` when fields were taken out). Every record (and
+every other named type of the shared derivation) is one component, `#/components/schemas/<TypeName>`, referenced
+wherever it appears. Responses: each declared success status, then the failures the binding can answer (400, 404
+where a path segment or the version can miss, 413, 422, 431, 503) plus the topic's declared ones, each with the
+failure body component.
+
+Walk order is the route order (the order requests are matched in), so the bytes are stable; component and path
+keys are sorted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
+from urllib.parse import quote
+
+from .. import _status as st
+from .._codec import is_text_scalar
+from .._collisions import collision_suffixes
+from .._naming import camel_name, slug
+from .._openapi import COMPONENT_REF, JSON_MEDIA_TYPE, PATH_SAFE, error_schema
+from .._registry import Registration, Registry
+from .._reserved import VERSION_HEADERS, VERSION_PATH_PARAM
+from .._schema import JsonSchema, definition_of, schema_of_shape
+from .._shapes import (
+    ArrayShape,
+    ConstrainedShape,
+    NullableShape,
+    RecordShape,
+    RecursiveShape,
+    ScalarShape,
+    Shape,
+    UnionShape,
+    shape_of,
+)
+from .limits import BODY_TOO_LARGE_CODE, LIMIT_STATUS, TOO_MANY_HEADERS_CODE
+from .routing import Route
+
+OPENAPI_VERSION: Final = "3.1.0"
+FAILURE_COMPONENT: Final = "Failure"
+_QUERY_METHODS: Final = frozenset({"GET", "HEAD"})
+_METHOD_ORDER: Final = ("get", "put", "post", "delete", "options", "head", "patch")
+"""Operations of one path in the order of OpenAPI's path item fields."""
+
+_WIRE_FORMATS: Final[dict[str, JsonSchema]] = {
+    "integer": {"format": "int64"},
+    "bytes": {"format": "byte", "contentEncoding": "base64"},
+}
+"""What the binding's codec holds scalars to beyond their JSON type, in OpenAPI's words: integers are signed
+64-bit, bytes are base64 text. Generated clients and fuzzers then stay within what the service accepts."""
+
+_BINDING_FAILURES: Final[dict[int, str]] = {
+    st.FAILURE_CODES[st.BAD_REQUEST]: "bad-request: the body is not JSON, not an object or over a parse limit",
+    st.FAILURE_CODES[st.NOT_FOUND]: "not-found",
+    BODY_TOO_LARGE_CODE: f"{LIMIT_STATUS}: the body is larger than the service accepts",
+    st.FAILURE_CODES[st.VALIDATION_ERROR]: "validation-error: values that do not fit the request type",
+    TOO_MANY_HEADERS_CODE: f"{LIMIT_STATUS}: the request has more headers than the service accepts",
+    st.FAILURE_CODES[st.SERVICE_UNAVAILABLE]: "service-unavailable: the handler failed",
+}
+"""HTTP code → response description of every failure the binding itself answers."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Operation:
+    method: str
+    path: str
+    route: Route
+    registration: Registration | None
+    """None for a route without a static version to a topic of several versions: the caller's header picks."""
+
+
+def build_http_api(registry: Registry, routes: Iterable[Route], *, title: str, version: str) -> dict[str, Any]:
+    """The document; treat it as read-only (parts are shared)."""
+    operations = _operations(registry, routes)
+    names = _Names(operations)
+    ids = _operation_ids(operations)
+    paths: dict[str, dict[str, Any]] = {}
+    for operation, operation_id in zip(operations, ids, strict=True):
+        paths.setdefault(operation.path, {})[operation.method.lower()] = _operation(operation, operation_id, names)
+    return {
+        "openapi": OPENAPI_VERSION,
+        "info": {"title": title, "version": version},
+        "paths": {path: _in_method_order(paths[path]) for path in sorted(paths)},
+        "components": {"schemas": names.components()},
+    }
+
+
+def _in_method_order(item: dict[str, Any]) -> dict[str, Any]:
+    return {method: item[method] for method in _METHOD_ORDER if method in item}
+
+
+def _operations(registry: Registry, routes: Iterable[Route]) -> list[_Operation]:
+    """Each (method, path) a route answers, in route order; a path an earlier route already takes is left out,
+    because requests never reach the later one."""
+    operations: list[_Operation] = []
+    taken: set[tuple[str, str]] = set()
+    for route in routes:
+        for path, registration in _expansions(registry, route):
+            shape = (route.method, _template_shape(path))
+            if shape in taken:
+                continue
+            taken.add(shape)
+            operations.append(_Operation(route.method, path, route, registration))
+    return operations
+
+
+def _expansions(registry: Registry, route: Route) -> list[tuple[str, Registration | None]]:
+    versions = registry.versions(route.topic)
+    if route.has_version_segment:
+        placeholder = "{" + VERSION_PATH_PARAM + "}"
+        return [
+            (route.path.replace(placeholder, quote(version, safe=PATH_SAFE)), registry.get(route.topic, version))
+            for version in versions
+            if version
+        ]
+    registration = registry.get(route.topic, route.version)
+    if registration is None and not route.version and len(versions) == 1:
+        registration = registry.get(route.topic, versions[0])
+    return [(route.path, registration)]
+
+
+def _template_shape(path: str) -> str:
+    """A path with every placeholder blanked: two paths of one shape match the same requests."""
+    segments = path.split("/")
+    return "/".join("{}" if segment.startswith("{") and segment.endswith("}") else segment for segment in segments)
+
+
+def _operation_ids(operations: Sequence[_Operation]) -> list[str]:
+    """`<camelTopic>[_<version>]` per operation; a topic served by several routes suffixes the later ones."""
+    bases = []
+    for operation in operations:
+        registration = operation.registration
+        name = camel_name(operation.route.topic) or "topic"
+        if registration is not None and registration.version:
+            name = f"{name}_{slug(registration.version)}"
+        bases.append((name,))
+    return [base + suffix for (base,), suffix in zip(bases, collision_suffixes(bases), strict=True)]
+
+
+class _Names:
+    """Component names: one per named type (its class name; a second class of the same name gets `_2`), the
+    body-only variants and the failure body. Definitions are derived once, on first reference."""
+
+    def __init__(self, operations: Sequence[_Operation]) -> None:
+        self._by_class: dict[type, str] = {}
+        self._definitions: dict[str, JsonSchema] = {}
+        self._pending: list[tuple[str, Shape]] = []
+        self._bodies: dict[tuple[type, frozenset[str]], str] = {}
+        self._taken: set[str] = set()
+        for operation in operations:  # name the types first, so variant and failure names avoid theirs
+            registration = operation.registration
+            if registration is not None:
+                self._collect(shape_of(registration.request_type))
+                self._collect(shape_of(registration.response_type))
+        self.failure = self._fresh(FAILURE_COMPONENT)
+        self._definitions[self.failure] = error_schema()
+
+    def refer(self, shape: Shape) -> JsonSchema | None:
+        named = _named_class(shape)
+        if named is not None:
+            return ref(self._by_class[named])
+        if isinstance(shape, ScalarShape) and shape.kind in _WIRE_FORMATS:
+            return {**definition_of(shape), **_WIRE_FORMATS[shape.kind]}
+        return None
+
+    def schema(self, shape: Shape) -> JsonSchema:
+        return schema_of_shape(shape, self.refer)
+
+    def body(self, record: RecordShape, path_fields: frozenset[str]) -> JsonSchema:
+        """The request record without its path fields: its own component when none are taken out."""
+        if not path_fields & {f.wire for f in record.fields}:
+            return self.schema(record)
+        key = (record.cls, path_fields)
+        name = self._bodies.get(key)
+        if name is None:
+            name = self._fresh(f"{self._by_class[record.cls]}Body")
+            self._bodies[key] = name
+            remaining = tuple(f for f in record.fields if f.wire not in path_fields)
+            self._definitions[name] = definition_of(dataclasses.replace(record, fields=remaining), self.refer)
+        return ref(name)
+
+    def components(self) -> dict[str, JsonSchema]:
+        while self._pending:
+            name, shape = self._pending.pop()
+            self._definitions[name] = definition_of(shape, self.refer)
+        return dict(sorted(self._definitions.items()))
+
+    def _collect(self, shape: Shape) -> None:
+        named = _named_class(shape)
+        if named is not None:
+            if named in self._by_class:
+                return
+            shape = shape_of(named) if isinstance(shape, RecursiveShape) else shape
+            self._name(named, shape)
+        for part in _parts(shape):
+            self._collect(part)
+
+    def _name(self, named: type, shape: Shape) -> str:
+        name = self._fresh(named.__name__)
+        self._by_class[named] = name
+        self._pending.append((name, shape))
+        return name
+
+    def _fresh(self, name: str) -> str:
+        candidate, n = name, 2
+        while candidate in self._taken:
+            candidate, n = f"{name}_{n}", n + 1
+        self._taken.add(candidate)
+        return candidate
+
+
+def ref(name: str) -> JsonSchema:
+    return {"$ref": COMPONENT_REF + name}
+
+
+def _named_class(shape: Shape) -> type | None:
+    """The class a shape is named by: records (recursive references too) and any other shape of a class."""
+    cls = getattr(shape, "cls", None)
+    return cls if isinstance(cls, type) else None
+
+
+def _parts(shape: Shape) -> list[Shape]:
+    """The shapes directly inside a shape, whatever its kind."""
+    if isinstance(shape, RecordShape):
+        return [f.shape for f in shape.fields]
+    parts: list[Shape] = []
+    for value in (getattr(shape, slot) for slot in getattr(shape, "__slots__", ())):
+        for item in value if isinstance(value, tuple) else (value,):
+            if isinstance(item, Shape):
+                parts.append(item)
+    return parts
+
+
+def _operation(operation: _Operation, operation_id: str, names: _Names) -> dict[str, Any]:
+    route, registration = operation.route, operation.registration
+    result: dict[str, Any] = {"operationId": operation_id}
+    topic = route.topic
+    if registration is None:
+        result["summary"] = f"Call topic {topic}"
+        result["description"] = f"Topic {topic}; the version is chosen by the {VERSION_HEADERS[0]} header."
+        header = {"name": VERSION_HEADERS[0], "in": "header", "required": True, "schema": {"type": "string"}}
+        result["parameters"] = [header]
+        if route.method not in _QUERY_METHODS:  # the body's type depends on the version chosen
+            result["requestBody"] = {"required": False, "content": {JSON_MEDIA_TYPE: {"schema": {}}}}
+        result["responses"] = _responses(operation, (st.OK,), (), names, {})
+        return result
+    result["summary"] = registration.summary or f"Call topic {registration.key}"
+    result["description"] = f"Topic {registration.key}."
+    request = shape_of(registration.request_type)
+    path_names = [name for _, name in route.params if name != VERSION_PATH_PARAM]
+    record = request if isinstance(request, RecordShape) else None
+    fields = {f.wire: f for f in record.fields} if record is not None else {}
+    parameters = [_path_parameter(name, fields.get(name), names) for name in path_names]
+    if route.method in _QUERY_METHODS:
+        parameters += [_query_parameter(f, names) for f in fields.values() if f.wire not in path_names]
+    elif record is not None:
+        body = names.body(record, frozenset(path_names))
+        required = any(f.required and f.wire not in path_names for f in record.fields)
+        result["requestBody"] = {"required": required, "content": {JSON_MEDIA_TYPE: {"schema": body}}}
+    else:
+        result["requestBody"] = {"required": True, "content": {JSON_MEDIA_TYPE: {"schema": names.schema(request)}}}
+    if parameters:
+        result["parameters"] = parameters
+    response = names.schema(shape_of(registration.response_type))
+    result["responses"] = _responses(operation, registration.success, registration.failures, names, response)
+    return result
+
+
+def _path_parameter(name: str, field: Any, names: _Names) -> dict[str, Any]:
+    schema = names.schema(field.shape) if field is not None else {"type": "string"}
+    return _annotated({"name": name, "in": "path", "required": True, "schema": schema}, schema)
+
+
+def _query_parameter(field: Any, names: _Names) -> dict[str, Any]:
+    schema = names.schema(field.shape)
+    parameter: dict[str, Any] = {"name": field.wire, "in": "query", "required": field.required}
+    if _is_text(field.shape):
+        parameter["schema"] = schema
+    elif _is_text_list(field.shape):
+        # Comma-separated, as the binding reads an array of scalars from one query value.
+        parameter.update(style="form", explode=False, schema=schema)
+    else:
+        parameter["content"] = {JSON_MEDIA_TYPE: {"schema": schema}}  # maps, records, nested arrays: JSON text
+    return _annotated(parameter, schema)
+
+
+def _annotated(parameter: dict[str, Any], schema: JsonSchema) -> dict[str, Any]:
+    for keyword in ("description", "deprecated"):
+        if keyword in schema:
+            parameter[keyword] = schema[keyword]
+    return parameter
+
+
+def _is_text(shape: Shape) -> bool:
+    """Whether the binding reads a query value of this shape as plain text (the codec's rule)."""
+    shape = _unwrapped(shape)
+    return isinstance(shape, UnionShape) or is_text_scalar(shape)
+
+
+def _is_text_list(shape: Shape) -> bool:
+    """Whether the binding reads a query value of this shape as a comma-separated list (the codec's rule)."""
+    shape = _unwrapped(shape)
+    return isinstance(shape, ArrayShape) and is_text_scalar(shape.items)
+
+
+def _unwrapped(shape: Shape) -> Shape:
+    while isinstance(shape, NullableShape | ConstrainedShape):
+        shape = shape.inner
+    return shape
+
+
+def _responses(
+    operation: _Operation,
+    success: Sequence[str],
+    failures: Sequence[str],
+    names: _Names,
+    response: JsonSchema,
+) -> dict[str, Any]:
+    described: dict[int, list[str]] = {}
+    for status in success:
+        described.setdefault(st.SUCCESS_CODES[status], []).append(status)
+    failure_codes = dict(_BINDING_FAILURES)
+    if not _can_miss(operation):
+        del failure_codes[st.FAILURE_CODES[st.NOT_FOUND]]
+    for status in failures:
+        code = st.FAILURE_CODES[status]
+        failure_codes.setdefault(code, status)
+    responses: dict[str, Any] = {}
+    failure_content = {JSON_MEDIA_TYPE: {"schema": ref(names.failure)}}
+    for code in sorted({*described, *failure_codes}):
+        if code in described:
+            answer: dict[str, Any] = {"description": ", ".join(described[code])}
+            if code not in st.NO_BODY_CODES:
+                answer["content"] = {JSON_MEDIA_TYPE: {"schema": response}}
+        else:
+            answer = {"description": failure_codes[code], "content": failure_content}
+        responses[str(code)] = answer
+    return responses
+
+
+def _can_miss(operation: _Operation) -> bool:
+    """Whether the binding can answer 404: an empty placeholder segment matches no route, and a caller's
+    version header can name a version the topic does not have."""
+    registration = operation.registration
+    return bool(operation.route.params) or registration is None or bool(registration.version)
