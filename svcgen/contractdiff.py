@@ -149,6 +149,18 @@ RULES: tuple[Rule, ...] = (
     Rule("response-constraint-changed", "response", "warning",
          "the service may answer values the old constraint refused",
          "`pattern: ^[a-z]+$` → `pattern: ^[0-9]+$`"),
+    Rule("response-success-status-added", "response", "warning",
+         "old callers may receive a success status they do not know",
+         "`success: [ok]` → `success: [ok, created]`"),
+    Rule("response-success-status-removed", "response", "info",
+         "the service no longer answers the status; old callers knew every remaining one",
+         "`success: [ok, created]` → `success: [created]`"),
+    Rule("response-failure-status-added", "response", "warning",
+         "old callers may receive a failure status they do not handle by name",
+         "`failures: [not-found]` → `failures: [not-found, conflict]`"),
+    Rule("response-failure-status-removed", "response", "info",
+         "the service no longer answers the failure; old callers' handling of it is unused",
+         "`failures: [not-found, conflict]` → `failures: [not-found]`"),
     # Routes and topics.
     Rule("route-added", "route", "info",
          "a new way in; old callers are unaffected",
@@ -351,6 +363,8 @@ class _Differ:
             if topic.summary != after.summary:
                 self.add("doc-summary-changed", key, topic.summary, after.summary)
             self.routes(key, topic, after)
+            self.statuses(key, "success", topic.success, after.success)
+            self.statuses(key, "failure", topic.failures, after.failures)
             self.types(f"{key}.request", "request", topic.request, after.request, frozenset())
             self.types(f"{key}.response", "response", topic.response, after.response, frozenset())
             self.scope = None
@@ -388,6 +402,16 @@ class _Differ:
 
     def add(self, rule_id: str, path: str, old: Any, new: Any) -> None:
         self.out.append((self.scope, _finding(rule_id, path, old, new)))
+
+    def statuses(self, key: str, kind: str, old: tuple[str, ...], new: tuple[str, ...]) -> None:
+        """The statuses a topic version declares it answers (`success:` or `failures:`)."""
+        path = f"{key}.{'success' if kind == 'success' else 'failures'}"
+        for status in old:
+            if status not in new:
+                self.add(f"response-{kind}-status-removed", path, status, None)
+        for status in new:
+            if status not in old:
+                self.add(f"response-{kind}-status-added", path, None, status)
 
     def routes(self, key: str, old: TopicDef, new: TopicDef) -> None:
         before = [str(route) for route in old.routes]
