@@ -47,6 +47,9 @@ BENCHES = (
     Bench("build", "`svcgen build` (bench/build.py)",
           "Whole-process wall time and peak RSS of `svcgen build` for a 20-type and a 2000-type manifest, with "
           "interpreter start (`python -c pass`) measured in the same run."),
+    Bench("diff", "`svcgen diff` (bench/diff.py)",
+          "Whole-process wall time of `svcgen diff` over two 2000-type, 1000-topic manifests differing by "
+          "compatible changes throughout (550 findings), and the in-process diff of the two loaded models."),
     Bench("trace", "Tracing (bench/trace.py)",
           "The typed HTTP route in-process with and without the mesh (trace middleware, bounded queue exporter "
           "and issue aggregation), plain and traced rounds alternating, the overhead being the median of the "
@@ -297,7 +300,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="extra collector runs at the reduced size (default 2); the full size runs once")
     parser.add_argument("--collector-full", default="200000,2000000", help="small,large events of the one full run")
     parser.add_argument("--collector-reduced", default="50000,500000", help="small,large events of reduced runs")
-    parser.add_argument("--only", help="comma-separated subset: core,http,build,trace,serve,collector")
+    parser.add_argument("--only", help="comma-separated subset: core,http,build,diff,trace,serve,collector")
     parser.add_argument("--output", type=Path, default=OUTPUT)
     args = parser.parse_args(argv)
     if args.runs < 1:

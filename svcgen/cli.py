@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 import click
 import orjson
+import yaml
 
 from . import serving
 from .codegen.errors import CodegenError
@@ -24,8 +25,10 @@ from .codegen.files import GeneratedFile
 from .codegen.render import render_package
 from .codegen.starter import starter_manifest
 from .codegen.writer import BuildReport, check_findings, stale_diff, write_package
+from .contractdiff import DiffReport, Level, LevelsError, diff_manifests, parse_levels
 from .manifest import Manifest, ManifestError, load_manifest, load_manifest_with_warnings
 from .manifest.build import default_package
+from .manifest.revision import RevisionError, load_manifest_at, repository_path, split_revision
 from .runtime._http.limits import server_options
 from .runtime._logging import configure_logging
 from .runtime._mesh import probe as probing
@@ -82,14 +85,19 @@ def build(manifest: str, out: Path, force: bool) -> None:
     "-o", "--output", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
     help="Directory holding the built package, as for build.",
 )
-def check(manifest: str, out: Path) -> None:
+@click.option("--against", metavar="REV",
+              help="Also diff the contract of MANIFEST against the same file at git revision REV (as `svcgen diff`); "
+                   "an error-level change fails the check.")
+def check(manifest: str, out: Path, against: str | None) -> None:
     """Exit 1 when OUT/<package> is not what building MANIFEST would write (a unified diff on stdout), or when
     a user file needs attention (orphaned or missing handlers and health modules, handlers whose types no
-    longer match, an old health.py; one line each on stderr).
+    longer match, an old health.py; one line each on stderr), or, with --against, when the contract has an
+    error-level change since REV.
 
     Writes nothing; for CI and review.
     """
     model = _load(manifest)
+    contract = None if against is None else _diff_against(manifest, against, model)
     files = _render(model, out)
     package_dir = out / model.package
     try:
@@ -102,9 +110,38 @@ def check(manifest: str, out: Path) -> None:
         click.echo(f"{package_dir.as_posix()} is stale; run: svcgen build {manifest} -o {out.as_posix()}", err=True)
     for line in problems:
         click.echo(f"{package_dir.as_posix()}/{line}", err=True)
-    if diff or problems:
+    if not diff and not problems:
+        click.echo(f"{package_dir.as_posix()} is up to date with {manifest}")
+    if contract is not None:
+        click.echo(f"contract of {manifest} against {against}:")
+        for line in contract.lines():
+            click.echo(f"  {line}")
+    if diff or problems or (contract is not None and contract.breaking):
         raise SystemExit(1)
-    click.echo(f"{package_dir.as_posix()} is up to date with {manifest}")
+
+
+@main.command("diff")
+@click.argument("old")
+@click.argument("new")
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: one line per change and a summary; json: for tools.")
+@click.option("--levels", "levels_file", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="YAML or JSON mapping of rule id to level (error, warning, info), overriding the defaults.")
+def diff_command(old: str, new: str, output_format: str, levels_file: Path | None) -> None:
+    """Classify every contract change from the manifest OLD to NEW (each a file, or REV:PATH read from git).
+
+    Exit 1 when a change is error-level (it breaks existing callers), 0 otherwise, 2 when an input cannot be
+    read. The rules and the levels file are described in docs/contract-diff.md.
+    """
+    levels = None if levels_file is None else _levels(levels_file)
+    report = diff_manifests(_load_side(old), _load_side(new), levels)
+    if output_format == "json":
+        click.echo(orjson.dumps(report.document(), option=orjson.OPT_INDENT_2).decode())
+    else:
+        for line in report.lines():
+            click.echo(line)
+    if report.breaking:
+        raise SystemExit(1)
 
 
 @main.command()
@@ -351,7 +388,42 @@ def _render(model: Manifest, out: Path) -> list[GeneratedFile]:
         _fail(failure.lines)
 
 
-def _fail(lines: Iterable[str]) -> NoReturn:
+def _load_side(spec: str) -> Manifest:
+    """One side of a diff: a manifest file, or REV:PATH from git; exit 2 when it cannot be read or is invalid."""
+    parts = split_revision(spec)
+    try:
+        return load_manifest(spec) if parts is None else load_manifest_at(*parts).manifest
+    except ManifestError as error:
+        _fail(str(error).splitlines(), status=2)
+    except RevisionError as error:
+        _fail([f"{spec}: {error}"], status=2)
+
+
+def _diff_against(manifest: str, rev: str, model: Manifest) -> DiffReport:
+    """The contract diff of MANIFEST at git revision REV to `model` (MANIFEST as it is now)."""
+    try:
+        root, path = repository_path(manifest)
+        old = load_manifest_at(rev, path, root).manifest
+    except ManifestError as error:
+        _fail(str(error).splitlines(), status=2)
+    except RevisionError as error:
+        _fail([f"--against {rev}: {manifest}: {error}"], status=2)
+    return diff_manifests(old, model)
+
+
+def _levels(file: Path) -> dict[str, Level]:
+    try:
+        data = yaml.safe_load(file.read_text(encoding="utf-8-sig"))
+        return parse_levels(data)
+    except OSError as error:
+        _fail([f"{file}: cannot read the levels file: {error.strerror or error}"], status=2)
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        _fail([f"{file}: not a YAML or JSON file: {' '.join(str(error).split())}"], status=2)
+    except LevelsError as error:
+        _fail([f"{file}: {error}"], status=2)
+
+
+def _fail(lines: Iterable[str], status: int = 1) -> NoReturn:
     for line in lines:
         click.echo(line, err=True)
-    raise SystemExit(1)
+    raise SystemExit(status)

@@ -1,0 +1,559 @@
+"""The contract diff: every change between two manifests, classified by who it can break.
+
+A type is judged by the direction it travels in. Request types must still accept what old callers send
+(tightening is an error, loosening is info); response types must still decode in old callers (a removed or
+newly nullable property is an error, an added one is info). A type used in both directions gets both rule
+sets, because the walk starts from each (topic, version)'s request and response.
+
+The rules are declared once, as data (`RULES`): the docs' rule table is generated from them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from .manifest.model import EnumDef, FieldDef, Manifest, RecordDef, TopicDef
+from .manifest.typeexpr import TypeExpr
+from .runtime._meta import CONSTRAINT_KEYWORDS
+
+Level = Literal["error", "warning", "info"]
+Direction = Literal["request", "response", "route", "topic", "doc"]
+LEVELS: tuple[Level, ...] = ("error", "warning", "info")
+DIRECTIONS: tuple[Direction, ...] = ("request", "response", "route", "topic", "doc")
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    direction: Direction
+    level: Level
+    """The default level; a levels file may override it."""
+    why: str
+    example: str
+    """A change that triggers the rule, as a reader would write it."""
+
+
+RULES: tuple[Rule, ...] = (
+    # Request: what old callers send must still be accepted.
+    Rule("request-property-added-required", "request", "error",
+         "old callers do not send the new property, so their requests are refused",
+         "add `couponCode: string`"),
+    Rule("request-property-added-optional", "request", "info",
+         "old callers leave the new nullable property out and it is null",
+         "add `note: string?`"),
+    Rule("request-property-added-with-default", "request", "info",
+         "old callers leave the new property out and get its default",
+         "add `priority: {type: integer, default: 0}`"),
+    Rule("request-property-removed", "request", "warning",
+         "old callers still send the property; the service now ignores what they say",
+         "remove `note`"),
+    Rule("request-property-removed-from-closed-record", "request", "error",
+         "old callers still send the property and a closed record refuses it",
+         "remove `note` from a record with `additionalProperties: false`"),
+    Rule("request-property-became-required", "request", "error",
+         "old callers that leave the property out are refused",
+         "`note: string?` → `note: string`"),
+    Rule("request-property-became-optional", "request", "info",
+         "old callers send it anyway; new callers may leave it out",
+         "`note: string` → `note: string?`"),
+    Rule("request-default-changed", "request", "warning",
+         "old callers that leave the property out now get a different value",
+         "`default: 1` → `default: 2`"),
+    Rule("request-type-widened", "request", "info",
+         "every value old callers send is still accepted",
+         "`integer` → `float`"),
+    Rule("request-type-narrowed", "request", "error",
+         "some values old callers send are refused",
+         "`float` → `integer`"),
+    Rule("request-type-changed", "request", "error",
+         "values old callers send are refused",
+         "`string` → `integer`"),
+    Rule("request-nullable-added", "request", "info",
+         "null is accepted as well as every value old callers send",
+         "`string` → `string?`"),
+    Rule("request-nullable-removed", "request", "error",
+         "old callers that send null are refused",
+         "`string?` → `string`"),
+    Rule("request-enum-value-added", "request", "info",
+         "every value old callers send is still accepted",
+         "`[placed, paid]` → `[placed, paid, shipped]`"),
+    Rule("request-enum-value-removed", "request", "error",
+         "old callers that send the removed value are refused",
+         "`[placed, paid]` → `[placed]`"),
+    Rule("request-constraint-tightened", "request", "error",
+         "some values old callers send break the new constraint and are refused",
+         "`minLength: 1` → `minLength: 3`; `maximum` or `format` added"),
+    Rule("request-constraint-loosened", "request", "info",
+         "every value old callers send still fits",
+         "`maxLength: 10` → `maxLength: 20`; `pattern` removed"),
+    Rule("request-constraint-changed", "request", "error",
+         "the new constraint refuses some values the old one accepted",
+         "`pattern: ^[a-z]+$` → `pattern: ^[0-9]+$`; `format: email` → `format: uri`"),
+    Rule("request-record-closed", "request", "error",
+         "old callers that send a property the record does not declare are refused",
+         "`additionalProperties: false` added to the record's JSON Schema"),
+    Rule("request-record-opened", "request", "info",
+         "undeclared properties are now ignored instead of refused",
+         "`additionalProperties: false` removed"),
+    # Response: what the service answers must still decode in old callers.
+    Rule("response-property-added", "response", "info",
+         "old callers ignore a property they do not know",
+         "add `trackingUrl: string?`"),
+    Rule("response-property-added-to-closed-record", "response", "error",
+         "old callers decode the record as closed and refuse a property it did not declare",
+         "add `trackingUrl` to a record with `additionalProperties: false`"),
+    Rule("response-property-removed", "response", "error",
+         "old callers expect the property and no longer get it",
+         "remove `status`"),
+    Rule("response-property-became-required", "response", "info",
+         "the service always sends it, as old callers may expect",
+         "`note: string?` → `note: string`"),
+    Rule("response-property-became-optional", "response", "warning",
+         "old callers that need the property may find it null",
+         "`note: string` → `note: string?`"),
+    Rule("response-default-changed", "response", "info",
+         "the service sends the value either way; only the documented default moves",
+         "`default: placed` → `default: new`"),
+    Rule("response-type-widened", "response", "error",
+         "the service may answer values old callers' type cannot hold",
+         "`integer` → `float` (a 2.5 does not decode as an integer)"),
+    Rule("response-type-narrowed", "response", "info",
+         "every value the service answers still decodes in old callers",
+         "`float` → `integer`"),
+    Rule("response-type-changed", "response", "error",
+         "what the service answers no longer decodes in old callers",
+         "`string` → `integer`"),
+    Rule("response-nullable-added", "response", "error",
+         "old callers do not expect null and fail to decode it",
+         "`string` → `string?`"),
+    Rule("response-nullable-removed", "response", "info",
+         "the service never answers null any more; old callers handled it anyway",
+         "`string?` → `string`"),
+    Rule("response-enum-value-added", "response", "warning",
+         "old callers may receive a value they do not know",
+         "`[placed, paid]` → `[placed, paid, shipped]`"),
+    Rule("response-enum-value-removed", "response", "info",
+         "the service no longer answers the value; old callers knew every remaining one",
+         "`[placed, paid]` → `[placed]`"),
+    Rule("response-constraint-tightened", "response", "info",
+         "every value the service answers still fits what old callers expect",
+         "`maxLength: 20` → `maxLength: 10`"),
+    Rule("response-constraint-loosened", "response", "warning",
+         "the service may answer values outside what old callers check",
+         "`maximum: 100` → `maximum: 1000`; `format` removed"),
+    Rule("response-constraint-changed", "response", "warning",
+         "the service may answer values the old constraint refused",
+         "`pattern: ^[a-z]+$` → `pattern: ^[0-9]+$`"),
+    Rule("response-success-status-added", "response", "warning",
+         "old callers may receive a success status they do not know",
+         "`success: [ok]` → `success: [ok, created]`"),
+    Rule("response-success-status-removed", "response", "info",
+         "the service no longer answers the status; old callers knew every remaining one",
+         "`success: [ok, created]` → `success: [created]`"),
+    Rule("response-failure-status-added", "response", "warning",
+         "old callers may receive a failure status they do not handle by name",
+         "`failures: [not-found]` → `failures: [not-found, conflict]`"),
+    Rule("response-failure-status-removed", "response", "info",
+         "the service no longer answers the failure; old callers' handling of it is unused",
+         "`failures: [not-found, conflict]` → `failures: [not-found]`"),
+    # Routes and topics.
+    Rule("route-added", "route", "info",
+         "a new way in; old callers are unaffected",
+         "`routes: [POST /orders]` → `routes: [POST /orders, PUT /orders]`"),
+    Rule("route-removed", "route", "error",
+         "old callers of the route get 404",
+         "`routes: [POST /orders, PUT /orders]` → `routes: [POST /orders]`"),
+    Rule("route-changed", "route", "error",
+         "old callers of the old route get 404 or 405",
+         "`POST /orders` → `POST /v1/orders`"),
+    Rule("topic-version-added", "topic", "info",
+         "a new (topic, version) beside the existing ones; old callers are unaffected",
+         "add `orders:place` version `v2`"),
+    Rule("topic-version-removed", "topic", "error",
+         "old callers of the (topic, version) get unknown-topic",
+         "remove `orders:place` version `v1`"),
+    Rule("topic-version-not-bumped", "topic", "error",
+         "a breaking change inside a published (topic, version) breaks its callers; publish it as a new version",
+         "`request-property-became-required` inside `orders:place@v1`"),
+    # Annotations only.
+    Rule("doc-description-changed", "doc", "info",
+         "documentation only; the wire is unchanged",
+         "`description: How many` → `description: Units ordered`"),
+    Rule("doc-summary-changed", "doc", "info",
+         "documentation only; the wire is unchanged",
+         "`summary: Place an order` → `summary: Place one order`"),
+    Rule("doc-examples-changed", "doc", "info",
+         "documentation only; the wire is unchanged",
+         "`examples: [1]` → `examples: [1, 5]`"),
+    Rule("doc-deprecated-changed", "doc", "info",
+         "documentation only; deprecated values are still accepted and answered",
+         "`deprecated: true` added"),
+)
+RULES_BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}
+GATE_RULE = "topic-version-not-bumped"
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    level: Level
+    direction: Direction
+    path: str
+    """`orders:place@v1.request.items[].quantity`: `[]` is an item, `{}` a map value."""
+    old: Any
+    new: Any
+    why: str
+    fix: str | None = None
+
+    def document(self) -> dict[str, Any]:
+        """The JSON form (key order is part of the format)."""
+        return {"rule": self.rule, "level": self.level, "direction": self.direction, "path": self.path,
+                "old": self.old, "new": self.new, "why": self.why, "fix": self.fix}
+
+    def line(self) -> str:
+        change = "" if self.old is None and self.new is None else f" ({_show(self.old)} → {_show(self.new)})"
+        text = f"{self.level}: {self.path}: {self.rule}{change}: {self.why}"
+        return text if self.fix is None else f"{text}; fix: {self.fix}"
+
+
+@dataclass(frozen=True)
+class DiffReport:
+    findings: tuple[Finding, ...] = ()
+
+    def count(self, level: Level) -> int:
+        return sum(1 for finding in self.findings if finding.level == level)
+
+    @property
+    def breaking(self) -> bool:
+        return self.count("error") > 0
+
+    def summary(self) -> str:
+        if not self.findings:
+            return "no contract changes"
+        counts = ", ".join(f"{self.count(level)} {level}{'s' if self.count(level) != 1 else ''}" for level in LEVELS)
+        verdict = "breaking" if self.breaking else "compatible"
+        return f"{len(self.findings)} contract change{'s' if len(self.findings) != 1 else ''}: {counts}; {verdict}"
+
+    def lines(self) -> list[str]:
+        return [finding.line() for finding in self.findings] + [self.summary()]
+
+    def document(self) -> dict[str, Any]:
+        return {
+            "findings": [finding.document() for finding in self.findings],
+            "summary": {**{level: self.count(level) for level in LEVELS}, "breaking": self.breaking},
+        }
+
+
+class LevelsError(ValueError):
+    """A levels mapping that names an unknown rule or level (the message is one line)."""
+
+
+def parse_levels(data: Any) -> dict[str, Level]:
+    """A levels file's content (rule id → level), checked; LevelsError names the first problem."""
+    if not isinstance(data, Mapping):
+        raise LevelsError("expected a mapping of rule id to level, like {request-property-removed: error}")
+    levels: dict[str, Level] = {}
+    for rule_id, level in data.items():
+        if rule_id not in RULES_BY_ID:
+            close = difflib.get_close_matches(str(rule_id), RULES_BY_ID, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else "; the rules are listed in docs/contract-diff.md"
+            raise LevelsError(f"unknown rule id {rule_id!r}{hint}")
+        if level not in LEVELS:
+            raise LevelsError(f"rule {rule_id}: level {level!r} is not one of {', '.join(LEVELS)}")
+        levels[rule_id] = level
+    return levels
+
+
+def diff_manifests(old: Manifest, new: Manifest, levels: Mapping[str, Level] | None = None) -> DiffReport:
+    """Every contract change from `old` to `new`, levels overridden by `levels` (rule id → level), plus the
+    `topic-version-not-bumped` gate over the error-level ones, sorted by path then rule."""
+    overrides = levels or {}
+
+    def leveled(finding: Finding) -> Finding:
+        return replace(finding, level=overrides[finding.rule]) if finding.rule in overrides else finding
+
+    scoped = [(topic, leveled(finding)) for topic, finding in _Differ(old, new).findings()]
+    found = [finding for _, finding in scoped]
+    gate = [leveled(finding) for finding in _gate(old, new, scoped)]
+    return DiffReport(tuple(sorted([*found, *gate], key=lambda finding: (finding.path, finding.rule))))
+
+
+def rule_table() -> str:
+    """The Markdown rule table of docs/contract-diff.md."""
+    rows = ["| id | direction | level | example | why |", "|---|---|---|---|---|"]
+    rows += [f"| `{rule.id}` | {rule.direction} | {rule.level} | {rule.example} | {rule.why} |" for rule in RULES]
+    return "\n".join(rows) + "\n"
+
+
+def topic_key(topic: TopicDef) -> str:
+    return f"{topic.id}@{topic.version}" if topic.version else topic.id
+
+
+def _finding(rule_id: str, path: str, old: Any, new: Any, why: str | None = None, fix: str | None = None) -> Finding:
+    rule = RULES_BY_ID[rule_id]
+    return Finding(rule.id, rule.level, rule.direction, path, old, new, why or rule.why, fix)
+
+
+def _gate(old: Manifest, new: Manifest, scoped: list[tuple[TopicDef | None, Finding]]) -> Iterator[Finding]:
+    """One `topic-version-not-bumped` per (topic, version) in both manifests with an error-level change
+    (`scoped`: each finding with the topic version it was found inside, if any)."""
+    for topic in old.topics:
+        key = topic_key(topic)
+        breaking = sorted({
+            finding.path for scope, finding in scoped
+            if scope is topic and finding.level == "error" and finding.direction in ("request", "response", "route")
+        })
+        if breaking:
+            versions = {other.version for other in (*old.topics, *new.topics) if other.id == topic.id}
+            fix = (f"add {topic.id} version {_next_version(topic.version, versions)} with the new contract and keep "
+                   f"{'version ' + topic.version if topic.version else 'the unversioned one'} as it was")
+            why = f"breaking change{'s' if len(breaking) > 1 else ''} inside a published version: {', '.join(breaking)}"
+            yield _finding(GATE_RULE, key, None, None, why, fix)
+
+
+def _next_version(version: str, taken: set[str]) -> str:
+    match = re.fullmatch(r"(\D*)(\d+)", version)
+    prefix, number = (match.group(1), int(match.group(2))) if match else ("v", 1)
+    candidate = f"{prefix}{number + 1}"
+    while candidate in taken:
+        number += 1
+        candidate = f"{prefix}{number + 1}"
+    return candidate
+
+
+_LOWER_BOUNDS = ("minLength", "minimum", "exclusiveMinimum", "minItems")
+_UPPER_BOUNDS = ("maxLength", "maximum", "exclusiveMaximum", "maxItems")
+_ARRAYS = ("list", "set", "tuple")
+_ANY = TypeExpr("scalar", "any")
+_STRING = TypeExpr("scalar", "string")
+_WIDENINGS = {("integer", "float")}
+"""(narrower, wider) scalar pairs: every value of the first is a value of the second."""
+
+
+@dataclass
+class _Differ:
+    old: Manifest
+    new: Manifest
+    out: list[tuple[TopicDef | None, Finding]] = field(default_factory=list)
+    scope: TopicDef | None = None
+    """The old (topic, version) being walked; None outside one."""
+
+    def __post_init__(self) -> None:
+        self.old_records = {record.name: record for record in self.old.types}
+        self.new_records = {record.name: record for record in self.new.types}
+        self.old_enums = {enum.name: enum for enum in self.old.enums}
+        self.new_enums = {enum.name: enum for enum in self.new.enums}
+
+    def findings(self) -> list[tuple[TopicDef | None, Finding]]:
+        """Every change, each with the old (topic, version) it is inside (None for additions, removals and
+        annotations of types)."""
+        new_topics = {topic_key(topic): topic for topic in self.new.topics}
+        old_topics = {topic_key(topic): topic for topic in self.old.topics}
+        for key, topic in old_topics.items():
+            if key not in new_topics:
+                self.add("topic-version-removed", key, key, None)
+                continue
+            after = new_topics[key]
+            self.scope = topic
+            if topic.summary != after.summary:
+                self.add("doc-summary-changed", key, topic.summary, after.summary)
+            self.routes(key, topic, after)
+            self.statuses(key, "success", topic.success, after.success)
+            self.statuses(key, "failure", topic.failures, after.failures)
+            self.types(f"{key}.request", "request", topic.request, after.request, frozenset())
+            self.types(f"{key}.response", "response", topic.response, after.response, frozenset())
+            self.scope = None
+        for key in new_topics:
+            if key not in old_topics:
+                self.add("topic-version-added", key, None, key)
+        self.annotations()
+        return self.out
+
+    def annotations(self) -> None:
+        """Documentation changes, once per type (at `Type` and `Type.field`) however many topics use it."""
+        for name, old_enum in self.old_enums.items():
+            new_enum = self.new_enums.get(name)
+            if new_enum is not None and old_enum.description != new_enum.description:
+                self.add("doc-description-changed", name, old_enum.description, new_enum.description)
+        for name, before in self.old_records.items():
+            after = self.new_records.get(name)
+            if after is None:
+                continue
+            if before.description != after.description:
+                self.add("doc-description-changed", name, before.description, after.description)
+            if before.deprecated != after.deprecated:
+                self.add("doc-deprecated-changed", name, before.deprecated, after.deprecated)
+            new_fields = {item.wire: item for item in after.fields}
+            for old_field in before.fields:
+                new_field = new_fields.get(old_field.wire)
+                if new_field is None:
+                    continue
+                at = f"{name}.{old_field.wire}"
+                if old_field.description != new_field.description:
+                    self.add("doc-description-changed", at, old_field.description, new_field.description)
+                for keyword, rule in (("examples", "doc-examples-changed"), ("deprecated", "doc-deprecated-changed")):
+                    if old_field.contract.get(keyword) != new_field.contract.get(keyword):
+                        self.add(rule, at, old_field.contract.get(keyword), new_field.contract.get(keyword))
+
+    def add(self, rule_id: str, path: str, old: Any, new: Any) -> None:
+        self.out.append((self.scope, _finding(rule_id, path, old, new)))
+
+    def statuses(self, key: str, kind: str, old: tuple[str, ...], new: tuple[str, ...]) -> None:
+        """The statuses a topic version declares it answers (`success:` or `failures:`)."""
+        path = f"{key}.{'success' if kind == 'success' else 'failures'}"
+        for status in old:
+            if status not in new:
+                self.add(f"response-{kind}-status-removed", path, status, None)
+        for status in new:
+            if status not in old:
+                self.add(f"response-{kind}-status-added", path, None, status)
+
+    def routes(self, key: str, old: TopicDef, new: TopicDef) -> None:
+        before = [str(route) for route in old.routes]
+        after = [str(route) for route in new.routes]
+        removed = [route for route in before if route not in after]
+        added = [route for route in after if route not in before]
+        for gone, came in zip(removed, added, strict=False):
+            self.add("route-changed", f"{key}.routes", gone, came)
+        for gone in removed[len(added):]:
+            self.add("route-removed", f"{key}.routes", gone, None)
+        for came in added[len(removed):]:
+            self.add("route-added", f"{key}.routes", None, came)
+
+    # Types ------------------------------------------------------------------------------------------------
+
+    def types(self, path: str, direction: str, old: TypeExpr, new: TypeExpr, seen: frozenset[tuple[str, str]]) -> None:
+        """Compare two type expressions at `path`; `seen` holds the record pairs already being compared above
+        (a recursive record is compared once per path)."""
+        if old.is_nullable != new.is_nullable:
+            self.add(f"{direction}-nullable-{'added' if new.is_nullable else 'removed'}", path, str(old), str(new))
+        old, new = _strip(old), _strip(new)
+        old_enum, new_enum = self.enum(old, self.old_enums), self.enum(new, self.new_enums)
+        if old_enum is not None and new_enum is not None:
+            self.enum_values(path, direction, old_enum, new_enum)
+        elif old.kind == "record" and new.kind == "record" and old_enum is None and new_enum is None:
+            pair = (old.name, new.name)
+            if pair not in seen:
+                self.records(path, direction, self.old_records[old.name], self.new_records[new.name], seen | {pair})
+        elif (old.kind in _ARRAYS and new.kind in _ARRAYS) or old.kind == new.kind == "map":
+            suffix = "{}" if old.kind == "map" else "[]"
+            self.types(path + suffix, direction, old.args[0], new.args[0], seen)
+        elif old.kind == new.kind == "union" and _members(old) == _members(new):
+            by_text = {str(member): member for member in new.args}
+            for member in old.args:
+                self.types(path, direction, member, by_text[str(member)], seen)
+        else:
+            change = self.relation(old, new, old_enum, new_enum)
+            if change is not None:
+                self.add(f"{direction}-type-{change}", path, str(old), str(new))
+
+    def relation(self, old: TypeExpr, new: TypeExpr, old_enum: EnumDef | None, new_enum: EnumDef | None) -> str | None:
+        """`widened` (new accepts every old value), `narrowed` (the reverse), `changed`, or None (the same)."""
+        if old.kind == new.kind == "scalar" and old.name == new.name:
+            return None
+        if new == _ANY or (str(old), str(new)) in _WIDENINGS or (old_enum is not None and new == _STRING):
+            return "widened"
+        if old == _ANY or (str(new), str(old)) in _WIDENINGS or (new_enum is not None and old == _STRING):
+            return "narrowed"
+        old_members, new_members = _members(old), _members(new)
+        if old_members < new_members:
+            return "widened"
+        if new_members < old_members:
+            return "narrowed"
+        return "changed"
+
+    def enum(self, expr: TypeExpr, enums: Mapping[str, EnumDef]) -> EnumDef | None:
+        return enums.get(expr.name) if expr.kind == "record" else None
+
+    def enum_values(self, path: str, direction: str, old: EnumDef, new: EnumDef) -> None:
+        for value in old.values:
+            if value not in new.values:
+                self.add(f"{direction}-enum-value-removed", path, value, None)
+        for value in new.values:
+            if value not in old.values:
+                self.add(f"{direction}-enum-value-added", path, None, value)
+
+    def records(self, path: str, direction: str, old: RecordDef, new: RecordDef,
+                seen: frozenset[tuple[str, str]]) -> None:
+        if direction == "request" and old.closed != new.closed:
+            self.add(f"request-record-{'closed' if new.closed else 'opened'}", path, old.closed, new.closed)
+        new_fields = {item.wire: item for item in new.fields}
+        old_fields = {item.wire: item for item in old.fields}
+        for wire, before in old_fields.items():
+            at = f"{path}.{wire}"
+            after = new_fields.get(wire)
+            if after is None:
+                removed = "request-property-removed" + ("-from-closed-record" if new.closed else "")
+                self.add(removed if direction == "request" else "response-property-removed", at, str(before.type), None)
+            else:
+                self.field(at, direction, before, after, seen)
+        for wire, after in new_fields.items():
+            if wire not in old_fields:
+                self.add(_added_rule(direction, after, old), f"{path}.{wire}", None, str(after.type))
+
+    def field(self, path: str, direction: str, old: FieldDef, new: FieldDef, seen: frozenset[tuple[str, str]]) -> None:
+        if old.has_default != new.has_default:
+            became = "optional" if new.has_default else "required"
+            self.add(f"{direction}-property-became-{became}", path, _requiredness(old), _requiredness(new))
+        elif old.has_default and old.default != new.default:
+            self.add(f"{direction}-default-changed", path, old.default, new.default)
+        for keyword in sorted(CONSTRAINT_KEYWORDS):
+            before, after = old.contract.get(keyword), new.contract.get(keyword)
+            if before != after:
+                change = _constraint_change(keyword, before, after)
+                self.add(f"{direction}-constraint-{change}", path, {keyword: before}, {keyword: after})
+        self.types(path, direction, old.type, new.type, seen)
+
+
+def _added_rule(direction: str, added: FieldDef, old_record: RecordDef) -> str:
+    if direction == "response":
+        return "response-property-added" + ("-to-closed-record" if old_record.closed else "")
+    if not added.has_default:
+        return "request-property-added-required"
+    return "request-property-added-optional" if added.default is None else "request-property-added-with-default"
+
+
+def _requiredness(item: FieldDef) -> str:
+    return "optional" if item.has_default else "required"
+
+
+def _constraint_change(keyword: str, old: Any, new: Any) -> str:
+    """`tightened` (fewer values fit), `loosened` (more values fit) or `changed` (neither contains the other)."""
+    if old is None or new is None:
+        return "tightened" if old is None else "loosened"
+    if keyword in _LOWER_BOUNDS:
+        return "tightened" if new > old else "loosened"
+    if keyword in _UPPER_BOUNDS:
+        return "tightened" if new < old else "loosened"
+    if keyword == "multipleOf":
+        if _divides(old, new):
+            return "tightened"
+        if _divides(new, old):
+            return "loosened"
+    return "changed"
+
+
+def _divides(step: float, value: float) -> bool:
+    quotient = value / step
+    return abs(quotient - round(quotient)) < 1e-9
+
+
+def _strip(expr: TypeExpr) -> TypeExpr:
+    return expr.args[0] if expr.is_nullable else expr
+
+
+def _members(expr: TypeExpr) -> frozenset[str]:
+    return frozenset(str(member) for member in expr.args) if expr.kind == "union" else frozenset({str(expr)})
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))

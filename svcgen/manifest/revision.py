@@ -1,0 +1,109 @@
+"""A manifest as committed at a git revision (`REV:PATH`), its jsonSchema files read at the same revision.
+
+The files are copied out with `git show` into a scratch directory laid out like the repository, so the
+manifest is loaded exactly as from a checkout; diagnostics name `REV:PATH`, never the scratch copy.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import subprocess
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .diagnostics import ManifestError
+from .load import LoadedManifest, load_manifest_text_with_warnings
+
+
+class RevisionError(Exception):
+    """The revision or the path cannot be read from git (the message is one line)."""
+
+
+def split_revision(spec: str) -> tuple[str, str] | None:
+    """(REV, PATH) when `spec` is `REV:PATH` and no file is named `spec`; None for a plain path."""
+    if Path(spec).exists():
+        return None
+    rev, separator, path = spec.partition(":")
+    if not separator or not rev or not path or (len(rev) == 1 and path.startswith(("\\", "/"))):
+        return None  # not `REV:PATH`, or a Windows drive (`C:\...`)
+    return rev, path
+
+
+def repository_path(file: str | Path) -> tuple[Path, str]:
+    """(repository root, path of `file` inside it, `/`-separated) for a file in a git working tree."""
+    folder = Path(file).resolve().parent
+    root = Path(_git(["rev-parse", "--show-toplevel"], folder).strip())
+    return root, Path(file).resolve().relative_to(root.resolve()).as_posix()
+
+
+def load_manifest_at(rev: str, path: str, cwd: Path | None = None) -> LoadedManifest:
+    """The manifest at `path` in revision `rev` of the repository `cwd` is in. A path starting with `./` or
+    `../` is relative to `cwd` (as git reads it); any other is relative to the repository root. Raises
+    RevisionError when git cannot give it, ManifestError (naming `REV:PATH`) when it is invalid."""
+    where = cwd or Path.cwd()
+    if path.startswith(("./", "../")):
+        path = posixpath.join(_git(["rev-parse", "--show-prefix"], where).strip(), path)
+    path = posixpath.normpath(path)
+    text = _show(rev, path, where)
+    with tempfile.TemporaryDirectory(prefix="svcgen-rev-") as scratch:
+        for schema in _json_schema_paths(text, path):
+            try:
+                content = _show(rev, schema, where)
+            except RevisionError:
+                continue  # the loader reports the missing file at the manifest's line
+            target = Path(scratch, schema)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(content, encoding="utf-8")
+        copy = Path(scratch, path).as_posix()
+        try:
+            return load_manifest_text_with_warnings(text, copy)
+        except ManifestError as error:
+            named = f"{rev}:{path}"
+            raise ManifestError(
+                replace(diagnostic, position=replace(diagnostic.position, file=named))
+                if diagnostic.position.file == copy else diagnostic
+                for diagnostic in error.diagnostics
+            ) from None
+
+
+def _json_schema_paths(text: str, manifest: str) -> list[str]:
+    """Repository paths of the jsonSchema files the manifest names (inside the repository)."""
+    try:
+        document: Any = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return []  # the loader says what is wrong
+    types = document.get("types") if isinstance(document, dict) else None
+    if not isinstance(types, dict):
+        return []
+    found = []
+    for spec in types.values():
+        relative = spec.get("jsonSchema") if isinstance(spec, dict) else None
+        if isinstance(relative, str):
+            joined = posixpath.normpath(posixpath.join(posixpath.dirname(manifest), relative))
+            if not joined.startswith("../") and not posixpath.isabs(joined):
+                found.append(joined)
+    return found
+
+
+def _show(rev: str, path: str, cwd: Path) -> str:
+    return _git(["show", f"{rev}:{path}"], cwd)
+
+
+def _git(arguments: list[str], cwd: Path) -> str:
+    try:
+        done = subprocess.run(["git", *arguments], cwd=cwd, capture_output=True, check=False, timeout=60)
+    except FileNotFoundError:
+        raise RevisionError("git is not installed (needed to read REV:PATH)") from None
+    except OSError as error:
+        raise RevisionError(f"cannot run git: {error.strerror or error}") from None
+    if done.returncode != 0:
+        message = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise RevisionError(message[-1] if message else f"git {' '.join(arguments)} failed")
+    try:
+        return done.stdout.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise RevisionError(f"{arguments[-1]}: not UTF-8 text (byte {error.start})") from None

@@ -1,0 +1,49 @@
+"""Shared by the diff tests: manifests from small fragments, a finding as one golden line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from svcgen.contractdiff import Finding
+from svcgen.manifest import Manifest, load_manifest
+
+REPO = Path(__file__).resolve().parents[2]
+CASES = REPO / "tests" / "golden" / "diff" / "cases.yaml"
+EXPECTED = REPO / "tests" / "golden" / "diff" / "expected.txt"
+BASE_TOPICS = [{"id": "orders:place", "version": "v1", "request": "Req", "response": "Res"}]
+
+
+def manifest_document(fragment: dict[str, Any]) -> dict[str, Any]:
+    """A whole manifest: one topic orders:place@v1 (Req → Res) unless the fragment gives topics; the
+    fragment's types and enums over empty Req and Res."""
+    types = {"Req": {"fields": {}}, "Res": {"fields": {}}, **fragment.get("types", {})}
+    document: dict[str, Any] = {"svcgen": 1, "service": "orders"}
+    if "enums" in fragment:
+        document["enums"] = fragment["enums"]
+    document["types"] = types
+    document["topics"] = fragment.get("topics", BASE_TOPICS)
+    return document
+
+
+def write_manifest(folder: Path, fragment: dict[str, Any], files: dict[str, Any] | None = None) -> Path:
+    """Write the manifest of `fragment` (and JSON files beside it) into `folder`; its path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, content in (files or {}).items():
+        (folder / name).write_text(json.dumps(content), encoding="utf-8")
+    path = folder / "orders.yaml"
+    path.write_text(yaml.safe_dump(manifest_document(fragment), sort_keys=False), encoding="utf-8")
+    return path
+
+
+def load_fragment(folder: Path, fragment: dict[str, Any], files: dict[str, Any] | None = None) -> Manifest:
+    return load_manifest(write_manifest(folder, fragment, files))
+
+
+def golden_line(finding: Finding) -> str:
+    old, new = json.dumps(finding.old), json.dumps(finding.new)
+    line = f"{finding.level} {finding.rule} {finding.path}: {old} -> {new}"
+    return line if finding.fix is None else f"{line}\n  why: {finding.why}\n  fix: {finding.fix}"

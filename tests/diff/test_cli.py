@@ -1,0 +1,214 @@
+"""`svcgen diff` and `svcgen check --against` as users and CI run them: exit statuses, the gate, the levels
+file, the JSON output, REV:PATH from git, and clean one-line errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner, Result
+
+from svcgen.cli import main
+from svcgen.contractdiff import RULES, rule_table
+
+from .support import REPO, write_manifest
+
+EXAMPLES = REPO / "examples" / "manifests"
+V1: dict[str, Any] = {"types": {"Req": {"fields": {"sku": "string"}}, "Res": {"fields": {"orderId": "string"}}}}
+BREAKING: dict[str, Any] = {
+    "types": {"Req": {"fields": {"sku": "string", "couponCode": "string"}}, "Res": {"fields": {"orderId": "string"}}}
+}
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def pair(tmp_path: Path, old: dict[str, Any], new: dict[str, Any]) -> tuple[str, str]:
+    return str(write_manifest(tmp_path / "old", old)), str(write_manifest(tmp_path / "new", new))
+
+
+def assert_usage_error(result: Result, *fragments: str) -> None:
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args], cwd=repo, check=True,
+                   capture_output=True, timeout=60)
+
+
+def test_a_no_op_rewrite_with_reordered_keys_finds_nothing(tmp_path: Path) -> None:
+    shutil.copytree(EXAMPLES / "schemas", tmp_path / "schemas")
+    document = yaml.safe_load((EXAMPLES / "orders.yaml").read_text(encoding="utf-8"))
+    rewritten = tmp_path / "orders.yaml"
+    # sort_keys reorders every mapping: top-level keys, types, and each record's fields.
+    rewritten.write_text(yaml.safe_dump(document, sort_keys=True, default_flow_style=True), encoding="utf-8")
+    result = run("diff", str(EXAMPLES / "orders.yaml"), str(rewritten))
+    assert (result.exit_code, result.stdout) == (0, "no contract changes\n")
+
+
+def test_a_breaking_change_fails_with_the_gate_and_its_fix(tmp_path: Path) -> None:
+    result = run("diff", *pair(tmp_path, V1, BREAKING))
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    assert lines[0] == (
+        "error: orders:place@v1: topic-version-not-bumped: breaking change inside a published version: "
+        "orders:place@v1.request.couponCode; fix: add orders:place version v2 with the new contract and keep "
+        "version v1 as it was")
+    assert lines[1].startswith("error: orders:place@v1.request.couponCode: request-property-added-required (none → "
+                               "string): ")
+    assert lines[-1] == "2 contract changes: 2 errors, 0 warnings, 0 infos; breaking"
+
+
+def test_a_new_version_beside_the_old_one_passes_and_removing_the_old_one_fails(tmp_path: Path) -> None:
+    bumped: dict[str, Any] = {
+        "types": {**BREAKING["types"], "ReqV1": V1["types"]["Req"]},
+        "topics": [{"id": "orders:place", "version": "v1", "request": "ReqV1", "response": "Res"},
+                   {"id": "orders:place", "version": "v2", "request": "Req", "response": "Res"}],
+    }
+    kept = run("diff", *pair(tmp_path / "kept", V1, bumped))
+    assert kept.exit_code == 0, kept.stdout
+    assert kept.stdout.splitlines()[0].startswith("info: orders:place@v2: topic-version-added")
+    dropped = {**bumped, "topics": bumped["topics"][1:]}
+    removed = run("diff", *pair(tmp_path / "dropped", V1, dropped))
+    assert removed.exit_code == 1
+    assert "error: orders:place@v1: topic-version-removed" in removed.stdout
+
+
+def test_the_levels_file_overrides_levels_per_rule(tmp_path: Path) -> None:
+    old, new = pair(tmp_path, V1, BREAKING)
+    lenient = tmp_path / "levels.yaml"
+    lenient.write_text("request-property-added-required: warning\n")
+    result = run("diff", old, new, "--levels", str(lenient))
+    # No error-level change is left, so the gate has nothing to report either.
+    assert (result.exit_code, result.stdout.splitlines()[-1]) == (0, "1 contract change: 0 errors, 1 warning, 0 "
+                                                                     "infos; compatible")
+    strict = tmp_path / "strict.json"
+    strict.write_text(json.dumps({"response-property-added": "error"}))
+    added = {"types": {**V1["types"], "Res": {"fields": {"orderId": "string", "eta": "string?"}}}}
+    stricter = run("diff", *pair(tmp_path / "strict", V1, added), "--levels", str(strict))
+    assert stricter.exit_code == 1
+    assert "error: orders:place@v1.response.eta: response-property-added" in stricter.stdout
+    assert "topic-version-not-bumped" in stricter.stdout
+
+
+@pytest.mark.parametrize(("content", "fragment"), [
+    ("request-property-became-requird: error\n", "unknown rule id 'request-property-became-requird'; did you mean "
+                                                 "'request-property-became-required'?"),
+    ("route-added: fatal\n", "rule route-added: level 'fatal' is not one of error, warning, info"),
+    ("- route-added\n", "expected a mapping of rule id to level"),
+    ("a: [\n", "not a YAML or JSON file"),
+])
+def test_a_bad_levels_file_is_one_clear_line(tmp_path: Path, content: str, fragment: str) -> None:
+    levels = tmp_path / "levels.yaml"
+    levels.write_text(content)
+    assert_usage_error(run("diff", *pair(tmp_path, V1, V1), "--levels", str(levels)), str(levels), fragment)
+
+
+def test_json_output_has_a_stable_shape(tmp_path: Path) -> None:
+    result = run("diff", *pair(tmp_path, V1, BREAKING), "--format", "json")
+    assert result.exit_code == 1
+    document = json.loads(result.stdout)
+    assert list(document) == ["findings", "summary"]
+    assert document["summary"] == {"error": 2, "warning": 0, "info": 0, "breaking": True}
+    gate, added = document["findings"]
+    assert list(added) == ["rule", "level", "direction", "path", "old", "new", "why", "fix"]
+    assert added == {
+        "rule": "request-property-added-required", "level": "error", "direction": "request",
+        "path": "orders:place@v1.request.couponCode", "old": None, "new": "string",
+        "why": "old callers do not send the new property, so their requests are refused", "fix": None,
+    }
+    assert (gate["rule"], gate["direction"], gate["path"]) == ("topic-version-not-bumped", "topic", "orders:place@v1")
+    assert gate["fix"] == "add orders:place version v2 with the new contract and keep version v1 as it was"
+
+
+def test_unreadable_inputs_are_usage_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    old, _ = pair(tmp_path, V1, V1)
+    assert_usage_error(run("diff", old, str(tmp_path / "missing.yaml")), "missing.yaml:1:1: manifest file not found")
+    invalid = tmp_path / "invalid.yaml"
+    invalid.write_text("svcgen: 1\nservice: Orders\n")
+    result = run("diff", str(invalid), old)
+    assert result.exit_code == 2 and f"{invalid}:2:10: " in result.stderr
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    monkeypatch.chdir(repo)
+    assert_usage_error(run("diff", "no-such-rev:orders.yaml", old), "no-such-rev:orders.yaml: ")
+
+
+def test_rev_path_reads_the_manifest_and_its_json_schema_at_that_revision(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = tmp_path / "repo"
+    service = repo / "service"
+    schema: dict[str, Any] = {"type": "object", "properties": {"sku": {"type": "string"}}, "required": ["sku"]}
+    (service / "schemas").mkdir(parents=True)
+    (service / "schemas" / "req.json").write_text(json.dumps(schema))
+    write_manifest(service, {"types": {"Req": {"jsonSchema": "schemas/req.json"}}})
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "v1")
+    # Only the schema file changes: the diff must read the committed one for the old side.
+    schema["properties"]["couponCode"] = {"type": "string"}
+    schema["required"] = ["sku", "couponCode"]
+    (service / "schemas" / "req.json").write_text(json.dumps(schema))
+    monkeypatch.chdir(repo)
+    from_root = run("diff", "HEAD:service/orders.yaml", "service/orders.yaml")
+    assert from_root.exit_code == 1
+    assert "error: orders:place@v1.request.couponCode: request-property-added-required" in from_root.stdout
+    monkeypatch.chdir(service)
+    relative = run("diff", "HEAD:./orders.yaml", "orders.yaml")
+    assert relative.stdout == from_root.stdout
+    assert run("diff", "HEAD:./orders.yaml", "HEAD:service/orders.yaml").stdout == "no contract changes\n"
+
+
+def test_check_against_a_revision_in_a_git_repository_as_ci_runs_it(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    manifest = write_manifest(repo, V1)
+    cli = [sys.executable, "-m", "svcgen"]
+
+    def svcgen(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*cli, *args], cwd=repo, capture_output=True, text=True, timeout=120, check=False)
+
+    assert svcgen("build", manifest.name, "-o", "out").returncode == 0
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "v1")
+    clean = svcgen("check", manifest.name, "-o", "out", "--against", "HEAD")
+    assert clean.returncode == 0, clean.stderr
+    assert "no contract changes" in clean.stdout
+
+    write_manifest(repo, BREAKING)
+    assert svcgen("build", manifest.name, "-o", "out").returncode == 0
+    broken = svcgen("check", manifest.name, "-o", "out", "--against", "HEAD")
+    assert broken.returncode == 1
+    assert "out/orders_service is up to date" in broken.stdout, "the package itself is fine"
+    assert "topic-version-not-bumped" in broken.stdout and "request-property-added-required" in broken.stdout
+
+    bad_rev = svcgen("check", manifest.name, "-o", "out", "--against", "no-such-rev")
+    assert bad_rev.returncode == 2 and bad_rev.stderr.count("\n") == 1 and "--against no-such-rev" in bad_rev.stderr
+
+
+def test_the_docs_rule_table_is_the_generated_one() -> None:
+    text = (REPO / "docs" / "contract-diff.md").read_text(encoding="utf-8")
+    assert rule_table() in text, "regenerate the table in docs/contract-diff.md from svcgen.contractdiff.rule_table()"
+    assert len({rule.id for rule in RULES}) == len(RULES)
+
+
+def test_help_names_the_options() -> None:
+    diff_help = run("diff", "--help")
+    assert diff_help.exit_code == 0
+    assert "--format [text|json]" in diff_help.stdout and "--levels FILE" in diff_help.stdout
+    check_help = run("check", "--help")
+    assert check_help.exit_code == 0 and "--against REV" in check_help.stdout
