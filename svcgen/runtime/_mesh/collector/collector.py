@@ -392,8 +392,11 @@ class Collector:
             yield self.shared.tables(trace_id=trace_id, everything=everything)
             return
         with self._lock:
+            batches: list[tuple[str, str, int]] = []
+            if everything:  # only a snapshot reads the batch ids (up to `limits.batch_ids`); a query does not copy them
+                batches = [(feed, batch_id, accepted) for (feed, batch_id), accepted in self.batches.items()]
             yield Tables(self.catalog, self.feeds, self.trace_log, self.issue_book, self.dropped(), self.skipped,
-                         [(feed, batch_id, accepted) for (feed, batch_id), accepted in self.batches.items()])
+                         batches)
 
     def _load(self) -> None:
         if self.shared is not None:
