@@ -23,14 +23,39 @@ PG_DIR ?= /tmp/svcgen-test-postgres-$(PG_PORT)
 PG_AS = $$([ "$$(id -u)" = 0 ] && echo runuser -u postgres --)
 PG_BIN = $$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
 
+# The NATS tests want a server with JetStream: $$SVCGEN_TEST_NATS when set, else the local one on 4222 when it
+# answers, else a throwaway `nats-server -js` from Debian's package (installed when missing), stopped after the run.
+NATS_PORT ?= 54222
+NATS_DIR ?= /tmp/svcgen-test-nats-$(NATS_PORT)
+REACHABLE = $(PY) -c "import socket, sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=3).close()"
+
 test: lint chromium
-	@if [ -n "$$SVCGEN_TEST_POSTGRES" ] || $(PY) -c "import psycopg; psycopg.connect('$(PG_LOCAL)', connect_timeout=3).close()" 2>/dev/null; then \
-		$(VENV)/bin/pytest; \
-	else \
-		$(MAKE) --no-print-directory postgres-start || exit 1; \
-		SVCGEN_TEST_POSTGRES=postgresql://postgres@127.0.0.1:$(PG_PORT)/postgres $(VENV)/bin/pytest; status=$$?; \
-		$(MAKE) --no-print-directory postgres-stop; exit $$status; \
-	fi
+	@pg=; nats=; vars=; \
+	if [ -z "$$SVCGEN_TEST_POSTGRES" ] && ! $(PY) -c "import psycopg; psycopg.connect('$(PG_LOCAL)', connect_timeout=3).close()" 2>/dev/null; then \
+		$(MAKE) --no-print-directory postgres-start || exit 1; pg=1; \
+		vars="$$vars SVCGEN_TEST_POSTGRES=postgresql://postgres@127.0.0.1:$(PG_PORT)/postgres"; \
+	fi; \
+	if [ -z "$$SVCGEN_TEST_NATS" ] && ! $(REACHABLE) 4222 2>/dev/null; then \
+		$(MAKE) --no-print-directory nats-start || exit 1; nats=1; \
+		vars="$$vars SVCGEN_TEST_NATS=nats://127.0.0.1:$(NATS_PORT)"; \
+	fi; \
+	env $$vars $(VENV)/bin/pytest; status=$$?; \
+	[ -z "$$pg" ] || $(MAKE) --no-print-directory postgres-stop; \
+	[ -z "$$nats" ] || $(MAKE) --no-print-directory nats-stop; \
+	exit $$status
+
+.PHONY: nats-start nats-stop
+nats-start:
+	$(call debian,nats-server,nats-server)
+	@rm -rf $(NATS_DIR) && mkdir -p $(NATS_DIR)
+	@echo "starting a throwaway nats-server (JetStream) on 127.0.0.1:$(NATS_PORT) in $(NATS_DIR)"
+	@nats-server -a 127.0.0.1 -p $(NATS_PORT) -js -sd $(NATS_DIR)/store -l $(NATS_DIR)/nats.log -P $(NATS_DIR)/pid & \
+		for i in $$(seq 50); do $(REACHABLE) $(NATS_PORT) 2>/dev/null && exit 0; sleep 0.2; done; \
+		echo "nats-server did not start: see $(NATS_DIR)/nats.log" >&2; exit 1
+
+nats-stop:
+	@-[ -f $(NATS_DIR)/pid ] && kill $$(cat $(NATS_DIR)/pid)
+	@rm -rf $(NATS_DIR)
 
 .PHONY: postgres-start postgres-stop
 postgres-start:

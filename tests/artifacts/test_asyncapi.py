@@ -6,8 +6,7 @@ import re
 from typing import Any
 
 from svcgen.runtime._mesh.artifacts import build_asyncapi
-
-from .snapshots import (
+from tests.support.snapshots import (
     CAPTURE_PAYMENT,
     PLACE_ORDER_V2,
     catalog_entry,

@@ -7,8 +7,7 @@ import json
 
 from svcgen.runtime._mesh.artifacts import HEALTHY, UNHEALTHY, UNREACHABLE, build_manifest, build_service_documents
 from svcgen.runtime._mesh.artifacts.health import HealthVerdict, service_health
-
-from .snapshots import (
+from tests.support.snapshots import (
     NOW,
     ORDERS_PREVIOUS_SPEC_HASH,
     ORDERS_SPEC,
@@ -20,7 +19,7 @@ from .snapshots import (
     spec_hash,
     topic,
 )
-from .snapshots import poll as poll_entry
+from tests.support.snapshots import poll as poll_entry
 
 MANIFEST_SERVICE_KEYS = {"name", "status", "contractDrift", "specUrl", "healthUrl"}
 SERVICE_KEYS = {"name", "fetchedAtUtc", "specJson", "specHash", "previousSpecHash", "contractDrift", "health", "error"}

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from svcgen.runtime._mesh.artifacts import build_topics
-
-from .snapshots import (
+from tests.support.snapshots import (
     CAPTURE,
     CAPTURE_PAYMENT,
     GET_ORDER,

@@ -6,8 +6,7 @@ import pytest
 
 from svcgen.runtime._mesh.artifacts import build_topology, build_usage
 from svcgen.runtime._mesh.artifacts.topology import percentile
-
-from .snapshots import NOW, counter, edge, empty_snapshot, sample_snapshot
+from tests.support.snapshots import NOW, counter, edge, empty_snapshot, sample_snapshot
 
 EDGE_KEYS = {
     "client",

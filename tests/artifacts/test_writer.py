@@ -11,8 +11,7 @@ import pytest
 from svcgen.runtime._mesh.artifacts import sanitise, service_file_names, write_artifacts
 from svcgen.runtime._mesh.artifacts.times import Now
 from svcgen.runtime._mesh.artifacts.writer import confined
-
-from .snapshots import NOW, NOW_EPOCH, empty_snapshot, instance, sample_snapshot
+from tests.support.snapshots import NOW, NOW_EPOCH, empty_snapshot, instance, sample_snapshot
 
 TOP_LEVEL = {"manifest.json", "topology.json", "topics.json", "usage.json", "asyncapi.json", "annotations.json",
              "issues.json"}

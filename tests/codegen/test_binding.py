@@ -15,8 +15,7 @@ from click.testing import CliRunner
 
 from svcgen.cli import main
 from svcgen.runtime import HandlerBindingError
-
-from .support import REPO, imported
+from tests.support.codegen import REPO, imported
 
 PACKAGE = "shelf_service"
 MANIFEST = """\

@@ -9,8 +9,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from svcgen.cli import main
-
-from .support import REPO, manifest_path
+from tests.support.codegen import REPO, manifest_path
 
 ORDERS = manifest_path("orders")
 

@@ -15,8 +15,7 @@ import pytest
 from svcgen.codegen.render import render_package
 from svcgen.manifest import ManifestError, load_manifest_text
 from svcgen.runtime import Context, DecodeError, Identity, Registry, Result, Service, codec_for, create_app
-
-from ..http.client import call
+from tests.support.client import call
 
 OUT = Path("out")
 

@@ -11,8 +11,7 @@ import pytest
 from svcgen.codegen import manifest_of
 from svcgen.codegen.files import HEADER_PREFIX
 from svcgen.codegen.writer import RECORD
-
-from .support import EXAMPLES, REPO, build_example, manifest_path, tree
+from tests.support.codegen import EXAMPLES, REPO, build_example, manifest_path, tree
 
 # Prints a digest of every rendered file of every example, so runs can be compared as text.
 DIGEST = """

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import svcgen.runtime
-
-from .support import REPO
+from tests.support.codegen import REPO
 
 
 def test_every_public_runtime_name_is_documented() -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 
-from .support import CLI, REPO, run_cli
+from tests.support.codegen import CLI, REPO, run_cli
 
 STARTUP_TIMEOUT = 30.0
 

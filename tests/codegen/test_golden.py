@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .support import EXAMPLES, GOLDEN, REPO, build_example, tree
+from tests.support.codegen import EXAMPLES, GOLDEN, REPO, build_example, tree
 
 
 @pytest.mark.parametrize("example", EXAMPLES)

@@ -11,8 +11,7 @@ from click.testing import CliRunner
 
 from svcgen.cli import main
 from svcgen.codegen import manifest_of
-
-from .support import tree
+from tests.support.codegen import tree
 
 MANIFEST = """\
 svcgen: 1

@@ -12,8 +12,7 @@ import pytest
 from svcgen.codegen.render import render_package
 from svcgen.codegen.writer import write_package
 from svcgen.manifest import load_manifest
-
-from .support import EXAMPLES, REPO, build_example
+from tests.support.codegen import EXAMPLES, REPO, build_example
 
 EDGE = "tests/codegen/manifests/edge.yaml"
 

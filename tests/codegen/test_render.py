@@ -20,8 +20,7 @@ from svcgen.manifest import load_manifest, load_manifest_text
 from svcgen.manifest.model import FieldDef, Manifest, RecordDef, RouteDef, TopicDef
 from svcgen.manifest.typeexpr import parse_type
 from svcgen.runtime._codec import codec_for
-
-from .support import REPO
+from tests.support.codegen import REPO
 
 EDGE = "tests/codegen/manifests/edge.yaml"
 OUT = Path(".")

@@ -15,9 +15,8 @@ from click.testing import CliRunner
 
 from svcgen.cli import main
 from svcgen.runtime import Wiring, WiringError
-
-from ..http.server import running
-from .support import imported
+from tests.support.codegen import imported
+from tests.support.server import running
 
 PACKAGE = "desk_service"
 MANIFEST = """\

@@ -11,8 +11,8 @@ import pytest
 from svcgen.runtime._mesh.collector import JsonFileStore, MemoryStore, Store
 from svcgen.runtime._mesh.collector.postgres import PostgresStore
 from svcgen.runtime._mesh.collector.store import SharedStore
-from tests.collector import helpers
-from tests.databases import postgres_session_url, postgres_url
+from tests.support import feeds as helpers
+from tests.support.databases import postgres_session_url, postgres_url
 
 __all__ = ["any_store", "postgres_session_url", "postgres_url"]
 

@@ -6,8 +6,7 @@ import pytest
 
 from svcgen.runtime._mesh.collector.issues import CONTRACT_DRIFT
 from svcgen.runtime._mesh.feeds import REREGISTER_KEY
-
-from .helpers import Clock, collector, descriptor, event, heartbeat, issue, ok, topic
+from tests.support.feeds import Clock, collector, descriptor, event, heartbeat, issue, ok, topic
 
 pytestmark = pytest.mark.usefixtures("any_store")
 

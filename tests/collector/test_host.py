@@ -17,10 +17,9 @@ from svcgen.runtime._http.app import HttpApp
 from svcgen.runtime._mesh.collector import Collector, JsonFileStore
 from svcgen.runtime._mesh.collector_host import CollectorHost, CollectorSettings
 from svcgen.runtime._mesh.host import MeshHost, MeshSettings
-
-from ..http.server import free_port, running
-from ..processes import stop_process, wait_for, wait_until_up
-from .helpers import descriptor
+from tests.support.feeds import descriptor
+from tests.support.processes import stop_process, wait_for, wait_until_up
+from tests.support.server import free_port, running
 
 SVCGEN = [sys.executable, "-m", "svcgen"]
 

@@ -7,8 +7,7 @@ from typing import Any
 import pytest
 
 from svcgen.runtime._mesh.feeds import REREGISTER_KEY
-
-from .helpers import collector, descriptor, event, heartbeat, issue, ok
+from tests.support.feeds import collector, descriptor, event, heartbeat, issue, ok
 
 
 @pytest.mark.usefixtures("any_store")

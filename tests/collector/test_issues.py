@@ -6,8 +6,7 @@ import pytest
 
 from svcgen.runtime._mesh.collector import Limits
 from svcgen.runtime._mesh.issues import IssueAggregator
-
-from .helpers import collector, issue, ok
+from tests.support.feeds import collector, issue, ok
 
 
 @pytest.mark.usefixtures("any_store")

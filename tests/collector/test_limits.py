@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from svcgen.runtime._mesh.collector import Collector, JsonFileStore, Limits
-
-from .helpers import collector, descriptor, event, heartbeat, issue, ok, topic
+from tests.support.feeds import collector, descriptor, event, heartbeat, issue, ok, topic
 
 
 def restarted(path: Path, **options: Any) -> Collector:

@@ -19,11 +19,10 @@ from svcgen.runtime._mesh.collector_host import (
 from svcgen.runtime._mesh.feeds import EnvelopePublisher
 from svcgen.runtime._mesh.host import MeshSettings, _overridden
 from svcgen.runtime._mesh.poller import Poller
-
-from ..http.server import running
-from ..processes import wait_for
-from .helpers import descriptor, ok
-from .mesh_run import TOKEN, locked_mesh
+from tests.support.feeds import descriptor, ok
+from tests.support.meshrun import TOKEN, locked_mesh
+from tests.support.processes import wait_for
+from tests.support.server import running
 
 UNAUTHORIZED = {"status": "unauthorized", "detail": "this collector wants `authorization: Bearer <token>`"}
 

@@ -18,9 +18,8 @@ from svcgen.runtime._http.app import create_app
 from svcgen.runtime._identity import Identity
 from svcgen.runtime._mesh.poller import DEFAULT_INTERVAL, Poll, Poller, Target
 from svcgen.runtime._service import Service
-
-from ..http.server import free_port, running
-from ..runtime.sample import build_registry
+from tests.support.sample import build_registry
+from tests.support.server import free_port, running
 
 SPEC = {"service": "orders", "topics": [{"id": "orders:place", "requestSchema": {}, "responseSchema": {}}]}
 HEALTHY = {"isHealthy": True, "healthChecks": {"db": {"status": "ok"}}}

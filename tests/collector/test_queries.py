@@ -7,8 +7,7 @@ import pytest
 
 from svcgen.runtime._mesh.artifacts import build_topics
 from svcgen.runtime._mesh.feeds import REREGISTER_KEY
-
-from .helpers import Clock, collector, descriptor, event, heartbeat, ok, topic
+from tests.support.feeds import Clock, collector, descriptor, event, heartbeat, ok, topic
 
 pytestmark = pytest.mark.usefixtures("any_store")
 

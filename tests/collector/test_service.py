@@ -14,9 +14,8 @@ from svcgen.runtime._http.app import create_app
 from svcgen.runtime._mesh.collector import Collector, collector_service
 from svcgen.runtime._mesh.feeds import EnvelopePublisher
 from svcgen.runtime._mesh.host import MeshHost, MeshSettings
-
-from ..mesh.fakes import registry
-from .helpers import Clock, descriptor, event, heartbeat, issue
+from tests.support.fakes import registry
+from tests.support.feeds import Clock, descriptor, event, heartbeat, issue
 
 
 async def invoke(client: httpx.AsyncClient, topic: str, body: Any) -> tuple[str, Any]:

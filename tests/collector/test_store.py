@@ -21,8 +21,7 @@ from svcgen.runtime._mesh.collector import (
     SnapshotError,
     collector_service,
 )
-
-from .helpers import Clock, collector, descriptor, event, heartbeat, issue, ok, topic
+from tests.support.feeds import Clock, collector, descriptor, event, heartbeat, issue, ok, topic
 
 
 def populate(c: Collector) -> None:

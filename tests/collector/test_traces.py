@@ -8,8 +8,7 @@ import tracemalloc
 import pytest
 
 from svcgen.runtime._mesh.collector import Limits
-
-from .helpers import collector, event, ok
+from tests.support.feeds import collector, event, ok
 
 
 @pytest.mark.usefixtures("any_store")

@@ -19,9 +19,7 @@ import pytest
 
 from svcgen.runtime._mesh.artifacts.writer import write_artifacts
 from svcgen.runtime._mesh.collector import Collector
-from tests.artifacts.snapshots import sample_snapshot
-from tests.collector.mesh_run import TOKEN, locked_mesh
-from tests.dashboard.harness import (
+from tests.support.browser import (
     ARTIFACT_FILES,
     Element,
     Request,
@@ -32,7 +30,9 @@ from tests.dashboard.harness import (
     serve_directory,
     service_detail_files,
 )
-from tests.processes import wait_for
+from tests.support.meshrun import TOKEN, locked_mesh
+from tests.support.processes import wait_for
+from tests.support.snapshots import sample_snapshot
 
 FIXTURES = Path(__file__).parent / "fixtures"
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"

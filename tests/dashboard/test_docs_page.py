@@ -13,9 +13,9 @@ from typing import Any
 import httpx
 
 from svcgen.runtime._http.docspage import CONTENT_SECURITY_POLICY
-from tests.dashboard.harness import Element, chromium_dump_dom, parse_dom
-from tests.http.server import running
 from tests.http.test_httpapi import app
+from tests.support.browser import Element, chromium_dump_dom, parse_dom
+from tests.support.server import running
 
 
 class Recorded:

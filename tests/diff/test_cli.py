@@ -16,8 +16,7 @@ from click.testing import CliRunner, Result
 
 from svcgen.cli import main
 from svcgen.contractdiff import RULES, rule_table
-
-from .support import REPO, write_manifest
+from tests.support.diffs import REPO, write_manifest
 
 EXAMPLES = REPO / "examples" / "manifests"
 V1: dict[str, Any] = {"types": {"Req": {"fields": {"sku": "string"}}, "Res": {"fields": {"orderId": "string"}}}}

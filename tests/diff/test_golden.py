@@ -9,8 +9,7 @@ from typing import Any
 import yaml
 
 from svcgen.contractdiff import RULES, diff_manifests
-
-from .support import CASES, EXPECTED, golden_line, load_fragment
+from tests.support.diffs import CASES, EXPECTED, golden_line, load_fragment
 
 
 def load_cases() -> list[dict[str, Any]]:

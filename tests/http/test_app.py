@@ -10,9 +10,8 @@ from svcgen.runtime._identity import Identity
 from svcgen.runtime._registry import Registry
 from svcgen.runtime._result import Result
 from svcgen.runtime._service import Service
-
-from ..runtime.sample import GetOrder, build_registry, build_service
-from .client import call
+from tests.support.client import call
+from tests.support.sample import GetOrder, build_registry, build_service
 
 ROUTES = [
     "POST /orders -> orders:place@v1",

@@ -17,8 +17,7 @@ from svcgen.runtime._identity import Identity
 from svcgen.runtime._registry import Registry
 from svcgen.runtime._result import Result
 from svcgen.runtime._service import Service
-
-from .server import running
+from tests.support.server import running
 
 IDLE = 0.5
 BOUND = 5.0

@@ -7,8 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from svcgen.runtime._http.app import HttpApp
+from tests.support.asgi import raw_request
 
-from .asgi import raw_request
 from .test_app import make_app
 
 DOCUMENTED = {200, 201, 204, 400, 404, 413, 422, 431, 503}

@@ -13,8 +13,7 @@ from openapi_spec_validator import validate
 from svcgen.runtime import Context, Identity, Registry, RegistryError, Result, Service
 from svcgen.runtime._http.app import HttpApp, create_app
 from svcgen.runtime._jsontext import document_bytes
-
-from .client import call
+from tests.support.client import call
 
 
 @dataclass

@@ -21,9 +21,9 @@ from svcgen.runtime._jsonlimits import (
     JsonRefused,
     parse_json,
 )
+from tests.support.asgi import raw_request
+from tests.support.server import running
 
-from .asgi import raw_request
-from .server import running
 from .test_app import PLACE, make_app
 
 APP: HttpApp = make_app()

@@ -3,9 +3,9 @@
 import httpx
 
 from svcgen.runtime._http.app import create_app
+from tests.support.sample import build_service
+from tests.support.server import running
 
-from ..runtime.sample import build_service
-from .server import running
 from .test_app import PLACE, ROUTES
 
 

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from .asgi import raw_request
+from tests.support.asgi import raw_request
+
 from .test_app import make_app
 
 APP = make_app()

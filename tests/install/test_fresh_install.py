@@ -8,8 +8,9 @@ from pathlib import Path
 
 import httpx
 
-from ..http.server import free_port
-from ..processes import stop_process, wait_until_up
+from tests.support.processes import stop_process, wait_until_up
+from tests.support.server import free_port
+
 from .conftest import REPO, FreshInstall
 
 MB = 1_000_000

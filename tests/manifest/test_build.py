@@ -9,8 +9,7 @@ import pytest
 from svcgen.manifest import ManifestError, load_manifest, load_manifest_text
 from svcgen.manifest.model import NO_DEFAULT, FieldDef, Manifest, MeshDef, RecordDef, RouteDef, TopicDef
 from svcgen.manifest.typeexpr import parse_type
-
-from .helpers import MINIMAL, load_ok
+from tests.support.manifests import MINIMAL, load_ok
 
 DESIGN_EXAMPLE = """\
 svcgen: 1                      # format version, required

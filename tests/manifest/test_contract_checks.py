@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from svcgen.manifest.contract import member_name
-
-from .helpers import MINIMAL, errors, load_ok
+from tests.support.manifests import MINIMAL, errors, load_ok
 
 ENUM = "enums:\n  Mode:\n    values: [air, sea]\n"
 

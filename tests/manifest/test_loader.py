@@ -7,8 +7,7 @@ import pytest
 from svcgen.manifest.diagnostics import ManifestError
 from svcgen.manifest.loader import load_yaml
 from svcgen.manifest.model import Position
-
-from .helpers import manifest
+from tests.support.manifests import manifest
 
 
 def load_errors(text: str) -> list[str]:

@@ -9,8 +9,7 @@ import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped,unused-ignore]
 
 from svcgen.manifest.validate import manifest_schema
-
-from .helpers import MINIMAL, errors
+from tests.support.manifests import MINIMAL, errors
 
 
 def test_schema_ships_as_package_data_and_is_a_valid_2020_12_schema() -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import MINIMAL, errors, load_ok, warnings
+from tests.support.manifests import MINIMAL, errors, load_ok, warnings
 
 ORDER_TOPIC = """\
 svcgen: 1

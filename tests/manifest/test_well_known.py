@@ -10,9 +10,8 @@ from svcgen.manifest import ManifestError, load_manifest_text
 from svcgen.manifest.routes import RouteSyntaxError, parse_route
 from svcgen.runtime._http.app import HttpApp
 from svcgen.runtime._http.routing import Route, RouteError
-
-from ..runtime.sample import build_service
-from .helpers import errors, load_ok, manifest
+from tests.support.manifests import errors, load_ok, manifest
+from tests.support.sample import build_service
 
 COLLISION = "collides with the well-known surface"
 SEGMENTS = ["svc", "ops", "invoke", "health", "spec", "openapi.json", "orders", "get", "{orderId}", "{name}"]

@@ -15,9 +15,8 @@ import pytest
 from svcgen.runtime._http.app import create_app
 from svcgen.runtime._mesh.feeds import EnvelopePublisher
 from svcgen.runtime._mesh.host import MeshHost, MeshSettings
-
-from ..http.server import free_port, running
-from ..runtime.sample import build_service
+from tests.support.sample import build_service
+from tests.support.server import free_port, running
 
 FEED_TIMEOUT = 30.0
 """Far longer than the test may take: a request that waited on a feed would blow the bound below."""

@@ -8,8 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from svcgen.runtime._mesh.issues import IssueAggregator, classify, fingerprint
-
-from .fakes import SteppingClock, traced_service
+from tests.support.fakes import SteppingClock, traced_service
 
 T0 = datetime(2026, 11, 22, 10, 0, tzinfo=UTC).timestamp()
 

@@ -20,9 +20,8 @@ from svcgen.runtime._identity import Identity
 from svcgen.runtime._mesh.probe import INCONCLUSIVE, NOT_SATISFIED, SATISFIED, ProbeReport, probe
 from svcgen.runtime._registry import Registry
 from svcgen.runtime._service import Service
-
-from ..http.server import free_port, running
-from .fakes import registry
+from tests.support.fakes import registry
+from tests.support.server import free_port, running
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "manifests"
 

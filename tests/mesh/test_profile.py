@@ -13,8 +13,7 @@ from svcgen.runtime._mesh.host import COLLECTOR_ENV, HEARTBEAT_ENV, MeshHost, Me
 from svcgen.runtime._mesh.profile import PROFILE_NAME, REQUIREMENTS, declare_profile, self_check
 from svcgen.runtime._registry import Registry
 from svcgen.runtime._service import Service
-
-from .fakes import registry
+from tests.support.fakes import registry
 
 IDENTITY = Identity("orders", service_version="1.0.0")
 

@@ -16,8 +16,7 @@ from svcgen.runtime._mesh.traces import TraceMiddleware
 from svcgen.runtime._registry import Registry
 from svcgen.runtime._result import Result
 from svcgen.runtime._service import Service
-
-from .fakes import SequentialIds
+from tests.support.fakes import SequentialIds
 
 OTHER = f"00-{'e' * 32}-{'f' * 16}-01"
 

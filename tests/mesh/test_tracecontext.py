@@ -23,8 +23,7 @@ from svcgen.runtime._mesh.tracecontext import (
     propagation_headers,
     resolve,
 )
-
-from .fakes import SequentialIds, traced_service
+from tests.support.fakes import SequentialIds, traced_service
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 PARENT = "00f067aa0ba902b7"

@@ -21,9 +21,8 @@ from svcgen.runtime._pipeline import Next
 from svcgen.runtime._registry import Registry
 from svcgen.runtime._result import Result
 from svcgen.runtime._service import Service
-
-from ..http.asgi import raw_request
-from .fakes import STARTED_TEXT, GetOrder, Order, SteppingClock, Traced, registry, traced_service
+from tests.support.asgi import raw_request
+from tests.support.fakes import STARTED_TEXT, GetOrder, Order, SteppingClock, Traced, registry, traced_service
 
 ALWAYS = {"traceId", "spanId", "service", "topic", "status"}
 TIMED = ALWAYS | {"instanceId", "durationMs", "startedAt"}

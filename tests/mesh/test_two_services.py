@@ -15,9 +15,8 @@ import httpx
 
 from svcgen.runtime import Identity, Registry, Result, Service
 from svcgen.runtime._http.app import create_app
-
-from ..http.server import free_port, running
-from ..processes import stop_process, wait_for, wait_until_up
+from tests.support.processes import stop_process, wait_for, wait_until_up
+from tests.support.server import free_port, running
 
 TYPES = """
 types:

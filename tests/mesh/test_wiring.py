@@ -9,8 +9,7 @@ from svcgen.runtime._mesh.exporters import QueueExporter
 from svcgen.runtime._mesh.feeds import FeedSender
 from svcgen.runtime._mesh.reporter import Reporter
 from svcgen.runtime._result import Result
-
-from .fakes import STARTED, traced_service
+from tests.support.fakes import STARTED, traced_service
 
 
 class Collector:

@@ -12,10 +12,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.databases import ThrowawayCluster
-from tests.processes import wait_for
-
-from .support import CollectorProcess, invoke, report
+from tests.support.databases import ThrowawayCluster
+from tests.support.processes import wait_for
+from tests.support.reliability import CollectorProcess, invoke, report
 
 
 @pytest.fixture

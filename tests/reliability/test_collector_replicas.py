@@ -19,8 +19,7 @@ import pytest
 
 from svcgen.runtime._mesh.feeds import EnvelopePublisher, FeedSender
 from svcgen.runtime._status import STATUS_CODES, is_success
-
-from .support import CollectorProcess, invoke, report
+from tests.support.reliability import CollectorProcess, invoke, report
 
 SERVICES = ("shop", "pay", "ship")
 STATUSES = ("ok", "ok", "ok", "unexpected-error", "timeout", "made-up")

@@ -12,9 +12,8 @@ from typing import Any
 import httpx
 
 from svcgen.runtime._mesh.collector import Collector, JsonFileStore, SnapshotError, StoreError
-
-from ..processes import wait_for
-from .support import ORDER, CollectorProcess, build_orders, invoke, report, served, traceparent
+from tests.support.processes import wait_for
+from tests.support.reliability import ORDER, CollectorProcess, build_orders, invoke, report, served, traceparent
 
 OUTAGE_SECONDS = 2.0
 """Four heartbeats of 0.5 s: long enough that the reporter must notice the collector is gone."""

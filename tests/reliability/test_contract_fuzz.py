@@ -45,8 +45,7 @@ from svcgen.runtime import Context, Identity, Registry, Result, Service
 from svcgen.runtime._http.app import create_app
 from svcgen.runtime._mesh.collector import Collector, collector_service
 from svcgen.runtime._mesh.host import MeshHost, MeshSettings
-
-from ..http.server import running
+from tests.support.server import running
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "manifests"
 MAX_EXAMPLES = 25

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from .support import CollectorProcess, invoke, report
+from tests.support.reliability import CollectorProcess, invoke, report
 
 FUZZ_SECONDS = 25.0
 KILL_GAP = 3.0

@@ -34,8 +34,8 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from svcgen.runtime import Context, MeshHost, MeshSettings, Registry, Result
 from svcgen.runtime._registry import Registration
+from tests.support.server import running
 
-from ..http.server import running
 from .test_contract_fuzz import EXAMPLES, HANDLERS, NOW, SERVICES, forget_package
 
 MAX_EXAMPLES = 25

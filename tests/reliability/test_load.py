@@ -16,9 +16,8 @@ import orjson
 
 from svcgen.runtime._mesh.collector import Collector
 from svcgen.runtime._mesh.collector_host import CollectorHost, CollectorSettings
-
-from ..http.server import running
-from .support import ORDER, build_orders, report, rss_kib, served
+from tests.support.reliability import ORDER, build_orders, report, rss_kib, served
+from tests.support.server import running
 
 LOAD_SECONDS = float(os.environ.get("SVCGEN_LOAD_SECONDS", "20"))
 WARMUP_SECONDS = 3.0

@@ -12,9 +12,8 @@ from svcgen.runtime import HealthCheck, HealthChecks, Identity, Registry, Result
 from svcgen.runtime._http.app import HttpApp
 from svcgen.runtime._mesh.collector import Collector
 from svcgen.runtime._mesh.poller import Poller
-
-from ..http.server import free_port, running
-from .support import report
+from tests.support.reliability import report
+from tests.support.server import free_port, running
 
 TIMEOUT = 1.0
 SLACK = 1.0

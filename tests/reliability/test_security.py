@@ -26,10 +26,9 @@ import pytest
 from svcgen.runtime._mesh.artifacts import write_artifacts
 from svcgen.runtime._mesh.artifacts.filenames import service_file_names
 from svcgen.runtime._mesh.collector_host import CollectorHost, CollectorSettings
-
-from ..http.server import running
-from ..processes import wait_for
-from .support import ORDER, SVCGEN, build_orders, invoke, report, served, traceparent
+from tests.support.processes import wait_for
+from tests.support.reliability import ORDER, SVCGEN, build_orders, invoke, report, served, traceparent
+from tests.support.server import running
 
 HOSTILE_NAMES = [
     "../../escape", "/abs/path", "..", "a/../../b", ".", "../", "/", "~/x", "C:\\evil\\x", "x\x00y",

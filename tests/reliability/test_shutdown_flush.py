@@ -17,8 +17,7 @@ from svcgen.runtime._mesh.feeds import FeedSender
 from svcgen.runtime._mesh.reporter import Reporter
 from svcgen.runtime._registry import Registry
 from svcgen.runtime._result import Result
-
-from .support import report
+from tests.support.reliability import report
 
 DESCRIPTOR = build_descriptor(Identity("orders", instance_id="i-1"), Registry(), [])
 EVENTS = 25

@@ -13,10 +13,9 @@ import pytest
 
 from svcgen.runtime._mesh.collector import Collector, JsonFileStore
 from svcgen.runtime._mesh.collector_host import CollectorHost, CollectorSettings
-
-from ..http.server import running
-from ..processes import wait_for
-from .support import invoke, report
+from tests.support.processes import wait_for
+from tests.support.reliability import invoke, report
+from tests.support.server import running
 
 LOG_INTERVAL = 60.0
 START = 1_800_000_000.0

@@ -9,8 +9,7 @@ from svcgen.runtime._envelope import EnvelopeError
 from svcgen.runtime._pipeline import Next
 from svcgen.runtime._result import Result
 from svcgen.runtime._service import Service
-
-from .sample import build_service
+from tests.support.sample import build_service
 
 
 def apply(service: Service, envelope: Any) -> dict[str, Any]:

@@ -10,8 +10,7 @@ from svcgen.runtime._pipeline import Next
 from svcgen.runtime._registry import Registry
 from svcgen.runtime._result import Result
 from svcgen.runtime._service import Service
-
-from .sample import GetOrder, Order, build_service
+from tests.support.sample import GetOrder, Order, build_service
 
 PLACE_BODY = {"customerId": "c-1", "items": [{"sku": "a", "quantity": 2}, {"sku": "b"}],
               "placedAt": "2026-11-22T10:00:00+02:00"}

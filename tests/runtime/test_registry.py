@@ -5,8 +5,7 @@ import pytest
 from svcgen.runtime._context import Context
 from svcgen.runtime._registry import HandlerBindingError, Registry, RegistryError, TopicKey
 from svcgen.runtime._result import Result
-
-from .sample import GetOrder, Order, PlaceOrder, build_registry, place_order
+from tests.support.sample import GetOrder, Order, PlaceOrder, build_registry, place_order
 
 
 def test_types_are_inferred_from_annotations() -> None:
@@ -79,7 +78,7 @@ def test_duplicate_pair_names_both_registrations() -> None:
         registry.add("orders:place", other, version="v1")
     message = str(error.value)
     assert "orders:place (version v1)" in message
-    assert "tests.runtime.sample.place_order" in message
+    assert "tests.support.sample.place_order" in message
     assert "test_duplicate_pair_names_both_registrations.<locals>.other" in message
 
 

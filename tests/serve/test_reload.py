@@ -8,8 +8,8 @@ from typing import Any
 
 import httpx
 
-from ..processes import wait_for
-from .support import ECHO, build_echo, serving, write_atomically
+from tests.support.processes import wait_for
+from tests.support.serving import ECHO, build_echo, serving, write_atomically
 
 SHOUT = ECHO + '  - {id: "echo:shout", request: Note, response: Note, routes: ["POST /shout"]}\n'
 BROKEN = SHOUT.replace("response: Note, routes: [\"POST /shout\"]", "response: Nope, routes: [\"POST /shout\"]")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import httpx
 
-from ..processes import wait_for
-from .support import build_echo, serving
+from tests.support.processes import wait_for
+from tests.support.serving import build_echo, serving
 
 LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (DEBUG|INFO|WARNING|ERROR|CRITICAL) \S+: ")
 

@@ -19,13 +19,13 @@ from typing import Any
 
 import httpx
 
-from ..http.server import free_port
-from ..processes import stop_process, tail, wait_until_up
+from tests.support.processes import stop_process, tail, wait_until_up
+from tests.support.server import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 ORDERS_MANIFEST = REPO / "examples" / "manifests" / "orders.yaml"
 SVCGEN = [sys.executable, "-m", "svcgen"]
-SERVE_COUNTED = Path(__file__).with_name("serve_counted.py")
+SERVE_COUNTED = REPO / "tests" / "reliability" / "serve_counted.py"
 HEARTBEAT_SECONDS = "0.5"
 
 PLACE_HANDLER = (REPO / "examples" / "handlers" / "orders_place_v1.py").read_text()

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..http.server import free_port
-from ..processes import stop_process, wait_until_up
+from tests.support.processes import stop_process, wait_until_up
+from tests.support.server import free_port
 
 ECHO = """svcgen: 1
 service: echo

@@ -15,8 +15,8 @@ from typing import Any
 
 import httpx
 
-from ..http.server import free_port
-from ..processes import stop_process, wait_until_up
+from tests.support.processes import stop_process, wait_until_up
+from tests.support.server import free_port
 
 SVCGEN = [sys.executable, "-m", "svcgen"]
 TOKEN = "s3cret-token-for-tests"

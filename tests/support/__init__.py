@@ -1,0 +1,1 @@
+"""Helpers shared by the test modules: one place, one module per concept."""
