@@ -15,186 +15,22 @@ import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 
 from .manifest.model import EnumDef, FieldDef, Manifest, RecordDef, TopicDef
 from .manifest.typeexpr import TypeExpr
+from .runtime._compatibility import (  # noqa: F401  (RULES and Rule are this module's public names too)
+    DIRECTIONS,
+    LEVELS,
+    RULES,
+    RULES_BY_ID,
+    Direction,
+    Level,
+    Rule,
+    constraint_change,
+)
 from .runtime._meta import CONSTRAINT_KEYWORDS
 
-Level = Literal["error", "warning", "info"]
-Direction = Literal["request", "response", "route", "topic", "doc"]
-LEVELS: tuple[Level, ...] = ("error", "warning", "info")
-DIRECTIONS: tuple[Direction, ...] = ("request", "response", "route", "topic", "doc")
-
-
-@dataclass(frozen=True)
-class Rule:
-    id: str
-    direction: Direction
-    level: Level
-    """The default level; a levels file may override it."""
-    why: str
-    example: str
-    """A change that triggers the rule, as a reader would write it."""
-
-
-RULES: tuple[Rule, ...] = (
-    # Request: what old callers send must still be accepted.
-    Rule("request-property-added-required", "request", "error",
-         "old callers do not send the new property, so their requests are refused",
-         "add `couponCode: string`"),
-    Rule("request-property-added-optional", "request", "info",
-         "old callers leave the new nullable property out and it is null",
-         "add `note: string?`"),
-    Rule("request-property-added-with-default", "request", "info",
-         "old callers leave the new property out and get its default",
-         "add `priority: {type: integer, default: 0}`"),
-    Rule("request-property-removed", "request", "warning",
-         "old callers still send the property; the service now ignores what they say",
-         "remove `note`"),
-    Rule("request-property-removed-from-closed-record", "request", "error",
-         "old callers still send the property and a closed record refuses it",
-         "remove `note` from a record with `additionalProperties: false`"),
-    Rule("request-property-became-required", "request", "error",
-         "old callers that leave the property out are refused",
-         "`note: string?` → `note: string`"),
-    Rule("request-property-became-optional", "request", "info",
-         "old callers send it anyway; new callers may leave it out",
-         "`note: string` → `note: string?`"),
-    Rule("request-default-changed", "request", "warning",
-         "old callers that leave the property out now get a different value",
-         "`default: 1` → `default: 2`"),
-    Rule("request-type-widened", "request", "info",
-         "every value old callers send is still accepted",
-         "`integer` → `float`"),
-    Rule("request-type-narrowed", "request", "error",
-         "some values old callers send are refused",
-         "`float` → `integer`"),
-    Rule("request-type-changed", "request", "error",
-         "values old callers send are refused",
-         "`string` → `integer`"),
-    Rule("request-nullable-added", "request", "info",
-         "null is accepted as well as every value old callers send",
-         "`string` → `string?`"),
-    Rule("request-nullable-removed", "request", "error",
-         "old callers that send null are refused",
-         "`string?` → `string`"),
-    Rule("request-enum-value-added", "request", "info",
-         "every value old callers send is still accepted",
-         "`[placed, paid]` → `[placed, paid, shipped]`"),
-    Rule("request-enum-value-removed", "request", "error",
-         "old callers that send the removed value are refused",
-         "`[placed, paid]` → `[placed]`"),
-    Rule("request-constraint-tightened", "request", "error",
-         "some values old callers send break the new constraint and are refused",
-         "`minLength: 1` → `minLength: 3`; `maximum` or `format` added"),
-    Rule("request-constraint-loosened", "request", "info",
-         "every value old callers send still fits",
-         "`maxLength: 10` → `maxLength: 20`; `pattern` removed"),
-    Rule("request-constraint-changed", "request", "error",
-         "the new constraint refuses some values the old one accepted",
-         "`pattern: ^[a-z]+$` → `pattern: ^[0-9]+$`; `format: email` → `format: uri`"),
-    Rule("request-record-closed", "request", "error",
-         "old callers that send a property the record does not declare are refused",
-         "`additionalProperties: false` added to the record's JSON Schema"),
-    Rule("request-record-opened", "request", "info",
-         "undeclared properties are now ignored instead of refused",
-         "`additionalProperties: false` removed"),
-    # Response: what the service answers must still decode in old callers.
-    Rule("response-property-added", "response", "info",
-         "old callers ignore a property they do not know",
-         "add `trackingUrl: string?`"),
-    Rule("response-property-added-to-closed-record", "response", "error",
-         "old callers decode the record as closed and refuse a property it did not declare",
-         "add `trackingUrl` to a record with `additionalProperties: false`"),
-    Rule("response-property-removed", "response", "error",
-         "old callers expect the property and no longer get it",
-         "remove `status`"),
-    Rule("response-property-became-required", "response", "info",
-         "the service always sends it, as old callers may expect",
-         "`note: string?` → `note: string`"),
-    Rule("response-property-became-optional", "response", "warning",
-         "old callers that need the property may find it null",
-         "`note: string` → `note: string?`"),
-    Rule("response-default-changed", "response", "info",
-         "the service sends the value either way; only the documented default moves",
-         "`default: placed` → `default: new`"),
-    Rule("response-type-widened", "response", "error",
-         "the service may answer values old callers' type cannot hold",
-         "`integer` → `float` (a 2.5 does not decode as an integer)"),
-    Rule("response-type-narrowed", "response", "info",
-         "every value the service answers still decodes in old callers",
-         "`float` → `integer`"),
-    Rule("response-type-changed", "response", "error",
-         "what the service answers no longer decodes in old callers",
-         "`string` → `integer`"),
-    Rule("response-nullable-added", "response", "error",
-         "old callers do not expect null and fail to decode it",
-         "`string` → `string?`"),
-    Rule("response-nullable-removed", "response", "info",
-         "the service never answers null any more; old callers handled it anyway",
-         "`string?` → `string`"),
-    Rule("response-enum-value-added", "response", "warning",
-         "old callers may receive a value they do not know",
-         "`[placed, paid]` → `[placed, paid, shipped]`"),
-    Rule("response-enum-value-removed", "response", "info",
-         "the service no longer answers the value; old callers knew every remaining one",
-         "`[placed, paid]` → `[placed]`"),
-    Rule("response-constraint-tightened", "response", "info",
-         "every value the service answers still fits what old callers expect",
-         "`maxLength: 20` → `maxLength: 10`"),
-    Rule("response-constraint-loosened", "response", "warning",
-         "the service may answer values outside what old callers check",
-         "`maximum: 100` → `maximum: 1000`; `format` removed"),
-    Rule("response-constraint-changed", "response", "warning",
-         "the service may answer values the old constraint refused",
-         "`pattern: ^[a-z]+$` → `pattern: ^[0-9]+$`"),
-    Rule("response-success-status-added", "response", "warning",
-         "old callers may receive a success status they do not know",
-         "`success: [ok]` → `success: [ok, created]`"),
-    Rule("response-success-status-removed", "response", "info",
-         "the service no longer answers the status; old callers knew every remaining one",
-         "`success: [ok, created]` → `success: [created]`"),
-    Rule("response-failure-status-added", "response", "warning",
-         "old callers may receive a failure status they do not handle by name",
-         "`failures: [not-found]` → `failures: [not-found, conflict]`"),
-    Rule("response-failure-status-removed", "response", "info",
-         "the service no longer answers the failure; old callers' handling of it is unused",
-         "`failures: [not-found, conflict]` → `failures: [not-found]`"),
-    # Routes and topics.
-    Rule("route-added", "route", "info",
-         "a new way in; old callers are unaffected",
-         "`routes: [POST /orders]` → `routes: [POST /orders, PUT /orders]`"),
-    Rule("route-removed", "route", "error",
-         "old callers of the route get 404",
-         "`routes: [POST /orders, PUT /orders]` → `routes: [POST /orders]`"),
-    Rule("route-changed", "route", "error",
-         "old callers of the old route get 404 or 405",
-         "`POST /orders` → `POST /v1/orders`"),
-    Rule("topic-version-added", "topic", "info",
-         "a new (topic, version) beside the existing ones; old callers are unaffected",
-         "add `orders:place` version `v2`"),
-    Rule("topic-version-removed", "topic", "error",
-         "old callers of the (topic, version) get unknown-topic",
-         "remove `orders:place` version `v1`"),
-    Rule("topic-version-not-bumped", "topic", "error",
-         "a breaking change inside a published (topic, version) breaks its callers; publish it as a new version",
-         "`request-property-became-required` inside `orders:place@v1`"),
-    # Annotations only.
-    Rule("doc-description-changed", "doc", "info",
-         "documentation only; the wire is unchanged",
-         "`description: How many` → `description: Units ordered`"),
-    Rule("doc-summary-changed", "doc", "info",
-         "documentation only; the wire is unchanged",
-         "`summary: Place an order` → `summary: Place one order`"),
-    Rule("doc-examples-changed", "doc", "info",
-         "documentation only; the wire is unchanged",
-         "`examples: [1]` → `examples: [1, 5]`"),
-    Rule("doc-deprecated-changed", "doc", "info",
-         "documentation only; deprecated values are still accepted and answered",
-         "`deprecated: true` added"),
-)
-RULES_BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}
 GATE_RULE = "topic-version-not-bumped"
 
 
@@ -326,8 +162,6 @@ def _next_version(version: str, taken: set[str]) -> str:
     return candidate
 
 
-_LOWER_BOUNDS = ("minLength", "minimum", "exclusiveMinimum", "minItems")
-_UPPER_BOUNDS = ("maxLength", "maximum", "exclusiveMaximum", "maxItems")
 _ARRAYS = ("list", "set", "tuple")
 _ANY = TypeExpr("scalar", "any")
 _STRING = TypeExpr("scalar", "string")
@@ -505,7 +339,7 @@ class _Differ:
         for keyword in sorted(CONSTRAINT_KEYWORDS):
             before, after = old.contract.get(keyword), new.contract.get(keyword)
             if before != after:
-                change = _constraint_change(keyword, before, after)
+                change = constraint_change(keyword, before, after)
                 self.add(f"{direction}-constraint-{change}", path, {keyword: before}, {keyword: after})
         self.types(path, direction, old.type, new.type, seen)
 
@@ -520,27 +354,6 @@ def _added_rule(direction: str, added: FieldDef, old_record: RecordDef) -> str:
 
 def _requiredness(item: FieldDef) -> str:
     return "optional" if item.has_default else "required"
-
-
-def _constraint_change(keyword: str, old: Any, new: Any) -> str:
-    """`tightened` (fewer values fit), `loosened` (more values fit) or `changed` (neither contains the other)."""
-    if old is None or new is None:
-        return "tightened" if old is None else "loosened"
-    if keyword in _LOWER_BOUNDS:
-        return "tightened" if new > old else "loosened"
-    if keyword in _UPPER_BOUNDS:
-        return "tightened" if new < old else "loosened"
-    if keyword == "multipleOf":
-        if _divides(old, new):
-            return "tightened"
-        if _divides(new, old):
-            return "loosened"
-    return "changed"
-
-
-def _divides(step: float, value: float) -> bool:
-    quotient = value / step
-    return abs(quotient - round(quotient)) < 1e-9
 
 
 def _strip(expr: TypeExpr) -> TypeExpr:

@@ -8,6 +8,8 @@ from typing import Any
 
 import yaml
 
+from svcgen.codegen.contracts import SPEC
+from svcgen.codegen.render import render_package
 from svcgen.contractdiff import Finding
 from svcgen.manifest import Manifest, load_manifest
 
@@ -47,3 +49,16 @@ def golden_line(finding: Finding) -> str:
     old, new = json.dumps(finding.old), json.dumps(finding.new)
     line = f"{finding.level} {finding.rule} {finding.path}: {old} -> {new}"
     return line if finding.fix is None else f"{line}\n  why: {finding.why}\n  fix: {finding.fix}"
+
+
+def topic_schemas(manifest: Manifest, out: Path) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
+    """(requestSchema, responseSchema) of each topic version as the built package's spec document derives them."""
+    files = {generated.relpath: generated for generated in render_package(manifest, out)}
+    spec = json.loads(files[SPEC].text)
+    return {
+        f"{topic['id']}@{topic['version']}" if topic.get("version") else topic["id"]: (
+            topic["requestSchema"],
+            topic["responseSchema"],
+        )
+        for topic in spec["topics"]
+    }
