@@ -19,16 +19,12 @@ from typing import Any
 
 from .manifest.model import EnumDef, FieldDef, Manifest, RecordDef, TopicDef
 from .manifest.typeexpr import TypeExpr
-from .runtime._compatibility import (  # noqa: F401  (RULES and Rule are this module's public names too)
-    DIRECTIONS,
-    LEVELS,
-    RULES,
-    RULES_BY_ID,
-    Direction,
-    Level,
-    Rule,
-    constraint_change,
-)
+
+# The rules live in the runtime (the mesh judges live contracts by them too); they stay this module's names.
+from .runtime._compatibility import LEVELS, RULES_BY_ID, Direction, constraint_change
+from .runtime._compatibility import RULES as RULES
+from .runtime._compatibility import Level as Level
+from .runtime._compatibility import Rule as Rule
 from .runtime._meta import CONSTRAINT_KEYWORDS
 
 GATE_RULE = "topic-version-not-bumped"

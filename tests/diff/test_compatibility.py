@@ -99,5 +99,5 @@ def test_nested_items_maps_and_nullables() -> None:
 def test_a_spec_document_is_compatible_with_itself() -> None:
     spec = json.loads(Path("tests/golden/orders/orders_service/contracts/spec.json").read_text(encoding="utf-8"))
     for topic in spec["topics"]:
-        for direction, key in (("request", "requestSchema"), ("response", "responseSchema")):
-            assert first_incompatibility(topic[key], topic[key], direction=direction) is None
+        assert first_incompatibility(topic["requestSchema"], topic["requestSchema"], direction="request") is None
+        assert first_incompatibility(topic["responseSchema"], topic["responseSchema"], direction="response") is None
