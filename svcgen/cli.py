@@ -25,7 +25,7 @@ from .codegen.files import GeneratedFile
 from .codegen.render import render_package
 from .codegen.starter import starter_manifest
 from .codegen.writer import BuildReport, check_findings, stale_diff, write_package
-from .contractdiff import DiffReport, Level, LevelsError, diff_manifests, parse_levels
+from .contractdiff import DiffReport, Level, LevelsError, compat_manifests, diff_manifests, parse_levels
 from .manifest import Manifest, ManifestError, load_manifest, load_manifest_with_warnings
 from .manifest.build import default_package
 from .manifest.revision import RevisionError, load_manifest_at, repository_path, split_revision
@@ -135,6 +135,30 @@ def diff_command(old: str, new: str, output_format: str, levels_file: Path | Non
     """
     levels = None if levels_file is None else _levels(levels_file)
     report = diff_manifests(_load_side(old), _load_side(new), levels)
+    if output_format == "json":
+        click.echo(orjson.dumps(report.document(), option=orjson.OPT_INDENT_2).decode())
+    else:
+        for line in report.lines():
+            click.echo(line)
+    if report.breaking:
+        raise SystemExit(1)
+
+
+@main.command("compat")
+@click.argument("manifests", nargs=-1, required=True, metavar="MANIFEST...")
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: one line per finding and a summary; json: for tools.")
+@click.option("--levels", "levels_file", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="YAML or JSON mapping of rule id to level (error, warning, info), as for `svcgen diff`.")
+def compat_command(manifests: tuple[str, ...], output_format: str, levels_file: Path | None) -> None:
+    """Check every produces entry of each MANIFEST against the manifest among them that serves its topic.
+
+    The producer's copy of a topic must still work against the provider's, by the rules of `svcgen diff`: what
+    the producer sends must be accepted, what the provider answers must decode. Exit 1 on an incompatibility, 0
+    otherwise, 2 when an input cannot be read. A produces entry no given manifest serves is a warning line.
+    """
+    levels = None if levels_file is None else _levels(levels_file)
+    report = compat_manifests([_load_side(manifest) for manifest in manifests], levels)
     if output_format == "json":
         click.echo(orjson.dumps(report.document(), option=orjson.OPT_INDENT_2).decode())
     else:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -47,9 +47,10 @@ class Finding:
         return {"rule": self.rule, "level": self.level, "direction": self.direction, "path": self.path,
                 "old": self.old, "new": self.new, "why": self.why, "fix": self.fix}
 
-    def line(self) -> str:
+    def line(self, between: str = "") -> str:
+        """`level: path: rule (old → new): why; fix: ...`, with `between` (`orders -> payments: `) before the path."""
         change = "" if self.old is None and self.new is None else f" ({_show(self.old)} → {_show(self.new)})"
-        text = f"{self.level}: {self.path}: {self.rule}{change}: {self.why}"
+        text = f"{self.level}: {between}{self.path}: {self.rule}{change}: {self.why}"
         return text if self.fix is None else f"{text}; fix: {self.fix}"
 
 
@@ -113,6 +114,111 @@ def diff_manifests(old: Manifest, new: Manifest, levels: Mapping[str, Level] | N
     found = [finding for _, finding in scoped]
     gate = [leveled(finding) for finding in _gate(old, new, scoped)]
     return DiffReport(tuple(sorted([*found, *gate], key=lambda finding: (finding.path, finding.rule))))
+
+
+@dataclass(frozen=True)
+class CompatFinding:
+    """A diff finding between a producer's copy of a topic (the old contract its client was written against) and
+    the provider's topic (the new one)."""
+
+    producer: str
+    provider: str
+    finding: Finding
+
+    def document(self) -> dict[str, Any]:
+        return {"producer": self.producer, "provider": self.provider, **self.finding.document()}
+
+    def line(self) -> str:
+        return self.finding.line(f"{self.producer} -> {self.provider}: ")
+
+
+@dataclass(frozen=True)
+class Unmatched:
+    """A produces entry whose topic no given manifest serves: not checked, not a failure."""
+
+    producer: str
+    topic: str
+
+    def line(self) -> str:
+        return f"warning: {self.producer} -> ?: {self.topic}: no provider among the given manifests; not checked"
+
+
+@dataclass(frozen=True)
+class CompatReport:
+    findings: tuple[CompatFinding, ...] = ()
+    unmatched: tuple[Unmatched, ...] = ()
+    checked: int = 0
+    """Produces entries checked against a provider."""
+
+    def count(self, level: Level) -> int:
+        return sum(1 for item in self.findings if item.finding.level == level)
+
+    @property
+    def breaking(self) -> bool:
+        return self.count("error") > 0
+
+    def summary(self) -> str:
+        pairs = f"{self.checked} produces entr{'y' if self.checked == 1 else 'ies'} checked"
+        skipped = f", {len(self.unmatched)} without a provider" if self.unmatched else ""
+        counts = ", ".join(f"{self.count(level)} {level}{'s' if self.count(level) != 1 else ''}" for level in LEVELS)
+        return f"{pairs}{skipped}: {counts}; {'incompatible' if self.breaking else 'compatible'}"
+
+    def lines(self) -> list[str]:
+        return [item.line() for item in self.unmatched] + [item.line() for item in self.findings] + [self.summary()]
+
+    def document(self) -> dict[str, Any]:
+        return {
+            "findings": [item.document() for item in self.findings],
+            "unmatched": [{"producer": item.producer, "topic": item.topic} for item in self.unmatched],
+            "summary": {
+                "checked": self.checked,
+                **{level: self.count(level) for level in LEVELS},
+                "breaking": self.breaking,
+            },
+        }
+
+
+_COMPAT_DIRECTIONS = ("request", "response")
+
+
+def compat_manifests(manifests: Sequence[Manifest], levels: Mapping[str, Level] | None = None) -> CompatReport:
+    """Every produces entry of each manifest against each manifest that serves its (topic, version), by the diff's
+    rules: the producer's copy is the old contract and the provider's topic the new one, so what the producer sends
+    must be accepted and what the provider answers must decode. Statuses, routes and annotations are the provider's
+    own and not compared. A topic a provider serves under other versions only is `topic-version-removed`."""
+    overrides = levels or {}
+    findings: list[CompatFinding] = []
+    unmatched: list[Unmatched] = []
+    checked = 0
+    for producer in manifests:
+        for produced in producer.produces:
+            key = topic_key(produced)
+            providers = [
+                (provider, topic) for provider in manifests for topic in provider.topics
+                if topic.id == produced.id and topic.version == produced.version
+            ]
+            serving_id = [provider for provider in manifests if any(t.id == produced.id for t in provider.topics)]
+            if not providers and not serving_id:
+                unmatched.append(Unmatched(producer.service, key))
+                continue
+            checked += 1
+            found = [] if providers else [
+                (provider.service, _finding("topic-version-removed", key, key, None)) for provider in serving_id
+            ]
+            for provider, topic in providers:
+                copy = replace(producer, topics=(produced,), produces=())
+                served = replace(provider, topics=(topic,), produces=())
+                found += [
+                    (provider.service, finding) for _, finding in _Differ(copy, served).findings()
+                    if finding.direction in _COMPAT_DIRECTIONS and "-status-" not in finding.rule
+                ]
+            findings += [
+                CompatFinding(producer.service, provider_name,
+                              replace(finding, level=overrides[finding.rule]) if finding.rule in overrides else finding)
+                for provider_name, finding in found
+            ]
+    ordered = sorted(findings, key=lambda item: (item.producer, item.provider, item.finding.path, item.finding.rule))
+    return CompatReport(tuple(ordered), tuple(unmatched), checked)
 
 
 def rule_table() -> str:
