@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ from ..runtime._status import OK
 from .contract import CONTRACT_KEYWORDS
 from .loader import YamlDocument
 from .model import NO_DEFAULT, EnumDef, FieldDef, Manifest, MeshDef, RecordDef, RouteDef, TopicDef
+from .provider import provided_topic
 from .routes import parse_route
 from .schemaimport import import_json_schema
 from .typeexpr import parse_type
@@ -36,7 +38,18 @@ def build_manifest(document: YamlDocument, base_dir: Path) -> Manifest:
             records += imported.records
             enums += imported.enums
         else:
-            records.append(_record(name, spec))
+            records.append(record_def(name, spec))
+    produces: list[TopicDef] = []
+    for entry in data.get("produces", ()):
+        if "from" not in entry:
+            produces.append(_topic(entry))
+            continue
+        provided = provided_topic(base_dir, entry["from"], entry["id"], entry.get("version"))
+        produces.append(replace(provided.topic, routes=(), summary=entry.get("summary", provided.topic.summary)))
+        # A type already declared (here or by an earlier entry) is the same one: semantics checked they agree.
+        known = {record.name for record in records} | {enum.name for enum in enums}
+        records += [record for record in provided.records if record.name not in known]
+        enums += [enum for enum in provided.enums if enum.name not in known]
     return Manifest(
         path=document.file.replace("\\", "/"),
         service=service,
@@ -51,8 +64,15 @@ def build_manifest(document: YamlDocument, base_dir: Path) -> Manifest:
         types=tuple(records),
         enums=tuple(enums),
         topics=tuple(_topic(entry) for entry in data.get("topics", ())),
-        produces=tuple(_topic(entry) for entry in data.get("produces", ())),
+        produces=tuple(produces),
     )
+
+
+def same_definition(one: RecordDef | EnumDef, other: RecordDef | EnumDef) -> bool:
+    """The same type, wherever each was declared (a jsonSchema path is where, not what)."""
+    if isinstance(one, RecordDef) and isinstance(other, RecordDef):
+        return replace(one, json_schema=None) == replace(other, json_schema=None)
+    return one == other
 
 
 def _mesh(spec: dict[str, Any]) -> MeshDef:
@@ -64,7 +84,8 @@ def _mesh(spec: dict[str, Any]) -> MeshDef:
     )
 
 
-def _record(name: str, spec: dict[str, Any]) -> RecordDef:
+def record_def(name: str, spec: dict[str, Any]) -> RecordDef:
+    """A record the manifest declares with `fields`."""
     return RecordDef(
         name,
         fields=tuple(_field(wire, field_spec) for wire, field_spec in spec["fields"].items()),

@@ -24,14 +24,16 @@ from ..runtime._reserved import (
     normalize_prefix,
 )
 from ..runtime._status import FAILURE_CODES, SUCCESS_CODES
+from .build import record_def, same_definition
 from .contract import CONTRACT_KEYWORDS, check_enum, check_field_contract, value_problem
 from .diagnostics import Diagnostic
 from .fits import RecordFields, fits
 from .loader import JsonPath, YamlDocument
-from .model import Position
+from .model import EnumDef, Position, RecordDef
 from .names import canonical_camel, did_you_mean, is_pascal_identifier, pascal_case, suggestion
+from .provider import ProvidedTopic, ProviderError, provided_topic
 from .routes import ParsedRoute, RouteSyntaxError, ShadowIndex, parse_route, well_known_collision
-from .schemaimport import SchemaImportError, translate_json_schema
+from .schemaimport import SchemaImportError, import_json_schema, translate_json_schema
 from .typeexpr import CONTAINERS, SCALARS, TypeExpr, TypeExprError, parse_type
 from .validate import SchemaFindings
 
@@ -117,6 +119,8 @@ class _Checker:
         """Every record name is known, so a name missing from `records` is really undefined."""
         self.uses_known = True
         """Every type expression of topics, produces entries and fields was read, so every use is known."""
+        self.provided: list[tuple[int, ProvidedTopic]] = []
+        """The `from:` produces entries that resolved (by index), with what they take from their providers."""
 
     def error(self, position: Position, message: str) -> None:
         self.diagnostics.append(Diagnostic(position, message))
@@ -150,9 +154,15 @@ class _Checker:
                 self.uses_known = False
             self.sections[section] = entries or []
             for index, entry in enumerate(self.sections[section]):
+                if section == "produces" and isinstance(entry, dict) and "from" in entry:
+                    self.take_provided(index, entry)
+                    continue
                 for role in ("request", "response"):
                     path = (section, index, role)
+                    if section == "produces":
+                        self.check_produced_role(index, entry, role)
                     self.parsed[path] = self.parse(self.read(entry, (section, index), role, str), path)
+        self.check_provided_clashes()
         self.check_type_names_known()
         self.check_defaults()
         self.check_unused()
@@ -432,6 +442,95 @@ class _Checker:
                     self.doc.key_at(("types", name)),
                     f"type {name!r} is not used by any topic or produces entry; remove it or reference it",
                 )
+
+    # -- produces from a provider ---------------------------------------------------------------
+
+    def check_produced_role(self, index: int, entry: Any, role: str) -> None:
+        """Without `from:` a produces entry declares its own request and response."""
+        path: JsonPath = ("produces", index)
+        if isinstance(entry, dict) and role not in entry and (path, role) not in self.findings.misspelt:
+            self.error(
+                self.doc.key_at(path),
+                f"missing required key {role!r} in each produces entry; add it: a type expression like string, "
+                "list[LineItem] or LineItem, or take the types from the provider with 'from: <its manifest>'",
+            )
+
+    def take_provided(self, index: int, entry: dict[str, Any]) -> None:
+        """A `from:` entry: the provider's topic and the types it reaches stand for request and response."""
+        path: JsonPath = ("produces", index)
+        for role in ("request", "response"):
+            if role in entry:
+                self.error(
+                    self.doc.key_at((*path, role)),
+                    f"a produces entry with 'from' takes its {role} type from the provider's manifest; remove "
+                    f"{role!r}, or 'from' to declare the types here",
+                )
+        relative, topic_id = self.read(entry, path, "from", str), self.read(entry, path, "id", str)
+        version = self.read(entry, path, "version", str)
+        if relative is None or topic_id is None or (version is None and "version" in entry):
+            self.uses_known = False  # unreadable: what it takes is not known
+            return
+        try:
+            provided = provided_topic(self.base_dir, relative, topic_id, version)
+        except ProviderError as error:
+            self.uses_known = False
+            self.error(self.doc.at((*path, error.key)), str(error))
+            return
+        self.parsed[(*path, "request")] = provided.topic.request
+        self.parsed[(*path, "response")] = provided.topic.response
+        self.provided.append((index, provided))
+
+    def check_provided_clashes(self) -> None:
+        """A type a `from:` entry takes must not differ from a local type, or another provider's, of its name."""
+        taken: dict[str, tuple[RecordDef | EnumDef, int, ProvidedTopic]] = {}
+        for index, provided in self.provided:
+            label = f"produces entry {provided.topic.id}"
+            definitions: list[RecordDef | EnumDef] = [*provided.records, *provided.enums]
+            for definition in definitions:
+                name = definition.name
+                theirs = f"the {name!r} that {label} takes from {provided.provider} ({provided.positions[name]})"
+                earlier = taken.setdefault(name, (definition, index, provided))
+                if earlier[0] is not definition and not same_definition(earlier[0], definition):
+                    _, other_index, other = earlier
+                    self.error(
+                        self.doc.at(("produces", index, "from")),
+                        f"{theirs} differs from the {name!r} that produces entry {other.topic.id} (line "
+                        f"{self.doc.at(('produces', other_index)).line}) takes from {other.provider} "
+                        f"({other.positions[name]}); the two providers must agree on it",
+                    )
+                local = self.local_definition(name)
+                if local is not None and not same_definition(local, definition):
+                    section = "enums" if name in self.enums else "types"
+                    self.error(
+                        self.doc.key_at((section, name)),
+                        f"type {name!r} differs from {theirs}; remove the local type to use the provider's, or "
+                        "rename it",
+                    )
+
+    def local_definition(self, name: str) -> RecordDef | EnumDef | None:
+        """The manifest's own record or enum `name` as the model builds it; None when there is none or it cannot
+        be read (its problems are reported where they are)."""
+        if name in self.enums:
+            spec = self.read(self.read(self.data, (), "enums", dict, {}), ("enums",), name, dict) or {}
+            return EnumDef(name, self.enums[name], spec.get("description"))
+        record = self.records.get(name)
+        if record is None:
+            return None
+        if record.external:
+            return self.external_definition(name)
+        if not (record.names_known and record.shape_known):
+            return None
+        try:
+            return record_def(name, self.data["types"][name])
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def external_definition(self, name: str) -> RecordDef | None:
+        relative = self.read(self.data["types"][name], ("types", name), "jsonSchema", str)
+        try:
+            return None if relative is None else import_json_schema(name, relative, self.base_dir).records[0]
+        except (SchemaImportError, ValueError):
+            return None
 
     # -- topics ---------------------------------------------------------------------------------
 

@@ -99,6 +99,7 @@ def build(workdir: Path) -> str:
 
 def test_build_serve_implement_rebuild_extend(tmp_path: Path) -> None:
     shutil.copy(REPO / "examples/manifests/orders.yaml", tmp_path / "orders.yaml")
+    shutil.copy(REPO / "examples/manifests/payments.yaml", tmp_path / "payments.yaml")  # orders takes types from it
     shutil.copytree(REPO / "examples/manifests/schemas", tmp_path / "schemas")
     build(tmp_path)
     package = tmp_path / "out/orders_service"

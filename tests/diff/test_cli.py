@@ -49,6 +49,7 @@ def git(repo: Path, *args: str) -> None:
 
 def test_a_no_op_rewrite_with_reordered_keys_finds_nothing(tmp_path: Path) -> None:
     shutil.copytree(EXAMPLES / "schemas", tmp_path / "schemas")
+    shutil.copy(EXAMPLES / "payments.yaml", tmp_path)  # orders takes payments:capture from it
     document = yaml.safe_load((EXAMPLES / "orders.yaml").read_text(encoding="utf-8"))
     rewritten = tmp_path / "orders.yaml"
     # sort_keys reorders every mapping: top-level keys, types, and each record's fields.

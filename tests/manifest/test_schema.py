@@ -48,7 +48,8 @@ def test_unknown_keys_in_field_type_mesh_and_produces_entry() -> None:
         "m.yaml:5:5: unknown key 'desc' in type 'Order'; did you mean 'description'?",
         "m.yaml:7:31: unknown key 'defualt' in field 'orderId'; did you mean 'default'?",
         "m.yaml:12:31: unknown key 'heartbeat' in mesh; did you mean 'heartbeatSeconds'?",
-        "m.yaml:14:46: unknown key 'routes' in produces entry; allowed keys: id, version, request, response, summary",
+        "m.yaml:14:46: unknown key 'routes' in produces entry; allowed keys: id, version, request, response, from, "
+        "summary",
     ]
 
 

@@ -103,7 +103,7 @@ class GetOrder:
 
 @dataclass(kw_only=True)
 class Money:
-    """An amount in minor units (cents) of a currency; as payments declares it."""
+    """An amount in minor units (cents) of a currency."""
 
     amount_minor: Annotated[int, Meta(minimum=0)]
     currency: Annotated[str, Meta(pattern="^[A-Z]{3}$", description="ISO 4217 code")] = "EUR"
@@ -114,6 +114,7 @@ class CapturePayment:
     order_id: str
     amount: Money
     idempotency_key: Annotated[str, Meta(min_length=1, max_length=128)]
+    metadata: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(kw_only=True)
