@@ -51,7 +51,7 @@ def provided_topic(base_dir: Path, relative: str, topic_id: str, version: str | 
 
     if PurePosixPath(relative).is_absolute() or PureWindowsPath(relative).is_absolute():
         raise ProviderError(f"provider manifest path {relative!r} must be relative to the manifest's directory")
-    target = base_dir / relative
+    target = Path(posixpath.normpath((base_dir / relative).as_posix()))  # named without `dir/..` detours
     try:
         exists = target.is_file()
     except OSError:

@@ -16,7 +16,7 @@ import pytest
 
 from svcgen.codegen import render_package
 from svcgen.codegen.writer import write_package
-from svcgen.manifest import load_manifest_text
+from svcgen.manifest import load_manifest, load_manifest_text
 from svcgen.runtime._http.sender import HttpSender
 
 PACKAGE = "echo_clients_service"
@@ -110,3 +110,81 @@ def test_typed_calls(package: ModuleType) -> None:
     # v1 answers a Pong object where this produces entry declares a string: a typed failure, not a crash.
     assert mismatched.status == "unexpected-error"
     assert "does not fit its type" in (mismatched.detail or "")
+
+
+PROVIDER = """\
+svcgen: 1
+service: ledger
+types:
+  Entry:
+    fields:
+      amount: {type: integer, minimum: 1}
+      memo: {type: string, default: ""}
+  Receipt:
+    fields:
+      entryId: string
+      amount: integer
+topics:
+  - id: ledger:record
+    version: v1
+    request: Entry
+    response: Receipt
+"""
+PRODUCER = """\
+svcgen: 1
+service: booker
+types:
+  Ping:
+    fields:
+      text: string
+topics:
+  - id: booker:ping
+    request: Ping
+    response: Ping
+produces:
+  - id: ledger:record
+    from: ledger.yaml
+"""
+RECORD_HANDLER = """\
+from __future__ import annotations
+
+from svcgen.runtime import Context, Result
+
+from ..models import Entry, Receipt
+
+
+async def handle(request: Entry, context: Context) -> Result[Receipt]:
+    return Result.ok(Receipt(entry_id="e-" + request.memo, amount=request.amount))
+"""
+
+
+def test_a_client_taken_from_the_provider_calls_it_with_its_types(tmp_path: Path) -> None:
+    (tmp_path / "ledger.yaml").write_text(PROVIDER, encoding="utf-8")
+    (tmp_path / "booker.yaml").write_text(PRODUCER, encoding="utf-8")
+    for name in ("ledger", "booker"):
+        model = load_manifest((tmp_path / f"{name}.yaml").as_posix())
+        write_package(render_package(model, tmp_path), tmp_path / model.package)
+    (tmp_path / "ledger_service/handlers/ledger_record_v1.py").write_text(RECORD_HANDLER)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        ledger = importlib.import_module("ledger_service.service")
+        clients_module = importlib.import_module("booker_service.clients")
+        models = importlib.import_module("booker_service.models")
+
+        async def scenario() -> list[Any]:
+            transport = httpx.ASGITransport(app=ledger.create_app())
+            sender = HttpSender("http://ledger/svc/invoke", transport=transport)
+            async with clients_module.Clients(sender) as clients:
+                answers = [await clients.ledger_record_v1(models.Entry(amount=5, memo="m"))]
+                answers.append(await clients.ledger_record_v1(models.Entry(amount=0)))
+            await sender.aclose()
+            return answers
+
+        booked, refused = asyncio.run(scenario())
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in [name for name in sys.modules if name.split(".")[0] in ("ledger_service", "booker_service")]:
+            del sys.modules[name]
+    # The producer's Entry is the provider's, constraint and default included, and so its Receipt.
+    assert booked.status == "ok" and booked.payload == models.Receipt(entry_id="e-m", amount=5)
+    assert refused.status == "validation-error" and "amount" in (refused.detail or "")

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from svcgen.codegen.contracts import SPEC
+from svcgen.codegen.contracts import DESCRIPTOR, SPEC
 from svcgen.codegen.render import render_package
 from svcgen.contractdiff import Finding
 from svcgen.manifest import Manifest, load_manifest
@@ -61,4 +61,17 @@ def topic_schemas(manifest: Manifest, out: Path) -> dict[str, tuple[dict[str, An
             topic["responseSchema"],
         )
         for topic in spec["topics"]
+    }
+
+
+def produced_schemas(manifest: Manifest, out: Path) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
+    """(requestSchema, responseSchema) of each produces entry as the built package's descriptor publishes them."""
+    files = {generated.relpath: generated for generated in render_package(manifest, out)}
+    descriptor = json.loads(files[DESCRIPTOR].text)
+    return {
+        f"{topic['id']}@{topic['version']}" if topic.get("version") else topic["id"]: (
+            topic["requestSchema"],
+            topic["responseSchema"],
+        )
+        for topic in descriptor["produces"]
     }

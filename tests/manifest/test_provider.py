@@ -1,0 +1,183 @@
+"""`produces: - from: <provider manifest>`: the entry takes the provider's topic and types; every way it can go wrong
+is one error at the entry's position, reported with the manifest's other errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from svcgen.manifest import ManifestError, load_manifest
+from svcgen.manifest.model import Manifest
+from svcgen.manifest.typeexpr import parse_type
+
+PAYMENTS = """\
+svcgen: 1
+service: payments
+enums:
+  CaptureStatus:
+    values: [captured, failed]
+types:
+  Money:
+    fields:
+      amountMinor: {type: integer, minimum: 0}
+  CapturePayment:
+    fields:
+      orderId: string
+      amount: Money
+  Capture:
+    fields:
+      captureId: string
+      status: CaptureStatus
+  Unrelated:
+    fields:
+      x: string
+topics:
+  - id: payments:capture
+    version: v1
+    request: CapturePayment
+    response: Capture
+  - id: payments:refund
+    version: v1
+    request: Unrelated
+    response: Unrelated
+  - id: payments:refund
+    version: v2
+    request: Unrelated
+    response: Unrelated
+"""
+ORDERS = """\
+svcgen: 1
+service: orders
+types:
+  Order:
+    fields:
+      orderId: string
+{local}topics:
+  - id: orders:get
+    request: Order
+    response: Order
+produces:
+  - id: {topic}
+{entry}"""
+
+
+def write(folder: Path, *, topic: str = "payments:capture", entry: str = "    from: ../payments/payments.yaml\n",
+          local: str = "") -> Path:  # fmt: skip
+    (folder / "payments").mkdir(exist_ok=True)
+    (folder / "payments" / "payments.yaml").write_text(PAYMENTS, encoding="utf-8")
+    (folder / "orders").mkdir(exist_ok=True)
+    path = folder / "orders" / "orders.yaml"
+    path.write_text(ORDERS.format(topic=topic, entry=entry, local=local), encoding="utf-8")
+    return path
+
+
+def errors_of(path: Path) -> list[str]:
+    with pytest.raises(ManifestError) as info:
+        load_manifest(path.as_posix())
+    return [str(diagnostic) for diagnostic in info.value.diagnostics if diagnostic.is_error]
+
+
+def test_the_entry_takes_the_providers_topic_version_and_the_types_it_reaches(tmp_path: Path) -> None:
+    model: Manifest = load_manifest(write(tmp_path).as_posix())
+    (produced,) = model.produces
+    assert (produced.id, produced.version) == ("payments:capture", "v1")  # the provider's only version
+    assert (produced.request, produced.response) == (parse_type("CapturePayment"), parse_type("Capture"))
+    assert [record.name for record in model.types] == ["Order", "Money", "CapturePayment", "Capture"]
+    assert [enum.name for enum in model.enums] == ["CaptureStatus"]
+    assert next(r for r in model.types if r.name == "Money").fields[0].contract == {"minimum": 0}
+
+
+def test_an_identical_local_type_is_the_same_type(tmp_path: Path) -> None:
+    local = "  Money:\n    fields:\n      amountMinor: {type: integer, minimum: 0}\n"
+    model = load_manifest(write(tmp_path, local=local).as_posix())
+    assert [record.name for record in model.types] == ["Order", "Money", "CapturePayment", "Capture"]
+
+
+def test_a_different_local_type_of_the_same_name_is_an_error_naming_both(tmp_path: Path) -> None:
+    local = "  Money:\n    fields:\n      amountMinor: integer\n"
+    path = write(tmp_path, local=local)
+    assert errors_of(path) == [
+        f"{path.as_posix()}:7:3: type 'Money' differs from the 'Money' that produces entry payments:capture takes "
+        f"from {tmp_path.as_posix()}/payments/payments.yaml "
+        f"({tmp_path.as_posix()}/payments/payments.yaml:7:3); remove the local type to use the "
+        "provider's, or rename it"
+    ]
+
+
+def test_a_local_record_named_like_a_provided_enum_clashes(tmp_path: Path) -> None:
+    local = "  CaptureStatus:\n    fields:\n      code: string\n"
+    (error,) = errors_of(write(tmp_path, local=local))
+    assert ":7:3: type 'CaptureStatus' differs from the 'CaptureStatus' that produces entry" in error
+
+
+def test_a_missing_provider_file_is_one_error_at_from(tmp_path: Path) -> None:
+    path = write(tmp_path, entry="    from: ../nowhere/payments.yaml\n")
+    assert errors_of(path) == [
+        f"{path.as_posix()}:13:11: provider manifest '../nowhere/payments.yaml' not found (looked for "
+        f"{tmp_path.as_posix()}/nowhere/payments.yaml); the path is relative to the manifest's directory"
+    ]
+
+
+def test_an_unknown_topic_is_one_error_at_the_id_with_a_suggestion(tmp_path: Path) -> None:
+    path = write(tmp_path, topic="payments:captur")
+    assert errors_of(path) == [
+        f"{path.as_posix()}:12:9: provider payments (../payments/payments.yaml) serves no topic 'payments:captur'; "
+        "did you mean 'payments:capture'?"
+    ]
+
+
+def test_an_ambiguous_or_unknown_version_is_one_error(tmp_path: Path) -> None:
+    path = write(tmp_path, topic="payments:refund")
+    assert errors_of(path) == [
+        f"{path.as_posix()}:12:9: provider payments (../payments/payments.yaml) serves payments:refund in versions "
+        "'v1', 'v2'; name one with 'version'"
+    ]
+    path = write(tmp_path, topic="payments:refund", entry="    version: v3\n    from: ../payments/payments.yaml\n")
+    assert errors_of(path) == [
+        f"{path.as_posix()}:13:14: provider payments (../payments/payments.yaml) serves payments:refund in versions "
+        "'v1', 'v2', not 'v3'"
+    ]
+    model = load_manifest(write(tmp_path, topic="payments:refund", entry="    version: v2\n    from: "
+                                "../payments/payments.yaml\n").as_posix())  # fmt: skip
+    assert model.produces[0].version == "v2"
+
+
+def test_from_with_its_own_request_is_an_error_and_without_from_request_is_required(tmp_path: Path) -> None:
+    path = write(tmp_path, entry="    from: ../payments/payments.yaml\n    request: Order\n")
+    assert errors_of(path) == [
+        f"{path.as_posix()}:14:5: a produces entry with 'from' takes its request type from the provider's manifest; "
+        "remove 'request', or 'from' to declare the types here"
+    ]
+    path = write(tmp_path, entry="    request: Order\n")
+    assert errors_of(path) == [
+        f"{path.as_posix()}:12:5: missing required key 'response' in each produces entry; add it: a type expression "
+        "like string, list[LineItem] or LineItem, or take the types from the provider with 'from: <its manifest>'"
+    ]
+
+
+def test_the_providers_errors_and_the_manifests_own_come_in_one_pass(tmp_path: Path) -> None:
+    path = write(tmp_path, topic="payments:nothing")
+    path.write_text(path.read_text().replace("orderId: string", "orderId: strin"), encoding="utf-8")
+    found = errors_of(path)
+    assert [line.split(": ", 1)[0].rsplit(":", 2)[1:] for line in found] == [["6", "16"], ["12", "9"]]
+    assert "unknown type 'strin'" in found[0] and "serves no topic 'payments:nothing'" in found[1]
+
+
+def test_an_invalid_provider_is_named_with_its_first_error(tmp_path: Path) -> None:
+    path = write(tmp_path)
+    provider = tmp_path / "payments" / "payments.yaml"
+    provider.write_text(PAYMENTS.replace("orderId: string", "orderId: strin"), encoding="utf-8")
+    (error,) = errors_of(path)
+    assert error.startswith(f"{path.as_posix()}:13:11: provider manifest '../payments/payments.yaml' is invalid: ")
+    assert "unknown type 'strin'" in error
+
+
+def test_a_from_cycle_is_an_error_not_a_recursion(tmp_path: Path) -> None:
+    path = write(tmp_path)
+    provider = tmp_path / "payments" / "payments.yaml"
+    provider.write_text(
+        PAYMENTS + "produces:\n  - id: orders:get\n    from: ../orders/orders.yaml\n", encoding="utf-8"
+    )
+    (error,) = errors_of(path)
+    assert "a from: cycle" in error
