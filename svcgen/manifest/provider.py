@@ -99,6 +99,9 @@ def _topic(provider: Manifest, relative: str, topic_id: str, version: str | None
     for topic in candidates:
         if topic.version == version:
             return topic
+    if versions == "''":
+        message = f"{where} serves {topic_id} without a version, not {version!r}; leave out 'version'"
+        raise ProviderError(message, "version")
     raise ProviderError(f"{where} serves {topic_id} in versions {versions}, not {version!r}", "version")
 
 
