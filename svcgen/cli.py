@@ -25,7 +25,15 @@ from .codegen.files import GeneratedFile
 from .codegen.render import render_package
 from .codegen.starter import starter_manifest
 from .codegen.writer import BuildReport, check_findings, stale_diff, write_package
-from .contractdiff import DiffReport, Level, LevelsError, compat_manifests, diff_manifests, parse_levels
+from .contractdiff import (
+    CompatReport,
+    DiffReport,
+    Level,
+    LevelsError,
+    compat_manifests,
+    diff_manifests,
+    parse_levels,
+)
 from .manifest import Manifest, ManifestError, load_manifest, load_manifest_with_warnings
 from .manifest.build import default_package
 from .manifest.revision import RevisionError, load_manifest_at, repository_path, split_revision
@@ -134,14 +142,7 @@ def diff_command(old: str, new: str, output_format: str, levels_file: Path | Non
     read. The rules and the levels file are described in docs/contract-diff.md.
     """
     levels = None if levels_file is None else _levels(levels_file)
-    report = diff_manifests(_load_side(old), _load_side(new), levels)
-    if output_format == "json":
-        click.echo(orjson.dumps(report.document(), option=orjson.OPT_INDENT_2).decode())
-    else:
-        for line in report.lines():
-            click.echo(line)
-    if report.breaking:
-        raise SystemExit(1)
+    _report(diff_manifests(_load_side(old), _load_side(new), levels), output_format)
 
 
 @main.command("compat")
@@ -158,14 +159,7 @@ def compat_command(manifests: tuple[str, ...], output_format: str, levels_file: 
     otherwise, 2 when an input cannot be read. A produces entry no given manifest serves is a warning line.
     """
     levels = None if levels_file is None else _levels(levels_file)
-    report = compat_manifests([_load_side(manifest) for manifest in manifests], levels)
-    if output_format == "json":
-        click.echo(orjson.dumps(report.document(), option=orjson.OPT_INDENT_2).decode())
-    else:
-        for line in report.lines():
-            click.echo(line)
-    if report.breaking:
-        raise SystemExit(1)
+    _report(compat_manifests([_load_side(manifest) for manifest in manifests], levels), output_format)
 
 
 @main.command()
@@ -421,6 +415,17 @@ def _load_side(spec: str) -> Manifest:
         _fail(str(error).splitlines(), status=2)
     except RevisionError as error:
         _fail([f"{spec}: {error}"], status=2)
+
+
+def _report(report: DiffReport | CompatReport, output_format: str) -> None:
+    """Print a diff or compat report as text lines or JSON; exit 1 when it is breaking."""
+    if output_format == "json":
+        click.echo(orjson.dumps(report.document(), option=orjson.OPT_INDENT_2).decode())
+    else:
+        for line in report.lines():
+            click.echo(line)
+    if report.breaking:
+        raise SystemExit(1)
 
 
 def _diff_against(manifest: str, rev: str, model: Manifest) -> DiffReport:

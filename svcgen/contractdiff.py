@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -68,7 +68,7 @@ class DiffReport:
     def summary(self) -> str:
         if not self.findings:
             return "no contract changes"
-        counts = ", ".join(f"{self.count(level)} {level}{'s' if self.count(level) != 1 else ''}" for level in LEVELS)
+        counts = _counts(self.count)
         verdict = "breaking" if self.breaking else "compatible"
         return f"{len(self.findings)} contract change{'s' if len(self.findings) != 1 else ''}: {counts}; {verdict}"
 
@@ -160,7 +160,7 @@ class CompatReport:
     def summary(self) -> str:
         pairs = f"{self.checked} produces entr{'y' if self.checked == 1 else 'ies'} checked"
         skipped = f", {len(self.unmatched)} without a provider" if self.unmatched else ""
-        counts = ", ".join(f"{self.count(level)} {level}{'s' if self.count(level) != 1 else ''}" for level in LEVELS)
+        counts = _counts(self.count)
         return f"{pairs}{skipped}: {counts}; {'incompatible' if self.breaking else 'compatible'}"
 
     def lines(self) -> list[str]:
@@ -219,6 +219,11 @@ def compat_manifests(manifests: Sequence[Manifest], levels: Mapping[str, Level] 
             ]
     ordered = sorted(findings, key=lambda item: (item.producer, item.provider, item.finding.path, item.finding.rule))
     return CompatReport(tuple(ordered), tuple(unmatched), checked)
+
+
+def _counts(count: Callable[[Level], int]) -> str:
+    """`1 error, 0 warnings, 2 infos`."""
+    return ", ".join(f"{count(level)} {level}{'s' if count(level) != 1 else ''}" for level in LEVELS)
 
 
 def rule_table() -> str:

@@ -10,6 +10,7 @@ import pytest
 from svcgen.manifest import ManifestError, load_manifest
 from svcgen.manifest.model import Manifest
 from svcgen.manifest.typeexpr import parse_type
+from tests.support.manifests import MINIMAL
 
 PAYMENTS = """\
 svcgen: 1
@@ -46,20 +47,8 @@ topics:
     request: Unrelated
     response: Unrelated
 """
-ORDERS = """\
-svcgen: 1
-service: orders
-types:
-  Order:
-    fields:
-      orderId: string
-{local}topics:
-  - id: orders:get
-    request: Order
-    response: Order
-produces:
-  - id: {topic}
-{entry}"""
+ORDERS = MINIMAL.replace("topics:\n", "{local}topics:\n") + "produces:\n  - id: {topic}\n{entry}"
+"""A producer of one topic: `local` adds types, `entry` is the rest of its produces entry."""
 
 
 def write(folder: Path, *, topic: str = "payments:capture", entry: str = "    from: ../payments/payments.yaml\n",

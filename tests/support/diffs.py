@@ -51,27 +51,27 @@ def golden_line(finding: Finding) -> str:
     return line if finding.fix is None else f"{line}\n  why: {finding.why}\n  fix: {finding.fix}"
 
 
-def topic_schemas(manifest: Manifest, out: Path) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
+Schemas = dict[str, tuple[dict[str, Any], dict[str, Any]]]
+"""(requestSchema, responseSchema) by `topic` or `topic@version`."""
+
+
+def topic_schemas(manifest: Manifest, out: Path) -> Schemas:
     """(requestSchema, responseSchema) of each topic version as the built package's spec document derives them."""
-    files = {generated.relpath: generated for generated in render_package(manifest, out)}
-    spec = json.loads(files[SPEC].text)
-    return {
-        f"{topic['id']}@{topic['version']}" if topic.get("version") else topic["id"]: (
-            topic["requestSchema"],
-            topic["responseSchema"],
-        )
-        for topic in spec["topics"]
-    }
+    return _schemas(manifest, out, SPEC, "topics")
 
 
-def produced_schemas(manifest: Manifest, out: Path) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
+def produced_schemas(manifest: Manifest, out: Path) -> Schemas:
     """(requestSchema, responseSchema) of each produces entry as the built package's descriptor publishes them."""
+    return _schemas(manifest, out, DESCRIPTOR, "produces")
+
+
+def _schemas(manifest: Manifest, out: Path, document: str, key: str) -> Schemas:
     files = {generated.relpath: generated for generated in render_package(manifest, out)}
-    descriptor = json.loads(files[DESCRIPTOR].text)
+    entries = json.loads(files[document].text)[key]
     return {
-        f"{topic['id']}@{topic['version']}" if topic.get("version") else topic["id"]: (
-            topic["requestSchema"],
-            topic["responseSchema"],
+        f"{entry['id']}@{entry['version']}" if entry.get("version") else entry["id"]: (
+            entry["requestSchema"],
+            entry["responseSchema"],
         )
-        for topic in descriptor["produces"]
+        for entry in entries
     }
