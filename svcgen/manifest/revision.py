@@ -50,14 +50,22 @@ def load_manifest_at(rev: str, path: str, cwd: Path | None = None) -> LoadedMani
     path = posixpath.normpath(path)
     text = _show(rev, path, where)
     with tempfile.TemporaryDirectory(prefix="svcgen-rev-") as scratch:
-        for schema in _json_schema_paths(text, path):
-            try:
-                content = _show(rev, schema, where)
-            except RevisionError:
-                continue  # the loader reports the missing file at the manifest's line
-            target = Path(scratch, schema)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(content, encoding="utf-8")
+        manifests, copied = [(path, text)], {path}
+        while manifests:  # the manifest, and each provider manifest a `from:` names, with what they name
+            manifest, manifest_text = manifests.pop()
+            for referenced, is_manifest in _referenced_paths(manifest_text, manifest):
+                if referenced in copied:
+                    continue
+                copied.add(referenced)
+                try:
+                    content = _show(rev, referenced, where)
+                except RevisionError:
+                    continue  # the loader reports the missing file at the manifest's line
+                target = Path(scratch, referenced)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(content, encoding="utf-8")
+                if is_manifest:
+                    manifests.append((referenced, content))
         copy = Path(scratch, path).as_posix()
         try:
             return load_manifest_text_with_warnings(text, copy)
@@ -70,22 +78,26 @@ def load_manifest_at(rev: str, path: str, cwd: Path | None = None) -> LoadedMani
             ) from None
 
 
-def _json_schema_paths(text: str, manifest: str) -> list[str]:
-    """Repository paths of the jsonSchema files the manifest names (inside the repository)."""
+def _referenced_paths(text: str, manifest: str) -> list[tuple[str, bool]]:
+    """Repository paths of the files the manifest names (inside the repository): its jsonSchema files, and the
+    provider manifests its produces entries take types `from` (each with True)."""
     try:
         document: Any = yaml.safe_load(text)
     except yaml.YAMLError:
         return []  # the loader says what is wrong
-    types = document.get("types") if isinstance(document, dict) else None
-    if not isinstance(types, dict):
+    if not isinstance(document, dict):
         return []
+    types, produces = document.get("types"), document.get("produces")
+    named = [(spec.get("jsonSchema"), False) for spec in (types.values() if isinstance(types, dict) else ())
+             if isinstance(spec, dict)]  # fmt: skip
+    named += [(entry.get("from"), True) for entry in (produces if isinstance(produces, list) else ())
+              if isinstance(entry, dict)]  # fmt: skip
     found = []
-    for spec in types.values():
-        relative = spec.get("jsonSchema") if isinstance(spec, dict) else None
+    for relative, is_manifest in named:
         if isinstance(relative, str):
             joined = posixpath.normpath(posixpath.join(posixpath.dirname(manifest), relative))
             if not joined.startswith("../") and not posixpath.isabs(joined):
-                found.append(joined)
+                found.append((joined, is_manifest))
     return found
 
 

@@ -15,6 +15,7 @@ from svcgen.cli import main
 from svcgen.contractdiff import compat_manifests
 from svcgen.manifest import load_manifest
 from svcgen.runtime._compatibility import first_incompatibility
+from tests.diff.test_cli import git
 from tests.support.diffs import REPO, produced_schemas, topic_schemas
 
 EXAMPLES = REPO / "examples" / "manifests"
@@ -165,3 +166,18 @@ def test_a_levels_file_lowers_a_rule(tmp_path: Path) -> None:
 def test_a_producer_taking_its_types_from_the_provider_is_compatible_by_construction() -> None:
     report = compat_manifests([load_manifest(EXAMPLES / "orders.yaml"), load_manifest(EXAMPLES / "payments.yaml")])
     assert (report.checked, report.findings) == (1, ())
+
+
+def test_rev_path_reads_the_provider_a_from_entry_names_at_the_same_revision(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path, "payments", PAYMENTS)
+    producer = {"svcgen": 1, "service": "orders", "produces": [{"id": "payments:capture", "from": "payments.yaml"}]}
+    write(tmp_path, "orders", producer)
+    for arguments in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "estate"]):
+        git(tmp_path, *arguments)
+    (tmp_path / "payments.yaml").unlink()  # only the committed copy is left
+    monkeypatch.chdir(tmp_path)
+    result = run("HEAD:orders.yaml", "HEAD:payments.yaml")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "1 produces entry checked: 0 errors, 0 warnings, 0 infos; compatible\n"
