@@ -537,9 +537,11 @@ class _Checker:
     def topic_key(self, section: str, index: int) -> tuple[str | None, str | None]:
         """(id, version) of an entry, each None when it cannot be read."""
         entry = self.sections[section][index]
+        version = self.read(entry, (section, index), "version", str, "")
+        taken = dict(self.provided).get(index) if section == "produces" else None
         return (
             self.read(entry, (section, index), "id", str),
-            self.read(entry, (section, index), "version", str, ""),
+            version if taken is None else taken.topic.version,  # a `from:` entry has the provider's version
         )
 
     def check_topic_ids(self, section: str) -> None:

@@ -170,3 +170,13 @@ def test_a_from_cycle_is_an_error_not_a_recursion(tmp_path: Path) -> None:
     )
     (error,) = errors_of(path)
     assert "a from: cycle" in error
+
+
+def test_an_entry_taking_the_providers_version_repeats_one_that_names_it(tmp_path: Path) -> None:
+    entry = "    from: ../payments/payments.yaml\n  - id: payments:capture\n    version: v1\n    request: Order\n" \
+            "    response: Order\n"  # fmt: skip
+    path = write(tmp_path, entry=entry)
+    assert errors_of(path) == [
+        f"{path.as_posix()}:14:9: produces entry 'payments:capture' version 'v1' is already defined at line 12; each "
+        "(id, version) must be unique"
+    ]
