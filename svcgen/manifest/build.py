@@ -58,9 +58,11 @@ def build_manifest(document: YamlDocument, base_dir: Path) -> Manifest:
 def _mesh(spec: dict[str, Any]) -> MeshDef:
     # A trailing '/' would double up in `{collector}{prefix}/invoke`.
     return MeshDef(
-        collector=spec["collector"].rstrip("/"),
+        collector=spec.get("collector", "").rstrip("/"),
         heartbeat_seconds=float(spec.get("heartbeatSeconds", 30.0)),
         issues=bool(spec.get("issues", True)),
+        transport=spec.get("transport", "http"),
+        nats=spec.get("nats"),
     )
 
 
