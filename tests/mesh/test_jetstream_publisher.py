@@ -34,7 +34,7 @@ async def stored(url: str, stream: MeshStream) -> list[tuple[str, dict[str, str]
         found = []
         for sequence in range(info.state.first_seq, info.state.last_seq + 1):
             message = await js.get_msg(stream.name, sequence)
-            found.append((message.subject, dict(message.headers or {}), json.loads(message.data or b"")))
+            found.append((message.subject or "", dict(message.headers or {}), json.loads(message.data or b"")))
         return found
     finally:
         await client.close()
@@ -102,7 +102,8 @@ def test_a_batch_jetstream_did_not_take_is_kept_and_resent_with_its_id(stopped_n
         publisher = JetStreamPublisher(stopped_nats.url, stream, timeout=1.0)
         events = [documents.event(n) for n in range(3)]
         reporter = Reporter(FeedSender(publisher), build_descriptor(Identity("orders"), None), service="orders",
-                            traces=lambda n: [events.pop()] if events else [], batch_ids=lambda: next(ids), batch_size=1)  # fmt: skip
+                            traces=lambda n: [events.pop()] if events else [], batch_ids=lambda: next(ids),
+                            batch_size=1)  # fmt: skip
         try:
             await reporter.flush_traces()
             kept = reporter.pending_trace_events
