@@ -19,7 +19,7 @@ from svcgen.runtime._mesh.collector.postgres import PostgresStore
 from svcgen.runtime._mesh.feeds import FeedSender, feed_envelope
 from svcgen.runtime._mesh.jetstream import FeedConsumer, JetStreamPublisher, MeshStream
 from tests.support import feeds as documents
-from tests.support.broker import mesh_stream, nats_url
+from tests.support.broker import ThrowawayNats, mesh_stream, nats_url
 from tests.support.databases import postgres_session_url, postgres_url
 
 __all__ = ["mesh_stream", "nats_url", "postgres_session_url", "postgres_url"]
@@ -197,3 +197,39 @@ def test_replicas_on_one_database_share_one_durable_consumer_and_count_every_bat
     finally:
         for replica in replicas:
             replica.flush()
+
+
+def test_a_collector_whose_nats_server_is_down_says_so_once_and_takes_the_feeds_when_it_is_back(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = ThrowawayNats()
+    collector = documents.collector()
+    feeds = FeedConsumer(server.url, collector_service(collector), fetch_timeout=0.2, retry_delay=0.2,
+                         connect_timeout=0.5)  # fmt: skip
+
+    async def run() -> None:
+        feeds.start()
+        try:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + DEADLINE
+            while not any("cannot pull" in record.getMessage() for record in caplog.records):
+                assert loop.time() < deadline, "the consumer never said the server is unreachable"
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(1.0)  # several retries, still one warning
+            await asyncio.to_thread(server.start)
+            await publish(server.url, MeshStream(), lambda f: f.traces([documents.event(1)], "b-1"))
+            while feeds.ingested < 1:
+                assert loop.time() < deadline, "the consumer did not take the feed once the server was back"
+                await asyncio.sleep(0.05)
+        finally:
+            await feeds.stop()
+
+    try:
+        with caplog.at_level(logging.WARNING, "svcgen.mesh.jetstream"):
+            asyncio.run(run())
+    finally:
+        server.remove()
+    messages = [record.getMessage() for record in caplog.records if record.name == "svcgen.mesh.jetstream"]
+    assert len([text for text in messages if "cannot pull" in text]) == 1, messages
+    assert any("again" in text for text in messages), messages
+    assert invocations(collector) == 1

@@ -7,11 +7,15 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import nats
 import pytest
 
+from svcgen.codegen.render import render_package
+from svcgen.codegen.writer import write_package
+from svcgen.manifest import load_manifest
 from svcgen.runtime._descriptor import build_descriptor
 from svcgen.runtime._identity import Identity
 from svcgen.runtime._mesh.feeds import FeedSender
@@ -21,6 +25,7 @@ from svcgen.runtime._mesh.reporter import Reporter
 from svcgen.runtime._wiring import WiringError
 from tests.support import feeds as documents
 from tests.support.broker import ThrowawayNats, mesh_stream, nats_url
+from tests.support.codegen import imported
 
 __all__ = ["mesh_stream", "nats_url"]
 
@@ -138,3 +143,28 @@ def test_without_nats_py_the_mesh_host_fails_at_start_with_one_line(monkeypatch:
     monkeypatch.setitem(sys.modules, "nats", None)  # as if svcgen[nats] were not installed
     with pytest.raises(WiringError, match=r"^mesh feeds over NATS need nats-py: pip install 'svcgen\[nats\]'$"):
         MeshHost(Identity("orders"), MeshSettings("", transport="nats", nats="nats://127.0.0.1:4222"), environ={})
+
+
+def test_a_service_built_with_mesh_transport_nats_publishes_to_jetstream(tmp_path: Path) -> None:
+    manifest = tmp_path / "books.yaml"
+    manifest.write_text(BOOKS)
+    write_package(render_package(load_manifest(str(manifest)), tmp_path), tmp_path / "books_service")
+    with imported(tmp_path, "books_service.service") as service:
+        settings = service.MESH
+        host = MeshHost(service.identity(), settings, environ={})
+    assert settings == MeshSettings("", 0.5, True, transport="nats", nats="nats://127.0.0.1:4222")
+    assert isinstance(host._feed_publisher(), JetStreamPublisher)
+
+
+BOOKS = """svcgen: 1
+service: books
+mesh: {transport: nats, nats: "nats://127.0.0.1:4222", heartbeatSeconds: 0.5}
+types:
+  GetBook:
+    fields:
+      bookId: string
+topics:
+  - id: books:get
+    request: GetBook
+    response: GetBook
+"""

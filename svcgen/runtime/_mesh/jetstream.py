@@ -46,6 +46,7 @@ DEFAULT_MAX_BYTES: Final = 1 << 30
 DEFAULT_DUPLICATE_WINDOW: Final = 600.0
 """Seconds JetStream remembers a `Nats-Msg-Id`: a batch resent within it is stored once (the collector's batch ids
 cover any later resend)."""
+CONNECT_TIMEOUT: Final = 5.0
 MISSING_NATS: Final = "mesh feeds over NATS need nats-py: pip install 'svcgen[nats]'"
 
 FEED_SUBJECTS: Final[Mapping[str, str]] = {
@@ -117,9 +118,10 @@ class _Connection:
     """One lazily opened connection and JetStream context, the stream ensured; dropped after a failure so the
     next use opens it again."""
 
-    def __init__(self, url: str, stream: MeshStream, connect: Connect) -> None:
+    def __init__(self, url: str, stream: MeshStream, connect: Connect, timeout: float = CONNECT_TIMEOUT) -> None:
         self.url = url
         self.stream = stream
+        self.timeout = timeout
         self._connect = connect
         self._client: Client | None = None
         self._js: JetStreamContext | None = None
@@ -128,7 +130,8 @@ class _Connection:
     async def jetstream(self) -> JetStreamContext:
         async with self._lock:
             if self._js is None:
-                client = await self._connect(self.url)
+                # nats-py retries a first connection for ever: bounded here, so an unreachable server is reported.
+                client = await asyncio.wait_for(self._connect(self.url), self.timeout)
                 try:
                     js = client.jetstream()
                     await self.stream.ensure(js)
@@ -178,7 +181,7 @@ class JetStreamPublisher:
         except Exception as exc:
             if not isinstance(exc, TimeoutError):
                 await self._connection.close()  # e.g. the stream was deleted: ensure it again on the next send
-            return Result.service_unavailable(f"JetStream did not take {topic} ({type(exc).__name__}: {exc})")
+            return Result.service_unavailable(f"JetStream did not take {topic} ({_why(exc)})")
         return Result.ok({"stream": ack.stream, "seq": ack.seq, "duplicate": bool(ack.duplicate)})
 
     async def aclose(self) -> None:
@@ -204,6 +207,7 @@ class FeedConsumer:
         retry_delay: float = 1.0,
         ack_wait: float = 30.0,
         connect: Connect = connect_nats,
+        connect_timeout: float = CONNECT_TIMEOUT,
     ) -> None:
         require_nats()
         self.url = url
@@ -218,7 +222,7 @@ class FeedConsumer:
         self.malformed = 0
         self.retried = 0
         """Messages given back for redelivery because the store could not take them."""
-        self._connection = _Connection(url, self.stream, connect)
+        self._connection = _Connection(url, self.stream, connect, connect_timeout)
         self._subscription: JetStreamContext.PullSubscription | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
@@ -305,11 +309,15 @@ class FeedConsumer:
                 self._subscription = None
                 await self._connection.close()
                 if not self._failing:  # once per outage
-                    logger.warning("mesh feeds: cannot pull %s from %s (%s: %s); retrying every %g s",
-                                   self.stream.name, self.url, type(exc).__name__, exc, self.retry_delay)  # fmt: skip
+                    logger.warning("mesh feeds: cannot pull %s from %s (%s); retrying every %g s", self.stream.name,
+                                   self.url, _why(exc), self.retry_delay)  # fmt: skip
                     self._failing = True
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stopping.wait(), self.retry_delay)
+
+
+def _why(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 def _sequence(message: Msg) -> str:
