@@ -44,10 +44,11 @@ from .runtime._mesh.collector_host import (
     is_database_url,
     without_password,
 )
-from .runtime._mesh.jetstream import DEFAULT_DURABLE, MISSING_NATS
+from .runtime._mesh.jetstream import DEFAULT_DURABLE, require_nats
 from .runtime._mesh.poller import DEFAULT_INTERVAL as DEFAULT_POLL_INTERVAL
 from .runtime._mesh.profile import MEANINGS
 from .runtime._reserved import DEFAULT_PREFIX
+from .runtime._wiring import WiringError
 from .serving import Package, Reloader, ServeError
 
 
@@ -262,8 +263,11 @@ def collector_serve(
         _fail([f"{store_file}: the directory {store_file.parent} does not exist"])
     if database is not None and importlib.util.find_spec("psycopg_pool") is None:
         _fail(["a PostgreSQL store needs psycopg: pip install 'svcgen[postgres]'"])
-    if nats is not None and importlib.util.find_spec("nats") is None:
-        _fail([MISSING_NATS])
+    if nats is not None:
+        try:
+            require_nats()
+        except WiringError as error:
+            _fail([str(error)])
     try:
         token = collector_token(token_file, os.environ)
     except ValueError as error:

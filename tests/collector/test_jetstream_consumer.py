@@ -233,3 +233,17 @@ def test_a_collector_whose_nats_server_is_down_says_so_once_and_takes_the_feeds_
     assert len([text for text in messages if "cannot pull" in text]) == 1, messages
     assert any("again" in text for text in messages), messages
     assert invocations(collector) == 1
+
+
+def test_svcgen_collector_serve_nats_without_nats_py_fails_with_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from click.testing import CliRunner
+
+    from svcgen.cli import main
+
+    monkeypatch.setitem(sys.modules, "nats", None)  # as if svcgen[nats] were not installed
+    result = CliRunner().invoke(main, ["collector", "serve", "--nats", "nats://127.0.0.1:4222"])
+    assert result.exit_code == 1
+    assert "mesh feeds over NATS need nats-py: pip install 'svcgen[nats]'" in result.output
+    assert "Traceback" not in result.output
