@@ -289,8 +289,7 @@ def collector_serve(
     click.echo(f"state: {without_password(store) if store else 'in memory'}; artifacts: {collector_host.artifacts}; "
                f"polling {len(fleet)} service(s) every {poll_interval:g} s")
     if nats is not None:
-        click.echo(f"feeds also from JetStream: stream {settings.nats_stream.name} at {nats}, durable consumer "
-                   f"{DEFAULT_DURABLE}")
+        click.echo(f"feeds also from JetStream: stream {settings.nats_stream.name}, durable consumer {DEFAULT_DURABLE}")
     uvicorn.run(collector_host.app, host=host, port=port, log_level="warning", **server_options())
 
 

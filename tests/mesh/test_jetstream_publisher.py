@@ -168,3 +168,10 @@ topics:
     request: GetBook
     response: GetBook
 """
+
+
+def test_mesh_settings_with_an_unknown_transport_or_no_nats_url_refuse_to_start() -> None:
+    with pytest.raises(WiringError, match=r"needs a NATS URL: set mesh\.nats or SVCGEN_MESH_NATS"):
+        MeshHost(Identity("orders"), MeshSettings("", transport="nats"), environ={})
+    with pytest.raises(WiringError, match="mesh transport 'kafka': expected http or nats"):
+        MeshHost(Identity("orders"), MeshSettings("http://c", transport="kafka"), environ={})

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from .._http.app import HttpApp
 from .._identity import Identity
 from .._pipeline import Middleware
+from .._wiring import WiringError
 from .exporters import QueueExporter
 from .feeds import TOKEN_ENV, EnvelopePublisher, FeedSender, Publisher
 from .issues import IssueAggregator
@@ -81,6 +82,10 @@ class MeshHost:
         self.settings = _overridden(settings, environ)
         if self.settings.transport == "nats":
             require_nats()  # at start, one line: not at the first feed
+            if not self.settings.nats:
+                raise WiringError(f"mesh transport nats needs a NATS URL: set mesh.nats or {NATS_ENV}")
+        elif self.settings.transport != "http":
+            raise WiringError(f"mesh transport {self.settings.transport!r}: expected http or nats")
         self.instance_id = instance_id or identity.instance_id or new_instance_id()
         self.identity = dataclasses.replace(identity, instance_id=self.instance_id)
         self.queue = QueueExporter(cap=settings.trace_queue_cap)
@@ -125,6 +130,6 @@ class MeshHost:
         return app
 
     def _feed_publisher(self) -> EnvelopePublisher | JetStreamPublisher:
-        if self.settings.transport == "nats" and self.settings.nats:
+        if self.settings.nats and self.settings.transport == "nats":
             return JetStreamPublisher(self.settings.nats)
         return EnvelopePublisher(self.settings.collector, token=self.settings.token)
