@@ -52,9 +52,11 @@ from .runtime._mesh.collector_host import (
     is_database_url,
     without_password,
 )
+from .runtime._mesh.jetstream import DEFAULT_DURABLE, require_nats
 from .runtime._mesh.poller import DEFAULT_INTERVAL as DEFAULT_POLL_INTERVAL
 from .runtime._mesh.profile import MEANINGS
 from .runtime._reserved import DEFAULT_PREFIX
+from .runtime._wiring import WiringError
 from .serving import Package, Reloader, ServeError
 
 
@@ -261,9 +263,12 @@ def collector() -> None:
 @click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path),
               help="Lock the collector: every request but the dashboard page needs `authorization: Bearer <the "
                    "file's token>` (default: $SVCGEN_COLLECTOR_TOKEN; neither: open).")
+@click.option("--nats", metavar="URL",
+              help="Also take the feeds from this NATS server's JetStream stream SVC_MESH, through the durable "
+                   "consumer svc-collector that replicas share (needs svcgen[nats]).")
 def collector_serve(
     host: str, port: int, store: str | None, polls: tuple[str, ...], poll_interval: float,
-    artifacts: Path | None, artifacts_interval: float, token_file: Path | None,
+    artifacts: Path | None, artifacts_interval: float, token_file: Path | None, nats: str | None,
 ) -> None:
     """Run the collector: envelope invoke surface with the collector topics, its health and spec, the
     poller, the UI artifacts and the dashboard at /."""
@@ -276,6 +281,11 @@ def collector_serve(
         _fail([f"{store_file}: the directory {store_file.parent} does not exist"])
     if database is not None and importlib.util.find_spec("psycopg_pool") is None:
         _fail(["a PostgreSQL store needs psycopg: pip install 'svcgen[postgres]'"])
+    if nats is not None:
+        try:
+            require_nats()
+        except WiringError as error:
+            _fail([str(error)])
     try:
         token = collector_token(token_file, os.environ)
     except ValueError as error:
@@ -286,7 +296,7 @@ def collector_serve(
             "collector bound to %s without a token: anyone who can reach it can write to it and read it "
             "(lock it with --token-file FILE or SVCGEN_COLLECTOR_TOKEN)", host)
     settings = CollectorSettings(store=store_file, database=database, fleet=fleet, poll_interval=poll_interval,
-                                 artifacts=artifacts, artifacts_interval=artifacts_interval, token=token)
+                                 artifacts=artifacts, artifacts_interval=artifacts_interval, token=token, nats=nats)
     try:
         collector_host = CollectorHost(settings)
     except StoreError as error:
@@ -296,6 +306,8 @@ def collector_serve(
                + ("#token=<token> (locked: requests need authorization: Bearer <token>)" if token else ""))
     click.echo(f"state: {without_password(store) if store else 'in memory'}; artifacts: {collector_host.artifacts}; "
                f"polling {len(fleet)} service(s) every {poll_interval:g} s")
+    if nats is not None:
+        click.echo(f"feeds also from JetStream: stream {settings.nats_stream.name}, durable consumer {DEFAULT_DURABLE}")
     uvicorn.run(collector_host.app, host=host, port=port, log_level="warning", **server_options())
 
 

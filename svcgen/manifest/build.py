@@ -78,9 +78,11 @@ def same_definition(one: RecordDef | EnumDef, other: RecordDef | EnumDef) -> boo
 def _mesh(spec: dict[str, Any]) -> MeshDef:
     # A trailing '/' would double up in `{collector}{prefix}/invoke`.
     return MeshDef(
-        collector=spec["collector"].rstrip("/"),
+        collector=spec.get("collector", "").rstrip("/"),
         heartbeat_seconds=float(spec.get("heartbeatSeconds", 30.0)),
         issues=bool(spec.get("issues", True)),
+        transport=spec.get("transport", "http"),
+        nats=spec.get("nats"),
     )
 
 

@@ -90,6 +90,8 @@ class MeshDef:
     collector: str
     heartbeat_seconds: float = 30.0
     issues: bool = True
+    transport: str = "http"
+    nats: str | None = None
 
 
 @dataclass(frozen=True)

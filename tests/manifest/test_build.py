@@ -199,6 +199,11 @@ def test_prefix_is_normalized(given: str, stored: str) -> None:
     assert load_ok(MINIMAL + f"prefix: '{given}'\n").prefix == stored
 
 
+def test_mesh_over_nats() -> None:
+    manifest = load_ok(MINIMAL + "mesh: {transport: nats, nats: 'nats://127.0.0.1:4222', heartbeatSeconds: 5}\n")
+    assert manifest.mesh == MeshDef("", 5.0, True, transport="nats", nats="nats://127.0.0.1:4222")
+
+
 def test_mesh_defaults_and_trailing_slash() -> None:
     manifest = load_ok(MINIMAL + "mesh: {collector: 'https://c.example/'}\n")
     assert manifest.mesh == MeshDef("https://c.example", 30.0, True)

@@ -152,6 +152,17 @@ def test_mesh_values() -> None:
     ]
 
 
+def test_mesh_transport_nats_needs_a_nats_url_and_no_collector() -> None:
+    assert errors(MINIMAL + "mesh: {transport: nats}\n") == [
+        "m.yaml:11:1: missing required key 'nats' in mesh; add it: a nats:// or tls:// server URL like "
+        "nats://127.0.0.1:4222"
+    ]
+    assert errors(MINIMAL + "mesh: {transport: kafka, collector: 'http://c', nats: 'http://n'}\n") == [
+        "m.yaml:11:19: 'transport' must be http or nats, got 'kafka'",
+        "m.yaml:11:55: 'nats' must be a nats:// or tls:// server URL like nats://127.0.0.1:4222, got 'http://n'",
+    ]
+
+
 def test_health_names_are_unique_strings() -> None:
     text = MINIMAL + "health: [db, '', db, 3]\n"
     assert errors(text) == [

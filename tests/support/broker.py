@@ -5,6 +5,8 @@ start itself (the machine's shared server is never stopped)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import secrets
 import shutil
@@ -12,11 +14,13 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
+from svcgen.runtime._mesh.jetstream import MeshStream
 from tests.support.databases import free_port
 
 ENV = "SVCGEN_TEST_NATS"
@@ -91,3 +95,25 @@ class ThrowawayNats:
     def remove(self) -> None:
         self.stop()
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+async def delete_stream(url: str, name: str) -> None:
+    """Remove a test's stream (and its consumers) from the shared server; a missing one is fine."""
+    import nats
+    from nats.js.errors import NotFoundError
+
+    client = await nats.connect(url)
+    try:
+        with contextlib.suppress(NotFoundError):
+            await client.jetstream().delete_stream(name)
+    finally:
+        await client.close()
+
+
+@pytest.fixture
+def mesh_stream(nats_url: str) -> Iterator[MeshStream]:
+    """A mesh stream of the test's own on the shared server (unique name and subjects), deleted afterwards."""
+    token = unique_name()
+    stream = MeshStream(name=f"MESH_{token}", subject_prefix=f"test.{token}")
+    yield stream
+    asyncio.run(delete_stream(nats_url, stream.name))

@@ -118,6 +118,8 @@ class CollectorProcess:
     process: subprocess.Popen[bytes] | None = None
     starts: int = 0
     database: str | None = None
+    nats: str | None = None
+    """A NATS URL: the collector also takes the feeds from its JetStream (`--nats`)."""
 
     @property
     def base(self) -> str:
@@ -133,7 +135,8 @@ class CollectorProcess:
         with self.log.open("wb") as output:
             self.process = subprocess.Popen(
                 [*SVCGEN, "collector", "serve", "--host", "127.0.0.1", "--port", str(self.port), "--store",
-                 self.database or str(self.store), "--artifacts", str(self.workdir / f"artifacts-{self.port}")],
+                 self.database or str(self.store), "--artifacts", str(self.workdir / f"artifacts-{self.port}"),
+                 *(["--nats", self.nats] if self.nats else [])],
                 stdout=output, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )  # fmt: skip
         wait_until_up(self.process, self.base + "/svc/health", self.log)

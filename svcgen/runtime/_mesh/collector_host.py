@@ -16,7 +16,7 @@ import logging
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 from urllib.parse import urlsplit
@@ -33,6 +33,7 @@ from .artifacts.site import DASHBOARD, ArtifactSite
 from .collector import Collector, JsonFileStore, collector_service
 from .collector.store import SharedStore
 from .feeds import TOKEN_ENV
+from .jetstream import FeedConsumer, MeshStream
 from .poller import DEFAULT_INTERVAL as DEFAULT_POLL_INTERVAL
 from .poller import Poller, Target
 
@@ -57,6 +58,9 @@ class CollectorSettings:
     prefix: str = DEFAULT_PREFIX
     token: str | None = None
     """Lock the host with this bearer token (see the module docstring); None leaves it open."""
+    nats: str | None = None
+    """A NATS URL: also take the feeds from its JetStream stream, through a durable consumer (jetstream.py)."""
+    nats_stream: MeshStream = field(default_factory=MeshStream)
 
 
 class TokenLock:
@@ -167,6 +171,7 @@ class CollectorHost:
             if settings.fleet
             else None
         )
+        self.feeds = FeedConsumer(settings.nats, self.api.service, settings.nats_stream) if settings.nats else None
         self._own_artifacts = settings.artifacts is None
         self.artifacts = settings.artifacts or Path(tempfile.mkdtemp(prefix="svcgen-artifacts-"))
         site = ArtifactSite(self.artifacts, self.api, prefix=settings.prefix)
@@ -179,9 +184,13 @@ class CollectorHost:
     async def start(self) -> None:
         if self.poller is not None:
             self.poller.start()
+        if self.feeds is not None:
+            self.feeds.start()
         self._writer = asyncio.get_running_loop().create_task(self._write_every_interval(), name="svcgen-artifacts")
 
     async def stop(self) -> None:
+        if self.feeds is not None:
+            await self.feeds.stop()  # before the store closes: what it took is committed, the rest redelivered
         if self.poller is not None:
             await self.poller.stop()
         if self._writer is not None:

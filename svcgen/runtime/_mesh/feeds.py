@@ -37,6 +37,11 @@ def bearer(token: str | None) -> dict[str, str]:
     return {"authorization": f"Bearer {token}"} if token else {}
 
 
+def feed_envelope(topic: str, payload: Any = None, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The message envelope a feed travels in, over any transport: its body is the payload's JSON text."""
+    return {"topic": topic, "headers": dict(headers or {}), "body": orjson.dumps(payload).decode()}
+
+
 class EnvelopePublisher:
     """Publishes by HTTP POST of the message envelope to `{collector}{prefix}/invoke`, with `authorization: Bearer
     <token>` when given the collector's token."""
@@ -56,8 +61,7 @@ class EnvelopePublisher:
         self._headers = bearer(token)
 
     async def send(self, topic: str, payload: Any = None, headers: Mapping[str, str] | None = None) -> Result[Any]:
-        envelope = {"topic": topic, "headers": dict(headers or {}), "body": orjson.dumps(payload).decode()}
-        answer = await self._sender.send(topic, envelope, self._headers)
+        answer = await self._sender.send(topic, feed_envelope(topic, payload, headers), self._headers)
         if not answer.is_successful:
             return answer
         return _unwrap(answer.payload)

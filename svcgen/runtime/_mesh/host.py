@@ -12,9 +12,11 @@ from dataclasses import dataclass
 from .._http.app import HttpApp
 from .._identity import Identity
 from .._pipeline import Middleware
+from .._wiring import WiringError
 from .exporters import QueueExporter
 from .feeds import TOKEN_ENV, EnvelopePublisher, FeedSender, Publisher
 from .issues import IssueAggregator
+from .jetstream import NATS_ENV, JetStreamPublisher, require_nats
 from .reporter import DEFAULT_INTERVAL, Reporter
 from .traces import TraceMiddleware
 
@@ -36,12 +38,18 @@ class MeshSettings:
     token: str | None = None
     """The collector's bearer token (a locked collector); read from SVCGEN_COLLECTOR_TOKEN where the service runs,
     never from the manifest, so it stays out of the generated code."""
+    transport: str = "http"
+    """`nats`: the feeds go to JetStream at `nats` (stream SVC_MESH) instead of `collector` (SVCGEN_MESH_NATS)."""
+    nats: str | None = None
 
 
 def _overridden(settings: MeshSettings, environ: Mapping[str, str]) -> MeshSettings:
     collector = environ.get(COLLECTOR_ENV, "").strip()
     if collector:
         settings = dataclasses.replace(settings, collector=collector)
+    nats = environ.get(NATS_ENV, "").strip()
+    if nats:
+        settings = dataclasses.replace(settings, transport="nats", nats=nats)
     token = environ.get(TOKEN_ENV, "").strip()
     if token:
         settings = dataclasses.replace(settings, token=token)
@@ -72,6 +80,12 @@ class MeshHost:
         environ: Mapping[str, str] = os.environ,
     ) -> None:
         self.settings = _overridden(settings, environ)
+        if self.settings.transport == "nats":
+            require_nats()  # at start, one line: not at the first feed
+            if not self.settings.nats:
+                raise WiringError(f"mesh transport nats needs a NATS URL: set mesh.nats or {NATS_ENV}")
+        elif self.settings.transport != "http":
+            raise WiringError(f"mesh transport {self.settings.transport!r}: expected http or nats")
         self.instance_id = instance_id or identity.instance_id or new_instance_id()
         self.identity = dataclasses.replace(identity, instance_id=self.instance_id)
         self.queue = QueueExporter(cap=settings.trace_queue_cap)
@@ -91,7 +105,7 @@ class MeshHost:
         """Run the reporter in `app`'s lifespan: register at startup, beat, flush once more at shutdown."""
         owned = self._publisher is None
         # The collector's surfaces are under the default prefix, whatever prefix this service uses.
-        publisher = self._publisher or EnvelopePublisher(self.settings.collector, token=self.settings.token)
+        publisher = self._publisher or self._feed_publisher()
         reporter = Reporter(
             FeedSender(publisher),
             app.service.descriptor,
@@ -107,10 +121,15 @@ class MeshHost:
 
         async def stop() -> None:
             await reporter.stop()
-            if owned and isinstance(publisher, EnvelopePublisher):
+            if owned and isinstance(publisher, EnvelopePublisher | JetStreamPublisher):
                 await publisher.aclose()
 
         app.on_startup.append(reporter.start)
         app.on_shutdown.append(stop)
         self.reporter = reporter
         return app
+
+    def _feed_publisher(self) -> EnvelopePublisher | JetStreamPublisher:
+        if self.settings.nats and self.settings.transport == "nats":
+            return JetStreamPublisher(self.settings.nats)
+        return EnvelopePublisher(self.settings.collector, token=self.settings.token)

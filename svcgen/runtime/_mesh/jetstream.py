@@ -1,0 +1,327 @@
+"""Mesh feeds over NATS JetStream (`mesh: {transport: nats, nats: URL}`): reporters publish register, heartbeat,
+traces and issues to the stream `SVC_MESH` (subjects `svc.mesh.<feed>`), each trace or issue batch with its batch
+id as `Nats-Msg-Id`; a collector pulls them with a durable consumer and acknowledges a message only once its store
+has committed it. A collector that is down loses nothing within the stream's retention.
+
+A message is the same envelope the HTTP feed posts to `{collector}/svc/invoke`; the collector hands it to the same
+invocation path (same checks, same batch-id deduplication), so a redelivered batch is counted once.
+
+nats-py is an extra (`svcgen[nats]`): imported only when a publisher or consumer is made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+import orjson
+
+from .. import _status as st
+from .._envelope import EnvelopeError, parse_envelope
+from .._reserved import HEARTBEAT_TOPIC, ISSUES_TOPIC, REGISTER_TOPIC, TRACES_TOPIC
+from .._result import Result
+from .._service import Service
+from .._wiring import WiringError
+from .feeds import DEFAULT_FEED_TIMEOUT, feed_envelope
+
+if TYPE_CHECKING:
+    from nats.aio.client import Client
+    from nats.aio.msg import Msg
+    from nats.js.client import JetStreamContext
+
+logger = logging.getLogger("svcgen.mesh.jetstream")
+
+NATS_ENV: Final = "SVCGEN_MESH_NATS"
+"""Where a service runs: publish its feeds to this NATS server's JetStream (overrides the manifest's mesh)."""
+DEFAULT_STREAM: Final = "SVC_MESH"
+DEFAULT_SUBJECT_PREFIX: Final = "svc.mesh"
+DEFAULT_DURABLE: Final = "svc-collector"
+"""The collector's durable consumer: replicas given the same name share its messages."""
+DEFAULT_MAX_AGE: Final = 7 * 24 * 3600.0
+DEFAULT_MAX_BYTES: Final = 1 << 30
+DEFAULT_DUPLICATE_WINDOW: Final = 600.0
+"""Seconds JetStream remembers a `Nats-Msg-Id`: a batch resent within it is stored once (the collector's batch ids
+cover any later resend)."""
+CONNECT_TIMEOUT: Final = 5.0
+MISSING_NATS: Final = "mesh feeds over NATS need nats-py: pip install 'svcgen[nats]'"
+
+FEED_SUBJECTS: Final[Mapping[str, str]] = {
+    REGISTER_TOPIC: "register",
+    HEARTBEAT_TOPIC: "heartbeat",
+    TRACES_TOPIC: "traces",
+    ISSUES_TOPIC: "issues",
+}
+"""Feed topic → the last token of its subject; nothing else is published to or taken from the stream."""
+
+Connect = Callable[[str], Awaitable["Client"]]
+"""Opens a NATS connection to a URL (injectable; the default is nats-py's with quiet, endless reconnects)."""
+
+
+def require_nats() -> None:
+    """Raises WiringError (one line, what to install) when nats-py is missing."""
+    try:
+        import nats  # noqa: F401
+    except ImportError:
+        raise WiringError(MISSING_NATS) from None
+
+
+@dataclass(frozen=True)
+class MeshStream:
+    """The stream the feeds go through; created by whichever side finds it missing, with these limits (an existing
+    stream is used as it is). Past `max_age` or `max_bytes` the oldest messages go first."""
+
+    name: str = DEFAULT_STREAM
+    subject_prefix: str = DEFAULT_SUBJECT_PREFIX
+    max_age: float = DEFAULT_MAX_AGE
+    max_bytes: int = DEFAULT_MAX_BYTES
+    duplicate_window: float = DEFAULT_DUPLICATE_WINDOW
+
+    def subject(self, topic: str) -> str | None:
+        feed = FEED_SUBJECTS.get(topic)
+        return f"{self.subject_prefix}.{feed}" if feed is not None else None
+
+    @property
+    def subjects(self) -> str:
+        return f"{self.subject_prefix}.>"
+
+    async def ensure(self, js: JetStreamContext) -> None:
+        from nats.js.errors import BadRequestError, NotFoundError
+
+        try:
+            await js.stream_info(self.name)
+            return
+        except NotFoundError:
+            pass
+        try:
+            await js.add_stream(name=self.name, subjects=[self.subjects], max_age=self.max_age,
+                                max_bytes=self.max_bytes, duplicate_window=self.duplicate_window)  # fmt: skip
+        except BadRequestError:
+            await js.stream_info(self.name)  # created meanwhile by another reporter or collector; else raise
+        logger.info("created the JetStream stream %s (%s)", self.name, self.subjects)
+
+
+async def connect_nats(url: str) -> Client:
+    import nats
+
+    async def quiet(error: Exception) -> None:  # nats-py logs every failed reconnect otherwise
+        logger.debug("nats %s: %s", url, error)
+
+    return await nats.connect(url, error_cb=quiet, connect_timeout=2, reconnect_time_wait=0.5,
+                              max_reconnect_attempts=-1)  # fmt: skip
+
+
+class _Connection:
+    """One lazily opened connection and JetStream context, the stream ensured; dropped after a failure so the
+    next use opens it again."""
+
+    def __init__(self, url: str, stream: MeshStream, connect: Connect, timeout: float = CONNECT_TIMEOUT) -> None:
+        self.url = url
+        self.stream = stream
+        self.timeout = timeout
+        self._connect = connect
+        self._client: Client | None = None
+        self._js: JetStreamContext | None = None
+        self._lock = asyncio.Lock()
+
+    async def jetstream(self) -> JetStreamContext:
+        async with self._lock:
+            if self._js is None:
+                # nats-py retries a first connection for ever: bounded here, so an unreachable server is reported.
+                client = await asyncio.wait_for(self._connect(self.url), self.timeout)
+                try:
+                    js = client.jetstream()
+                    await self.stream.ensure(js)
+                except BaseException:
+                    with contextlib.suppress(Exception):
+                        await client.close()
+                    raise
+                self._client, self._js = client, js
+            return self._js
+
+    async def close(self) -> None:
+        client, self._client, self._js = self._client, None, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                await client.close()
+
+
+class JetStreamPublisher:
+    """A feeds `Publisher`: each feed envelope is published to `<subject_prefix>.<feed>` and succeeds once JetStream
+    acknowledged it (stored), within `timeout`; anything else is a failed send the reporter keeps and resends. A
+    body with a `batchId` is published with it as `Nats-Msg-Id`."""
+
+    def __init__(
+        self,
+        url: str,
+        stream: MeshStream | None = None,
+        *,
+        timeout: float = DEFAULT_FEED_TIMEOUT,
+        connect: Connect = connect_nats,
+    ) -> None:
+        require_nats()
+        self.stream = stream or MeshStream()
+        self.timeout = timeout
+        self._connection = _Connection(url, self.stream, connect)
+
+    async def send(self, topic: str, payload: Any = None, headers: Mapping[str, str] | None = None) -> Result[Any]:
+        subject = self.stream.subject(topic)
+        if subject is None:
+            return Result.bad_request(f"{topic} is not a mesh feed")
+        data = orjson.dumps(feed_envelope(topic, payload, headers))
+        batch_id = payload.get("batchId") if isinstance(payload, Mapping) else None
+        message_headers = {"Nats-Msg-Id": batch_id} if isinstance(batch_id, str) and batch_id else None
+        try:
+            js = await asyncio.wait_for(self._connection.jetstream(), self.timeout)
+            ack = await js.publish(subject, data, timeout=self.timeout, stream=self.stream.name,
+                                   headers=message_headers)  # fmt: skip
+        except Exception as exc:
+            if not isinstance(exc, TimeoutError):
+                await self._connection.close()  # e.g. the stream was deleted: ensure it again on the next send
+            return Result.service_unavailable(f"JetStream did not take {topic} ({_why(exc)})")
+        return Result.ok({"stream": ack.stream, "seq": ack.seq, "duplicate": bool(ack.duplicate)})
+
+    async def aclose(self) -> None:
+        await self._connection.close()
+
+
+class FeedConsumer:
+    """Pulls the mesh stream through the durable consumer `durable` and ingests each message as `service` (the
+    collector service) ingests a posted envelope: acked after the service answered success (its store committed),
+    naked for redelivery after `retry_delay` when it answered `service-unavailable` (the store cannot persist now),
+    and terminated, counted in `malformed` and logged once, when it can never be taken (not an envelope, not a feed
+    topic, a body the collector refuses)."""
+
+    def __init__(
+        self,
+        url: str,
+        service: Service,
+        stream: MeshStream | None = None,
+        *,
+        durable: str = DEFAULT_DURABLE,
+        batch: int = 100,
+        fetch_timeout: float = 1.0,
+        retry_delay: float = 1.0,
+        ack_wait: float = 30.0,
+        connect: Connect = connect_nats,
+        connect_timeout: float = CONNECT_TIMEOUT,
+    ) -> None:
+        require_nats()
+        self.url = url
+        self.service = service
+        self.stream = stream or MeshStream()
+        self.durable = durable
+        self.batch = batch
+        self.fetch_timeout = fetch_timeout
+        self.retry_delay = retry_delay
+        self.ack_wait = ack_wait
+        self.ingested = 0
+        self.malformed = 0
+        self.retried = 0
+        """Messages given back for redelivery because the store could not take them."""
+        self._connection = _Connection(url, self.stream, connect, connect_timeout)
+        self._subscription: JetStreamContext.PullSubscription | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
+        self._failing = False
+
+    def start(self) -> None:
+        if self._task is None:
+            self._stopping = asyncio.Event()
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="svcgen-jetstream-feeds")
+
+    async def stop(self) -> None:
+        """Finish the message in hand (a fetch waits at most `fetch_timeout`), then close the connection."""
+        task, self._task = self._task, None
+        if task is not None:
+            self._stopping.set()
+            await asyncio.wait([task], timeout=self.fetch_timeout + 5)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._subscription = None
+        await self._connection.close()
+
+    async def pull(self) -> int:
+        """Fetch and handle one batch (at most `batch` messages, waiting up to `fetch_timeout`); how many came."""
+        from nats.errors import TimeoutError as NatsTimeout
+
+        if self._subscription is None:
+            self._subscription = await self._subscribe()
+        try:
+            messages = await self._subscription.fetch(self.batch, timeout=self.fetch_timeout)
+        except NatsTimeout:
+            return 0
+        except Exception:
+            self._subscription = None
+            raise
+        for message in messages:
+            await self.handle(message)
+        return len(messages)
+
+    async def handle(self, message: Msg) -> None:
+        try:
+            envelope = parse_envelope(message.data, self.service.json_limits)
+        except EnvelopeError as exc:
+            await self._reject(message, str(exc))
+            return
+        if envelope.topic not in FEED_SUBJECTS:
+            await self._reject(message, f"{envelope.topic!r} is not a mesh feed")
+            return
+        outcome = await self.service.invoke(envelope.topic, headers=envelope.headers, body=envelope.body,
+                                            json_limits=self.service.json_limits)  # fmt: skip
+        if outcome.result.is_successful:
+            await message.ack()
+            self.ingested += 1
+        elif outcome.result.status == st.SERVICE_UNAVAILABLE:
+            self.retried += 1
+            await message.nak(delay=self.retry_delay)
+        else:
+            await self._reject(message, f"{envelope.topic}: {outcome.result.status} ({outcome.result.detail})")
+
+    async def _reject(self, message: Msg, why: str) -> None:
+        # Terminated, never redelivered: a message nothing can take must not hold the stream up.
+        self.malformed += 1
+        logger.warning("mesh feed message %s on %s cannot be taken and is dropped (%d so far): %s",
+                       _sequence(message), message.subject, self.malformed, why[:300])  # fmt: skip
+        await message.term()
+
+    async def _subscribe(self) -> JetStreamContext.PullSubscription:
+        from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+        js = await self._connection.jetstream()
+        config = ConsumerConfig(durable_name=self.durable, ack_policy=AckPolicy.EXPLICIT,
+                                deliver_policy=DeliverPolicy.ALL, ack_wait=self.ack_wait, max_deliver=-1)  # fmt: skip
+        return await js.pull_subscribe(self.stream.subjects, durable=self.durable, stream=self.stream.name,
+                                       config=config)  # fmt: skip
+
+    async def _run(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                await self.pull()
+                if self._failing:
+                    logger.warning("mesh feeds: pulling %s from %s again", self.stream.name, self.url)
+                    self._failing = False
+            except Exception as exc:
+                self._subscription = None
+                await self._connection.close()
+                if not self._failing:  # once per outage
+                    logger.warning("mesh feeds: cannot pull %s from %s (%s); retrying every %g s", self.stream.name,
+                                   self.url, _why(exc), self.retry_delay)  # fmt: skip
+                    self._failing = True
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), self.retry_delay)
+
+
+def _why(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _sequence(message: Msg) -> str:
+    try:
+        return str(message.metadata.sequence.stream)
+    except Exception:
+        return "?"

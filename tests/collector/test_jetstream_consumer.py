@@ -1,0 +1,249 @@
+"""The collector's JetStream feed consumer against a real NATS server: a message is acked only after the store
+committed it, a redelivered batch is counted once, a malformed message is terminated, counted and logged once, and
+replicas on one PostgreSQL database share one durable consumer and count every batch exactly once."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import nats
+import orjson
+import pytest
+
+from svcgen.runtime._mesh.collector import Collector, JsonFileStore, collector_service
+from svcgen.runtime._mesh.collector.postgres import PostgresStore
+from svcgen.runtime._mesh.feeds import FeedSender, feed_envelope
+from svcgen.runtime._mesh.jetstream import FeedConsumer, JetStreamPublisher, MeshStream
+from tests.support import feeds as documents
+from tests.support.broker import ThrowawayNats, mesh_stream, nats_url
+from tests.support.databases import postgres_session_url, postgres_url
+
+__all__ = ["mesh_stream", "nats_url", "postgres_session_url", "postgres_url"]
+
+DEADLINE = 20.0
+
+
+def consumer(url: str, collector: Collector, stream: MeshStream, **options: Any) -> FeedConsumer:
+    return FeedConsumer(url, collector_service(collector), stream, fetch_timeout=0.2, **options)
+
+
+async def publish(url: str, stream: MeshStream, send: Callable[[FeedSender], Awaitable[Any]]) -> None:
+    publisher = JetStreamPublisher(url, stream)
+    try:
+        answer = await send(FeedSender(publisher))
+        assert answer.is_successful, answer
+    finally:
+        await publisher.aclose()
+
+
+async def pull_until(consumers: list[FeedConsumer], done: Callable[[], bool]) -> None:
+    """Pull with every consumer until `done`; fails after DEADLINE seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + DEADLINE
+    while not done():
+        assert loop.time() < deadline, "the consumers did not get there in time"
+        await asyncio.gather(*(each.pull() for each in consumers))
+
+
+async def unacknowledged(url: str, stream: MeshStream, durable: str) -> tuple[int, int]:
+    """(messages not yet delivered, delivered but not acked) of the durable consumer."""
+    client = await nats.connect(url)
+    try:
+        info = await client.jetstream().consumer_info(stream.name, durable)
+        return info.num_pending or 0, info.num_ack_pending or 0
+    finally:
+        await client.close()
+
+
+def invocations(collector: Collector, topic: str = "orders:get") -> int:
+    answer = documents.ok(collector.query_topic({"topic": topic}))
+    return int(answer["invocations"])
+
+
+def test_a_message_is_acked_only_after_the_store_committed_it(
+    nats_url: str, mesh_stream: MeshStream, tmp_path: Path
+) -> None:
+    """The store's directory is a file, so nothing can be written: the batch is given back (nak), not acked, and
+    nothing counted. The directory is made: the redelivered batch is taken, acked, counted once."""
+    blocker = tmp_path / "store"
+    blocker.write_text("")
+    collector = documents.collector(JsonFileStore(blocker / "collector.json"))
+    feeds = consumer(nats_url, collector, mesh_stream, durable="c1", retry_delay=0.2)
+
+    async def run() -> tuple[tuple[int, int], tuple[int, int]]:
+        await publish(nats_url, mesh_stream, lambda f: f.traces([documents.event(1), documents.event(2)], "b-1"))
+        try:
+            await pull_until([feeds], lambda: feeds.retried >= 1)
+            refused = await unacknowledged(nats_url, mesh_stream, "c1")
+            blocker.unlink()
+            blocker.mkdir()
+            await pull_until([feeds], lambda: feeds.ingested == 1)
+            return refused, await unacknowledged(nats_url, mesh_stream, "c1")
+        finally:
+            await feeds.stop()
+
+    refused, after = asyncio.run(run())
+    assert refused != (0, 0), "a batch the store refused must stay in the stream"
+    assert after == (0, 0)
+    assert invocations(collector) == 2
+    assert (feeds.malformed, collector.store_failures >= 1) == (0, True)
+
+
+def test_a_batch_redelivered_after_a_crash_before_its_ack_is_counted_once(
+    nats_url: str, mesh_stream: MeshStream
+) -> None:
+    """A first collector takes the batch into its store and dies before acking it (here: its message is fetched,
+    ingested, never acked); after the ack wait the durable consumer delivers it again and it is not counted again.
+    A batch published twice under two message ids (past JetStream's duplicate window) is counted once too."""
+    collector = documents.collector()
+
+    async def run() -> None:
+        await publish(nats_url, mesh_stream, lambda f: f.traces([documents.event(1)], "b-1"))
+        first = consumer(nats_url, collector, mesh_stream, durable="c2", ack_wait=1.0)
+        crashed = await first._subscribe()
+        (message,) = await crashed.fetch(1, timeout=5)
+        assert collector.traces(orjson.loads(orjson.loads(message.data)["body"])).is_successful  # no ack follows
+        await first.stop()
+        client = await nats.connect(nats_url)
+        try:  # the same batch again under another message id
+            envelope = feed_envelope("svc:mesh:traces", {"events": [documents.event(1)], "batchId": "b-1"})
+            await client.jetstream().publish(f"{mesh_stream.subject_prefix}.traces", orjson.dumps(envelope),
+                                             headers={"Nats-Msg-Id": "another-id"})  # fmt: skip
+        finally:
+            await client.close()
+        second = consumer(nats_url, collector, mesh_stream, durable="c2", ack_wait=1.0)
+        try:
+            await pull_until([second], lambda: second.ingested == 2)
+            assert await unacknowledged(nats_url, mesh_stream, "c2") == (0, 0)
+        finally:
+            await second.stop()
+
+    asyncio.run(run())
+    assert invocations(collector) == 1
+    assert collector.dropped()["duplicateBatches"] == 2
+
+
+def test_a_malformed_message_is_terminated_counted_and_logged_once_without_holding_the_stream(
+    nats_url: str, mesh_stream: MeshStream, caplog: pytest.LogCaptureFixture
+) -> None:
+    collector = documents.collector()
+    feeds = consumer(nats_url, collector, mesh_stream, durable="c3")
+    subject = f"{mesh_stream.subject_prefix}.traces"
+    bad = [
+        b"not json",
+        orjson.dumps(feed_envelope("svc:mesh:query:fleet", {})),  # not a feed
+        orjson.dumps(feed_envelope("svc:mesh:traces", {"events": "nope"})),  # the collector's bad-request
+    ]
+
+    async def run() -> tuple[int, int]:
+        await publish(nats_url, mesh_stream, lambda f: f.register(documents.descriptor()))
+        client = await nats.connect(nats_url)
+        try:
+            for data in bad:
+                await client.jetstream().publish(subject, data)
+        finally:
+            await client.close()
+        await publish(nats_url, mesh_stream, lambda f: f.traces([documents.event(1)], "b-1"))
+        try:
+            with caplog.at_level(logging.WARNING, "svcgen.mesh.jetstream"):
+                await pull_until([feeds], lambda: feeds.ingested + feeds.malformed == 5)
+                for _ in range(3):  # nothing comes back
+                    await feeds.pull()
+            return await unacknowledged(nats_url, mesh_stream, "c3")
+        finally:
+            await feeds.stop()
+
+    assert asyncio.run(run()) == (0, 0)
+    assert (feeds.ingested, feeds.malformed) == (2, 3)
+    assert invocations(collector) == 1
+    warnings = [record.getMessage() for record in caplog.records if "cannot be taken" in record.getMessage()]
+    assert len(warnings) == 3, warnings
+    assert "envelope" in warnings[0] and "not a mesh feed" in warnings[1] and "bad-request" in warnings[2]
+
+
+def test_replicas_on_one_database_share_one_durable_consumer_and_count_every_batch_once(
+    nats_url: str, mesh_stream: MeshStream, postgres_url: str
+) -> None:
+    batches = 60
+
+    async def run() -> tuple[FeedConsumer, FeedConsumer]:
+        publisher = JetStreamPublisher(nats_url, mesh_stream)
+        sender = FeedSender(publisher)
+        try:
+            for number in range(batches):  # the last ten resent: published twice, counted once
+                await sender.traces([documents.event(number)], f"b-{number}")
+            for number in range(batches - 10, batches):
+                await sender.traces([documents.event(number)], f"b-{number}")
+        finally:
+            await publisher.aclose()
+        one = consumer(nats_url, replicas[0], mesh_stream, durable="shared", batch=5)
+        two = consumer(nats_url, replicas[1], mesh_stream, durable="shared", batch=5)
+        try:
+            await pull_until([one, two], lambda: one.ingested + two.ingested == batches)
+        finally:
+            await one.stop()
+            await two.stop()
+        return one, two
+
+    replicas = [Collector(PostgresStore(postgres_url)), Collector(PostgresStore(postgres_url))]
+    try:
+        one, two = asyncio.run(run())
+        assert one.ingested > 0 and two.ingested > 0, (one.ingested, two.ingested)
+        assert invocations(replicas[0]) == invocations(replicas[1]) == batches
+    finally:
+        for replica in replicas:
+            replica.flush()
+
+
+def test_a_collector_whose_nats_server_is_down_says_so_once_and_takes_the_feeds_when_it_is_back(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = ThrowawayNats()
+    collector = documents.collector()
+    feeds = FeedConsumer(server.url, collector_service(collector), fetch_timeout=0.2, retry_delay=0.2,
+                         connect_timeout=0.5)  # fmt: skip
+
+    async def run() -> None:
+        feeds.start()
+        try:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + DEADLINE
+            while not any("cannot pull" in record.getMessage() for record in caplog.records):
+                assert loop.time() < deadline, "the consumer never said the server is unreachable"
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(1.0)  # several retries, still one warning
+            await asyncio.to_thread(server.start)
+            await publish(server.url, MeshStream(), lambda f: f.traces([documents.event(1)], "b-1"))
+            while feeds.ingested < 1:
+                assert loop.time() < deadline, "the consumer did not take the feed once the server was back"
+                await asyncio.sleep(0.05)
+        finally:
+            await feeds.stop()
+
+    try:
+        with caplog.at_level(logging.WARNING, "svcgen.mesh.jetstream"):
+            asyncio.run(run())
+    finally:
+        server.remove()
+    messages = [record.getMessage() for record in caplog.records if record.name == "svcgen.mesh.jetstream"]
+    assert len([text for text in messages if "cannot pull" in text]) == 1, messages
+    assert any("again" in text for text in messages), messages
+    assert invocations(collector) == 1
+
+
+def test_svcgen_collector_serve_nats_without_nats_py_fails_with_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from click.testing import CliRunner
+
+    from svcgen.cli import main
+
+    monkeypatch.setitem(sys.modules, "nats", None)  # as if svcgen[nats] were not installed
+    result = CliRunner().invoke(main, ["collector", "serve", "--nats", "nats://127.0.0.1:4222"])
+    assert result.exit_code == 1
+    assert "mesh feeds over NATS need nats-py: pip install 'svcgen[nats]'" in result.output
+    assert "Traceback" not in result.output
