@@ -1,0 +1,366 @@
+"""Contract compatibility: the rules of the contract diff, and their verdict on two JSON Schemas.
+
+A type is judged by the direction it travels in. A request must still accept what its senders send; a response
+must still decode in its receivers. The rules are declared once, here, as data (`RULES`): `svcgen diff` and
+`svcgen compat` classify manifest changes with them (svcgen.contractdiff), and `first_incompatibility` applies
+the same rules to the runtime's derived JSON Schemas (a spec document's or a descriptor's), so the mesh can
+judge a producer's copy of a topic against its provider without the manifests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ._meta import CONSTRAINT_KEYWORDS
+
+Level = Literal["error", "warning", "info"]
+Direction = Literal["request", "response", "route", "topic", "doc"]
+LEVELS: tuple[Level, ...] = ("error", "warning", "info")
+DIRECTIONS: tuple[Direction, ...] = ("request", "response", "route", "topic", "doc")
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    direction: Direction
+    level: Level
+    """The default level; a levels file may override it."""
+    why: str
+    example: str
+    """A change that triggers the rule, as a reader would write it."""
+
+
+RULES: tuple[Rule, ...] = (
+    # Request: what old callers send must still be accepted.
+    Rule("request-property-added-required", "request", "error",
+         "old callers do not send the new property, so their requests are refused",
+         "add `couponCode: string`"),
+    Rule("request-property-added-optional", "request", "info",
+         "old callers leave the new nullable property out and it is null",
+         "add `note: string?`"),
+    Rule("request-property-added-with-default", "request", "info",
+         "old callers leave the new property out and get its default",
+         "add `priority: {type: integer, default: 0}`"),
+    Rule("request-property-removed", "request", "warning",
+         "old callers still send the property; the service now ignores what they say",
+         "remove `note`"),
+    Rule("request-property-removed-from-closed-record", "request", "error",
+         "old callers still send the property and a closed record refuses it",
+         "remove `note` from a record with `additionalProperties: false`"),
+    Rule("request-property-became-required", "request", "error",
+         "old callers that leave the property out are refused",
+         "`note: string?` → `note: string`"),
+    Rule("request-property-became-optional", "request", "info",
+         "old callers send it anyway; new callers may leave it out",
+         "`note: string` → `note: string?`"),
+    Rule("request-default-changed", "request", "warning",
+         "old callers that leave the property out now get a different value",
+         "`default: 1` → `default: 2`"),
+    Rule("request-type-widened", "request", "info",
+         "every value old callers send is still accepted",
+         "`integer` → `float`"),
+    Rule("request-type-narrowed", "request", "error",
+         "some values old callers send are refused",
+         "`float` → `integer`"),
+    Rule("request-type-changed", "request", "error",
+         "values old callers send are refused",
+         "`string` → `integer`"),
+    Rule("request-nullable-added", "request", "info",
+         "null is accepted as well as every value old callers send",
+         "`string` → `string?`"),
+    Rule("request-nullable-removed", "request", "error",
+         "old callers that send null are refused",
+         "`string?` → `string`"),
+    Rule("request-enum-value-added", "request", "info",
+         "every value old callers send is still accepted",
+         "`[placed, paid]` → `[placed, paid, shipped]`"),
+    Rule("request-enum-value-removed", "request", "error",
+         "old callers that send the removed value are refused",
+         "`[placed, paid]` → `[placed]`"),
+    Rule("request-constraint-tightened", "request", "error",
+         "some values old callers send break the new constraint and are refused",
+         "`minLength: 1` → `minLength: 3`; `maximum` or `format` added"),
+    Rule("request-constraint-loosened", "request", "info",
+         "every value old callers send still fits",
+         "`maxLength: 10` → `maxLength: 20`; `pattern` removed"),
+    Rule("request-constraint-changed", "request", "error",
+         "the new constraint refuses some values the old one accepted",
+         "`pattern: ^[a-z]+$` → `pattern: ^[0-9]+$`; `format: email` → `format: uri`"),
+    Rule("request-record-closed", "request", "error",
+         "old callers that send a property the record does not declare are refused",
+         "`additionalProperties: false` added to the record's JSON Schema"),
+    Rule("request-record-opened", "request", "info",
+         "undeclared properties are now ignored instead of refused",
+         "`additionalProperties: false` removed"),
+    # Response: what the service answers must still decode in old callers.
+    Rule("response-property-added", "response", "info",
+         "old callers ignore a property they do not know",
+         "add `trackingUrl: string?`"),
+    Rule("response-property-added-to-closed-record", "response", "error",
+         "old callers decode the record as closed and refuse a property it did not declare",
+         "add `trackingUrl` to a record with `additionalProperties: false`"),
+    Rule("response-property-removed", "response", "error",
+         "old callers expect the property and no longer get it",
+         "remove `status`"),
+    Rule("response-property-became-required", "response", "info",
+         "the service always sends it, as old callers may expect",
+         "`note: string?` → `note: string`"),
+    Rule("response-property-became-optional", "response", "warning",
+         "old callers that need the property may find it null",
+         "`note: string` → `note: string?`"),
+    Rule("response-default-changed", "response", "info",
+         "the service sends the value either way; only the documented default moves",
+         "`default: placed` → `default: new`"),
+    Rule("response-type-widened", "response", "error",
+         "the service may answer values old callers' type cannot hold",
+         "`integer` → `float` (a 2.5 does not decode as an integer)"),
+    Rule("response-type-narrowed", "response", "info",
+         "every value the service answers still decodes in old callers",
+         "`float` → `integer`"),
+    Rule("response-type-changed", "response", "error",
+         "what the service answers no longer decodes in old callers",
+         "`string` → `integer`"),
+    Rule("response-nullable-added", "response", "error",
+         "old callers do not expect null and fail to decode it",
+         "`string` → `string?`"),
+    Rule("response-nullable-removed", "response", "info",
+         "the service never answers null any more; old callers handled it anyway",
+         "`string?` → `string`"),
+    Rule("response-enum-value-added", "response", "warning",
+         "old callers may receive a value they do not know",
+         "`[placed, paid]` → `[placed, paid, shipped]`"),
+    Rule("response-enum-value-removed", "response", "info",
+         "the service no longer answers the value; old callers knew every remaining one",
+         "`[placed, paid]` → `[placed]`"),
+    Rule("response-constraint-tightened", "response", "info",
+         "every value the service answers still fits what old callers expect",
+         "`maxLength: 20` → `maxLength: 10`"),
+    Rule("response-constraint-loosened", "response", "warning",
+         "the service may answer values outside what old callers check",
+         "`maximum: 100` → `maximum: 1000`; `format` removed"),
+    Rule("response-constraint-changed", "response", "warning",
+         "the service may answer values the old constraint refused",
+         "`pattern: ^[a-z]+$` → `pattern: ^[0-9]+$`"),
+    Rule("response-success-status-added", "response", "warning",
+         "old callers may receive a success status they do not know",
+         "`success: [ok]` → `success: [ok, created]`"),
+    Rule("response-success-status-removed", "response", "info",
+         "the service no longer answers the status; old callers knew every remaining one",
+         "`success: [ok, created]` → `success: [created]`"),
+    Rule("response-failure-status-added", "response", "warning",
+         "old callers may receive a failure status they do not handle by name",
+         "`failures: [not-found]` → `failures: [not-found, conflict]`"),
+    Rule("response-failure-status-removed", "response", "info",
+         "the service no longer answers the failure; old callers' handling of it is unused",
+         "`failures: [not-found, conflict]` → `failures: [not-found]`"),
+    # Routes and topics.
+    Rule("route-added", "route", "info",
+         "a new way in; old callers are unaffected",
+         "`routes: [POST /orders]` → `routes: [POST /orders, PUT /orders]`"),
+    Rule("route-removed", "route", "error",
+         "old callers of the route get 404",
+         "`routes: [POST /orders, PUT /orders]` → `routes: [POST /orders]`"),
+    Rule("route-changed", "route", "error",
+         "old callers of the old route get 404 or 405",
+         "`POST /orders` → `POST /v1/orders`"),
+    Rule("topic-version-added", "topic", "info",
+         "a new (topic, version) beside the existing ones; old callers are unaffected",
+         "add `orders:place` version `v2`"),
+    Rule("topic-version-removed", "topic", "error",
+         "old callers of the (topic, version) get unknown-topic",
+         "remove `orders:place` version `v1`"),
+    Rule("topic-version-not-bumped", "topic", "error",
+         "a breaking change inside a published (topic, version) breaks its callers; publish it as a new version",
+         "`request-property-became-required` inside `orders:place@v1`"),
+    # Annotations only.
+    Rule("doc-description-changed", "doc", "info",
+         "documentation only; the wire is unchanged",
+         "`description: How many` → `description: Units ordered`"),
+    Rule("doc-summary-changed", "doc", "info",
+         "documentation only; the wire is unchanged",
+         "`summary: Place an order` → `summary: Place one order`"),
+    Rule("doc-examples-changed", "doc", "info",
+         "documentation only; the wire is unchanged",
+         "`examples: [1]` → `examples: [1, 5]`"),
+    Rule("doc-deprecated-changed", "doc", "info",
+         "documentation only; deprecated values are still accepted and answered",
+         "`deprecated: true` added"),
+)
+RULES_BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}
+
+JsonSchema = Mapping[str, Any]
+WireDirection = Literal["request", "response"]
+
+
+def first_incompatibility(sent: JsonSchema, accepted: JsonSchema, *, direction: WireDirection) -> str | None:
+    """Where a value `sent` allows first fails to be `accepted`, or None when every one is: the path from the
+    direction (`request.items[].quantity`, `[]` an item, `{}` a map value), the rule id and why. Only error-level
+    rules count, at their default levels.
+
+    For a request, `sent` is the caller's copy and `accepted` the provider's; for a response, `sent` is the
+    provider's and `accepted` the caller's copy. The verdict is the contract diff's for the same change."""
+    old, new = (sent, accepted) if direction == "request" else (accepted, sent)
+    for rule_id, path in _Walk(direction).types(direction, old, new):
+        rule = RULES_BY_ID[rule_id]
+        if rule.level == "error":
+            return f"{path}: {rule_id}: {rule.why}"
+    return None
+
+
+_LOWER_BOUNDS = ("minLength", "minimum", "exclusiveMinimum", "minItems")
+_UPPER_BOUNDS = ("maxLength", "maximum", "exclusiveMaximum", "maxItems")
+_WIDENINGS = {("integer", "number")}
+"""(narrower, wider) JSON types: every value of the first is a value of the second."""
+_NULL: JsonSchema = {"type": "null"}
+_DATETIME_FORMAT = "date-time"
+"""The format of the `datetime` scalar: part of the type, not a constraint."""
+
+
+def constraint_change(keyword: str, old: Any, new: Any) -> str:
+    """`tightened` (fewer values fit), `loosened` (more values fit) or `changed` (neither contains the other)."""
+    if old is None or new is None:
+        return "tightened" if old is None else "loosened"
+    if keyword in _LOWER_BOUNDS:
+        return "tightened" if new > old else "loosened"
+    if keyword in _UPPER_BOUNDS:
+        return "tightened" if new < old else "loosened"
+    if keyword == "multipleOf":
+        if _divides(old, new):
+            return "tightened"
+        if _divides(new, old):
+            return "loosened"
+    return "changed"
+
+
+def _divides(step: float, value: float) -> bool:
+    quotient = value / step
+    return abs(quotient - round(quotient)) < 1e-9
+
+
+@dataclass(frozen=True)
+class _Walk:
+    """The diff's type walk over JSON Schemas: `old` is what the contract was (the caller's side), `new` what it
+    is; yields (rule id, path) in walk order."""
+
+    direction: WireDirection
+
+    def types(self, path: str, old: JsonSchema, new: JsonSchema) -> Iterator[tuple[str, str]]:
+        if _is_nullable(old) != _is_nullable(new):
+            yield f"{self.direction}-nullable-{'added' if _is_nullable(new) else 'removed'}", path
+        old, new = _without_null(old), _without_null(new)
+        old_kind, new_kind = _kind(old), _kind(new)
+        if old_kind == new_kind == "enum":
+            yield from self.enum_values(path, old["enum"], new["enum"])
+        elif old_kind == new_kind == "record":
+            yield from self.records(path, old, new)
+        elif old_kind == new_kind == "array":
+            yield from self.types(path + "[]", old.get("items", {}), new.get("items", {}))
+        elif old_kind == new_kind == "map":
+            yield from self.types(path + "{}", old["additionalProperties"], new["additionalProperties"])
+        else:
+            change = _relation(old_kind, new_kind)
+            if change is not None:
+                yield f"{self.direction}-type-{change}", path
+
+    def enum_values(self, path: str, old: list[Any], new: list[Any]) -> Iterator[tuple[str, str]]:
+        for value in old:
+            if value not in new:
+                yield f"{self.direction}-enum-value-removed", path
+        for value in new:
+            if value not in old:
+                yield f"{self.direction}-enum-value-added", path
+
+    def records(self, path: str, old: JsonSchema, new: JsonSchema) -> Iterator[tuple[str, str]]:
+        old_closed, new_closed = _is_closed(old), _is_closed(new)
+        if self.direction == "request" and old_closed != new_closed:
+            yield f"request-record-{'closed' if new_closed else 'opened'}", path
+        old_fields, new_fields = old.get("properties", {}), new.get("properties", {})
+        old_required, new_required = set(old.get("required", ())), set(new.get("required", ()))
+        for wire, before in old_fields.items():
+            at = f"{path}.{wire}"
+            after = new_fields.get(wire)
+            if after is None:
+                if self.direction == "response":
+                    yield "response-property-removed", at
+                else:
+                    yield "request-property-removed" + ("-from-closed-record" if new_closed else ""), at
+                continue
+            if (wire in old_required) != (wire in new_required):
+                yield f"{self.direction}-property-became-{'required' if wire in new_required else 'optional'}", at
+            elif "default" in before and "default" in after and before["default"] != after["default"]:
+                yield f"{self.direction}-default-changed", at
+            old_constraints, new_constraints = _constraints(before), _constraints(after)
+            for keyword in sorted(old_constraints.keys() | new_constraints.keys()):
+                if old_constraints.get(keyword) != new_constraints.get(keyword):
+                    change = constraint_change(keyword, old_constraints.get(keyword), new_constraints.get(keyword))
+                    yield f"{self.direction}-constraint-{change}", at
+            yield from self.types(at, before, after)
+        for wire in new_fields:
+            if wire in old_fields:
+                continue
+            if self.direction == "response":
+                yield "response-property-added" + ("-to-closed-record" if old_closed else ""), f"{path}.{wire}"
+            else:
+                optional = "required" if wire in new_required else "optional"
+                yield f"request-property-added-{optional}", f"{path}.{wire}"
+
+
+def _is_nullable(schema: JsonSchema) -> bool:
+    kind = schema.get("type")
+    return (isinstance(kind, list) and "null" in kind) or _NULL in schema.get("anyOf", ())
+
+
+def _without_null(schema: JsonSchema) -> JsonSchema:
+    kind = schema.get("type")
+    if isinstance(kind, list) and "null" in kind:
+        rest = [item for item in kind if item != "null"]
+        stripped = {**schema, "type": rest[0] if len(rest) == 1 else rest}
+        if "enum" in schema:
+            stripped["enum"] = [value for value in schema["enum"] if value is not None]
+        return stripped
+    members = [member for member in schema.get("anyOf", ()) if member != _NULL]
+    if len(members) == 1 and _NULL in schema.get("anyOf", ()):
+        only: JsonSchema = members[0]
+        return only
+    return schema
+
+
+def _kind(schema: JsonSchema) -> str:
+    """`enum`, `record`, `map`, `array`, `datetime`, a JSON scalar type, or `any` (an open schema: `any`, a
+    union, a recursive reference)."""
+    if "enum" in schema:
+        return "enum"
+    kind = schema.get("type")
+    if not isinstance(kind, str):
+        return "any"
+    if kind == "object":
+        is_map = "properties" not in schema and isinstance(schema.get("additionalProperties"), Mapping)
+        return "map" if is_map else "record"
+    if kind == "string" and schema.get("format") == _DATETIME_FORMAT:
+        return "datetime"
+    return kind
+
+
+def _relation(old: str, new: str) -> str | None:
+    """`widened` (new accepts every old value), `narrowed` (the reverse), `changed`, or None (the same)."""
+    if old == new:
+        return None
+    if new == "any" or (old, new) in _WIDENINGS or (old, new) == ("enum", "string"):
+        return "widened"
+    if old == "any" or (new, old) in _WIDENINGS or (new, old) == ("enum", "string"):
+        return "narrowed"
+    return "changed"
+
+
+def _is_closed(schema: JsonSchema) -> bool:
+    return schema.get("additionalProperties") is False
+
+
+def _constraints(schema: JsonSchema) -> dict[str, Any]:
+    return {
+        keyword: value
+        for keyword, value in schema.items()
+        if keyword in CONSTRAINT_KEYWORDS and not (keyword == "format" and value == _DATETIME_FORMAT)
+    }
