@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..clock import parse_rfc3339
-from ..collector.snapshot import CatalogEntry, Json
+from .snapshot import CatalogEntry, Json
 
 _NEVER = float("-inf")
 

@@ -1,0 +1,82 @@
+"""Producers checked against consumers: does what a service sends fit what the topic's handler accepts, and does
+what the handler answers fit what the sender expects?
+
+For every (topic, version) a service's current catalog entry lists under `produces` and another service's current
+entry handles (declarations.current_entries: a later register replaces what an earlier one said), the producer's
+request schema is checked against the consumer's (direction request) and the consumer's response schema against the
+producer's (direction response) with the one rule set, `first_incompatibility`. The first breaking path found is a
+`Mismatch`. Computed from the stored catalog on demand, never stored: every replica on a shared store answers the
+same, nothing is counted twice, and a register that fixes the contract clears it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from ..._compatibility import first_incompatibility
+from .declarations import TopicContract, current_entries, produced_topics, served_topics
+from .snapshot import CatalogEntry
+
+Direction = Literal["request", "response"]
+
+
+@dataclass(frozen=True, slots=True)
+class Mismatch:
+    producer: str
+    """The service that sends the topic (its manifest's `produces`)."""
+    consumer: str
+    """The service that handles it."""
+    topic: str
+    version: str
+    direction: Direction
+    breaking: str
+    """The first breaking path and why, as `first_incompatibility` says it (`request.amount: ...`)."""
+    at: str
+    """When the newer of the two contracts was stated (register or polled spec); "" when unknown."""
+
+    @property
+    def detail(self) -> str:
+        """`orders -> payments: payments:capture@v1.request.amount: ...`, as `svcgen compat` names a finding."""
+        version = f"@{self.version}" if self.version else ""
+        return f"{self.producer} -> {self.consumer}: {self.topic}{version}.{self.breaking}"
+
+
+def find_mismatches(catalog: Iterable[CatalogEntry]) -> list[Mismatch]:
+    """Every incompatible (producer, consumer, topic, version) of the current entries, sorted by (topic, version,
+    producer, consumer)."""
+    current = current_entries(catalog)
+    handlers: defaultdict[tuple[str, str], list[TopicContract]] = defaultdict(list)
+    for entry in current.values():
+        for contract in served_topics(entry):
+            handlers[contract.key].append(contract)
+    found: list[Mismatch] = []
+    for producer, entry in current.items():
+        for sent in produced_topics(entry):
+            for handled in handlers.get(sent.key, ()):
+                breaking = _first_breaking(sent, handled)
+                if breaking is not None:
+                    direction, why = breaking
+                    at = max(_stated_at(entry), _stated_at(current[handled.service]))
+                    found.append(Mismatch(producer, handled.service, sent.topic, sent.version, direction, why, at))
+    found.sort(key=lambda m: (m.topic, m.version, m.producer, m.consumer))
+    return found
+
+
+def mismatched_topics(mismatches: Iterable[Mismatch]) -> set[tuple[str, str]]:
+    return {(m.topic, m.version) for m in mismatches}
+
+
+def _first_breaking(sent: TopicContract, handled: TopicContract) -> tuple[Direction, str] | None:
+    request = first_incompatibility(sent.request_schema, handled.request_schema, direction="request")
+    if request is not None:
+        return "request", request
+    response = first_incompatibility(handled.response_schema, sent.response_schema, direction="response")
+    return ("response", response) if response is not None else None
+
+
+def _stated_at(entry: CatalogEntry) -> str:
+    """RFC 3339 UTC text of the collector's one clock, so the greater text is the later time."""
+    return max(entry.get("registeredAt", ""), entry.get("specFetchedAt", ""))
