@@ -6,7 +6,8 @@ entry handles (declarations.current_entries: a later register replaces what an e
 request schema is checked against the consumer's (direction request) and the consumer's response schema against the
 producer's (direction response) with the one rule set, `first_incompatibility`. The first breaking path found is a
 `Mismatch`. Computed from the stored catalog on demand, never stored: every replica on a shared store answers the
-same, nothing is counted twice, and a register that fixes the contract clears it.
+same, nothing is counted twice, and a register that fixes the contract clears it. Schemas are outside input kept
+verbatim: a pair the rules cannot read (a malformed schema) is not judged, and never breaks a query.
 """
 
 from __future__ import annotations
@@ -69,11 +70,18 @@ def mismatched_topics(mismatches: Iterable[Mismatch]) -> set[tuple[str, str]]:
     return {(m.topic, m.version) for m in mismatches}
 
 
+_UNREADABLE = (TypeError, AttributeError, ValueError, KeyError, IndexError, ArithmeticError, RecursionError)
+"""What the rules raise on a schema that is not JSON Schema (`properties: 1`, `required: 5`, ...)."""
+
+
 def _first_breaking(sent: TopicContract, handled: TopicContract) -> tuple[Direction, str] | None:
-    request = first_incompatibility(sent.request_schema, handled.request_schema, direction="request")
-    if request is not None:
-        return "request", request
-    response = first_incompatibility(handled.response_schema, sent.response_schema, direction="response")
+    try:
+        request = first_incompatibility(sent.request_schema, handled.request_schema, direction="request")
+        if request is not None:
+            return "request", request
+        response = first_incompatibility(handled.response_schema, sent.response_schema, direction="response")
+    except _UNREADABLE:
+        return None
     return ("response", response) if response is not None else None
 
 
