@@ -1,13 +1,13 @@
 """Reading the catalog: which entry stands for a service, and the topics it serves and sends.
 
-Descriptors and specs are outside input kept verbatim by the collector, so every read here is defensive:
-a malformed topic entry is skipped, a missing or non-object schema is the open schema `{}` (the topic
-descriptor default), a missing or non-string version is the empty version.
+Descriptors and specs are outside input kept verbatim by the collector (decoded JSON: objects are dicts), so every
+read here is defensive: a malformed topic entry is skipped, a missing or non-object schema is the open schema `{}`
+(the topic descriptor default), a missing or non-string version is the empty version.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,7 +69,7 @@ def _at(text: object) -> float:
 
 
 def _topic_list(document: object, key: str) -> list[Any] | None:
-    if not isinstance(document, Mapping):
+    if not isinstance(document, dict):
         return None
     topics = document.get(key)
     return topics if isinstance(topics, list) else None
@@ -78,7 +78,7 @@ def _topic_list(document: object, key: str) -> list[Any] | None:
 def _contracts(service: str, entries: list[Any]) -> list[TopicContract]:
     contracts: dict[tuple[str, str], TopicContract] = {}
     for item in entries:
-        if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
             continue
         version = item.get("version")
         contract = TopicContract(
@@ -93,4 +93,4 @@ def _contracts(service: str, entries: list[Any]) -> list[TopicContract]:
 
 
 def _schema(value: object) -> Json:
-    return dict(value) if isinstance(value, Mapping) else {}
+    return dict(value) if isinstance(value, dict) else {}

@@ -8,6 +8,9 @@ producer's (direction response) with the one rule set, `first_incompatibility`. 
 `Mismatch`. Computed from the stored catalog on demand, never stored: every replica on a shared store answers the
 same, nothing is counted twice, and a register that fixes the contract clears it. Schemas are outside input kept
 verbatim: a pair the rules cannot read (a malformed schema) is not judged, and never breaks a query.
+
+Verdicts are remembered per pair of schemas (the newest VERDICTS of them): a fleet query or an artifact run judges
+only contracts it has not seen before, however often it runs.
 """
 
 from __future__ import annotations
@@ -15,13 +18,17 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from functools import lru_cache
+from typing import Final, Literal
+
+import orjson
 
 from ..._compatibility import first_incompatibility
 from .declarations import TopicContract, current_entries, produced_topics, served_topics
 from .snapshot import CatalogEntry
 
 Direction = Literal["request", "response"]
+VERDICTS: Final = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,11 +82,22 @@ _UNREADABLE = (TypeError, AttributeError, ValueError, KeyError, IndexError, Arit
 
 
 def _first_breaking(sent: TopicContract, handled: TopicContract) -> tuple[Direction, str] | None:
+    return _verdict(_key(sent), _key(handled))
+
+
+def _key(contract: TopicContract) -> bytes:
+    return orjson.dumps([contract.request_schema, contract.response_schema], option=orjson.OPT_SORT_KEYS)
+
+
+@lru_cache(maxsize=VERDICTS)
+def _verdict(sent: bytes, handled: bytes) -> tuple[Direction, str] | None:
+    """The first breaking (direction, path and why) between two contracts' `[request, response]` schemas."""
+    (sent_request, sent_response), (handled_request, handled_response) = orjson.loads(sent), orjson.loads(handled)
     try:
-        request = first_incompatibility(sent.request_schema, handled.request_schema, direction="request")
+        request = first_incompatibility(sent_request, handled_request, direction="request")
         if request is not None:
             return "request", request
-        response = first_incompatibility(handled.response_schema, sent.response_schema, direction="response")
+        response = first_incompatibility(handled_response, sent_response, direction="response")
     except _UNREADABLE:
         return None
     return ("response", response) if response is not None else None
