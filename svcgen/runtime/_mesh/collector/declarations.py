@@ -7,7 +7,7 @@ read here is defensive: a malformed topic entry is skipped, a missing or non-obj
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,8 +41,9 @@ def current_entries(catalog: Iterable[CatalogEntry]) -> dict[str, CatalogEntry]:
     return dict(sorted(chosen.items()))
 
 
-def served_topics(entry: CatalogEntry) -> list[TopicContract]:
-    """From the newer of the registered descriptor and the polled spec; the other when it has no topic list."""
+def served_topics(entry: CatalogEntry, topic_ids: Container[str] | None = None) -> list[TopicContract]:
+    """From the newer of the registered descriptor and the polled spec; the other when it has no topic list. Only
+    those of `topic_ids` when given."""
     descriptor_topics = _topic_list(entry.get("descriptor"), "topics")
     spec_topics = _topic_list(entry.get("spec"), "topics")
     if descriptor_topics is None or spec_topics is None:
@@ -50,7 +51,7 @@ def served_topics(entry: CatalogEntry) -> list[TopicContract]:
     else:
         newer_spec = _at(entry.get("specFetchedAt")) > _at(entry.get("registeredAt"))
         chosen = spec_topics if newer_spec else descriptor_topics
-    return _contracts(entry["service"], chosen or [])
+    return _contracts(entry["service"], chosen or [], topic_ids)
 
 
 def produced_topics(entry: CatalogEntry) -> list[TopicContract]:
@@ -75,10 +76,12 @@ def _topic_list(document: object, key: str) -> list[Any] | None:
     return topics if isinstance(topics, list) else None
 
 
-def _contracts(service: str, entries: list[Any]) -> list[TopicContract]:
+def _contracts(service: str, entries: list[Any], topic_ids: Container[str] | None = None) -> list[TopicContract]:
     contracts: dict[tuple[str, str], TopicContract] = {}
     for item in entries:
         if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+            continue
+        if topic_ids is not None and item["id"] not in topic_ids:
             continue
         version = item.get("version")
         contract = TopicContract(

@@ -56,13 +56,15 @@ def find_mismatches(catalog: Iterable[CatalogEntry]) -> list[Mismatch]:
     """Every incompatible (producer, consumer, topic, version) of the current entries, sorted by (topic, version,
     producer, consumer)."""
     current = current_entries(catalog)
+    produced = {name: produced_topics(entry) for name, entry in current.items()}
+    sent_ids = {contract.topic for contracts in produced.values() for contract in contracts}
     handlers: defaultdict[tuple[str, str], list[TopicContract]] = defaultdict(list)
-    for entry in current.values():
-        for contract in served_topics(entry):
+    for entry in current.values() if sent_ids else ():
+        for contract in served_topics(entry, sent_ids):
             handlers[contract.key].append(contract)
     found: list[Mismatch] = []
     for producer, entry in current.items():
-        for sent in produced_topics(entry):
+        for sent in produced[producer]:
             for handled in handlers.get(sent.key, ()):
                 breaking = _first_breaking(sent, handled)
                 if breaking is not None:
