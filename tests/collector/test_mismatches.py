@@ -191,44 +191,23 @@ PAYMENTS = """svcgen: 1
 service: payments
 mesh: {collector: "http://127.0.0.1:9", heartbeatSeconds: 0.2}
 types:
-  CapturePayment:
-    fields:
-      orderId: string
-      amountMinor: integer
-  Capture:
-    fields:
-      captureId: string
+  CapturePayment: {fields: {orderId: string, amountMinor: integer}}
+  Capture: {fields: {captureId: string}}
 topics:
-  - id: payments:capture
-    version: v1
-    request: CapturePayment
-    response: Capture
-    routes: ["POST /captures"]
+  - {id: "payments:capture", version: v1, request: CapturePayment, response: Capture, routes: ["POST /captures"]}
 """
 # orders' own copy of payments' types lost `amountMinor`: payments would refuse every capture with a 422.
 ORDERS = """svcgen: 1
 service: orders
 mesh: {collector: "http://127.0.0.1:9", heartbeatSeconds: 0.2}
 types:
-  PlaceOrder:
-    fields:
-      orderId: string
-  CapturePayment:
-    fields:
-      orderId: string
-  Capture:
-    fields:
-      captureId: string
+  PlaceOrder: {fields: {orderId: string}}
+  CapturePayment: {fields: {orderId: string}}
+  Capture: {fields: {captureId: string}}
 topics:
-  - id: orders:place
-    request: PlaceOrder
-    response: Capture
-    routes: ["POST /orders"]
+  - {id: "orders:place", request: PlaceOrder, response: Capture, routes: ["POST /orders"]}
 produces:
-  - id: payments:capture
-    version: v1
-    request: CapturePayment
-    response: Capture
+  - {id: "payments:capture", version: v1, request: CapturePayment, response: Capture}
 """
 BROKEN = "orders -> payments: payments:capture@v1.request.amountMinor: "
 
