@@ -1,7 +1,7 @@
 """Producers checked against consumers: does what a service sends fit what the topic's handler accepts, and does
 what the handler answers fit what the sender expects?
 
-For every (topic, version) a service's current catalog entry lists under `produces` and another service's current
+For every (topic, version) a service's current catalog entry lists under `produces` and a service's current
 entry handles (declarations.current_entries: a later register replaces what an earlier one said), the producer's
 request schema is checked against the consumer's (direction request) and the consumer's response schema against the
 producer's (direction response) with the one rule set, `first_incompatibility`. The first breaking path found is a
