@@ -7,7 +7,7 @@ from svcgen.runtime._mesh.collector import Collector
 from tests.support.snapshots import NOW, empty_snapshot, sample_snapshot
 
 ISSUE_KEYS = {"fingerprint", "classification", "service", "topic", "version", "transport", "status", "exceptionType",
-              "count", "firstSeen", "lastSeen", "exemplarTraceIds"}
+              "count", "firstSeen", "lastSeen", "exemplarTraceIds", "consumer", "detail"}
 
 
 def _issue(fingerprint: str, last: str, **fields: object) -> dict[str, object]:
@@ -33,15 +33,21 @@ def test_merged_issues_newest_first_with_every_key() -> None:
     assert newest["lastSeen"] == "2026-11-22T10:05:00.000Z"  # one UTC form
     assert (older["fingerprint"], older["count"], older["classification"]) == ("1" * 32, 5, "client")
     assert (older["version"], older["transport"], older["exceptionType"]) == (None, None, None)
+    assert (older["consumer"], older["detail"]) == (None, None)  # only a contract mismatch has them
     assert older["exemplarTraceIds"] == ["a" * 32]
 
 
-def test_the_collectors_own_drift_issue_is_listed_and_malformed_entries_are_not() -> None:
+def test_the_collectors_own_issues_are_listed_and_malformed_entries_are_not() -> None:
     snapshot = sample_snapshot()
     snapshot["issues"].append({"service": "x"})
     snapshot["issues"].append("junk")  # type: ignore[arg-type]
-    (drift,) = build_issues(snapshot, generated_at=NOW)["issues"]
+    mismatch, drift = build_issues(snapshot, generated_at=NOW)["issues"]
     assert drift["classification"] == "contract-drift" and drift["exemplarTraceIds"] == []
+    # orders' copy of payments:capture sends a flat amount; payments wants an `amount` object (payments-eu agrees).
+    assert (mismatch["classification"], mismatch["service"], mismatch["consumer"], mismatch["topic"]) == (
+        "contract-mismatch", "orders", "payments", "payments:capture")
+    assert mismatch["detail"].startswith("orders -> payments: payments:capture.request.amount")
+    assert mismatch["lastSeen"] == "2026-11-22T10:05:00.000Z"  # orders' newest statement (its polled spec)
 
 
 def test_no_issues_is_an_empty_array() -> None:

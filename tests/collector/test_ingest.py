@@ -139,6 +139,8 @@ def test_queries_answer_the_design_shapes() -> None:
     assert ok(c.query_topic({"topic": "pay:charge"})) == {
         "topic": "pay:charge", "providers": ["shop"], "consumers": ["pay"], "invocations": 1, "errors": 1,
         "statusCounts": {"timeout": 1},
+        "versions": [{"version": "", "providers": ["shop"], "consumers": ["pay"], "invocations": 1,
+                      "lastInvokedAt": "2027-01-15T08:00:00.000Z"}],
     }
     trace = ok(c.query_trace({"traceId": "t" * 32}))
     assert [e["spanId"] for e in trace["events"]] == ["a" * 16, "b" * 16]

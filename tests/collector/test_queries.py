@@ -91,6 +91,8 @@ def test_a_topic_once_declared_stays_known_with_its_counters() -> None:
     assert ok(c.query_topic({"topic": "orders:cancel"})) == {
         "topic": "orders:cancel", "providers": [], "consumers": [], "invocations": 2, "errors": 1,
         "statusCounts": {"conflict": 1, "ok": 1},
+        "versions": [{"version": "", "providers": [], "consumers": [], "invocations": 2,
+                      "lastInvokedAt": "2027-01-15T08:00:00.000Z"}],
     }
     c.register(descriptor(topics=[topic("orders:get"), topic("orders:refund")]))
     c.register(descriptor(topics=[topic("orders:get")]))

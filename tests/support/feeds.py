@@ -34,12 +34,14 @@ def collector(store: Store | SharedStore | None = None, clock: Clock | None = No
                      **options)  # fmt: skip
 
 
-def topic(id_: str, request: dict[str, Any] | None = None, version: str = "") -> dict[str, Any]:
+def topic(
+    id_: str, request: dict[str, Any] | None = None, version: str = "", response: dict[str, Any] | None = None
+) -> dict[str, Any]:
     entry: dict[str, Any] = {"id": id_}
     if version:
         entry["version"] = version
     entry["requestSchema"] = request if request is not None else {"type": "object"}
-    entry["responseSchema"] = {}
+    entry["responseSchema"] = response if response is not None else {}
     return entry
 
 

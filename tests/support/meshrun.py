@@ -1,5 +1,6 @@
-"""A real locked mesh on 127.0.0.1: `svcgen collector serve --token-file` and a generated service given the token
-through SVCGEN_COLLECTOR_TOKEN, each a process bounded in time; shared by the lock and dashboard tests."""
+"""A real locked mesh on 127.0.0.1: `svcgen collector serve --token-file` and generated services given the token
+through SVCGEN_COLLECTOR_TOKEN, each a process bounded in time; shared by the lock, dashboard and contract-mismatch
+tests."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,10 +56,28 @@ async def handle(request: GetBook, context: Context) -> Result[Book]:
 
 
 @dataclass(frozen=True)
+class MeshService:
+    """A service of a test mesh: its manifest and the handler modules that replace the generated stubs."""
+
+    name: str
+    manifest: str
+    handlers: Mapping[str, str] = field(default_factory=dict)
+    """Handler file name (in the package's handlers/) → its source."""
+
+
+BOOKS_SERVICE = MeshService("books", BOOKS, {"books_get.py": BOOKS_HANDLER})
+
+
+@dataclass(frozen=True)
 class LockedMesh:
     collector: str
-    books: str
+    services: dict[str, str]
+    """Service name → its base URL."""
     token: str
+
+    @property
+    def books(self) -> str:
+        return self.services["books"]
 
     def headers(self, token: str | None = TOKEN) -> dict[str, str]:
         return {"authorization": f"Bearer {token}"} if token else {}
@@ -87,24 +106,31 @@ def process(command: list[str], url: str, log: Path, env: dict[str, str]) -> Ite
 
 
 @contextmanager
-def locked_mesh(tmp_path: Path) -> Iterator[LockedMesh]:
-    """A locked collector (artifacts rewritten every 0.2 s) and the books service reporting to it."""
+def locked_mesh(tmp_path: Path, services: Sequence[MeshService] = (BOOKS_SERVICE,)) -> Iterator[LockedMesh]:
+    """A locked collector (artifacts rewritten every 0.2 s) and the services (the books service by default), built
+    and reporting to it."""
     tmp_path.mkdir(parents=True, exist_ok=True)
-    manifest = tmp_path / "books.yaml"
-    manifest.write_text(BOOKS)
-    subprocess.run([*SVCGEN, "build", str(manifest), "-o", str(tmp_path)], check=True, capture_output=True,
-                   timeout=120)
-    (tmp_path / "books_service" / "handlers" / "books_get.py").write_text(BOOKS_HANDLER)
+    for service in services:
+        manifest = tmp_path / f"{service.name}.yaml"
+        manifest.write_text(service.manifest)
+        subprocess.run([*SVCGEN, "build", str(manifest), "-o", str(tmp_path)], check=True, capture_output=True,
+                       timeout=120)
+        for file_name, source in service.handlers.items():
+            (tmp_path / f"{service.name}_service" / "handlers" / file_name).write_text(source)
     token_file = tmp_path / "collector.token"
     token_file.write_text(TOKEN + "\n")
-    collector_port, books_port = free_port(), free_port()
+    collector_port = free_port()
     collector = f"http://127.0.0.1:{collector_port}"
-    books = f"http://127.0.0.1:{books_port}"
+    ports = {service.name: free_port() for service in services}
+    urls = {name: f"http://127.0.0.1:{port}" for name, port in ports.items()}
     clean = {"SVCGEN_COLLECTOR_TOKEN": ""}  # the collector's token comes from its file only
-    with (
-        process([*SVCGEN, "collector", "serve", "--port", str(collector_port), "--token-file", str(token_file),
-                 "--artifacts-interval", "0.2"], collector + "/", tmp_path / "collector.log", clean),
-        process([*SVCGEN, "serve", str(tmp_path / "books_service"), "--port", str(books_port)], books + "/svc/spec",
-                tmp_path / "books.log", {"SVCGEN_COLLECTOR": collector, "SVCGEN_COLLECTOR_TOKEN": TOKEN}),
-    ):
-        yield LockedMesh(collector, books, TOKEN)
+    with ExitStack() as running:
+        running.enter_context(process(
+            [*SVCGEN, "collector", "serve", "--port", str(collector_port), "--token-file", str(token_file),
+             "--artifacts-interval", "0.2"], collector + "/", tmp_path / "collector.log", clean))
+        for service in services:
+            running.enter_context(process(
+                [*SVCGEN, "serve", str(tmp_path / f"{service.name}_service"), "--port", str(ports[service.name])],
+                urls[service.name] + "/svc/spec", tmp_path / f"{service.name}.log",
+                {"SVCGEN_COLLECTOR": collector, "SVCGEN_COLLECTOR_TOKEN": TOKEN}))
+        yield LockedMesh(collector, urls, TOKEN)

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from ..._reserved import DEFAULT_PREFIX, normalize_prefix
+from ..collector.declarations import current_entries
 from ..collector.snapshot import CatalogEntry, InstanceEntry, Json, PollEntry, Snapshot
-from .catalog import current_entries
 from .encoding import canonical_text, text_hash
 from .health import HealthVerdict, newest_poll, service_health
 from .times import utc_text

@@ -2,9 +2,11 @@
 
 `{generatedAtUtc, issues: [...]}`, each issue in the wire shape of docs/mesh-view.md (Issues) (`fingerprint,
 classification, service, topic, version, transport, status, exceptionType, count, firstSeen, lastSeen,
-exemplarTraceIds`), with every key present: an optional one that is unknown is null, `exemplarTraceIds` always an
-array. Most recently seen first (ties by fingerprint, so the bytes do not depend on the snapshot's order). The snapshot
-is outside input, read defensively: an entry without a string fingerprint, service and topic is left out.
+exemplarTraceIds`) plus `consumer` and `detail` (a `contract-mismatch`'s consumer and first breaking path), with
+every key present: an optional one that is unknown is null, `exemplarTraceIds` always an array. The merged issues
+come from the snapshot's issues, the contract mismatches from its catalog (as the fleet query lists them). Most
+recently seen first (ties by fingerprint, so the bytes do not depend on the snapshot's order). The snapshot is
+outside input, read defensively: an entry without a string fingerprint, service and topic is left out.
 """
 
 from __future__ import annotations
@@ -12,14 +14,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from ..collector.issues import mismatch_issue
+from ..collector.mismatches import find_mismatches
 from ..collector.snapshot import Json, Snapshot
 from .times import utc_text
 
-_TEXTS: Final = ("classification", "version", "transport", "status", "exceptionType")
+_TEXTS: Final = ("classification", "version", "transport", "status", "exceptionType", "consumer", "detail")
 
 
 def build_issues(snapshot: Snapshot, *, generated_at: str) -> Json:
-    issues = [issue for issue in (_issue(raw) for raw in snapshot["issues"]) if issue is not None]
+    listed = [*snapshot["issues"], *(mismatch_issue(mismatch) for mismatch in find_mismatches(snapshot["catalog"]))]
+    issues = [issue for issue in (_issue(raw) for raw in listed) if issue is not None]
     issues.sort(key=lambda issue: issue["fingerprint"])
     issues.sort(key=lambda issue: issue["lastSeen"] or "", reverse=True)
     return {"generatedAtUtc": generated_at, "issues": issues}

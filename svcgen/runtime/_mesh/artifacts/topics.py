@@ -5,10 +5,11 @@ or spec's `topics` list it); its producers send it (their descriptor's `produces
 providers). The version is `""` for an unversioned topic, as in the snapshot.
 
 Schemas come from the consumers, the first in service-name order, or from the producers when nobody handles the
-topic. `schemaMismatch` is true when two consumers disagree on either schema. `changes` (only present when there
-are some) are the consumers' re-registrations with a new schema, each change once. `removedTopics` are topics once
-handled (named in a catalog entry's `removedTopics`, or handled by an older serviceVersion) that no current
-consumer handles.
+topic. `schemaMismatch` is true when two consumers disagree on either schema, or when a producer's schemas do not
+fit a consumer's (collector/mismatches.py: what it sends is refused, or what it is answered does not decode).
+`changes` (only present when there are some) are the consumers' re-registrations with a new schema, each change
+once. `removedTopics` are topics once handled (named in a catalog entry's `removedTopics`, or handled by an older
+serviceVersion) that no current consumer handles.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..._reserved import is_reserved_topic
+from ..collector.declarations import TopicContract, current_entries, produced_topics, served_topics
+from ..collector.mismatches import find_mismatches, mismatched_topics
 from ..collector.snapshot import Json, Snapshot
-from .catalog import TopicContract, current_entries, produced_topics, served_topics
 from .encoding import canonical_text
 from .times import utc_text
 
@@ -52,6 +54,7 @@ def topic_views(snapshot: Snapshot) -> list[TopicView]:
         for contract in produced_topics(entry):
             sent[contract.key].append(contract)
     changes = _changes_by_topic(snapshot, served)
+    incompatible = mismatched_topics(find_mismatches(current.values()))
     views: list[TopicView] = []
     for key in sorted(served.keys() | sent.keys()):
         handlers, senders = served.get(key, []), sent.get(key, [])
@@ -64,7 +67,7 @@ def topic_views(snapshot: Snapshot) -> list[TopicView]:
                 producers=[contract.service for contract in senders],
                 request_schema=source[0].request_schema,
                 response_schema=source[0].response_schema,
-                schema_mismatch=len({_schemas_text(contract) for contract in handlers}) > 1,
+                schema_mismatch=len({_schemas_text(contract) for contract in handlers}) > 1 or key in incompatible,
                 changes=changes.get(key, []),
             )
         )

@@ -1,5 +1,6 @@
 """Issue batches merged by fingerprint across instances (wire shape in docs/mesh-view.md, Issues), plus the
-collector's own `contract-drift` issues.
+collector's own issues: `contract-drift` (filed by a heartbeat, merged like the others) and `contract-mismatch`
+(derived from the catalog on every read, see mismatches.py, never stored).
 
 Counts are deltas and accrue; firstSeen is the earliest, lastSeen the latest; the newest `exemplars` trace ids are
 kept. Fields outside the fingerprint (transport, status when an exception type decides it) keep their first value.
@@ -13,9 +14,10 @@ from collections import OrderedDict
 from typing import Any, Final
 
 from ..._reserved import MESH_TOPIC
-from ..._status import CONFLICT
+from ..._status import CONFLICT, UNEXPECTED_ERROR, VALIDATION_ERROR
 from ..issues import fingerprint
 from .limits import Limits
+from .mismatches import Mismatch
 from .snapshot import Json
 from .wire import MAX_COUNT, Unstorable, copy_optional_texts, number, put_bounded, saturated, text, timestamp
 
@@ -25,6 +27,10 @@ DRIFT_TOPIC: Final = MESH_TOPIC
 DRIFT_STATUS: Final = CONFLICT
 """The heartbeat's descriptor hash conflicts with the registered one."""
 _OPTIONAL: Final = ("version", "transport", "exceptionType")
+CONTRACT_MISMATCH: Final = "contract-mismatch"
+MISMATCH_STATUS: Final = {"request": VALIDATION_ERROR, "response": UNEXPECTED_ERROR}
+"""What the mismatch gives at run time: the consumer refuses the request (422), or the producer's client cannot
+decode the answer."""
 
 
 def normalize_issue(raw: Any, service: str, path: str = "issue") -> Json | None:
@@ -69,6 +75,24 @@ def normalize_issue(raw: Any, service: str, path: str = "issue") -> Json | None:
     issue["lastSeen"] = max(first, last)
     issue["exemplarTraceIds"] = trace_ids
     return _ordered(issue)
+
+
+def mismatch_issue(mismatch: Mismatch) -> Json:
+    """The collector's issue for a producer/consumer incompatibility: the producer's, one per (producer, consumer,
+    topic, version) (the consumer is the fingerprint's discriminator), naming the consumer and the first breaking
+    path (`detail`)."""
+    issue: Json = {
+        "fingerprint": fingerprint(mismatch.producer, mismatch.topic, mismatch.version, CONTRACT_MISMATCH,
+                                   mismatch.consumer),
+        "classification": CONTRACT_MISMATCH,
+        "service": mismatch.producer,
+        "topic": mismatch.topic,
+    }
+    if mismatch.version:
+        issue["version"] = mismatch.version
+    issue.update(status=MISMATCH_STATUS[mismatch.direction], count=1, firstSeen=mismatch.at, lastSeen=mismatch.at,
+                 exemplarTraceIds=[], consumer=mismatch.consumer, detail=mismatch.detail)
+    return issue
 
 
 def _ordered(issue: Json) -> Json:

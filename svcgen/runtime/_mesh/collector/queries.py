@@ -9,10 +9,14 @@ sends `payments:capture` and payments handles it, the topic's providers are `[or
   providers, consumers, invocations}], issues}`: one service entry per (service, serviceVersion), with
   `serviceVersion` when known; `topics` counts the topic ids the entry handles, `instances` its named instances;
   `missingFeeds` is the service's (feeds are not per version). `invocations` counts every trace event of the topic
-  (all services, versions, statuses); `issues` are the merged issues, most recently seen first.
+  (all services, versions, statuses); `issues` are the merged issues and the `contract-mismatch` issues derived from
+  the catalog (mismatches.py), most recently seen first.
 - service `{service}` → `{service, health, instances: [{instanceId, healthy?, hashMatches, registerExpected, ...}],
   invocations, missingFeeds}`.
-- topic `{topic}` → `{topic, providers, consumers, invocations, errors, statusCounts}`.
+- topic `{topic}` → `{topic, providers, consumers, invocations, errors, statusCounts, versions}`; `versions` has one
+  `{version, providers, consumers, invocations, lastInvokedAt}` per version some service declared, once declared or
+  invoked (`lastInvokedAt`: the newest `startedAt` of its trace events, null when none carried one), so a reviewer
+  can tell whether an old version still has senders, handlers or traffic.
 - trace `{traceId}` → `{traceId, events}`: the events still in the trace window, in arrival order.
 
 A topic some service once declared stays known: its answer is `ok`, with empty consumers and providers once
@@ -23,12 +27,14 @@ nobody handles or sends it, and its counters. Each query returns None for an unk
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import Any
 
 from .catalog import Catalog, Member, ServiceRecords, instance_view
 from .feeds import FeedLog
-from .issues import IssueBook
-from .snapshot import Json
+from .issues import IssueBook, mismatch_issue
+from .mismatches import find_mismatches
+from .snapshot import CounterEntry, Json
 from .traces import TraceLog, is_failure
 
 
@@ -60,7 +66,7 @@ def fleet(catalog: Catalog, feeds: FeedLog, traces: TraceLog, issues: IssueBook,
         {"topic": name, **index.parties(name), "invocations": invocations.get(name, 0)}
         for name in sorted(index.known | invocations.keys())
     ]
-    return {"services": services, "topics": topics, "issues": newest_issues(issues)}
+    return {"services": services, "topics": topics, "issues": newest_issues(issues, catalog)}
 
 
 def service(catalog: Catalog, feeds: FeedLog, traces: TraceLog, name: str, fresh_since: str) -> Json | None:
@@ -81,9 +87,11 @@ def service(catalog: Catalog, feeds: FeedLog, traces: TraceLog, name: str, fresh
 def topic(catalog: Catalog, traces: TraceLog, name: str) -> Json | None:
     index = TopicIndex(catalog.grouped())
     status_counts: defaultdict[str, int] = defaultdict(int)
+    counters: list[CounterEntry] = []
     for counter in traces.counters.values():
         if counter["topic"] == name:
             status_counts[counter["status"]] += counter["count"]
+            counters.append(counter)
     if name not in index.known and not status_counts:
         return None
     return {
@@ -92,28 +100,59 @@ def topic(catalog: Catalog, traces: TraceLog, name: str) -> Json | None:
         "invocations": sum(status_counts.values()),
         "errors": sum(count for status, count in status_counts.items() if is_failure(status)),
         "statusCounts": dict(sorted(status_counts.items())),
+        "versions": index.versions(name, counters),
     }
 
 
+@dataclass(slots=True)
+class Parties:
+    providers: set[str] = field(default_factory=set)
+    consumers: set[str] = field(default_factory=set)
+
+
 class TopicIndex:
-    """Per topic id, the services that send it (providers), those that handle it (consumers), and every topic id
-    some service handles, sends or once handled (`known`); built in one pass over the catalog."""
+    """Per topic id and per (topic id, version), the services that send it (providers) and those that handle it
+    (consumers), and every topic id some service handles, sends or once handled (`known`); built in one pass over
+    the catalog."""
 
     def __init__(self, groups: dict[str, ServiceRecords]) -> None:
-        self.providers: defaultdict[str, set[str]] = defaultdict(set)
-        self.consumers: defaultdict[str, set[str]] = defaultdict(set)
+        self.by_topic: defaultdict[str, Parties] = defaultdict(Parties)
+        self.by_version: defaultdict[tuple[str, str], Parties] = defaultdict(Parties)
         self.known: set[str] = set()
         for service_name, records in groups.items():
-            for topic_id, _ in records.produced():
-                self.providers[topic_id].add(service_name)
-            for topic_id, _ in records.provided():
-                self.consumers[topic_id].add(service_name)
+            for key in records.produced():
+                self.by_topic[key[0]].providers.add(service_name)
+                self.by_version[key].providers.add(service_name)
+            for key in records.provided():
+                self.by_topic[key[0]].consumers.add(service_name)
+                self.by_version[key].consumers.add(service_name)
+            for key in records.removed():
+                self.by_version.setdefault(key, Parties())  # once declared, a version stays listed
             self.known.update(topic_id for topic_id, _ in records.removed())
-        self.known.update(self.providers, self.consumers)
+        self.known.update(self.by_topic)
 
     def parties(self, topic_id: str) -> Json:
-        return {"providers": sorted(self.providers.get(topic_id, ())),
-                "consumers": sorted(self.consumers.get(topic_id, ()))}
+        parties = self.by_topic.get(topic_id) or Parties()
+        return {"providers": sorted(parties.providers), "consumers": sorted(parties.consumers)}
+
+    def versions(self, topic_id: str, counters: list[CounterEntry]) -> list[Json]:
+        """Per version of `topic_id` declared, once declared or invoked: who declares it, and its traffic."""
+        invocations: defaultdict[str, int] = defaultdict(int)
+        last: dict[str, str] = {}
+        for counter in counters:
+            version = counter["version"]
+            invocations[version] += counter["count"]
+            started = counter.get("lastStartedAt")
+            if started is not None and started > last.get(version, ""):
+                last[version] = started
+        declared = {version: parties for (name, version), parties in self.by_version.items() if name == topic_id}
+        listed: list[Json] = []
+        for version in sorted(declared.keys() | invocations.keys()):
+            parties = declared.get(version) or Parties()
+            listed.append({"version": version, "providers": sorted(parties.providers),
+                           "consumers": sorted(parties.consumers), "invocations": invocations.get(version, 0),
+                           "lastInvokedAt": last.get(version)})  # fmt: skip
+        return listed
 
 
 def trace(traces: TraceLog, trace_id: str) -> Json | None:
@@ -121,7 +160,9 @@ def trace(traces: TraceLog, trace_id: str) -> Json | None:
     return {"traceId": trace_id, "events": events} if events else None
 
 
-def newest_issues(issues: IssueBook) -> list[Json]:
+def newest_issues(issues: IssueBook, catalog: Catalog) -> list[Json]:
+    """The merged issues and the catalog's contract mismatches, most recently seen first."""
     listed: list[dict[str, Any]] = issues.snapshot()
+    listed.extend(mismatch_issue(mismatch) for mismatch in find_mismatches(catalog.entries.values()))
     listed.sort(key=lambda issue: issue["lastSeen"], reverse=True)
     return listed

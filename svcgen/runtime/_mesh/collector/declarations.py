@@ -1,18 +1,18 @@
 """Reading the catalog: which entry stands for a service, and the topics it serves and sends.
 
-Descriptors and specs are outside input kept verbatim by the collector, so every read here is defensive:
-a malformed topic entry is skipped, a missing or non-object schema is the open schema `{}` (the topic
-descriptor default), a missing or non-string version is the empty version.
+Descriptors and specs are outside input kept verbatim by the collector (decoded JSON: objects are dicts), so every
+read here is defensive: a malformed topic entry is skipped, a missing or non-object schema is the open schema `{}`
+(the topic descriptor default), a missing or non-string version is the empty version.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from ..clock import parse_rfc3339
-from ..collector.snapshot import CatalogEntry, Json
+from .snapshot import CatalogEntry, Json
 
 _NEVER = float("-inf")
 
@@ -41,8 +41,9 @@ def current_entries(catalog: Iterable[CatalogEntry]) -> dict[str, CatalogEntry]:
     return dict(sorted(chosen.items()))
 
 
-def served_topics(entry: CatalogEntry) -> list[TopicContract]:
-    """From the newer of the registered descriptor and the polled spec; the other when it has no topic list."""
+def served_topics(entry: CatalogEntry, topic_ids: Container[str] | None = None) -> list[TopicContract]:
+    """From the newer of the registered descriptor and the polled spec; the other when it has no topic list. Only
+    those of `topic_ids` when given."""
     descriptor_topics = _topic_list(entry.get("descriptor"), "topics")
     spec_topics = _topic_list(entry.get("spec"), "topics")
     if descriptor_topics is None or spec_topics is None:
@@ -50,7 +51,7 @@ def served_topics(entry: CatalogEntry) -> list[TopicContract]:
     else:
         newer_spec = _at(entry.get("specFetchedAt")) > _at(entry.get("registeredAt"))
         chosen = spec_topics if newer_spec else descriptor_topics
-    return _contracts(entry["service"], chosen or [])
+    return _contracts(entry["service"], chosen or [], topic_ids)
 
 
 def produced_topics(entry: CatalogEntry) -> list[TopicContract]:
@@ -69,16 +70,18 @@ def _at(text: object) -> float:
 
 
 def _topic_list(document: object, key: str) -> list[Any] | None:
-    if not isinstance(document, Mapping):
+    if not isinstance(document, dict):
         return None
     topics = document.get(key)
     return topics if isinstance(topics, list) else None
 
 
-def _contracts(service: str, entries: list[Any]) -> list[TopicContract]:
+def _contracts(service: str, entries: list[Any], topic_ids: Container[str] | None = None) -> list[TopicContract]:
     contracts: dict[tuple[str, str], TopicContract] = {}
     for item in entries:
-        if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+            continue
+        if topic_ids is not None and item["id"] not in topic_ids:
             continue
         version = item.get("version")
         contract = TopicContract(
@@ -93,4 +96,4 @@ def _contracts(service: str, entries: list[Any]) -> list[TopicContract]:
 
 
 def _schema(value: object) -> Json:
-    return dict(value) if isinstance(value, Mapping) else {}
+    return dict(value) if isinstance(value, dict) else {}
