@@ -65,23 +65,36 @@ async def open_connection(server: str) -> Client:
     import nats
 
     where = shown(server)
+    opened: list[Client] = []
+
+    failures: list[Exception] = []
 
     async def on_error(error: Exception) -> None:
+        if not opened:  # before the first connect succeeds, its failure says it in one line
+            failures.append(error)
+            return
         logger.warning("NATS %s: %s", where, error or type(error).__name__)
 
     async def on_disconnect() -> None:
-        logger.warning("NATS %s: disconnected; reconnecting", where)
+        if not (opened and opened[0].is_closed):  # closing disconnects too: nothing to say then
+            logger.warning("NATS %s: disconnected; reconnecting", where)
 
     async def on_reconnect() -> None:
         logger.info("NATS %s: reconnected", where)
 
     try:
-        return await nats.connect(
-            server, connect_timeout=CONNECT_TIMEOUT, max_reconnect_attempts=-1, error_cb=on_error,
+        # The first connect gives up after a second try (a wrong URL is one line, not an endless retry) ...
+        connection = await nats.connect(
+            server, connect_timeout=CONNECT_TIMEOUT, max_reconnect_attempts=1, error_cb=on_error,
             disconnected_cb=on_disconnect, reconnected_cb=on_reconnect, drain_timeout=DRAIN_TIMEOUT, name="svcgen",
         )
     except Exception as error:
-        raise NatsError(f"cannot connect to NATS at {where}: {error or type(error).__name__}") from None
+        cause = failures[-1] if failures else error
+        raise NatsError(f"cannot connect to NATS at {where}: {cause or type(cause).__name__}") from None
+    # ... and once up, a lost connection is retried without limit (nats-py reads these options when it drops).
+    connection.options["max_reconnect_attempts"] = -1
+    opened.append(connection)
+    return connection
 
 
 class NatsConnections:
