@@ -22,6 +22,8 @@ logger = logging.getLogger("svcgen.nats")
 DEFAULT_PORT: Final = 4222
 CONNECT_TIMEOUT: Final = 2
 """Seconds the first connect may take; afterwards nats-py reconnects on its own, without limit."""
+RECONNECT_WAIT: Final = 2
+"""Seconds between attempts to get a lost connection back."""
 DRAIN_TIMEOUT: Final = 5
 """Seconds closing a connection waits for its subscriptions and replies to finish."""
 NATS_MISSING: Final = "NATS needs nats-py: pip install 'svcgen[nats]'"
@@ -30,7 +32,7 @@ ConnectFactory: TypeAlias = Callable[[str], Awaitable["Client"]]
 """Server URL (`nats://host:port`) → an open connection."""
 
 
-class NatsError(RuntimeError):
+class NatsError(Exception):
     """A NATS setting or server this process cannot use; the message is one line."""
 
 
@@ -85,14 +87,16 @@ async def open_connection(server: str) -> Client:
     try:
         # The first connect gives up after a second try (a wrong URL is one line, not an endless retry) ...
         connection = await nats.connect(
-            server, connect_timeout=CONNECT_TIMEOUT, max_reconnect_attempts=1, error_cb=on_error,
-            disconnected_cb=on_disconnect, reconnected_cb=on_reconnect, drain_timeout=DRAIN_TIMEOUT, name="svcgen",
+            server, connect_timeout=CONNECT_TIMEOUT, max_reconnect_attempts=1, reconnect_time_wait=0.2,
+            error_cb=on_error, disconnected_cb=on_disconnect, reconnected_cb=on_reconnect, drain_timeout=DRAIN_TIMEOUT,
+            name="svcgen",
         )
     except Exception as error:
         cause = failures[-1] if failures else error
         raise NatsError(f"cannot connect to NATS at {where}: {cause or type(cause).__name__}") from None
     # ... and once up, a lost connection is retried without limit (nats-py reads these options when it drops).
     connection.options["max_reconnect_attempts"] = -1
+    connection.options["reconnect_time_wait"] = RECONNECT_WAIT
     opened.append(connection)
     return connection
 
