@@ -111,6 +111,7 @@ class Wiring:
         self.transport = transport
         self.nats = NatsConnections(nats_connect)
         self._nats_connect = nats_connect
+        self._uses_nats = False
         self.startup: list[Callable[[], Awaitable[None]]] = []
         self.shutdown: list[Callable[[], Awaitable[None]]] = []
 
@@ -164,6 +165,7 @@ class Wiring:
         if over_nats:
             nats = NatsSender(over_nats, connections=self.nats, extra_headers=extra_headers)
             sender = TopicSenders({topic: nats if topic in over_nats else http for topic in targets})
+            self._uses_nats = True
         self.shutdown.append(sender.aclose)
         return sender
 
@@ -192,5 +194,6 @@ class Wiring:
             binding = NatsBinding(app.service, lambda: self.nats.get(url), limits=app.limits)
             app.on_startup.append(binding.start)
             app.on_shutdown.insert(0, binding.stop)
-        app.on_shutdown.append(self.nats.aclose)
+        if url is not None or self._uses_nats:
+            app.on_shutdown.append(self.nats.aclose)
         return app
