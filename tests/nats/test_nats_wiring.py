@@ -12,7 +12,7 @@ import nats
 import pytest
 from nats.aio.client import Client
 
-from svcgen.runtime import HttpApp, Identity, Registry, Result, Service, Wiring, WiringError
+from svcgen.runtime import HttpApp, Identity, Registry, Result, Sender, Service, Wiring, WiringError
 from svcgen.runtime._context import Context
 from tests.support.asgi import lifespan
 from tests.support.broker import unique_name
@@ -27,7 +27,7 @@ async def say(request: dict[str, Any], context: Context) -> Result[Any]:
 
 
 class Relay:
-    def __init__(self, sender: Any) -> None:
+    def __init__(self, sender: Sender) -> None:
         self.sender = sender
 
 
