@@ -29,9 +29,10 @@ from pathlib import Path
 import httpx
 import nats
 
+from bench import serve
 from bench.harness import Recorder, run
 from bench.http import cpu_seconds, free_port
-from bench.serve import BODY, HANDLER, MANIFEST, PATH
+from bench.serve import BODY, MANIFEST, PATH
 
 HTTP_TRIP = "HTTP round trip (httpx, keep-alive), p50"
 RAW_TRIP = "HTTP round trip (raw keep-alive socket), p50"
@@ -45,13 +46,7 @@ NATS_BODY = b'{"noteId": "n-17", "text": "remember the milk", "stars": 4}'
 
 def build(scratch: Path, service: str) -> Path:
     """The notes service of bench/serve.py under a name of this run (the NATS server may be shared)."""
-    manifest = MANIFEST.replace("service: notes", f"service: {service}\npackage: notes_service")
-    (scratch / "notes.yaml").write_text(manifest)
-    subprocess.run([sys.executable, "-m", "svcgen", "build", str(scratch / "notes.yaml"), "-o", str(scratch / "out")],
-                   check=True, capture_output=True)
-    package = scratch / "out" / "notes_service"
-    (package / "handlers" / "notes_save.py").write_text(HANDLER)
-    return package
+    return serve.build(scratch, MANIFEST.replace("service: notes", f"service: {service}\npackage: notes_service"))
 
 
 def answers(url: str) -> bool:

@@ -50,7 +50,8 @@ class Sender(Protocol):
 def open_sender(url: str, *, extra_headers: HeaderHook | None = None) -> HttpSender | NatsSender:
     """A sender for one target URL: an invoke base URL (http, https) or `nats://host:port/<service>`."""
     if url.startswith(NATS_SCHEMES):
-        _require_nats(url)
+        if not nats_installed():
+            raise WiringError(f"{url}: {NATS_MISSING}")
         return NatsSender(url, extra_headers=extra_headers)
     return HttpSender(url, extra_headers=extra_headers)
 
@@ -70,11 +71,6 @@ class TopicSenders:
     async def aclose(self) -> None:
         for sender in {id(sender): sender for sender in self._senders.values()}.values():
             await sender.aclose()
-
-
-def _require_nats(setting: str) -> None:
-    if not nats_installed():
-        raise WiringError(f"{setting}: {NATS_MISSING}")
 
 
 def target_variable(topic: str) -> str:
@@ -138,12 +134,7 @@ class Wiring:
                 f"that handles it (e.g. http://127.0.0.1:8001/svc/invoke), or add it to TARGETS in wiring.py"
             )
         if url.startswith(NATS_SCHEMES):
-            try:
-                nats_target(url)
-            except NatsError as error:
-                raise WiringError(f"{where} = {error}") from None
-            if self._nats_connect is None:
-                _require_nats(where)
+            self._check_nats(where, url, nats_target)
             return url
         try:
             _split_base(url)
@@ -175,13 +166,17 @@ class Wiring:
         url = self.environ.get(NATS_ENV, "").strip() or self.nats_url.strip()
         if not url:
             return None
+        self._check_nats(setting, url, server_of)
+        return url
+
+    def _check_nats(self, setting: str, url: str, parse: Callable[[str], object]) -> None:
+        """WiringError naming `setting` when `url` does not parse, or when nats-py is missing to use it."""
         try:
-            server_of(url)
+            parse(url)
         except NatsError as error:
             raise WiringError(f"{setting} = {error}") from None
-        if self._nats_connect is None:
-            _require_nats(setting)
-        return url
+        if self._nats_connect is None and not nats_installed():
+            raise WiringError(f"{setting}: {NATS_MISSING}")
 
     def attach(self, app: HttpApp) -> HttpApp:
         """Startup hooks go before the app's own, shutdown hooks after them: what the wiring opened outlives

@@ -53,7 +53,22 @@ _TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _BAD_VALUE_CHARS: Final = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
-class HttpSender:
+class ClosesOnExit:
+    """`async with sender:` closes it on the way out (`aclose`)."""
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+class HttpSender(ClosesOnExit):
     """Sends `(topic, payload, headers)` as an HTTP POST and returns the answer as a `Result`.
 
     - `target`: see `Target`. A topic it cannot resolve to an http(s) URL is `not-found`.
@@ -146,14 +161,6 @@ class HttpSender:
         self._closed = True
         if self._owns_client:
             await self._client.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
     # -- request ---------------------------------------------------------------------------------------------
 

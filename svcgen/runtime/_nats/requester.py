@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
-from types import TracebackType
-from typing import Any, Final, Self
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 import orjson
 
-from .._http.sender import HeaderHook, _failure_detail, _merge, payload_bytes
+from .._http.sender import ClosesOnExit, HeaderHook, _failure_detail, _merge, payload_bytes
 from .._result import Result
 from .._status import NOT_FOUND, SERVICE_UNAVAILABLE, TIMEOUT, UNEXPECTED_ERROR, is_success
 from .connections import NatsConnections, NatsError, server_of, shown
@@ -36,7 +35,7 @@ def nats_target(url: str) -> tuple[str, str]:
     return server, service
 
 
-class NatsSender:
+class NatsSender(ClosesOnExit):
     """Sends `(topic, payload, headers)` to the service a NATS target names and returns its answer as a `Result`.
 
     - `target`: one target URL for every topic, or a topic → target URL map (a topic it lacks is `not-found`).
@@ -109,14 +108,6 @@ class NatsSender:
         self._closed = True
         if self._owns_connections:
             await self.connections.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
 
 def answer_of(data: bytes, where: str) -> Result[Any]:
