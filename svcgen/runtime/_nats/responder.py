@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Final, TypeAlias
 
 import orjson
 
@@ -90,14 +90,15 @@ class NatsBinding:
         self.unanswerable = 0
         """Messages dropped because they had no reply subject."""
         self.reply_errors = 0
-        self._connection = connection
+        self._source = connection
+        self._connection: Client | None = None
         self._slots = asyncio.Semaphore(max_in_flight)
         self._running: set[asyncio.Task[None]] = set()
         self._subscriptions: list[Subscription] = []
 
     async def start(self) -> None:
-        connection = self._connection if not callable(self._connection) else await self._connection()
-        self._connection = connection
+        source = self._source
+        connection = self._connection = await source() if callable(source) else source
         self._subscriptions = [
             await connection.subscribe(
                 subject, queue=self.queue, cb=callback, pending_msgs_limit=PENDING_MESSAGES,
@@ -160,7 +161,9 @@ class NatsBinding:
         await self._publish(msg.reply, reply)
 
     async def _publish(self, subject: str, reply: bytes) -> None:
-        connection: Any = self._connection
+        connection = self._connection
+        if connection is None:  # stopped before it started: nothing to answer on
+            return
         try:
             limit = connection.max_payload
             if len(reply) > limit:
