@@ -61,6 +61,11 @@ BENCHES = (
           "`svcgen serve` as shipped, the same app under `uvicorn --http httptools --loop uvloop "
           "--no-access-log`, and under uvicorn's h11 parser and asyncio loop for reference; load from wrk in a "
           "separate process, the three servers taking turns in every round."),
+    Bench("nats", "NATS binding (bench/nats.py)",
+          "One generated typed handler under `svcgen serve --nats`: the round trip one request at a time through "
+          "httpx (what `HttpSender` uses), through a raw keep-alive HTTP socket (no client library), and as a "
+          "nats-py request on the per-topic subject (what `NatsSender` uses), taking turns in every round; and "
+          "the server's CPU per request over HTTP and over NATS."),
     Bench("hostile", "Hostile bodies (bench/hostile.py)",
           "CPU per request of 1 MiB bodies built to be expensive under the limits (arrays nested 62 deep, runs of "
           "empty arrays or objects, numbers, strings of brackets or escapes, 88,000 keys, a duplicate key at the "
@@ -300,7 +305,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="extra collector runs at the reduced size (default 2); the full size runs once")
     parser.add_argument("--collector-full", default="200000,2000000", help="small,large events of the one full run")
     parser.add_argument("--collector-reduced", default="50000,500000", help="small,large events of reduced runs")
-    parser.add_argument("--only", help="comma-separated subset: core,http,build,diff,trace,serve,collector")
+    parser.add_argument("--only", help="comma-separated subset: core,http,build,diff,trace,serve,nats,...")
     parser.add_argument("--output", type=Path, default=OUTPUT)
     args = parser.parse_args(argv)
     if args.runs < 1:

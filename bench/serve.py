@@ -56,9 +56,9 @@ FAST = "server CPU per request, uvicorn --http httptools --loop uvloop --no-acce
 H11 = "server CPU per request, uvicorn --http h11 --loop asyncio --no-access-log"
 
 
-def build(scratch: Path) -> Path:
+def build(scratch: Path, manifest: str = MANIFEST) -> Path:
     """The notes service built into scratch/out, its handler filled in; OUT/PACKAGE."""
-    (scratch / "notes.yaml").write_text(MANIFEST)
+    (scratch / "notes.yaml").write_text(manifest)
     subprocess.run([sys.executable, "-m", "svcgen", "build", str(scratch / "notes.yaml"), "-o", str(scratch / "out")],
                    check=True, capture_output=True)
     package = scratch / "out" / "notes_service"

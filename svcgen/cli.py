@@ -185,11 +185,14 @@ def validate(manifest: str) -> None:
               help="Dev loop: rebuild when the manifest changes, restart when a module of the package changes.")
 @click.option("--manifest", type=click.Path(dir_okay=False, exists=True, path_type=Path),
               help="The manifest --reload rebuilds from (default: the one named in the package's header).")
+@click.option("--nats", metavar="URL", help="Also serve the topics over NATS at URL (nats://host:port); docs/nats.md.")
 def serve(package_dir: Path, host: str, port: int, workers: int, access_log: bool, reload: bool,
-          manifest: Path | None) -> None:
+          manifest: Path | None, nats: str | None) -> None:
     """Run the built package OUT/PACKAGE under uvicorn with httptools and uvloop (OUT is put on the import path)."""
     try:
         package = Package.at(package_dir)
+        if nats:
+            serving.serve_over_nats(nats)
         if not reload:
             serving.serve(package, host, port, workers, access_log)
             return

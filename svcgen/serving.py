@@ -85,6 +85,29 @@ class Package:
         return path
 
 
+def serve_over_nats(url: str) -> None:
+    """`--nats URL`: check that the server answers, then set SVCGEN_NATS, which the generated `create_app()` of
+    this process and of its workers reads (its `Wiring`), so each serves the topics over NATS too."""
+    import asyncio
+    import os
+
+    from .runtime._nats.connections import NATS_MISSING, NatsError, nats_installed, open_connection, server_of
+    from .runtime._wiring import NATS_ENV
+
+    if not nats_installed():
+        raise ServeError(f"--nats {url}: {NATS_MISSING}")
+
+    async def reach() -> None:
+        connection = await open_connection(server_of(url))
+        await connection.close()
+
+    try:
+        asyncio.run(reach())
+    except NatsError as error:
+        raise ServeError(f"--nats {url}: {error}") from None
+    os.environ[NATS_ENV] = url
+
+
 def serve(package: Package, host: str, port: int, workers: int, access_log: bool) -> None:
     import uvicorn
 

@@ -13,7 +13,7 @@ from ..runtime._mesh.host import COLLECTOR_ENV, HEARTBEAT_ENV
 from ..runtime._mesh.jetstream import NATS_ENV
 from ..runtime._reserved import DEFAULT_PREFIX
 from ..runtime._status import OK
-from ..runtime._wiring import target_variable
+from ..runtime._wiring import NATS_ENV, target_variable
 from .annotations import annotation
 from .imports import Imports
 from .wiring import MODELS_MODULE, TopicBinding, Wiring, type_text
@@ -120,10 +120,12 @@ DEFAULT_TARGET = f"http://127.0.0.1:8000{DEFAULT_PREFIX}/invoke"
 def wiring_stub_view(wiring: Wiring) -> WiringStubView:
     topics = dict.fromkeys(produced.topic for produced in wiring.produces)
     targets = tuple(TargetRow(topic, target_variable(topic), DEFAULT_TARGET) for topic in topics)
-    settings: tuple[SettingRow, ...] = ()
+    settings: tuple[SettingRow, ...] = (
+        SettingRow(NATS_ENV, "NATS_URL below", "a NATS server (nats://host:port) to serve the topics on as well"),
+    )
     if wiring.mesh is not None:
         mesh = wiring.mesh
-        settings = (
+        settings += (
             SettingRow(COLLECTOR_ENV, mesh.collector, "the collector the mesh feeds go to (manifest mesh.collector)"),
             SettingRow(
                 HEARTBEAT_ENV,
@@ -193,7 +195,8 @@ def clients_view(wiring: Wiring) -> ClientsView:
         imports.name("typing", name)
     imports.name("svcgen.runtime", "Result")
     imports.name("svcgen.runtime", "codec_for")
-    imports.name("svcgen.runtime", "HttpSender")
+    imports.name("svcgen.runtime", "Sender")
+    imports.name("svcgen.runtime", "open_sender")
     imports.name("svcgen.runtime", "propagation_headers")
     _import_models([expr for p in wiring.produces for expr in (p.request, p.response)], imports)
     methods = tuple(

@@ -19,13 +19,15 @@ from ._mesh.host import MeshHost, MeshSettings
 from ._mesh.profile import declare_profile, self_check
 from ._mesh.tracecontext import TraceContext, current_trace, propagation_headers
 from ._meta import Meta
+from ._nats.requester import NatsSender
+from ._nats.responder import NatsBinding
 from ._pipeline import Middleware, Next
 from ._produces import ProducedTopic
 from ._registry import Handler, HandlerBindingError, Registry, RegistryError, TopicKey
 from ._result import Result
 from ._service import Service
 from ._version import API_LEVEL, RuntimeMismatch, require_api_level
-from ._wiring import Wiring, WiringError, target_variable
+from ._wiring import Sender, Wiring, WiringError, open_sender, target_variable
 
 __all__ = [
     "API_LEVEL",
@@ -48,6 +50,8 @@ __all__ = [
     "MeshSettings",
     "Meta",
     "Middleware",
+    "NatsBinding",
+    "NatsSender",
     "Next",
     "ProducedTopic",
     "Registry",
@@ -56,6 +60,7 @@ __all__ = [
     "Route",
     "RuntimeMismatch",
     "Scope",
+    "Sender",
     "Service",
     "TopicKey",
     "TraceContext",
@@ -65,6 +70,7 @@ __all__ = [
     "create_app",
     "current_trace",
     "declare_profile",
+    "open_sender",
     "propagation_headers",
     "require_api_level",
     "self_check",

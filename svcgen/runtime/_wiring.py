@@ -3,14 +3,16 @@
 A generated `create_app()` makes one `Wiring`, hands it to the package's `wiring.wire()` (the user's file),
 builds the produced-topic clients on one pooled sender, and attaches the result to the app: startup hooks
 run before the first request (before the mesh starts reporting), shutdown hooks after the last one (after
-the mesh's final flush), and the sender is closed last.
+the mesh's final flush), and the sender is closed last. With a NATS server set (`nats_url`, SVCGEN_NATS) the
+app's service is served over NATS too, on the process's one connection per server, which is closed after
+everything else.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import httpx
 
@@ -18,14 +20,57 @@ from ._dependencies import Dependencies
 from ._http.app import HttpApp
 from ._http.sender import HeaderHook, HttpSender, _join, _split_base
 from ._naming import slug
+from ._nats.connections import NATS_MISSING, ConnectFactory, NatsConnections, NatsError, nats_installed, server_of
+from ._nats.requester import NatsSender, nats_target
+from ._nats.responder import NatsBinding
+from ._result import Result
 
 TARGET_ENV_PREFIX = "SVCGEN_TARGET_"
+NATS_ENV = "SVCGEN_NATS"
+"""The NATS server to serve the topics on as well (`svcgen serve --nats URL` sets it); overrides `nats_url`."""
+NATS_SCHEMES = ("nats://", "tls://")
 Hook = TypeVar("Hook", bound=Callable[[], Awaitable[None]])
 
 
 class WiringError(ValueError):
     """A service that cannot start as wired (a produced topic without a target, a malformed URL); the message
     is one line naming what to set."""
+
+
+class Sender(Protocol):
+    """What generated clients send through: `HttpSender`, `NatsSender`, or one routing each topic to either."""
+
+    async def send(self, topic: str, payload: Any = None, headers: Mapping[str, str] | None = None) -> Result[Any]:
+        """Never raises: every failure on the way is a failed `Result`."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+def open_sender(url: str, *, extra_headers: HeaderHook | None = None) -> HttpSender | NatsSender:
+    """A sender for one target URL: an invoke base URL (http, https) or `nats://host:port/<service>`."""
+    if url.startswith(NATS_SCHEMES):
+        if not nats_installed():
+            raise WiringError(f"{url}: {NATS_MISSING}")
+        return NatsSender(url, extra_headers=extra_headers)
+    return HttpSender(url, extra_headers=extra_headers)
+
+
+class TopicSenders:
+    """Sends each topic through the sender of its target's kind (HTTP or NATS); closes them all."""
+
+    def __init__(self, senders: Mapping[str, Sender]) -> None:
+        self._senders = dict(senders)
+
+    async def send(self, topic: str, payload: Any = None, headers: Mapping[str, str] | None = None) -> Result[Any]:
+        sender = self._senders.get(topic)
+        if sender is None:
+            return Result.not_found(f"no target for topic {topic!r}")
+        return await sender.send(topic, payload, headers)
+
+    async def aclose(self) -> None:
+        for sender in {id(sender): sender for sender in self._senders.values()}.values():
+            await sender.aclose()
 
 
 def target_variable(topic: str) -> str:
@@ -38,18 +83,31 @@ class Wiring:
 
     - `environ`: where settings are read (default `os.environ`); the mesh reads its overrides here too.
     - `dependencies`: providers handlers reach as `context.scope.get(Type)`.
-    - `targets`: produced topic id → invoke base URL of the service that handles it (the topic is appended);
-      the variable `target_variable(topic)` in `environ` overrides it.
+    - `targets`: produced topic id → invoke base URL of the service that handles it (the topic is appended),
+      or `nats://host:port/<service>` to send it over NATS; the variable `target_variable(topic)` in `environ`
+      overrides it.
+    - `nats_url`: a NATS server (`nats://host:port`) to serve the app's topics on as well; SVCGEN_NATS in
+      `environ` overrides it.
     - `transport`: the HTTP transport of the produced-topic sender (default: a real pooled connection).
+    - `nats_connect`: opens a NATS connection (server URL → connection; default nats-py's); `nats` holds the
+      process's connections, one per server, shared by the binding and the NATS senders.
     """
 
     def __init__(
-        self, *, environ: Mapping[str, str] | None = None, transport: httpx.AsyncBaseTransport | None = None
+        self,
+        *,
+        environ: Mapping[str, str] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        nats_connect: ConnectFactory | None = None,
     ) -> None:
         self.environ: Mapping[str, str] = os.environ if environ is None else environ
         self.dependencies = Dependencies()
         self.targets: dict[str, str] = {}
+        self.nats_url = ""
         self.transport = transport
+        self.nats = NatsConnections(nats_connect)
+        self._nats_connect = nats_connect
+        self._uses_nats = False
         self.startup: list[Callable[[], Awaitable[None]]] = []
         self.shutdown: list[Callable[[], Awaitable[None]]] = []
 
@@ -64,8 +122,8 @@ class Wiring:
         return hook
 
     def target(self, topic: str) -> str:
-        """The invoke base URL `topic` is sent to: its environment variable, else `targets`; WiringError when
-        neither names an http(s) URL."""
+        """The invoke base URL (or NATS target) `topic` is sent to: its environment variable, else `targets`;
+        WiringError when neither names an http(s) URL or a `nats://host:port/<service>` target."""
         variable = target_variable(topic)
         from_environ = self.environ.get(variable, "").strip()
         url = from_environ or self.targets.get(topic, "").strip()
@@ -75,23 +133,62 @@ class Wiring:
                 f"the produced topic {topic} has no target: set {variable} to the invoke URL of the service "
                 f"that handles it (e.g. http://127.0.0.1:8001/svc/invoke), or add it to TARGETS in wiring.py"
             )
+        if url.startswith(NATS_SCHEMES):
+            self._check_nats(where, url, nats_target)
+            return url
         try:
             _split_base(url)
         except ValueError:
-            raise WiringError(f"{where} = {url!r} is not an absolute http(s) URL") from None
+            raise WiringError(
+                f"{where} = {url!r} is not an absolute http(s) URL or nats://host:port/<service>"
+            ) from None
         return url
 
-    def sender(self, topics: Iterable[str], *, extra_headers: HeaderHook | None = None, **options: Any) -> HttpSender:
-        """One `HttpSender` (one pooled HTTP client) for `topics`, each POSTed to `<its target>/<topic>`;
-        closed at shutdown. `options` go to `HttpSender`."""
-        urls = {topic: _join(_split_base(self.target(topic)), topic) for topic in topics}
-        sender = HttpSender(urls, extra_headers=extra_headers, transport=self.transport, **options)
+    def sender(self, topics: Iterable[str], *, extra_headers: HeaderHook | None = None, **options: Any) -> Sender:
+        """One sender for `topics`, closed at shutdown: an `HttpSender` (one pooled HTTP client) POSTing each to
+        `<its target>/<topic>`, with a `NatsSender` on the process's NATS connection beside it for the topics
+        whose target is `nats://...`. `options` go to `HttpSender`."""
+        targets = {topic: self.target(topic) for topic in topics}
+        over_nats = {topic: url for topic, url in targets.items() if url.startswith(NATS_SCHEMES)}
+        urls = {topic: _join(_split_base(url), topic) for topic, url in targets.items() if topic not in over_nats}
+        http = HttpSender(urls, extra_headers=extra_headers, transport=self.transport, **options)
+        sender: Sender = http
+        if over_nats:
+            nats = NatsSender(over_nats, connections=self.nats, extra_headers=extra_headers)
+            sender = TopicSenders({topic: nats if topic in over_nats else http for topic in targets})
+            self._uses_nats = True
         self.shutdown.append(sender.aclose)
         return sender
 
+    def serve_nats_on(self) -> str | None:
+        """The NATS server the app's topics are served on as well (SVCGEN_NATS, else `nats_url`), or None."""
+        setting = NATS_ENV if self.environ.get(NATS_ENV, "").strip() else "nats_url in wiring.py"
+        url = self.environ.get(NATS_ENV, "").strip() or self.nats_url.strip()
+        if not url:
+            return None
+        self._check_nats(setting, url, server_of)
+        return url
+
+    def _check_nats(self, setting: str, url: str, parse: Callable[[str], object]) -> None:
+        """WiringError naming `setting` when `url` does not parse, or when nats-py is missing to use it."""
+        try:
+            parse(url)
+        except NatsError as error:
+            raise WiringError(f"{setting} = {error}") from None
+        if self._nats_connect is None and not nats_installed():
+            raise WiringError(f"{setting}: {NATS_MISSING}")
+
     def attach(self, app: HttpApp) -> HttpApp:
         """Startup hooks go before the app's own, shutdown hooks after them: what the wiring opened outlives
-        everything else the app runs."""
+        everything else the app runs. The NATS binding, when set, starts after the app's own hooks and stops
+        before them (the mesh's last flush carries its traces); the NATS connections close last of all."""
         app.on_startup[:0] = self.startup
         app.on_shutdown.extend(self.shutdown)
+        url = self.serve_nats_on()
+        if url is not None:
+            binding = NatsBinding(app.service, lambda: self.nats.get(url), limits=app.limits)
+            app.on_startup.append(binding.start)
+            app.on_shutdown.insert(0, binding.stop)
+        if url is not None or self._uses_nats:
+            app.on_shutdown.append(self.nats.aclose)
         return app

@@ -22,7 +22,7 @@ def test_the_environment_overrides_the_wiring_s_target() -> None:
 def test_a_missing_or_malformed_target_is_one_line_naming_what_to_set() -> None:
     with pytest.raises(WiringError, match=r"^the produced topic a:b has no target: set SVCGEN_TARGET_A_B to "):
         Wiring(environ={}).target("a:b")
-    with pytest.raises(WiringError, match=r"^SVCGEN_TARGET_A_B = 'payments:8000' is not an absolute http\(s\) URL$"):
+    with pytest.raises(WiringError, match=r"^SVCGEN_TARGET_A_B = 'payments:8000' is not an absolute http\(s\) URL or nats://"):
         Wiring(environ={"SVCGEN_TARGET_A_B": "payments:8000"}).target("a:b")
     wiring = Wiring(environ={})
     wiring.targets["a:b"] = "ftp://x"

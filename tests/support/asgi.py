@@ -1,8 +1,10 @@
-"""Call an ASGI app with raw scope values, bypassing any client's validation."""
+"""Call an ASGI app with raw scope values, bypassing any client's validation; run its lifespan without a server."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 
@@ -43,3 +45,21 @@ async def raw_request(
     assert start["type"] == "http.response.start"
     body_out = b"".join(m.get("body", b"") for m in sent[1:])
     return start["status"], dict(start["headers"]), body_out
+
+
+@contextlib.asynccontextmanager
+async def lifespan(app: Any, timeout: float = 20.0) -> AsyncIterator[None]:
+    """Runs `app`'s lifespan startup, then its shutdown on exit, in the running loop (no server)."""
+    inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    task = asyncio.create_task(app({"type": "lifespan", "asgi": {"version": "3.0"}}, inbox.get, outbox.put))
+    await inbox.put({"type": "lifespan.startup"})
+    started = await asyncio.wait_for(outbox.get(), timeout)
+    assert started["type"] == "lifespan.startup.complete", started
+    try:
+        yield
+    finally:
+        await inbox.put({"type": "lifespan.shutdown"})
+        stopped = await asyncio.wait_for(outbox.get(), timeout)
+        assert stopped["type"] == "lifespan.shutdown.complete", stopped
+        await asyncio.wait_for(task, timeout)

@@ -53,7 +53,22 @@ _TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _BAD_VALUE_CHARS: Final = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
-class HttpSender:
+class ClosesOnExit:
+    """`async with sender:` closes it on the way out (`aclose`)."""
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+class HttpSender(ClosesOnExit):
     """Sends `(topic, payload, headers)` as an HTTP POST and returns the answer as a `Result`.
 
     - `target`: see `Target`. A topic it cannot resolve to an http(s) URL is `not-found`.
@@ -126,7 +141,7 @@ class HttpSender:
             return Result.of(NOT_FOUND, detail=f"no URL for topic {topic!r}")
         where = _display(url)
         try:
-            body = self._body(payload)
+            body = payload_bytes(payload, self._encode)
         except Exception as exc:
             return Result.of(UNEXPECTED_ERROR, detail=f"payload could not be encoded as JSON ({type(exc).__name__})")
         try:
@@ -146,14 +161,6 @@ class HttpSender:
         self._closed = True
         if self._owns_client:
             await self._client.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
     # -- request ---------------------------------------------------------------------------------------------
 
@@ -180,14 +187,6 @@ class HttpSender:
                 self._by_text[text] = url
         return url
 
-    def _body(self, payload: Any) -> bytes:
-        if payload is None:
-            return b""
-        if isinstance(payload, bytes | bytearray):
-            return bytes(payload)
-        if isinstance(payload, str):
-            return payload.encode()
-        return orjson.dumps(self._encode(payload) if self._encode is not None else payload)
 
     def _headers(self, wire_topic: bytes, headers: Mapping[str, str] | None) -> list[tuple[bytes, bytes]]:
         merged: dict[str, bytes] = {}
@@ -225,6 +224,18 @@ class HttpSender:
                     headers=headers,
                 )
         return Result.of(status, payload, headers=headers)
+
+
+def payload_bytes(payload: Any, encode: Callable[[Any], Any] | None = None) -> bytes:
+    """The wire body of a payload: `bytes`/`str` as they are (JSON text already), `None` empty, else its JSON
+    (after `encode`, which turns a typed payload into JSON-able form)."""
+    if payload is None:
+        return b""
+    if isinstance(payload, bytes | bytearray):
+        return bytes(payload)
+    if isinstance(payload, str):
+        return payload.encode()
+    return orjson.dumps(encode(payload) if encode is not None else payload)
 
 
 def _split_base(base: str) -> tuple[str, str, str, str]:

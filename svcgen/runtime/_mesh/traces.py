@@ -61,14 +61,14 @@ Origin: TypeAlias = tuple[str, "str | None", float, float]
 A monotonic reading `m` started at wall time `wall + (m - monotonic)`."""
 
 TraceRecord: TypeAlias = tuple[
-    "str | TraceContext | None", int, Origin, str, bool, str, bool, str, "str | None", float, float, "str | None"
+    "str | TraceContext | None", int, Origin, str, bool, str, bool, str, "str | None", float, float, "str | None", str
 ]
 """One finished invocation as the request path keeps it, a plain tuple because it is built on every invocation:
 (inbound `traceparent` and invocation number, which make its `PendingTrace`, or a decided `TraceContext` and the
 number; origin, topic, routed, status, successful, version as the context had it, exception type, started and
-ended in monotonic seconds, correlation id). It holds only text and numbers, not even the pending trace's tuple,
-so the garbage collector stops tracking it within a pass or two instead of traversing every queued record.
-`TraceEvent.from_record` reads it; `TraceEvent.to_record` writes one from an event."""
+ended in monotonic seconds, correlation id, transport). It holds only text and numbers, not even the pending
+trace's tuple, so the garbage collector stops tracking it within a pass or two instead of traversing every queued
+record. `TraceEvent.from_record` reads it; `TraceEvent.to_record` writes one from an event."""
 
 Observer = Callable[["TraceEvent", Context], None]
 """Called with the event of a failed invocation and its context, after the exporter; must be cheap."""
@@ -96,11 +96,13 @@ class TraceEvent:
     correlation_id: str | None = None
     successful: bool = True
     """Not a wire key: whether the Result counted as a success."""
+    transport: str | None = None
+    """Not a wire key (the spec's trace event has none): what carried the call, `http`, `nats` or `envelope`."""
 
     @classmethod
     def from_record(cls, record: TraceRecord) -> TraceEvent:
         (held, number, origin, topic, routed, status, successful, version, exception_type, started, ended,
-         correlation_id) = record
+         correlation_id, transport) = record
         trace: Trace = held if isinstance(held, TraceContext) else (held, number)
         service, instance_id, wall, monotonic = origin
         if not routed and len(topic) > MAX_TEXT:
@@ -118,6 +120,7 @@ class TraceEvent:
             wall + (started - monotonic),
             correlation_id if correlation_id and len(correlation_id) <= MAX_TEXT else None,
             successful,
+            transport or None,
         )
 
     def to_record(self) -> TraceRecord:
@@ -127,7 +130,7 @@ class TraceEvent:
         held, number = (self.trace, 0) if isinstance(self.trace, TraceContext) else self.trace
         return (
             held, number, origin, self.topic, True, self.status, self.successful, self.topic_version or "",
-            self.exception_type, 0.0, duration, self.correlation_id,
+            self.exception_type, 0.0, duration, self.correlation_id, self.transport or "",
         )
 
     @property
@@ -245,7 +248,7 @@ class TraceMiddleware:
             self._emit(context, (
                 held, number, self._origin, context.topic, context.registration is not None,
                 TIMEOUT if quiet else UNEXPECTED_ERROR, False, context.version, type(exc).__qualname__, started,
-                self._clock(), headers.get(CORRELATION_HEADER),
+                self._clock(), headers.get(CORRELATION_HEADER), context.transport,
             ), observe=not quiet)
             raise
         finally:
@@ -255,6 +258,7 @@ class TraceMiddleware:
             record: TraceRecord = (
                 held, number, self._origin, context.topic, context.registration is not None, result.status, successful,
                 context.version, context.exception_type, started, self._clock(), headers.get(CORRELATION_HEADER),
+                context.transport,
             )
         except Exception:
             self._internal_error("recording a trace")

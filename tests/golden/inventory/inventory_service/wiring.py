@@ -5,6 +5,8 @@ Yours to edit: svcgen created this file once and never overwrites it. create_app
 `wire` once per process, with or without the mesh, before the app serves.
 
 Settings read from the environment (variable: default):
+    SVCGEN_NATS: NATS_URL below
+        a NATS server (nats://host:port) to serve the topics on as well
     SVCGEN_COLLECTOR: http://collector.internal:8700
         the collector the mesh feeds go to (manifest mesh.collector)
     SVCGEN_HEARTBEAT_SECONDS: 15
@@ -19,7 +21,11 @@ from __future__ import annotations
 from svcgen.runtime import Wiring
 
 TARGETS: dict[str, str] = {}
-"""Produced topic → invoke URL of the service that handles it, unless its environment variable says otherwise."""
+"""Produced topic → invoke URL of the service that handles it (or nats://host:port/<service> to send it over
+NATS), unless its environment variable says otherwise."""
+
+NATS_URL = ""
+"""A NATS server (nats://host:port) to serve this service's topics on as well, unless SVCGEN_NATS says otherwise."""
 
 
 async def startup() -> None:
@@ -40,5 +46,6 @@ def wire(wiring: Wiring) -> None:
         wiring.on_shutdown(pool.close)
     """
     wiring.targets.update(TARGETS)
+    wiring.nats_url = NATS_URL
     wiring.on_startup(startup)
     wiring.on_shutdown(shutdown)

@@ -7,6 +7,8 @@ Yours to edit: svcgen created this file once and never overwrites it. create_app
 Settings read from the environment (variable: default):
     SVCGEN_TARGET_PAYMENTS_CAPTURE: http://127.0.0.1:8000/svc/invoke
         the invoke URL payments:capture is sent to (its topic is appended); the default is TARGETS below
+    SVCGEN_NATS: NATS_URL below
+        a NATS server (nats://host:port) to serve the topics on as well
     SVCGEN_COLLECTOR: http://127.0.0.1:8700
         the collector the mesh feeds go to (manifest mesh.collector)
     SVCGEN_HEARTBEAT_SECONDS: 30
@@ -23,7 +25,11 @@ from svcgen.runtime import Wiring
 TARGETS: dict[str, str] = {
     "payments:capture": "http://127.0.0.1:8000/svc/invoke",
 }
-"""Produced topic → invoke URL of the service that handles it, unless its environment variable says otherwise."""
+"""Produced topic → invoke URL of the service that handles it (or nats://host:port/<service> to send it over
+NATS), unless its environment variable says otherwise."""
+
+NATS_URL = ""
+"""A NATS server (nats://host:port) to serve this service's topics on as well, unless SVCGEN_NATS says otherwise."""
 
 
 async def startup() -> None:
@@ -44,5 +50,6 @@ def wire(wiring: Wiring) -> None:
         wiring.on_shutdown(pool.close)
     """
     wiring.targets.update(TARGETS)
+    wiring.nats_url = NATS_URL
     wiring.on_startup(startup)
     wiring.on_shutdown(shutdown)

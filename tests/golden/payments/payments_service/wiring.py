@@ -9,6 +9,8 @@ Settings read from the environment (variable: default):
         the invoke URL ledger:record is sent to (its topic is appended); the default is TARGETS below
     SVCGEN_TARGET_NOTIFICATIONS_SEND: http://127.0.0.1:8000/svc/invoke
         the invoke URL notifications:send is sent to (its topic is appended); the default is TARGETS below
+    SVCGEN_NATS: NATS_URL below
+        a NATS server (nats://host:port) to serve the topics on as well
     SVCGEN_COLLECTOR: http://127.0.0.1:8700
         the collector the mesh feeds go to (manifest mesh.collector)
     SVCGEN_HEARTBEAT_SECONDS: 30
@@ -26,7 +28,11 @@ TARGETS: dict[str, str] = {
     "ledger:record": "http://127.0.0.1:8000/svc/invoke",
     "notifications:send": "http://127.0.0.1:8000/svc/invoke",
 }
-"""Produced topic → invoke URL of the service that handles it, unless its environment variable says otherwise."""
+"""Produced topic → invoke URL of the service that handles it (or nats://host:port/<service> to send it over
+NATS), unless its environment variable says otherwise."""
+
+NATS_URL = ""
+"""A NATS server (nats://host:port) to serve this service's topics on as well, unless SVCGEN_NATS says otherwise."""
 
 
 async def startup() -> None:
@@ -47,5 +53,6 @@ def wire(wiring: Wiring) -> None:
         wiring.on_shutdown(pool.close)
     """
     wiring.targets.update(TARGETS)
+    wiring.nats_url = NATS_URL
     wiring.on_startup(startup)
     wiring.on_shutdown(shutdown)

@@ -1,0 +1,84 @@
+"""`svcgen serve OUT/PACKAGE --nats URL` as a user runs it: the topics answer over NATS (a plain nats-py request
+and the generated client over nats://) beside HTTP in one process; a missing extra or an unreachable server is one
+line and exit 1."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import nats
+import orjson
+
+from tests.support.broker import unique_name
+from tests.support.codegen import imported
+from tests.support.processes import wait_for
+from tests.support.serving import ECHO, build_echo, serving
+
+HANDLER = """
+from svcgen.runtime import Context, Result
+
+from ..models import Note
+
+
+async def handle(request: Note, context: Context) -> Result[Note]:
+    return Result.ok(Note(text=request.text + "!"))
+"""
+
+
+def echo_manifest(service: str) -> str:
+    manifest = ECHO.replace("service: echo", f"service: {service}\npackage: echo_service")
+    return manifest + 'produces:\n  - {id: "echo:say", request: Note, response: Note}\n'
+
+
+def test_serve_answers_over_nats_and_http_in_one_process(tmp_path: Path, nats_url: str) -> None:
+    service = unique_name("echo")
+    package = build_echo(tmp_path, echo_manifest(service))
+    (package / "handlers" / "echo_say.py").write_text(HANDLER)
+
+    async def over_nats() -> tuple[dict[str, Any], str, str]:
+        connection = await nats.connect(nats_url)
+        try:
+            reply = await connection.request(f"svc.topic.{service}.echo:say", b'{"text": "hi"}', timeout=5)
+        finally:
+            await connection.close()
+        with imported(package.parent, package.name) as module:
+            clients = __import__(f"{module.__name__}.clients", fromlist=["Clients"])
+            models = __import__(f"{module.__name__}.models", fromlist=["Note"])
+            async with clients.Clients(f"{nats_url}/{service}") as typed:
+                answer = await typed.echo_say(models.Note(text="typed"))
+        return orjson.loads(reply.data), answer.status, answer.payload.text
+
+    with serving(package, "--nats", nats_url) as (base, _, log):
+        envelope, status, text = asyncio.run(over_nats())
+        over_http = httpx.post(base + "/say", json={"text": "web"}, timeout=10)
+        wait_for(lambda: f"serving {service} over NATS" in log.read_text(), what="the NATS line")
+    assert envelope["statusCode"] == "ok" and orjson.loads(envelope["body"]) == {"text": "hi!"}
+    assert (status, text) == ("ok", "typed!")
+    assert over_http.json() == {"text": "web!"}
+    assert "Application shutdown complete" in log.read_text()  # the binding drained, the connection closed
+
+
+def run_serve(package: Path, *prelude: str, nats_url: str) -> subprocess.CompletedProcess[str]:
+    code = "; ".join([*prelude, "from svcgen.cli import main", "main()"])
+    command = [sys.executable, "-c", code, "serve", str(package), "--port", "0", "--nats", nats_url]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=package.parent)
+
+
+def test_without_the_nats_extra_serve_says_how_to_install_it(tmp_path: Path) -> None:
+    package = build_echo(tmp_path)
+    done = run_serve(package, "import sys", "sys.modules['nats'] = None", nats_url="nats://127.0.0.1:4222")
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == ["--nats nats://127.0.0.1:4222: NATS needs nats-py: pip install 'svcgen[nats]'"]
+
+
+def test_an_unreachable_nats_server_is_one_line(tmp_path: Path) -> None:
+    package = build_echo(tmp_path)
+    done = run_serve(package, nats_url="nats://127.0.0.1:1")
+    assert done.returncode == 1
+    [line] = done.stderr.splitlines()
+    assert line.startswith("--nats nats://127.0.0.1:1: cannot connect to NATS at nats://127.0.0.1:1")
