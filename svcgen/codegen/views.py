@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ..manifest.typeexpr import TypeExpr
 from ..runtime._mesh.host import COLLECTOR_ENV, HEARTBEAT_ENV
-from ..runtime._mesh.jetstream import NATS_ENV
+from ..runtime._mesh.jetstream import MESH_NATS_ENV
 from ..runtime._reserved import DEFAULT_PREFIX
 from ..runtime._status import OK
 from ..runtime._wiring import NATS_ENV, target_variable
@@ -134,8 +134,8 @@ def wiring_stub_view(wiring: Wiring) -> WiringStubView:
             ),
         )
         if mesh.transport == "nats":
-            settings += (SettingRow(NATS_ENV, mesh.nats or "", "the NATS server whose JetStream takes the mesh feeds "
-                                    "(manifest mesh.nats; set it to send feeds over JetStream)"),)
+            why = "the NATS server whose JetStream takes the mesh feeds (manifest mesh.nats; set it to send feeds over JetStream)"
+            settings += (SettingRow(MESH_NATS_ENV, mesh.nats or "", why),)
     return WiringStubView(targets, settings)
 
 

@@ -20,7 +20,7 @@ from svcgen.runtime._descriptor import build_descriptor
 from svcgen.runtime._identity import Identity
 from svcgen.runtime._mesh.feeds import FeedSender
 from svcgen.runtime._mesh.host import MeshHost, MeshSettings
-from svcgen.runtime._mesh.jetstream import NATS_ENV, JetStreamPublisher, MeshStream
+from svcgen.runtime._mesh.jetstream import MESH_NATS_ENV, JetStreamPublisher, MeshStream
 from svcgen.runtime._mesh.reporter import Reporter
 from svcgen.runtime._wiring import WiringError
 from tests.support import feeds as documents
@@ -129,7 +129,7 @@ def test_a_batch_jetstream_did_not_take_is_kept_and_resent_with_its_id(stopped_n
 def test_the_mesh_host_publishes_to_jetstream_when_told_so_by_its_settings_or_environment() -> None:
     identity = Identity("orders")
     by_manifest = MeshHost(identity, MeshSettings("", transport="nats", nats="nats://127.0.0.1:4222"), environ={})
-    by_environment = MeshHost(identity, MeshSettings("http://127.0.0.1:8700"), environ={NATS_ENV: "nats://n:4222"})
+    by_environment = MeshHost(identity, MeshSettings("http://127.0.0.1:8700"), environ={MESH_NATS_ENV: "nats://n:4222"})
     plain = MeshHost(identity, MeshSettings("http://127.0.0.1:8700"), environ={})
     assert isinstance(by_manifest._feed_publisher(), JetStreamPublisher)
     assert (by_environment.settings.transport, by_environment.settings.nats) == ("nats", "nats://n:4222")

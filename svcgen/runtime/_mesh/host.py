@@ -16,7 +16,7 @@ from .._wiring import WiringError
 from .exporters import QueueExporter
 from .feeds import TOKEN_ENV, EnvelopePublisher, FeedSender, Publisher
 from .issues import IssueAggregator
-from .jetstream import NATS_ENV, JetStreamPublisher, require_nats
+from .jetstream import MESH_NATS_ENV, JetStreamPublisher, require_nats
 from .reporter import DEFAULT_INTERVAL, Reporter
 from .traces import TraceMiddleware
 
@@ -47,7 +47,7 @@ def _overridden(settings: MeshSettings, environ: Mapping[str, str]) -> MeshSetti
     collector = environ.get(COLLECTOR_ENV, "").strip()
     if collector:
         settings = dataclasses.replace(settings, collector=collector)
-    nats = environ.get(NATS_ENV, "").strip()
+    nats = environ.get(MESH_NATS_ENV, "").strip()
     if nats:
         settings = dataclasses.replace(settings, transport="nats", nats=nats)
     token = environ.get(TOKEN_ENV, "").strip()
@@ -83,7 +83,7 @@ class MeshHost:
         if self.settings.transport == "nats":
             require_nats()  # at start, one line: not at the first feed
             if not self.settings.nats:
-                raise WiringError(f"mesh transport nats needs a NATS URL: set mesh.nats or {NATS_ENV}")
+                raise WiringError(f"mesh transport nats needs a NATS URL: set mesh.nats or {MESH_NATS_ENV}")
         elif self.settings.transport != "http":
             raise WiringError(f"mesh transport {self.settings.transport!r}: expected http or nats")
         self.instance_id = instance_id or identity.instance_id or new_instance_id()

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("svcgen.mesh.jetstream")
 
-NATS_ENV: Final = "SVCGEN_MESH_NATS"
+MESH_NATS_ENV: Final = "SVCGEN_MESH_NATS"
 """Where a service runs: publish its feeds to this NATS server's JetStream (overrides the manifest's mesh)."""
 DEFAULT_STREAM: Final = "SVC_MESH"
 DEFAULT_SUBJECT_PREFIX: Final = "svc.mesh"
