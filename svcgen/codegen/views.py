@@ -134,7 +134,7 @@ def wiring_stub_view(wiring: Wiring) -> WiringStubView:
             ),
         )
         if mesh.transport == "nats":
-            why = "the NATS server whose JetStream takes the mesh feeds (manifest mesh.nats; set it to send feeds over JetStream)"
+            why = "the NATS server whose JetStream takes the mesh feeds (manifest mesh.nats)"
             settings += (SettingRow(MESH_NATS_ENV, mesh.nats or "", why),)
     return WiringStubView(targets, settings)
 
