@@ -274,7 +274,8 @@ _RFC3339 = re.compile(
 )
 
 
-def _decode_datetime(value: Any) -> datetime:
+def decode_datetime(value: Any) -> datetime:
+    """The one RFC 3339 reader: `T` and an offset (`Z` or `±hh:mm`), valid field ranges; raises DecodeError."""
     match = _RFC3339.fullmatch(value) if isinstance(value, str) else None
     if match is None:
         raise DecodeError("expected RFC 3339 date-time")
@@ -326,7 +327,7 @@ _SCALAR_DECODERS: dict[str, Decoder] = {
     "boolean": _decode_boolean,
     "integer": _decode_integer,
     "number": _decode_number,
-    "datetime": _decode_datetime,
+    "datetime": decode_datetime,
     "bytes": _decode_bytes,
 }
 _SCALAR_ENCODERS: dict[str, Encoder] = {
