@@ -236,25 +236,25 @@ def _decode_boolean(value: Any) -> bool:
 # 64 bits as a float (losing digits), so only an int is an integer: a float never is, whatever its value.
 _INTEGER_MIN = -(2**63)
 _INTEGER_MAX = 2**63 - 1
-_OUT_OF_RANGE = "integer out of range (signed 64-bit)"
+INTEGER_OUT_OF_RANGE = "integer out of range (signed 64-bit)"
 
 
 def _decode_integer(value: Any) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         if _INTEGER_MIN <= value <= _INTEGER_MAX:
             return int(value)
-        raise DecodeError(_OUT_OF_RANGE)
+        raise DecodeError(INTEGER_OUT_OF_RANGE)
     if isinstance(value, float) and value.is_integer() and not _INTEGER_MIN < value < _INTEGER_MAX:
         # An integer literal too long for orjson (read as a float, rounded: -2**63 - 1 reads as -2**63.0, hence
         # the strict bounds), or a float as large.
-        raise DecodeError(_OUT_OF_RANGE)
+        raise DecodeError(INTEGER_OUT_OF_RANGE)
     raise DecodeError("expected integer")
 
 
 def _encode_integer(value: Any) -> Any:
     if _INTEGER_MIN <= value <= _INTEGER_MAX:
         return value
-    raise OverflowError(f"an integer field holds a value outside the signed 64-bit range ({_OUT_OF_RANGE})")
+    raise OverflowError(f"an integer field holds a value outside the signed 64-bit range ({INTEGER_OUT_OF_RANGE})")
 
 
 def _decode_number(value: Any) -> float:
@@ -790,7 +790,8 @@ class _Compiler:
         compiled = [self.compile(f.shape) for f in fields]
         closed = shape.meta is not None and shape.meta.closed
         decode = _record_decoder(cls, fields, [decode for decode, _ in compiled], closed)
-        encode = _record_encoder(cls, fields, [encode for _, encode in compiled])
+        omit_null = shape.meta is not None and shape.meta.omit_null
+        encode = _record_encoder(cls, fields, [encode for _, encode in compiled], omit_null)
         cell.decode, cell.encode = decode, encode
         return decode, encode
 
@@ -956,17 +957,27 @@ def _violations(fields: tuple[FieldShape, ...], decoders: list[Decoder], closed:
     return collect
 
 
-def _record_encoder(cls: type, fields: tuple[FieldShape, ...], encoders: list[Encoder]) -> Encoder:
+def _record_encoder(cls: type, fields: tuple[FieldShape, ...], encoders: list[Encoder], omit_null: bool) -> Encoder:
+    """One dict display; with `omit_null`, an optional field holding None is left out (the others keep their order)."""
     namespace: dict[str, Any] = {"_getattr": getattr}
-    items: list[str] = []
+    values: list[tuple[FieldShape, str, str]] = []
     for index, (f, encode) in enumerate(zip(fields, encoders, strict=True)):
         read = f"o.{f.attr}" if _is_plain_attr(f.attr) else f"_getattr(o, {f.attr!r})"
         if encode is _identity or _passes_through(f.shape):
-            items.append(f"{f.wire!r}: {read}")
+            values.append((f, read, read))
         else:
             namespace[f"_encode{index}"] = encode
-            items.append(f"{f.wire!r}: _encode{index}({read})")
-    lines = ["def encode(o):", f"    return {{{', '.join(items)}}}"]
+            values.append((f, read, f"_encode{index}({read})"))
+    if not omit_null:
+        items = ", ".join(f"{f.wire!r}: {value}" for f, _, value in values)
+        return _define("encode", ["def encode(o):", f"    return {{{items}}}"], namespace, cls)
+    lines = ["def encode(o):", "    d = {}"]
+    for f, read, value in values:
+        if f.required:
+            lines.append(f"    d[{f.wire!r}] = {value}")
+        else:
+            lines += [f"    if {read} is not None:", f"        d[{f.wire!r}] = {value}"]
+    lines.append("    return d")
     return _define("encode", lines, namespace, cls)
 
 
@@ -991,7 +1002,7 @@ def _text_integer(text: str) -> int:
         number = int(text) if len(text.lstrip("-0")) <= 20 else _INTEGER_MAX + 1
         if _INTEGER_MIN <= number <= _INTEGER_MAX:
             return number
-        raise DecodeError(_OUT_OF_RANGE)
+        raise DecodeError(INTEGER_OUT_OF_RANGE)
     raise DecodeError("expected integer")
 
 

@@ -12,70 +12,37 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any, Final
 
+from ..._codec import codec_for
 from ..._reserved import MESH_TOPIC
 from ..._status import CONFLICT
 from ..issues import fingerprint
+from ..messages import IssueEntry, MergedIssue
 from .limits import Limits
 from .snapshot import Json
-from .wire import MAX_COUNT, Unstorable, copy_optional_texts, number, put_bounded, saturated, text, timestamp
+from .wire import decode_entry, mesh_time, put_bounded, saturated
 
 CONTRACT_DRIFT: Final = "contract-drift"
 DRIFT_TOPIC: Final = MESH_TOPIC
 """A drift is about the descriptor, which `svc:mesh` answers."""
 DRIFT_STATUS: Final = CONFLICT
 """The heartbeat's descriptor hash conflicts with the registered one."""
-_OPTIONAL: Final = ("version", "transport", "exceptionType")
+_DECODE_ENTRY = codec_for(IssueEntry).decode
+_ENCODE_MERGED = codec_for(MergedIssue).encode
 
 
 def normalize_issue(raw: Any, service: str, path: str = "issue") -> Json | None:
-    """The issue in wire key order with every field checked; None when malformed. Raises Unstorable, naming
-    `path`, for a count above 64 bits."""
-    if not isinstance(raw, dict):
+    """The issue in wire key order, read through its record (`IssueEntry`); None when malformed or about another
+    service. Raises Unstorable, naming the field path under `path`, for a count above 64 bits."""
+    entry = decode_entry(_DECODE_ENTRY, raw, path)
+    if entry is None or entry.service not in (None, service):  # a batch speaks for one service
         return None
-    count = raw.get("count")
-    if isinstance(count, int) and not isinstance(count, bool) and count > MAX_COUNT:
-        raise Unstorable(f"{path}.count {count} is above the limit of {MAX_COUNT}")
-    owner = raw.get("service", service)
-    fp = text(raw.get("fingerprint"))
-    classification = text(raw.get("classification"))
-    topic = text(raw.get("topic"))
-    status = text(raw.get("status"), empty=True)
-    first = timestamp(raw.get("firstSeen"))
-    last = timestamp(raw.get("lastSeen"))
-    exemplars = raw.get("exemplarTraceIds", [])
-    if (
-        owner != service  # a batch speaks for one service
-        or fp is None
-        or classification is None
-        or topic is None
-        or status is None
-        or not isinstance(count, int)
-        or number(count) is None
-        or count < 1
-        or first is None
-        or last is None
-        or not isinstance(exemplars, list)
-    ):
-        return None
-    issue: Json = {"fingerprint": fp, "classification": classification, "service": service, "topic": topic}
-    if not copy_optional_texts(raw, _OPTIONAL, issue):
-        return None
-    trace_ids = [text(trace_id) for trace_id in exemplars]
-    if None in trace_ids:
-        return None
-    issue["status"] = status
-    issue["count"] = count
-    issue["firstSeen"] = min(first, last)
-    issue["lastSeen"] = max(first, last)
-    issue["exemplarTraceIds"] = trace_ids
-    return _ordered(issue)
-
-
-def _ordered(issue: Json) -> Json:
-    """The wire key order (docs/mesh-view.md, Issues), so a merged issue reads like one the sender flushed."""
-    order = ("fingerprint", "classification", "service", "topic", "version", "transport", "status", "exceptionType",
-             "count", "firstSeen", "lastSeen", "exemplarTraceIds")
-    return {key: issue[key] for key in order if key in issue}
+    first, last = mesh_time(entry.first_seen), mesh_time(entry.last_seen)
+    return _ENCODE_MERGED(MergedIssue(
+        fingerprint=entry.fingerprint, classification=entry.classification, service=service, topic=entry.topic,
+        version=entry.version, transport=entry.transport, status=entry.status, exception_type=entry.exception_type,
+        count=entry.count, first_seen=min(first, last), last_seen=max(first, last),
+        exemplar_trace_ids=list(entry.exemplar_trace_ids),
+    ))  # fmt: skip
 
 
 class IssueBook:
@@ -105,17 +72,11 @@ class IssueBook:
     def file_drift(self, service: str, at: str) -> None:
         """One occurrence of the collector's own issue: a heartbeat whose descriptor hash differs from the
         registered one."""
-        self.merge({
-            "fingerprint": fingerprint(service, DRIFT_TOPIC, "", CONTRACT_DRIFT, DRIFT_STATUS),
-            "classification": CONTRACT_DRIFT,
-            "service": service,
-            "topic": DRIFT_TOPIC,
-            "status": DRIFT_STATUS,
-            "count": 1,
-            "firstSeen": at,
-            "lastSeen": at,
-            "exemplarTraceIds": [],
-        })
+        self.merge(_ENCODE_MERGED(MergedIssue(
+            fingerprint=fingerprint(service, DRIFT_TOPIC, "", CONTRACT_DRIFT, DRIFT_STATUS),
+            classification=CONTRACT_DRIFT, service=service, topic=DRIFT_TOPIC, status=DRIFT_STATUS, count=1,
+            first_seen=at, last_seen=at, exemplar_trace_ids=[],
+        )))  # fmt: skip
 
     def snapshot(self) -> list[Json]:
         return [{**issue, "exemplarTraceIds": list(issue["exemplarTraceIds"])} for issue in self.issues.values()]

@@ -21,13 +21,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from ..._codec import codec_for
 from ..._status import STATUS_CODES, is_success
+from ..messages import TraceEntry, WindowEvent
 from .limits import Limits
 from .snapshot import CounterEntry, EdgeEntry, Json, TraceWindow
-from .wire import MAX_COUNT, Unstorable, copy_optional_texts, number, put_bounded, require, saturated, text, timestamp
+from .wire import MAX_COUNT, Unstorable, decode_entry, mesh_time, put_bounded, require, saturated
 
-_REQUIRED: Final = ("traceId", "spanId", "service", "topic")
-_OPTIONAL_TEXT: Final = ("parentSpanId", "instanceId", "topicVersion", "exceptionType", "correlationId")
+_DECODE_ENTRY = codec_for(TraceEntry).decode
+_ENCODE_WINDOW_EVENT = codec_for(WindowEvent).encode
 
 _COUNTER_FIELDS: Final[dict[str, type | tuple[type, ...]]] = {
     "service": str, "topic": str, "version": str, "status": str, "count": int, "totalDurationMs": (int, float),
@@ -48,37 +50,18 @@ _EVENT_OVERHEAD: Final = 16
 
 
 def normalize_event(raw: Any, path: str = "event") -> Json | None:
-    """The event with only spec keys, each checked; None when malformed (skipped and counted by the caller).
-    Raises Unstorable, naming `path`, for a duration the counters could not sum."""
-    if not isinstance(raw, dict):
+    """The event with only spec keys, read through its record (`TraceEntry`); None when malformed (skipped and
+    counted by the caller). Raises Unstorable, naming `path`, for a duration the counters could not sum."""
+    entry = decode_entry(_DECODE_ENTRY, raw, path)
+    if entry is None:
         return None
-    event: Json = {}
-    for key in _REQUIRED:
-        value = text(raw.get(key))
-        if value is None:
-            return None
-        event[key] = value
-    status = text(raw.get("status"), empty=True)
-    if status is None:
-        return None
-    event["status"] = status
-    if not copy_optional_texts(raw, _OPTIONAL_TEXT, event):
-        return None
-    duration = raw.get("durationMs")
-    if duration is not None:
-        checked_duration = number(duration)
-        if checked_duration is None:
-            return None
-        if checked_duration > MAX_DURATION_MS:
-            raise Unstorable(f"{path}.durationMs {duration!r} is above the limit of {MAX_DURATION_MS:.0f}")
-        event["durationMs"] = checked_duration
-    started = raw.get("startedAt")
-    if started is not None:
-        checked_started = timestamp(started)
-        if checked_started is None:
-            return None
-        event["startedAt"] = checked_started
-    return event
+    if entry.duration_ms is not None and entry.duration_ms > MAX_DURATION_MS:
+        raise Unstorable(f"{path}.durationMs {entry.duration_ms!r} is above the limit of {MAX_DURATION_MS:.0f}")
+    started = mesh_time(entry.started_at) if entry.started_at is not None else None
+    return _ENCODE_WINDOW_EVENT(WindowEvent(
+        entry.trace_id, entry.span_id, entry.service, entry.topic, entry.status, entry.parent_span_id,
+        entry.instance_id, entry.topic_version, entry.exception_type, entry.correlation_id, entry.duration_ms, started,
+    ))  # fmt: skip
 
 
 def is_failure(status: str) -> bool:
