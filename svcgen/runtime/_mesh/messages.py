@@ -199,10 +199,13 @@ class TraceQuery:
     trace_id: Text
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FleetService:
+    """One (service, serviceVersion) of the fleet."""
+
     __svcgen_meta__: ClassVar[Meta] = _MESH
     service: str
+    service_version: str | None = None
     topics: Count
     """Topic ids the entry handles."""
     health: str
@@ -210,7 +213,6 @@ class FleetService:
     instances: Count
     missing_feeds: list[str]
     """In the order descriptor, health, traces, issues."""
-    service_version: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,13 +254,14 @@ class FleetAnswer:
     """What the collector's limits dropped or refused, per table."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class InstanceView:
     __svcgen_meta__: ClassVar[Meta] = _MESH
     instance_id: str
-    hash_matches: bool
-    register_expected: bool
     healthy: bool | None = None
+    hash_matches: bool
+    """False when the instance's heartbeat carries another descriptor hash than the registered one."""
+    register_expected: bool
     service_version: str | None = None
     last_heartbeat_at: str | None = None
 

@@ -30,7 +30,7 @@ import logging
 import math
 import threading
 from collections import OrderedDict, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Final, cast
 
 import orjson
@@ -571,7 +571,7 @@ _SERVICE_QUERY = codec_for(ServiceQuery).decode
 _TOPIC_QUERY = codec_for(TopicQuery).decode
 _TRACE_QUERY = codec_for(TraceQuery).decode
 _DECODE_HEALTH = codec_for(HealthDocument).decode
-_ENCODE_HEALTH = codec_for(HealthDocument).encode
+_ENCODE_HEALTH: Callable[[HealthDocument], Json] = codec_for(HealthDocument).encode
 
 
 def _malformed(what: str, error: DecodeError) -> Answer:

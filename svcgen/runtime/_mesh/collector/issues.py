@@ -10,6 +10,7 @@ The table is bounded: past `Limits.issues` the least recently seen issue is drop
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any, Final
 
 from ..._codec import codec_for
@@ -27,7 +28,7 @@ DRIFT_TOPIC: Final = MESH_TOPIC
 DRIFT_STATUS: Final = CONFLICT
 """The heartbeat's descriptor hash conflicts with the registered one."""
 _DECODE_ENTRY = codec_for(IssueEntry).decode
-_ENCODE_MERGED = codec_for(MergedIssue).encode
+_ENCODE_MERGED: Callable[[MergedIssue], Json] = codec_for(MergedIssue).encode
 
 
 def normalize_issue(raw: Any, service: str, path: str = "issue") -> Json | None:

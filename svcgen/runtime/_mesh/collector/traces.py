@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict, deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -29,7 +29,7 @@ from .snapshot import CounterEntry, EdgeEntry, Json, TraceWindow
 from .wire import MAX_COUNT, Unstorable, decode_entry, mesh_time, put_bounded, require, saturated
 
 _DECODE_ENTRY = codec_for(TraceEntry).decode
-_ENCODE_WINDOW_EVENT = codec_for(WindowEvent).encode
+_ENCODE_WINDOW_EVENT: Callable[[WindowEvent], Json] = codec_for(WindowEvent).encode
 
 _COUNTER_FIELDS: Final[dict[str, type | tuple[type, ...]]] = {
     "service": str, "topic": str, "version": str, "status": str, "count": int, "totalDurationMs": (int, float),
