@@ -15,13 +15,12 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from ..runtime._mesh.atomicwrite import write_atomic
 from .errors import CodegenError
 from .files import HEADER_PREFIX, GeneratedFile
 from .findings import Findings, user_findings
@@ -208,25 +207,7 @@ def _diff(old: bytes | None, new: bytes | None, name: str) -> str:
 
 def _write_atomic(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-        os.chmod(temporary, _file_mode(path))
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-def _file_mode(path: Path) -> int:
-    """Keep an existing file's mode; a new file gets the usual 0o666 less the umask (mkstemp makes 0o600)."""
-    try:
-        return path.stat().st_mode & 0o777
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+    write_atomic(path, data, durable=False)
 
 
 def _read(path: Path) -> bytes | None:

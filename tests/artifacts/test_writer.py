@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -162,3 +164,18 @@ def test_files_of_services_that_left_the_estate_are_removed_and_nothing_else(tmp
 
     write_artifacts(sample_snapshot(), tmp_path, now=NOW_EPOCH)  # they come back when the services do
     assert (services / "orders.json").exists() and (services / "inventory.json").exists()
+
+
+def test_artifacts_are_readable_like_any_new_file_and_a_rewrite_keeps_the_mode(tmp_path: Path) -> None:
+    # One atomic writer for the runtime and the generator: a new file gets 0o666 less the umask, not 0o600.
+    umask = os.umask(0o022)
+    try:
+        write_artifacts(sample_snapshot(), tmp_path, now=NOW_EPOCH)
+        manifest = tmp_path / "manifest.json"
+        assert stat.S_IMODE(manifest.stat().st_mode) == 0o644
+        manifest.chmod(0o640)
+        write_artifacts(sample_snapshot(), tmp_path, now=NOW_EPOCH + 60)
+        assert stat.S_IMODE(manifest.stat().st_mode) == 0o640
+    finally:
+        os.umask(umask)
+    assert not [path for path in tmp_path.rglob("*.tmp")]
