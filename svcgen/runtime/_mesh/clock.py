@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import TypeAlias
+
+from .._codec import DecodeError, decode_datetime
 
 WallClock: TypeAlias = Callable[[], float]
 """Seconds since the Unix epoch, UTC."""
@@ -37,13 +38,8 @@ _last_second: tuple[int, str] = (-1, "")
 
 
 def parse_rfc3339(value: object) -> float | None:
-    """Epoch seconds of an RFC 3339 / ISO 8601 time (no offset means UTC); None for anything else."""
-    if not isinstance(value, str) or not value:
-        return None
+    """Epoch seconds of an RFC 3339 date-time, read by the codec's one reader (`T`, an offset); None otherwise."""
     try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
+        return decode_datetime(value).timestamp()
+    except DecodeError:
         return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.timestamp()
