@@ -1,10 +1,18 @@
-"""The canonical JSON text of derived documents: one encoder for committed, served and hashed forms."""
+"""The JSON text of derived documents: one encoder for committed, served and hashed forms, and the one hash.
+
+The hashed form falls back to the standard library only for what orjson refuses (integers beyond 64 bits, which a
+verbatim document from elsewhere may carry).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import hashlib
+import json
+from typing import Any, Final
 
 import orjson
+
+HASH_PREFIX: Final = "sha256:"
 
 _DOCUMENT_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
 
@@ -16,4 +24,18 @@ def document_bytes(doc: Any) -> bytes:
 
 def hash_bytes(doc: Any) -> bytes:
     """Hashed form: sorted keys, no whitespace, UTF-8."""
-    return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
+    try:
+        return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
+    except (orjson.JSONEncodeError, TypeError):
+        text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+        return text.encode("utf-8", "surrogatepass")
+
+
+def content_hash(data: bytes) -> str:
+    """`sha256:` + hex SHA-256 of the bytes."""
+    return HASH_PREFIX + hashlib.sha256(data).hexdigest()
+
+
+def document_hash(doc: Any) -> str:
+    """`sha256:` + hex SHA-256 of the document's hashed form (`hash_bytes`)."""
+    return content_hash(hash_bytes(doc))

@@ -30,15 +30,14 @@ Health of a service (`health`), from the instances heard within `stale_after` an
 
 from __future__ import annotations
 
-import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 import orjson
 
-from ..._descriptor import HASH_PREFIX, UNHASHED_KEYS
-from ..._jsontext import hash_bytes
+from ..._descriptor import UNHASHED_KEYS
+from ..._jsontext import document_hash
 from ..._reserved import DEFAULT_PREFIX
 from .limits import Limits
 from .snapshot import CatalogEntry, InstanceEntry, Json, PollEntry, TopicChange
@@ -48,11 +47,6 @@ Health = Literal["unknown", "healthy", "degraded", "unhealthy"]
 _SCHEMAS: Final = ("requestSchema", "responseSchema")
 NO_INSTANCE_ID: Final = ""
 _TABLES: Final = ("catalog", "instances", "polls")
-
-
-def document_hash(document: Json) -> str:
-    """`sha256:` + hex of the document as JSON with sorted keys, no whitespace."""
-    return HASH_PREFIX + hashlib.sha256(hash_bytes(document)).hexdigest()
 
 
 def descriptor_hash(descriptor: Json) -> str:
