@@ -1,6 +1,6 @@
 """The JSON text of derived documents: one encoder for committed, served and hashed forms, and the one hash.
 
-The hashed form falls back to the standard library only for what orjson refuses (integers beyond 64 bits, which a
+Both forms fall back to the standard library only for what orjson refuses (integers beyond 64 bits, which a
 verbatim document from elsewhere may carry).
 """
 
@@ -18,8 +18,13 @@ _DOCUMENT_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
 
 
 def document_bytes(doc: Any) -> bytes:
-    """Reviewable form: 2-space indent, keys in insertion order, `\\n` line endings, final newline, UTF-8."""
-    return orjson.dumps(doc, option=_DOCUMENT_OPTIONS)
+    """Reviewable form: 2-space indent, keys in insertion order, `\\n` line endings, final newline, UTF-8. The one
+    form of every document written or served: contracts, the HTTP documents, the UI artifacts."""
+    try:
+        return orjson.dumps(doc, option=_DOCUMENT_OPTIONS)
+    except (orjson.JSONEncodeError, TypeError):
+        text = json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n"
+        return text.encode("utf-8", "surrogatepass")
 
 
 def hash_bytes(doc: Any) -> bytes:

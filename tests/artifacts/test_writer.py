@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from svcgen.runtime._jsontext import document_bytes
 from svcgen.runtime._mesh.artifacts import sanitise, service_file_names, write_artifacts
 from svcgen.runtime._mesh.artifacts.times import Now
 from svcgen.runtime._mesh.artifacts.writer import confined
@@ -179,3 +180,13 @@ def test_artifacts_are_readable_like_any_new_file_and_a_rewrite_keeps_the_mode(t
     finally:
         os.umask(umask)
     assert not [path for path in tmp_path.rglob("*.tmp")]
+
+
+def test_artifacts_are_written_in_the_one_document_form(tmp_path: Path) -> None:
+    # The form of the generated contracts and the served documents: each document's own key order, not sorted.
+    write_artifacts(sample_snapshot(), tmp_path, now=NOW_EPOCH)
+    for path in tmp_path.rglob("*.json"):
+        data = path.read_bytes()
+        assert data == document_bytes(json.loads(data)), path.name
+    manifest = json.loads((tmp_path / "manifest.json").read_bytes())
+    assert list(manifest) == ["generatedAtUtc", "services"]

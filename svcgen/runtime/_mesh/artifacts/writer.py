@@ -13,12 +13,12 @@ import os
 from pathlib import Path
 from typing import Final
 
+from ..._jsontext import document_bytes
 from ..._reserved import DEFAULT_PREFIX
 from ..atomicwrite import write_atomic
 from ..collector.snapshot import Json, Snapshot
 from .annotations import build_annotations
 from .asyncapi import build_asyncapi
-from .encoding import document_bytes
 from .estate import build_manifest, build_service_documents
 from .filenames import service_file_names
 from .issues import build_issues
