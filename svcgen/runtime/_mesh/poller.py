@@ -66,9 +66,9 @@ class PollSink(Protocol):
     ) -> None: ...
 
 
-Target: TypeAlias = "tuple[str, str] | tuple[str, str, str]"
+FleetEntry: TypeAlias = "tuple[str, str] | tuple[str, str, str]"
 """(service name, base URL) polled under the poller's prefix, or (name, base URL, that service's prefix)."""
-FleetSource: TypeAlias = "Iterable[Target] | Callable[[], Iterable[Target] | Awaitable[Iterable[Target]]]"
+FleetSource: TypeAlias = "Iterable[FleetEntry] | Callable[[], Iterable[FleetEntry] | Awaitable[Iterable[FleetEntry]]]"
 Sleep: TypeAlias = Callable[[float], Awaitable[None]]
 
 

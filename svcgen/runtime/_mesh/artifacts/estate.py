@@ -50,7 +50,7 @@ def estate_names(snapshot: Snapshot) -> list[str]:
     return sorted(names)
 
 
-def build_manifest(snapshot: Snapshot, *, generated_at: str, prefix: str = DEFAULT_PREFIX) -> Json:
+def build_estate_manifest(snapshot: Snapshot, *, generated_at: str, prefix: str = DEFAULT_PREFIX) -> Json:
     drifting = _drifting_services(snapshot)
     services: list[Json] = []
     for facts in _facts(snapshot):

@@ -17,7 +17,7 @@ the store in one transaction (batch dedupe, uniqueness of trace events, counters
 and every query reads the tables back, so replicas on one store answer alike. Checks and bounds at ingest are the
 same for every store: they run before the store sees the change.
 
-A traces or issues batch with a `batchId` already seen (the newest `Limits.batch_ids`) is answered as the first
+A traces or issues batch with a `batchId` already seen (the newest `CollectorLimits.batch_ids`) is answered as the first
 time and not counted again: a reporter's retry is counted once, across restarts too.
 
 Thread-safe: one lock around every read and write, so the poller may call `record_poll` from another thread.
@@ -54,7 +54,7 @@ from . import queries
 from .catalog import Catalog
 from .feeds import FeedLog
 from .issues import IssueBook, normalize_issue
-from .limits import Limits
+from .limits import CollectorLimits
 from .snapshot import SNAPSHOT_FORMAT, BatchEntry, Json, Snapshot
 from .store import Applied, MemoryStore, SharedStore, Store, Stored, StoreError, StoreUnavailable, Tables
 from .traces import TraceLog, is_failure, normalize_event
@@ -91,14 +91,14 @@ class Collector:
         self,
         store: Store | SharedStore | None = None,
         *,
-        limits: Limits | None = None,
+        limits: CollectorLimits | None = None,
         clock: WallClock = wall_clock,
         stale_after: float = DEFAULT_STALE_AFTER,
         log_interval: float = DEFAULT_LOG_INTERVAL,
     ) -> None:
         self.shared: SharedStore | None = store if isinstance(store, SharedStore) else None
         self.store: Store = MemoryStore() if store is None or self.shared is not None else cast(Store, store)
-        self.limits = limits or Limits()
+        self.limits = limits or CollectorLimits()
         self.clock = clock
         self.stale_after = stale_after
         self.log_interval = log_interval

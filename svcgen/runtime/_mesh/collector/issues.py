@@ -3,7 +3,7 @@ collector's own `contract-drift` issues.
 
 Counts are deltas and accrue; firstSeen is the earliest, lastSeen the latest; the newest `exemplars` trace ids are
 kept. Fields outside the fingerprint (transport, status when an exception type decides it) keep their first value.
-The table is bounded: past `Limits.issues` the least recently seen issue is dropped and counted. A count above
+The table is bounded: past `CollectorLimits.issues` the least recently seen issue is dropped and counted. A count above
 64 bits makes the batch unstorable (refused); merged counts saturate at MAX_COUNT instead of growing past it.
 """
 
@@ -18,7 +18,7 @@ from ..._reserved import MESH_TOPIC
 from ..._status import CONFLICT
 from ..issues import fingerprint
 from ..messages import IssueEntry, MergedIssue
-from .limits import Limits
+from .limits import CollectorLimits
 from .snapshot import Json
 from .wire import decode_entry, mesh_time, put_bounded, saturated
 
@@ -47,7 +47,7 @@ def normalize_issue(raw: Any, service: str, path: str = "issue") -> Json | None:
 
 
 class IssueBook:
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: CollectorLimits) -> None:
         self.limits = limits
         self.issues: OrderedDict[str, Json] = OrderedDict()
         self.dropped = 0

@@ -24,7 +24,7 @@ from typing import Any, Final
 from ..._codec import codec_for
 from ..._status import STATUS_CODES, is_success
 from ..messages import TraceEntry, WindowEvent
-from .limits import Limits
+from .limits import CollectorLimits
 from .snapshot import CounterEntry, EdgeEntry, Json, TraceWindow
 from .wire import MAX_COUNT, Unstorable, decode_entry, mesh_time, put_bounded, require, saturated
 
@@ -106,7 +106,7 @@ class _Child:
 
 @dataclass
 class TraceLog:
-    limits: Limits = field(default_factory=Limits)
+    limits: CollectorLimits = field(default_factory=CollectorLimits)
     dropped: int = 0
     """Events pushed out of the window."""
     evicted_counters: int = 0
