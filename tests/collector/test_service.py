@@ -199,4 +199,13 @@ def test_every_answer_fits_the_record_the_spec_publishes() -> None:
     for record, answer in answers:
         codec: Codec[Any] = codec_for(record)
         # Decoding keeps only declared keys: an answer key the record does not declare would be missing here.
-        assert codec.encode(codec.decode(answer)) == answer, record.__name__
+        assert keys(codec.encode(codec.decode(answer))) == keys(answer), record.__name__
+
+
+def keys(value: Any) -> Any:
+    """The key structure of a JSON value (times read back through a record change form, not keys)."""
+    if isinstance(value, dict):
+        return {key: keys(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [keys(item) for item in value]
+    return None

@@ -225,31 +225,12 @@ class TopicParties:
     invocations: Count
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MergedIssue:
-    """An issue merged by fingerprint across instances and batches, times in the mesh's one form."""
-
-    __svcgen_meta__: ClassVar[Meta] = _MESH
-    fingerprint: str
-    classification: str
-    service: str
-    topic: str
-    version: str | None = None
-    transport: str | None = None
-    status: str
-    exception_type: str | None = None
-    count: Count
-    first_seen: str
-    last_seen: str
-    exemplar_trace_ids: list[str]
-
-
 @dataclass(frozen=True, slots=True)
 class FleetAnswer:
     services: list[FleetService]
     topics: list[TopicParties]
-    issues: list[MergedIssue]
-    """Most recently seen first."""
+    issues: list[IssueEntry]
+    """Merged by fingerprint across instances and batches (each with its `service`), most recently seen first."""
     dropped: dict[str, Count]
     """What the collector's limits dropped or refused, per table."""
 
@@ -286,26 +267,7 @@ class TopicAnswer:
 
 
 @dataclass(frozen=True, slots=True)
-class WindowEvent:
-    """A trace event as the collector keeps it: times in the mesh's one form (`...T10:00:00.123Z`)."""
-
-    __svcgen_meta__: ClassVar[Meta] = _MESH
-    trace_id: str
-    span_id: str
-    service: str
-    topic: str
-    status: str
-    parent_span_id: str | None = None
-    instance_id: str | None = None
-    topic_version: str | None = None
-    exception_type: str | None = None
-    correlation_id: str | None = None
-    duration_ms: float | None = None
-    started_at: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class TraceAnswer:
     trace_id: str
-    events: list[WindowEvent]
+    events: list[TraceEntry]
     """The trace's events still in the collector's window, in arrival order."""

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, Final
 
-from ..._codec import codec_for
+from ..._codec import codec_for, decode_datetime
 from ..._reserved import MESH_TOPIC
 from ..._status import CONFLICT
 from ..issues import fingerprint
-from ..messages import IssueEntry, MergedIssue
+from ..messages import IssueEntry
 from .limits import CollectorLimits
 from .snapshot import Json
 from .wire import decode_entry, mesh_time, put_bounded, saturated
@@ -28,7 +29,7 @@ DRIFT_TOPIC: Final = MESH_TOPIC
 DRIFT_STATUS: Final = CONFLICT
 """The heartbeat's descriptor hash conflicts with the registered one."""
 _DECODE_ENTRY = codec_for(IssueEntry).decode
-_ENCODE_MERGED: Callable[[MergedIssue], Json] = codec_for(MergedIssue).encode
+_ENCODE_ENTRY: Callable[[IssueEntry], Json] = codec_for(IssueEntry).encode
 
 
 def normalize_issue(raw: Any, service: str, path: str = "issue") -> Json | None:
@@ -38,12 +39,14 @@ def normalize_issue(raw: Any, service: str, path: str = "issue") -> Json | None:
     if entry is None or entry.service not in (None, service):  # a batch speaks for one service
         return None
     first, last = mesh_time(entry.first_seen), mesh_time(entry.last_seen)
-    return _ENCODE_MERGED(MergedIssue(
-        fingerprint=entry.fingerprint, classification=entry.classification, service=service, topic=entry.topic,
-        version=entry.version, transport=entry.transport, status=entry.status, exception_type=entry.exception_type,
-        count=entry.count, first_seen=min(first, last), last_seen=max(first, last),
-        exemplar_trace_ids=list(entry.exemplar_trace_ids),
-    ))  # fmt: skip
+    return _stored(replace(entry, service=service), min(first, last), max(first, last))
+
+
+def _stored(entry: IssueEntry, first_seen: str, last_seen: str) -> Json:
+    """The issue as the collector keeps it: wire key order, times in the mesh's one form (comparable as text)."""
+    issue = _ENCODE_ENTRY(entry)
+    issue["firstSeen"], issue["lastSeen"] = first_seen, last_seen
+    return issue
 
 
 class IssueBook:
@@ -73,11 +76,12 @@ class IssueBook:
     def file_drift(self, service: str, at: str) -> None:
         """One occurrence of the collector's own issue: a heartbeat whose descriptor hash differs from the
         registered one."""
-        self.merge(_ENCODE_MERGED(MergedIssue(
+        moment = decode_datetime(at)
+        self.merge(_stored(IssueEntry(
             fingerprint=fingerprint(service, DRIFT_TOPIC, "", CONTRACT_DRIFT, DRIFT_STATUS),
             classification=CONTRACT_DRIFT, service=service, topic=DRIFT_TOPIC, status=DRIFT_STATUS, count=1,
-            first_seen=at, last_seen=at, exemplar_trace_ids=[],
-        )))  # fmt: skip
+            first_seen=moment, last_seen=moment,
+        ), at, at))  # fmt: skip
 
     def snapshot(self) -> list[Json]:
         return [{**issue, "exemplarTraceIds": list(issue["exemplarTraceIds"])} for issue in self.issues.values()]

@@ -23,13 +23,13 @@ from typing import Any, Final
 
 from ..._codec import codec_for
 from ..._status import STATUS_CODES, is_success
-from ..messages import TraceEntry, WindowEvent
+from ..messages import TraceEntry
 from .limits import CollectorLimits
 from .snapshot import CounterEntry, EdgeEntry, Json, TraceWindow
 from .wire import MAX_COUNT, Unstorable, decode_entry, mesh_time, put_bounded, require, saturated
 
 _DECODE_ENTRY = codec_for(TraceEntry).decode
-_ENCODE_WINDOW_EVENT: Callable[[WindowEvent], Json] = codec_for(WindowEvent).encode
+_ENCODE_ENTRY: Callable[[TraceEntry], Json] = codec_for(TraceEntry).encode
 
 _COUNTER_FIELDS: Final[dict[str, type | tuple[type, ...]]] = {
     "service": str, "topic": str, "version": str, "status": str, "count": int, "totalDurationMs": (int, float),
@@ -57,11 +57,10 @@ def normalize_event(raw: Any, path: str = "event") -> Json | None:
         return None
     if entry.duration_ms is not None and entry.duration_ms > MAX_DURATION_MS:
         raise Unstorable(f"{path}.durationMs {entry.duration_ms!r} is above the limit of {MAX_DURATION_MS:.0f}")
-    started = mesh_time(entry.started_at) if entry.started_at is not None else None
-    return _ENCODE_WINDOW_EVENT(WindowEvent(
-        entry.trace_id, entry.span_id, entry.service, entry.topic, entry.status, entry.parent_span_id,
-        entry.instance_id, entry.topic_version, entry.exception_type, entry.correlation_id, entry.duration_ms, started,
-    ))  # fmt: skip
+    event = _ENCODE_ENTRY(entry)
+    if entry.started_at is not None:
+        event["startedAt"] = mesh_time(entry.started_at)  # the stored form: comparable as text
+    return event
 
 
 def is_failure(status: str) -> bool:
