@@ -347,6 +347,8 @@ _SCALAR_FAST_MISS: dict[str, str] = {
     # x - x is 0.0 only for a finite float: inf and nan take the slow path and are refused there.
     "number": "type({0}) is not float or {0} - {0} != 0.0",
 }
+_LENGTHS = frozenset({"minLength", "maxLength", "description", "examples", "deprecated"})
+_RANGE = frozenset({"minimum", "maximum", "description", "examples", "deprecated"})
 _SCALAR_EXPECTED = {
     "string": "string",
     "boolean": "boolean",
@@ -365,6 +367,22 @@ def _fast_miss(shape: Shape, var: str) -> str | None:
         return _SCALAR_FAST_MISS[shape.kind].format(var)
     if isinstance(shape, ConstrainedShape) and shape.meta.constrains is False:
         return _fast_miss(shape.inner, var)  # annotations only: nothing to check beyond the type
+    if isinstance(shape, ConstrainedShape) and shape.inner == ScalarShape("string") and _LENGTHS.issuperset(
+        shape.meta.keywords()
+    ):
+        # Bounded text (ids, names): the length check inline, the full decoder only for a miss.
+        low, high = shape.meta.min_length or 0, shape.meta.max_length
+        bounds = f"{low} <= len({var})" + ("" if high is None else f" <= {high}")
+        return f"type({var}) is not str or not {bounds}"
+    if isinstance(shape, ConstrainedShape) and shape.inner == ScalarShape("number") and _RANGE.issuperset(
+        shape.meta.keywords()
+    ):
+        # A finite float within inclusive bounds inline (x - x is 0.0 only when finite); anything else, the decoder.
+        meta = shape.meta
+        tests = [f"{var} - {var} != 0.0"]
+        tests += [] if meta.minimum is None else [f"{var} < {meta.minimum!r}"]
+        tests += [] if meta.maximum is None else [f"{var} > {meta.maximum!r}"]
+        return f"type({var}) is not float or " + " or ".join(tests)
     if isinstance(shape, NullableShape):
         inner = _fast_miss(shape.inner, var)
         if inner == "":
