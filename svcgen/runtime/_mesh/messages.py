@@ -93,7 +93,9 @@ class Heartbeat:
 # --- traces --------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen (treat it as immutable): a frozen dataclass sets each field through object.__setattr__, several times
+# the cost, and the collector reads hundreds per batch.
+@dataclass(slots=True)
 class TraceEntry:
     """One finished invocation, as a service traced it."""
 
@@ -130,7 +132,7 @@ class RawTraceBatch:
 # --- issues --------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)  # not frozen, as TraceEntry
 class IssueEntry:
     """Failures of one fingerprint over a window; `count` is a delta (merged at the collector)."""
 

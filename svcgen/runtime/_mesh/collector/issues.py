@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any, Final
 
 from ..._codec import codec_for, decode_datetime
@@ -39,7 +38,8 @@ def normalize_issue(raw: Any, service: str, path: str = "issue") -> Json | None:
     if entry is None or entry.service not in (None, service):  # a batch speaks for one service
         return None
     first, last = mesh_time(entry.first_seen), mesh_time(entry.last_seen)
-    return _stored(replace(entry, service=service), min(first, last), max(first, last))
+    entry.service = service  # a fresh record, the batch's service
+    return _stored(entry, min(first, last), max(first, last))
 
 
 def _stored(entry: IssueEntry, first_seen: str, last_seen: str) -> Json:
