@@ -29,7 +29,9 @@ def rfc3339(epoch_seconds: float) -> str:
     # A batch of trace events mostly shares its seconds: format each second once (one tuple, swapped atomically).
     cached_seconds, text = _last_second
     if cached_seconds != seconds:
-        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+        t = time.gmtime(seconds)
+        # Not strftime: its %Y is not zero-padded below year 1000 on every platform ("68-01-01" is no RFC 3339).
+        text = f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}"
         _last_second = (seconds, text)
     return f"{text}.{fraction:03d}Z"
 
