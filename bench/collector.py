@@ -35,7 +35,7 @@ import orjson
 
 from bench.harness import Figure, Recorder, per_call_us, run
 from bench.http import free_port
-from svcgen.runtime._mesh.collector import Collector, JsonFileStore, Limits
+from svcgen.runtime._mesh.collector import Collector, CollectorLimits, JsonFileStore
 
 STARTED_AT = "2027-01-15T08:00:00.000Z"
 SERVICES = ("shop", "pay", "stock", "ship", "mail")
@@ -119,7 +119,7 @@ FULL_SERVICES = 1_000
 
 def fill_to_the_caps(path: Path) -> None:
     """Every table of the collector at its default cap, in the store at `path` (compacted into its snapshot)."""
-    limits = Limits()
+    limits = CollectorLimits()
     collector = Collector(JsonFileStore(path), limits=limits)
     filler = "d" * 12_000  # some 13 KB per descriptor: the 1,000 of them near the catalog's byte budget
     for n in range(FULL_SERVICES):

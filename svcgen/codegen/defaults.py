@@ -1,7 +1,7 @@
 """Field defaults: the JSON value a manifest gives, as the Python a dataclass field declares.
 
-Immutable values are plain defaults; lists, maps, sets, records and datetimes (parsed by
-`datetime.fromisoformat`) go through `default_factory`; bytes are decoded from base64, a record default is a
+Immutable values are plain defaults; lists, maps, sets, records and datetimes (read by the runtime codec)
+go through `default_factory`; bytes are decoded from base64, a record default is a
 constructor call, an enum default its member (`OrderStatus.PLACED`).
 """
 
@@ -11,13 +11,14 @@ import base64
 import math
 from collections.abc import Mapping, Set
 from dataclasses import dataclass
-from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from ..manifest.contract import member_name
-from ..manifest.fits import RecordFields, fits
+from ..manifest.fits import ValueTypes
 from ..manifest.model import EnumDef, FieldDef, RecordDef
 from ..manifest.typeexpr import TypeExpr
+from ..runtime._codec import decode_datetime
 from .imports import Imports
 from .literals import py_float, py_str, py_value
 from .names import attribute
@@ -36,10 +37,11 @@ class RecordIndex:
     def of(cls, records: tuple[RecordDef, ...], enums: tuple[EnumDef, ...] = ()) -> RecordIndex:
         return cls({record.name: record.fields for record in records}, {e.name: e.values for e in enums})
 
-    def shapes(self) -> RecordFields:
-        return {
-            name: {f.wire: (f.type, not f.has_default) for f in fields} for name, fields in self.fields.items()
-        }
+    @cached_property
+    def types(self) -> ValueTypes:
+        """The codec's view of the records, which decides the union member a default belongs to."""
+        shapes = {name: {f.wire: (f.type, not f.has_default) for f in fields} for name, fields in self.fields.items()}
+        return ValueTypes(shapes, self.enums)
 
 
 @dataclass(frozen=True)
@@ -131,8 +133,7 @@ class _Renderer:
                 pairs = [(key, self.value(expr.args[0], item)) for key, item in value.items()]
                 return "{" + ", ".join(f"{py_str(key)}: {text}" for key, (text, _) in pairs) + "}", True
             case "union":
-                shapes = self.records.shapes()
-                member = next((arg for arg in expr.args if fits(arg, value, shapes, self.records.enums)), expr.args[0])
+                member = next((arg for arg in expr.args if self.records.types.fits(arg, value)), expr.args[0])
                 return self.value(member, value)
             case "record" if expr.name in self.records.enums:
                 return f"{expr.name}.{member_name(value)}", False
@@ -151,7 +152,7 @@ class _Renderer:
                 return ("-" + text if number < 0 else text), False
             case "datetime":
                 # A factory, though datetimes are immutable: a call as a plain default is what RUF009 flags.
-                parsed = datetime.fromisoformat(value.upper().replace("Z", "+00:00"))
+                parsed = decode_datetime(value)
                 return f"{self.name('datetime', 'datetime')}.fromisoformat({py_str(parsed.isoformat())})", True
             case "bytes":
                 return repr(base64.b64decode(value)), False

@@ -13,15 +13,14 @@
 from __future__ import annotations
 
 import difflib
-import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from ..runtime._jsontext import content_hash
+from ..runtime._mesh.atomicwrite import write_atomic
 from .errors import CodegenError
 from .files import HEADER_PREFIX, GeneratedFile
 from .findings import Findings, user_findings
@@ -119,7 +118,7 @@ def stale_diff(files: Sequence[GeneratedFile], package_dir: Path, label: str) ->
 
 def record_bytes(files: Sequence[GeneratedFile]) -> bytes:
     """The record of a build: sha256 per generated file; sorted keys, so byte-stable."""
-    hashes = {f.relpath: _sha256(f.data) for f in files if f.owner == "generated"}
+    hashes = {f.relpath: content_hash(f.data) for f in files if f.owner == "generated"}
     return (json.dumps({"generated": hashes, "svcgen": RECORD_FORMAT}, indent=2, sort_keys=True) + "\n").encode()
 
 
@@ -142,7 +141,7 @@ def _plan(files: Sequence[GeneratedFile], package_dir: Path) -> _Plan:
     for relpath, digest in recorded.items():
         path = package_dir / relpath
         if relpath not in generated and path.is_file():
-            removals[relpath] = "stale" if _sha256(path.read_bytes()) == digest else "hand-edited"
+            removals[relpath] = "stale" if content_hash(path.read_bytes()) == digest else "hand-edited"
     user = [f for f in files if f.owner == "user"]
     missing = {f.relpath: f.data for f in user if not (package_dir / f.relpath).exists()}
     present = sorted(f.relpath for f in user if f.relpath not in missing)
@@ -163,7 +162,7 @@ def _status(path: Path, relpath: str, data: bytes, recorded: dict[str, str]) -> 
         return "same"
     digest = recorded.get(relpath)
     if digest is not None:
-        return "stale" if _sha256(current) == digest else "hand-edited"
+        return "stale" if content_hash(current) == digest else "hand-edited"
     # No record of it (a first build over existing files, or a lost record): our header or place vouches.
     if current.startswith(HEADER_PREFIX.encode()) or relpath.startswith(CONTRACTS_DIR):
         return "stale"
@@ -208,25 +207,7 @@ def _diff(old: bytes | None, new: bytes | None, name: str) -> str:
 
 def _write_atomic(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-        os.chmod(temporary, _file_mode(path))
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-def _file_mode(path: Path) -> int:
-    """Keep an existing file's mode; a new file gets the usual 0o666 less the umask (mkstemp makes 0o600)."""
-    try:
-        return path.stat().st_mode & 0o777
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+    write_atomic(path, data, durable=False)
 
 
 def _read(path: Path) -> bytes | None:
@@ -234,10 +215,6 @@ def _read(path: Path) -> bytes | None:
         return path.read_bytes()
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         return None
-
-
-def _sha256(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def _names(paths: list[str]) -> str:

@@ -1,20 +1,16 @@
 """Contract details: enums, field constraints and annotations, checked where the manifest declares them.
 
-A default or example is checked by decoding it through the runtime codec of the field's own annotated type,
-so the build and a running service apply one rule.
+Whether a default or example fits its field (type and constraints) is the codec's decision: see `fits`.
 """
 
 from __future__ import annotations
 
-import enum
 import keyword
 import re
 from collections.abc import Callable, Mapping
-from datetime import datetime
-from typing import Annotated, Any, Optional
+from typing import Any
 
-from ..runtime._codec import DecodeError, codec_for
-from ..runtime._meta import CONSTRAINT_KEYWORDS, FORMATS, META_ARGUMENTS, Meta
+from ..runtime._meta import CONSTRAINT_KEYWORDS, FORMATS
 from .typeexpr import TypeExpr
 
 CONTRACT_KEYWORDS = CONSTRAINT_KEYWORDS | {"examples", "deprecated"}
@@ -34,14 +30,6 @@ def member_name(value: str) -> str:
     words = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", value)
     name = re.sub(r"[^0-9A-Za-z]+", "_", words).strip("_").upper()
     return f"V_{name}" if not name or name[0].isdigit() or keyword.iskeyword(name) else name
-
-
-def meta_of(contract: Mapping[str, Any], description: str | None = None) -> Meta:
-    """The runtime `Meta` of a field's contract keywords (as the manifest writes them)."""
-    arguments = {META_ARGUMENTS[key]: value for key, value in contract.items() if key in META_ARGUMENTS}
-    if description is not None:
-        arguments["description"] = description
-    return Meta(**arguments)
 
 
 def check_enum(values: list[Any], report: Callable[[int, str], None]) -> None:
@@ -97,53 +85,5 @@ def check_field_contract(
     return usable
 
 
-def value_problem(
-    expr: TypeExpr, contract: Mapping[str, Any], value: Any, enums: Mapping[str, tuple[str, ...]]
-) -> str | None:
-    """What is wrong with `value` as a value of the field (type and constraints), by the runtime codec; None if
-    nothing. Record-typed parts are taken as any value (their structure is checked on its own)."""
-    annotated = Annotated[_python_type(expr, enums), meta_of(contract)]  # type: ignore[valid-type]
-    try:
-        codec_for(annotated).decode(value)
-    except DecodeError as error:
-        return str(error)
-    return None
-
-
-def _python_type(expr: TypeExpr, enums: Mapping[str, tuple[str, ...]]) -> Any:
-    match expr.kind:
-        case "scalar":
-            return _SCALARS[expr.name]
-        case "record":
-            values = enums.get(expr.name)
-            return Any if values is None else _enum_class(expr.name, values)
-        case "list":
-            return list[_python_type(expr.args[0], enums)]  # type: ignore[misc]
-        case "set":
-            return set[_python_type(expr.args[0], enums)]  # type: ignore[misc]
-        case "tuple":
-            return tuple[_python_type(expr.args[0], enums), ...]  # type: ignore[misc]
-        case "map":
-            return dict[str, _python_type(expr.args[0], enums)]  # type: ignore[misc]
-        case "nullable":
-            return Optional[_python_type(expr.args[0], enums)]  # noqa: UP045 (the argument may be Any)
-    return Any  # a union: its members are tried by `fits`
-
-
-def _enum_class(name: str, values: tuple[str, ...]) -> type[enum.StrEnum]:
-    return enum.StrEnum(name, [(member_name(value), value) for value in values])  # type: ignore[return-value]
-
-
 def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-_SCALARS: dict[str, Any] = {
-    "string": str,
-    "integer": int,
-    "float": float,
-    "boolean": bool,
-    "datetime": datetime,
-    "bytes": bytes,
-    "any": Any,
-}

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped,unused-ignore]
 from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped,unused-ignore]
 
+from ..runtime._codec import DecodeError
 from ..runtime._naming import is_canonical_camel, slug
 from ..runtime._reserved import (
     DEFAULT_PREFIX,
@@ -25,9 +26,9 @@ from ..runtime._reserved import (
 )
 from ..runtime._status import FAILURE_CODES, SUCCESS_CODES
 from .build import record_def, same_definition
-from .contract import CONTRACT_KEYWORDS, check_enum, check_field_contract, value_problem
+from .contract import CONTRACT_KEYWORDS, check_enum, check_field_contract
 from .diagnostics import Diagnostic
-from .fits import RecordFields, fits
+from .fits import RecordFields, ValueTypes
 from .loader import JsonPath, YamlDocument
 from .model import EnumDef, Position, RecordDef
 from .names import canonical_camel, did_you_mean, is_pascal_identifier, pascal_case, suggestion
@@ -385,6 +386,7 @@ class _Checker:
             for name, record in self.records.items()
             if not record.external and record.shape_known
         }
+        types = ValueTypes(shapes, self.enums)
         known = set(self.records) | set(self.enums)
         for name, record in self.records.items():
             checked: list[tuple[str, str | tuple[str, int], Any]]
@@ -402,10 +404,11 @@ class _Checker:
                 what = "default" if key == "default" else "example"
                 keys = key if isinstance(key, tuple) else (key,)
                 position = self.doc.at(("types", name, "fields", wire, *keys))
-                if not fits(expr, value, shapes, self.enums):
+                mismatch = types.problem(expr, value)
+                if mismatch is not None:
                     base = expr.args[0] if expr.is_nullable else expr
                     values = self.enums.get(base.name) if base.kind == "record" else None
-                    hint = f"; use one of {', '.join(values)}" if values else ""
+                    hint = f"; use one of {', '.join(values)}" if values else _reason(mismatch)
                     self.error(
                         position, f"{what} of field {wire!r} must fit its type {expr}, got {_json(value)}{hint}"
                     )
@@ -413,7 +416,7 @@ class _Checker:
                 contract = record.contracts.get(wire)
                 if contract is None:
                     continue  # its keywords are already reported
-                problem = value_problem(expr, contract, value, self.enums)
+                problem = types.problem(expr, value, contract)
                 if problem is not None:
                     self.error(
                         position, f"{what} {_json(value)} of field {wire!r} breaks the field's own contract: {problem}"
@@ -730,3 +733,10 @@ def _topic_label(topic_id: str | None, version: str | None, position: Position) 
 def _json(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _reason(error: DecodeError) -> str:
+    """The codec's reason when it says more than "expected <type>" (a range, a missing or unexpected field)."""
+    if not error.message.startswith("expected "):
+        return f" ({error})"
+    return ""

@@ -236,25 +236,25 @@ def _decode_boolean(value: Any) -> bool:
 # 64 bits as a float (losing digits), so only an int is an integer: a float never is, whatever its value.
 _INTEGER_MIN = -(2**63)
 _INTEGER_MAX = 2**63 - 1
-_OUT_OF_RANGE = "integer out of range (signed 64-bit)"
+INTEGER_OUT_OF_RANGE = "integer out of range (signed 64-bit)"
 
 
 def _decode_integer(value: Any) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         if _INTEGER_MIN <= value <= _INTEGER_MAX:
             return int(value)
-        raise DecodeError(_OUT_OF_RANGE)
+        raise DecodeError(INTEGER_OUT_OF_RANGE)
     if isinstance(value, float) and value.is_integer() and not _INTEGER_MIN < value < _INTEGER_MAX:
         # An integer literal too long for orjson (read as a float, rounded: -2**63 - 1 reads as -2**63.0, hence
         # the strict bounds), or a float as large.
-        raise DecodeError(_OUT_OF_RANGE)
+        raise DecodeError(INTEGER_OUT_OF_RANGE)
     raise DecodeError("expected integer")
 
 
 def _encode_integer(value: Any) -> Any:
     if _INTEGER_MIN <= value <= _INTEGER_MAX:
         return value
-    raise OverflowError(f"an integer field holds a value outside the signed 64-bit range ({_OUT_OF_RANGE})")
+    raise OverflowError(f"an integer field holds a value outside the signed 64-bit range ({INTEGER_OUT_OF_RANGE})")
 
 
 def _decode_number(value: Any) -> float:
@@ -274,7 +274,8 @@ _RFC3339 = re.compile(
 )
 
 
-def _decode_datetime(value: Any) -> datetime:
+def decode_datetime(value: Any) -> datetime:
+    """The one RFC 3339 reader: `T` and an offset (`Z` or `±hh:mm`), valid field ranges; raises DecodeError."""
     match = _RFC3339.fullmatch(value) if isinstance(value, str) else None
     if match is None:
         raise DecodeError("expected RFC 3339 date-time")
@@ -326,7 +327,7 @@ _SCALAR_DECODERS: dict[str, Decoder] = {
     "boolean": _decode_boolean,
     "integer": _decode_integer,
     "number": _decode_number,
-    "datetime": _decode_datetime,
+    "datetime": decode_datetime,
     "bytes": _decode_bytes,
 }
 _SCALAR_ENCODERS: dict[str, Encoder] = {
@@ -346,6 +347,8 @@ _SCALAR_FAST_MISS: dict[str, str] = {
     # x - x is 0.0 only for a finite float: inf and nan take the slow path and are refused there.
     "number": "type({0}) is not float or {0} - {0} != 0.0",
 }
+_LENGTHS = frozenset({"minLength", "maxLength", "description", "examples", "deprecated"})
+_RANGE = frozenset({"minimum", "maximum", "description", "examples", "deprecated"})
 _SCALAR_EXPECTED = {
     "string": "string",
     "boolean": "boolean",
@@ -364,6 +367,22 @@ def _fast_miss(shape: Shape, var: str) -> str | None:
         return _SCALAR_FAST_MISS[shape.kind].format(var)
     if isinstance(shape, ConstrainedShape) and shape.meta.constrains is False:
         return _fast_miss(shape.inner, var)  # annotations only: nothing to check beyond the type
+    if isinstance(shape, ConstrainedShape) and shape.inner == ScalarShape("string") and _LENGTHS.issuperset(
+        shape.meta.keywords()
+    ):
+        # Bounded text (ids, names): the length check inline, the full decoder only for a miss.
+        low, high = shape.meta.min_length or 0, shape.meta.max_length
+        bounds = f"{low} <= len({var})" + ("" if high is None else f" <= {high}")
+        return f"type({var}) is not str or not {bounds}"
+    if isinstance(shape, ConstrainedShape) and shape.inner == ScalarShape("number") and _RANGE.issuperset(
+        shape.meta.keywords()
+    ):
+        # A finite float within inclusive bounds inline (x - x is 0.0 only when finite); anything else, the decoder.
+        meta = shape.meta
+        tests = [f"{var} - {var} != 0.0"]
+        tests += [] if meta.minimum is None else [f"{var} < {meta.minimum!r}"]
+        tests += [] if meta.maximum is None else [f"{var} > {meta.maximum!r}"]
+        return f"type({var}) is not float or " + " or ".join(tests)
     if isinstance(shape, NullableShape):
         inner = _fast_miss(shape.inner, var)
         if inner == "":
@@ -789,7 +808,8 @@ class _Compiler:
         compiled = [self.compile(f.shape) for f in fields]
         closed = shape.meta is not None and shape.meta.closed
         decode = _record_decoder(cls, fields, [decode for decode, _ in compiled], closed)
-        encode = _record_encoder(cls, fields, [encode for _, encode in compiled])
+        omit_null = shape.meta is not None and shape.meta.omit_null
+        encode = _record_encoder(cls, fields, [encode for _, encode in compiled], omit_null)
         cell.decode, cell.encode = decode, encode
         return decode, encode
 
@@ -955,17 +975,27 @@ def _violations(fields: tuple[FieldShape, ...], decoders: list[Decoder], closed:
     return collect
 
 
-def _record_encoder(cls: type, fields: tuple[FieldShape, ...], encoders: list[Encoder]) -> Encoder:
+def _record_encoder(cls: type, fields: tuple[FieldShape, ...], encoders: list[Encoder], omit_null: bool) -> Encoder:
+    """One dict display; with `omit_null`, an optional field holding None is left out (the others keep their order)."""
     namespace: dict[str, Any] = {"_getattr": getattr}
-    items: list[str] = []
+    values: list[tuple[FieldShape, str, str]] = []
     for index, (f, encode) in enumerate(zip(fields, encoders, strict=True)):
         read = f"o.{f.attr}" if _is_plain_attr(f.attr) else f"_getattr(o, {f.attr!r})"
         if encode is _identity or _passes_through(f.shape):
-            items.append(f"{f.wire!r}: {read}")
+            values.append((f, read, read))
         else:
             namespace[f"_encode{index}"] = encode
-            items.append(f"{f.wire!r}: _encode{index}({read})")
-    lines = ["def encode(o):", f"    return {{{', '.join(items)}}}"]
+            values.append((f, read, f"_encode{index}({read})"))
+    if not omit_null:
+        items = ", ".join(f"{f.wire!r}: {value}" for f, _, value in values)
+        return _define("encode", ["def encode(o):", f"    return {{{items}}}"], namespace, cls)
+    lines = ["def encode(o):", "    d = {}"]
+    for f, read, value in values:
+        if f.required:
+            lines.append(f"    d[{f.wire!r}] = {value}")
+        else:
+            lines += [f"    if {read} is not None:", f"        d[{f.wire!r}] = {value}"]
+    lines.append("    return d")
     return _define("encode", lines, namespace, cls)
 
 
@@ -990,7 +1020,7 @@ def _text_integer(text: str) -> int:
         number = int(text) if len(text.lstrip("-0")) <= 20 else _INTEGER_MAX + 1
         if _INTEGER_MIN <= number <= _INTEGER_MAX:
             return number
-        raise DecodeError(_OUT_OF_RANGE)
+        raise DecodeError(INTEGER_OUT_OF_RANGE)
     raise DecodeError("expected integer")
 
 

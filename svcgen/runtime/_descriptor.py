@@ -9,7 +9,6 @@ so the two cases stay distinguishable in the document and in its hash.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -17,12 +16,11 @@ from typing import Any, Final
 import orjson
 
 from ._identity import Identity
-from ._jsontext import hash_bytes
+from ._jsontext import document_hash
 from ._produces import ProducedTopic
 from ._registry import Registry
 from ._topics import topic_descriptors
 
-HASH_PREFIX: Final = "sha256:"
 DEGRADED_REGISTRY: Final = "registry"
 DEGRADED_OUTBOUND_REGISTRY: Final = "outbound-registry"
 UNHASHED_KEYS: Final = frozenset({"instanceId", "degraded", "profile", "descriptorHash"})
@@ -63,8 +61,9 @@ def build_descriptor(
         document["degraded"] = degraded
     if identity.profile:
         document["profile"] = dict(identity.profile)
-    digest = hashlib.sha256(hash_bytes({k: v for k, v in document.items() if k not in UNHASHED_KEYS}))
-    document["descriptorHash"] = descriptor_hash = HASH_PREFIX + digest.hexdigest()
+    document["descriptorHash"] = descriptor_hash = document_hash(
+        {k: v for k, v in document.items() if k not in UNHASHED_KEYS}
+    )
     return Descriptor(document, descriptor_hash, orjson.dumps(document).decode())
 
 

@@ -1,7 +1,7 @@
 """`Meta`: the constraints and annotations a field (or a record) declares, read once when a type is compiled.
 
 A field carries it as `typing.Annotated[T, Meta(...)]`; a record as `__svcgen_meta__: ClassVar[Meta]`
-(`closed`, `deprecated`). The keyword arguments are JSON Schema's keywords in snake_case: the codec
+(`closed`, `deprecated`, `omit_null`). The keyword arguments are JSON Schema's keywords in snake_case: the codec
 enforces the constraints on input, the schema deriver publishes them under their JSON Schema names.
 """
 
@@ -66,6 +66,9 @@ class Meta:
     deprecated: bool = False
     closed: bool = False
     """A record refusing properties it does not declare (`additionalProperties: false`)."""
+    omit_null: bool = False
+    """A record leaving out an optional field whose value is None instead of writing null (the mesh's feeds: a
+    value that is not known is omitted)."""
 
     def keywords(self) -> dict[str, Any]:
         """The JSON Schema keywords this declares, in declaration order (`closed` not included)."""

@@ -64,6 +64,10 @@ class Registration:
     """The statuses the handler answers on success, in the status table's order."""
     failures: tuple[str, ...] = ()
     """Failure statuses the handler may answer beyond the binding's own, in the status table's order."""
+    published: tuple[Any, Any] | None = field(default=None, repr=False)
+    """(request, response) types the contract publishes for a handler that reads and answers plain JSON itself
+    (the collector checks its feeds through these records, skipping a malformed batch entry instead of refusing
+    the batch); None publishes the request and response types."""
     _undeclared: set[str] = field(default_factory=set, init=False, repr=False)
 
     def note_success(self, status: str) -> None:
@@ -86,11 +90,11 @@ class Registration:
 
     @cached_property
     def request_schema(self) -> JsonSchema:
-        return schema_of(self.request_type)
+        return schema_of(self.published[0] if self.published is not None else self.request_type)
 
     @cached_property
     def response_schema(self) -> JsonSchema:
-        return schema_of(self.response_type)
+        return schema_of(self.published[1] if self.published is not None else self.response_type)
 
 
 class Registry:
@@ -112,13 +116,15 @@ class Registry:
         source: str | None = None,
         success: Iterable[str] = (OK,),
         failures: Iterable[str] = (),
+        published: tuple[Any, Any] | None = None,
     ) -> Registration:
         """Register a handler; request and response types default to the handler's annotations.
 
         Declared types the handler's own annotations contradict raise `HandlerBindingError`; `source` names
         the handler in messages (e.g. `handlers/orders_place_v1.py`), by default its module and name.
         `success` names the statuses the handler answers on success (default `ok`), `failures` the failure
-        statuses it may answer beyond the binding's own; both from the status table.
+        statuses it may answer beyond the binding's own; both from the status table. `published` (request,
+        response) types are what the contract shows when they differ from the plain JSON the handler takes.
         """
         if not isinstance(topic, str) or not topic:
             raise RegistryError(f"topic id must be a non-empty string, got {topic!r}")
@@ -144,6 +150,7 @@ class Registry:
             is_async=inspect.iscoroutinefunction(handler),
             success=declared_success,
             failures=declared_failures,
+            published=published,
         )
         existing = self._entries.get(key)
         if existing is not None:

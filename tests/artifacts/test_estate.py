@@ -5,7 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 
-from svcgen.runtime._mesh.artifacts import HEALTHY, UNHEALTHY, UNREACHABLE, build_manifest, build_service_documents
+from svcgen.runtime._mesh.artifacts import (
+    HEALTHY,
+    UNHEALTHY,
+    UNREACHABLE,
+    build_estate_manifest,
+    build_service_documents,
+)
 from svcgen.runtime._mesh.artifacts.health import HealthVerdict, service_health
 from tests.support.snapshots import (
     NOW,
@@ -26,12 +32,12 @@ SERVICE_KEYS = {"name", "fetchedAtUtc", "specJson", "specHash", "previousSpecHas
 
 
 def _services() -> dict[str, dict[str, object]]:
-    manifest = build_manifest(sample_snapshot(), generated_at=NOW)
+    manifest = build_estate_manifest(sample_snapshot(), generated_at=NOW)
     return {service["name"]: service for service in manifest["services"]}
 
 
 def test_manifest_has_exactly_the_design_field_set() -> None:
-    manifest = build_manifest(sample_snapshot(), generated_at=NOW)
+    manifest = build_estate_manifest(sample_snapshot(), generated_at=NOW)
     assert set(manifest) == {"generatedAtUtc", "services"}
     assert manifest["generatedAtUtc"] == NOW
     assert [service["name"] for service in manifest["services"]] == [
@@ -66,7 +72,7 @@ def test_surface_urls_only_for_a_known_base_url() -> None:
     assert services["orders"]["healthUrl"] == "http://orders.internal:8000/svc/health"
     assert services["payments"]["specUrl"] is None
     assert services["payments"]["healthUrl"] is None
-    manifest = build_manifest(sample_snapshot(), generated_at=NOW, prefix="ops/")
+    manifest = build_estate_manifest(sample_snapshot(), generated_at=NOW, prefix="ops/")
     assert manifest["services"][0]["specUrl"] == "http://inventory.internal:8000/ops/spec"
 
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from svcgen.runtime._jsontext import document_bytes
 from svcgen.runtime._mesh.artifacts import sanitise, service_file_names, write_artifacts
 from svcgen.runtime._mesh.artifacts.times import Now
 from svcgen.runtime._mesh.artifacts.writer import confined
@@ -162,3 +165,28 @@ def test_files_of_services_that_left_the_estate_are_removed_and_nothing_else(tmp
 
     write_artifacts(sample_snapshot(), tmp_path, now=NOW_EPOCH)  # they come back when the services do
     assert (services / "orders.json").exists() and (services / "inventory.json").exists()
+
+
+def test_artifacts_are_readable_like_any_new_file_and_a_rewrite_keeps_the_mode(tmp_path: Path) -> None:
+    # One atomic writer for the runtime and the generator: a new file gets 0o666 less the umask, not 0o600.
+    umask = os.umask(0o022)
+    try:
+        write_artifacts(sample_snapshot(), tmp_path, now=NOW_EPOCH)
+        manifest = tmp_path / "manifest.json"
+        assert stat.S_IMODE(manifest.stat().st_mode) == 0o644
+        manifest.chmod(0o640)
+        write_artifacts(sample_snapshot(), tmp_path, now=NOW_EPOCH + 60)
+        assert stat.S_IMODE(manifest.stat().st_mode) == 0o640
+    finally:
+        os.umask(umask)
+    assert not [path for path in tmp_path.rglob("*.tmp")]
+
+
+def test_artifacts_are_written_in_the_one_document_form(tmp_path: Path) -> None:
+    # The form of the generated contracts and the served documents: each document's own key order, not sorted.
+    write_artifacts(sample_snapshot(), tmp_path, now=NOW_EPOCH)
+    for path in tmp_path.rglob("*.json"):
+        data = path.read_bytes()
+        assert data == document_bytes(json.loads(data)), path.name
+    manifest = json.loads((tmp_path / "manifest.json").read_bytes())
+    assert list(manifest) == ["generatedAtUtc", "services"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from svcgen.runtime._mesh.collector import Limits
+from svcgen.runtime._mesh.collector import CollectorLimits
 from svcgen.runtime._mesh.issues import IssueAggregator
 from tests.support.feeds import collector, issue, ok
 
@@ -65,7 +65,7 @@ def test_aggregator_batches_keep_their_wire_shape_and_fingerprint() -> None:
 
 
 def test_the_issue_table_is_bounded_and_drops_the_least_recently_seen() -> None:
-    c = collector(limits=Limits(issues=3))
+    c = collector(limits=CollectorLimits(issues=3))
     for n in range(5):
         c.issues({"service": "orders", "issues": [issue(fingerprint=f"{n:032x}")]})
     assert [i["fingerprint"][-1] for i in c.snapshot()["issues"]] == ["2", "3", "4"]

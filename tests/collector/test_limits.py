@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from svcgen.runtime._mesh.collector import Collector, JsonFileStore, Limits
+from svcgen.runtime._mesh.collector import Collector, CollectorLimits, JsonFileStore
 from tests.support.feeds import collector, descriptor, event, heartbeat, issue, ok, topic
 
 
@@ -90,7 +90,7 @@ def test_a_polled_spec_nested_too_deeply_is_a_failed_poll_and_saving_goes_on(tmp
 
 @pytest.mark.usefixtures("any_store")
 def test_documents_are_limited_in_bytes_and_the_catalog_by_a_byte_budget() -> None:
-    limits = Limits(descriptor_bytes=20_000, health_bytes=2_000, spec_bytes=20_000, catalog_bytes=50_000)
+    limits = CollectorLimits(descriptor_bytes=20_000, health_bytes=2_000, spec_bytes=20_000, catalog_bytes=50_000)
     c = collector(limits=limits)
     padding = {"description": "x" * 30_000}
     refused = c.register(descriptor("big", [topic("big:get", padding)]))
@@ -110,7 +110,7 @@ def test_documents_are_limited_in_bytes_and_the_catalog_by_a_byte_budget() -> No
 
 @pytest.mark.usefixtures("any_store")
 def test_a_large_health_in_a_poll_is_a_failed_poll_never_stored() -> None:
-    c = collector(limits=Limits(health_bytes=1_000))
+    c = collector(limits=CollectorLimits(health_bytes=1_000))
     health = {"isHealthy": True, "healthChecks": {"db": {"status": "ok", "detail": "d" * 2_000}}}
     c.record_poll("stock", "http://stock", spec=None, health=health, error=None)
     (poll,) = c.snapshot()["polls"]
@@ -133,7 +133,7 @@ def test_made_up_statuses_are_folded_and_never_fill_the_counter_table(tmp_path: 
 
 @pytest.mark.usefixtures("any_store")
 def test_a_full_counter_table_makes_room_and_counts_what_it_evicted(caplog: pytest.LogCaptureFixture) -> None:
-    c = collector(limits=Limits(counters=3))
+    c = collector(limits=CollectorLimits(counters=3))
     with caplog.at_level(logging.WARNING):
         for n in range(5):
             c.traces({"events": [event(n, topic_id=f"t:{n}")]})
@@ -144,7 +144,7 @@ def test_a_full_counter_table_makes_room_and_counts_what_it_evicted(caplog: pyte
 
 @pytest.mark.usefixtures("any_store")
 def test_the_trace_window_is_bounded_in_bytes() -> None:
-    c = collector(limits=Limits(trace_window_bytes=20_000))
+    c = collector(limits=CollectorLimits(trace_window_bytes=20_000))
     c.traces({"events": [{**event(n), "correlationId": "c" * 200} for n in range(500)]})
     window = c.snapshot()["traces"]
     assert 0 < len(window["events"]) < 100

@@ -16,7 +16,7 @@ import pytest
 from svcgen.runtime._health import HealthCheck, HealthCheckResult, HealthChecks
 from svcgen.runtime._http.app import create_app
 from svcgen.runtime._identity import Identity
-from svcgen.runtime._mesh.poller import DEFAULT_INTERVAL, Poll, Poller, Target
+from svcgen.runtime._mesh.poller import DEFAULT_INTERVAL, FleetEntry, Poll, Poller
 from svcgen.runtime._service import Service
 from tests.support.sample import build_registry
 from tests.support.server import free_port, running
@@ -187,10 +187,10 @@ def test_fleet_sources_sync_async_and_broken() -> None:
     transport = answering(service("a.test", ok(SPEC), ok(HEALTHY)))
     target = [("a", "http://a.test")]
 
-    async def async_source() -> Iterable[Target]:
+    async def async_source() -> Iterable[FleetEntry]:
         return target
 
-    def broken() -> Iterable[Target]:
+    def broken() -> Iterable[FleetEntry]:
         raise RuntimeError("registry down")
 
     assert len(swept(lambda: target, transport)[0].polls) == 1
@@ -249,7 +249,7 @@ def test_sweeps_run_on_the_interval_never_overlap_and_survive_failures() -> None
     overlaps: list[int] = []
     calls = 0
 
-    def fleet() -> Iterable[Target]:
+    def fleet() -> Iterable[FleetEntry]:
         nonlocal calls
         calls += 1
         if calls == 2:
@@ -345,7 +345,7 @@ def test_a_real_fleet_over_uvicorn_with_a_hanging_and_a_dead_target() -> None:
     sink = RecordingSink()
     dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
 
-    async def sweep(fleet: Callable[[str], Awaitable[list[Target]]]) -> float:
+    async def sweep(fleet: Callable[[str], Awaitable[list[FleetEntry]]]) -> float:
         server, hanging = await _hanging_server()
         async with server:
             started = time.monotonic()
@@ -357,7 +357,7 @@ def test_a_real_fleet_over_uvicorn_with_a_hanging_and_a_dead_target() -> None:
         running(app_with_health("payments", healthy=False)) as payments,
     ):
 
-        async def fleet(hanging: str) -> list[Target]:
+        async def fleet(hanging: str) -> list[FleetEntry]:
             return [("orders", orders), ("payments", payments), ("hang", hanging), ("dead", dead)]
 
         elapsed = asyncio.run(sweep(fleet))

@@ -9,7 +9,7 @@ import threading
 import psycopg
 import pytest
 
-from svcgen.runtime._mesh.collector import Limits, StoreError
+from svcgen.runtime._mesh.collector import CollectorLimits, StoreError
 from svcgen.runtime._mesh.collector.postgres import SCHEMA_VERSION, PostgresStore
 from tests.support.databases import free_port
 from tests.support.feeds import collector, event, issue, ok
@@ -79,7 +79,7 @@ def test_stores_on_one_database_count_each_event_and_batch_once(postgres_url: st
 
 
 def test_the_trace_window_is_bounded_in_the_database(postgres_url: str) -> None:
-    c = collector(PostgresStore(postgres_url), limits=Limits(trace_window=50))
+    c = collector(PostgresStore(postgres_url), limits=CollectorLimits(trace_window=50))
     for start in range(0, 200, 20):
         ok(c.traces({"events": [event(n) for n in range(start, start + 20)]}))
     with psycopg.connect(postgres_url) as connection:

@@ -10,12 +10,14 @@ import httpx
 import orjson
 
 from svcgen.runtime import Identity, Service
+from svcgen.runtime._codec import Codec, codec_for
 from svcgen.runtime._http.app import create_app
 from svcgen.runtime._mesh.collector import Collector, collector_service
 from svcgen.runtime._mesh.feeds import EnvelopePublisher
 from svcgen.runtime._mesh.host import MeshHost, MeshSettings
+from svcgen.runtime._mesh.messages import Accepted, FleetAnswer, ServiceAnswer, TopicAnswer, TraceAnswer
 from tests.support.fakes import registry
-from tests.support.feeds import Clock, descriptor, event, heartbeat, issue
+from tests.support.feeds import Clock, descriptor, event, heartbeat, issue, ok
 
 
 async def invoke(client: httpx.AsyncClient, topic: str, body: Any) -> tuple[str, Any]:
@@ -81,6 +83,7 @@ def test_a_hosted_services_reporter_feeds_a_real_collector() -> None:
         await reporter.beat()
         fleet = collector.query_fleet().payload
         assert fleet is not None
+        assert collector.skipped == 0  # the reporter's events and issues fit the records the collector reads
         (orders,) = fleet["services"]
         assert orders["service"] == "orders"
         assert orders["topics"] == 4  # orders:explode, orders:get, orders:place, orders:sync
@@ -105,3 +108,104 @@ def test_a_hosted_services_reporter_feeds_a_real_collector() -> None:
         await publisher.aclose()
 
     asyncio.run(run())
+
+
+MESH_TOPICS = (
+    "svc:mesh:register", "svc:mesh:heartbeat", "svc:mesh:traces", "svc:mesh:issues",
+    "svc:mesh:query:fleet", "svc:mesh:query:service", "svc:mesh:query:topic", "svc:mesh:query:trace",
+)  # fmt: skip
+
+
+def served(collector: Collector, path: str) -> Any:
+    app = create_app(collector_service(collector))
+
+    async def get() -> Any:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://collector") as client:
+            response = await client.get(path)
+            assert response.status_code == 200
+            return response.json()
+
+    return asyncio.run(get())
+
+
+def test_the_served_spec_has_typed_request_and_response_schemas_for_all_8_mesh_topics() -> None:
+    topics = {entry["id"]: entry for entry in served(Collector(clock=Clock()), "/svc/spec")["topics"]}
+    for topic in MESH_TOPICS:
+        request, response = topics[topic]["requestSchema"], topics[topic]["responseSchema"]
+        assert request["type"] == response["type"] == "object", topic
+        assert response["properties"] and response["required"], topic
+        assert request["properties"] or topic == "svc:mesh:query:fleet", topic
+    assert topics["svc:mesh:register"]["requestSchema"]["required"] == ["service"]
+    assert topics["svc:mesh:register"]["responseSchema"]["required"] == ["accepted"]
+    event_schema = topics["svc:mesh:traces"]["requestSchema"]["properties"]["events"]["items"]
+    assert event_schema["required"] == ["traceId", "spanId", "service", "topic", "status"]
+    assert event_schema["properties"]["startedAt"]["format"] == "date-time"
+    assert event_schema["properties"]["traceId"]["maxLength"] == 256
+    issue_schema = topics["svc:mesh:issues"]["requestSchema"]["properties"]["issues"]["items"]
+    assert issue_schema["properties"]["count"]["minimum"] == 1
+    health = topics["svc:mesh:heartbeat"]["requestSchema"]["properties"]["health"]
+    assert health["properties"]["isHealthy"] == {"type": "boolean"}
+    assert topics["svc:mesh:query:trace"]["requestSchema"]["required"] == ["traceId"]
+    fleet = topics["svc:mesh:query:fleet"]["responseSchema"]
+    assert fleet["required"] == ["services", "topics", "issues", "dropped"]
+    assert fleet["properties"]["services"]["items"]["properties"]["missingFeeds"]["type"] == "array"
+    assert topics["svc:mesh:query:topic"]["responseSchema"]["properties"]["statusCounts"]["type"] == "object"
+    # The HTTP API document carries the same components.
+    components = served(Collector(clock=Clock()), "/svc/openapi.json")["components"]["schemas"]
+    assert any(schema == topics["svc:mesh:traces"]["requestSchema"] for schema in components.values())
+
+
+def test_a_malformed_feed_names_the_field_path() -> None:
+    collector = Collector(clock=Clock())
+    app = create_app(collector_service(collector))
+
+    async def run() -> None:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://collector") as client:
+            for topic, body, detail in [
+                ("svc:mesh:heartbeat", {"service": "orders", "health": {"isHealthy": "yes"}},
+                 "heartbeat: health.isHealthy: expected boolean"),
+                ("svc:mesh:traces", {"events": [event(1)], "batchId": ""},
+                 "traces: batchId: expected at least 1 character"),
+                ("svc:mesh:traces", {"events": {}}, "traces: events: expected array"),
+                ("svc:mesh:issues", {"issues": []}, "issues: service: required"),
+                ("svc:mesh:register", {"service": "orders", "topics": [{"requestSchema": {}}, {"id": 7}]},
+                 "register: topics[0].id: required; topics[1].id: expected string"),
+                ("svc:mesh:query:service", {"service": 5}, "query service: service: expected string"),
+                ("svc:mesh:query:trace", {}, "query trace: traceId: required"),
+            ]:  # fmt: skip
+                assert await invoke(client, topic, body) == (
+                    "bad-request", {"status": "bad-request", "detail": detail}), topic
+            assert collector.snapshot()["catalog"] == []
+
+    asyncio.run(run())
+
+
+def test_every_answer_fits_the_record_the_spec_publishes() -> None:
+    c = Collector(clock=Clock())
+    accepted = [
+        c.register(descriptor(version="2.0.0")),
+        c.heartbeat(heartbeat(digest="sha256:other")),
+        c.traces({"events": [event(1), event(2, status="timeout")], "batchId": "b-1"}),
+        c.issues({"service": "orders", "issues": [issue()]}),
+    ]
+    answers: list[tuple[type, Any]] = [(Accepted, ok(answer)) for answer in accepted]
+    answers += [
+        (FleetAnswer, ok(c.query_fleet({}))),
+        (ServiceAnswer, ok(c.query_service({"service": "orders"}))),
+        (TopicAnswer, ok(c.query_topic({"topic": "orders:get"}))),
+        (TraceAnswer, ok(c.query_trace({"traceId": f"{1:032x}"}))),
+    ]
+    assert any(answer.get("reregister") for _, answer in answers)
+    for record, answer in answers:
+        codec: Codec[Any] = codec_for(record)
+        # Decoding keeps only declared keys: an answer key the record does not declare would be missing here.
+        assert keys(codec.encode(codec.decode(answer))) == keys(answer), record.__name__
+
+
+def keys(value: Any) -> Any:
+    """The key structure of a JSON value (times read back through a record change form, not keys)."""
+    if isinstance(value, dict):
+        return {key: keys(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [keys(item) for item in value]
+    return None

@@ -15,8 +15,8 @@ import pytest
 
 from svcgen.runtime._mesh.collector import (
     Collector,
+    CollectorLimits,
     JsonFileStore,
-    Limits,
     MemoryStore,
     SnapshotError,
     collector_service,
@@ -258,7 +258,7 @@ def test_snapshot_round_trips_through_json_and_memory_store() -> None:
 def test_a_restored_window_keeps_the_configured_cap() -> None:
     c = collector()
     c.traces({"events": [event(n) for n in range(30)]})
-    small = collector(MemoryStore(c.snapshot()), limits=Limits(trace_window=10))
+    small = collector(MemoryStore(c.snapshot()), limits=CollectorLimits(trace_window=10))
     window = small.snapshot()["traces"]
     assert window["cap"] == 10
     assert [e["spanId"] for e in window["events"]] == [f"{n:016x}" for n in range(20, 30)]

@@ -7,13 +7,13 @@ import tracemalloc
 
 import pytest
 
-from svcgen.runtime._mesh.collector import Limits
+from svcgen.runtime._mesh.collector import CollectorLimits
 from tests.support.feeds import collector, event, ok
 
 
 @pytest.mark.usefixtures("any_store")
 def test_the_window_drops_oldest_and_counters_stay_exact() -> None:
-    c = collector(limits=Limits(trace_window=50))
+    c = collector(limits=CollectorLimits(trace_window=50))
     for batch in range(10):
         c.traces({"events": [event(batch * 100 + n, status="ok" if n % 4 else "timeout") for n in range(100)]})
     window = c.snapshot()["traces"]
@@ -51,7 +51,7 @@ def test_edges_are_found_whichever_span_arrives_first() -> None:
 
 
 def test_tables_are_bounded_and_count_what_they_evict() -> None:
-    c = collector(limits=Limits(counters=2, span_index=10, pending_children=5))
+    c = collector(limits=CollectorLimits(counters=2, span_index=10, pending_children=5))
     c.traces({"events": [event(n, topic_id=f"t:{n}", parent=f"{n + 10_000:016x}") for n in range(20)]})
     assert len(c.trace_log.counters) == 2
     assert c.trace_log.evicted_counters == 18
@@ -61,7 +61,7 @@ def test_tables_are_bounded_and_count_what_they_evict() -> None:
 
 
 def test_memory_is_flat_under_an_endless_trace_feed() -> None:
-    c = collector(limits=Limits(trace_window=1_000, span_index=2_000, pending_children=500))
+    c = collector(limits=CollectorLimits(trace_window=1_000, span_index=2_000, pending_children=500))
 
     def feed(batches: int, offset: int) -> None:
         for b in range(batches):

@@ -153,14 +153,34 @@ def test_field_names_must_be_canonical_camel_case(name: str, hint: str) -> None:
         ("map[string]", "{a: 1}", '{"a": 1}'),
         ("integer | boolean", "'x'", '"x"'),
         ("Order", "{orderId: 1}", '{"orderId": 1}'),
-        ("Order", "{}", "{}"),
-        ("Order", "{orderId: a, extra: 1}", '{"orderId": "a", "extra": 1}'),
+        ("Order", "{}", "{} (orderId: required)"),
+        ("Order", "{orderId: a, extra: 1}", '{"orderId": "a", "extra": 1} (extra: unexpected property)'),
     ],
 )
 def test_defaults_that_do_not_fit(type_: str, default: str, shown: str) -> None:
     text = MINIMAL.replace("orderId: string", f"orderId: string\n      value: {{type: '{type_}', default: {default}}}")
     assert errors(text) == [
         f"m.yaml:7:{len(type_) + 34}: default of field 'value' must fit its type {type_}, got {shown}"
+    ]
+
+
+@pytest.mark.parametrize("default", ["100000000000000000000000", "9223372036854775808", "-9223372036854775809"])
+def test_an_integer_default_outside_64_bits_is_refused_at_validate_with_its_position(default: str) -> None:
+    # The codec's rule (signed 64-bit): such a default would make every response carrying it a 500.
+    text = MINIMAL.replace("orderId: string", f"orderId: string\n      value: {{type: integer, default: {default}}}")
+    assert errors(text) == [
+        f"m.yaml:7:39: default of field 'value' must fit its type integer, got {default} "
+        "(integer out of range (signed 64-bit))"
+    ]
+
+
+def test_a_list_default_names_the_item_out_of_range_by_its_index() -> None:
+    big = "1" + "0" * 30
+    field = f"value: {{type: 'list[integer]', default: [1, {big}]}}"
+    text = MINIMAL.replace("orderId: string", f"orderId: string\n      {field}")
+    assert errors(text) == [
+        f"m.yaml:7:47: default of field 'value' must fit its type list[integer], got [1, {big}] "
+        "([1]: integer out of range (signed 64-bit))"
     ]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from svcgen.manifest.fits import fits, is_rfc3339
+from svcgen.manifest.fits import fits
 from svcgen.manifest.names import canonical_camel, did_you_mean, is_pascal_identifier, pascal_case
 from svcgen.manifest.routes import RouteSyntaxError, parse_route, shadows
 from svcgen.manifest.typeexpr import parse_type
@@ -94,8 +94,9 @@ def test_fits_checks_known_record_fields() -> None:
     assert not fits(parse_type("Unknown"), [], records)
 
 
-def test_rfc3339() -> None:
-    assert is_rfc3339("2024-02-29T23:59:59.5-07:30")
-    assert not is_rfc3339("2023-02-29T00:00:00Z")
-    assert not is_rfc3339("2024-01-01 00:00:00Z")
-    assert not is_rfc3339("2024-01-01T00:00:00")
+def test_datetimes_fit_by_the_codecs_rfc3339_rule() -> None:
+    datetime = parse_type("datetime")
+    assert fits(datetime, "2024-02-29T23:59:59.5-07:30")
+    assert not fits(datetime, "2023-02-29T00:00:00Z")
+    assert not fits(datetime, "2024-01-01 00:00:00Z")
+    assert not fits(datetime, "2024-01-01T00:00:00")

@@ -27,3 +27,10 @@ def test_formatting_alternating_seconds_never_reuses_the_wrong_one() -> None:
 @given(st.integers(min_value=0, max_value=253_402_300_799_000))
 def test_rfc3339_reads_back_to_the_same_millisecond(millis: int) -> None:
     assert parse_rfc3339(rfc3339(millis / 1000)) == millis / 1000
+
+
+def test_a_year_below_1000_keeps_four_digits() -> None:
+    # Found by the collector's typed answer schema (firstSeen is a date-time): strftime wrote "68-01-01T...".
+    moment = datetime(68, 1, 1, 18, 35, 56, 700000, tzinfo=UTC).timestamp()
+    assert rfc3339(moment) == "0068-01-01T18:35:56.700Z"
+    assert parse_rfc3339(rfc3339(moment)) == moment

@@ -18,6 +18,7 @@ from svcgen.runtime._health import HealthCheck, HealthChecks
 from svcgen.runtime._http.app import HttpApp
 from svcgen.runtime._identity import Identity
 from svcgen.runtime._mesh.probe import INCONCLUSIVE, NOT_SATISFIED, SATISFIED, ProbeReport, probe
+from svcgen.runtime._mesh.wellknown import SurfaceAnswer, SurfaceProblem, health_document, spec_document
 from svcgen.runtime._registry import Registry
 from svcgen.runtime._service import Service
 from tests.support.fakes import registry
@@ -160,3 +161,14 @@ def test_svcgen_probe_refuses_a_url_that_is_not_http() -> None:
     assert result.returncode == 1
     assert "not an http(s) URL" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_probe_and_the_poller_judge_a_surface_by_one_rule() -> None:
+    # One client of the well-known surfaces: a spec without a topics array is no spec to either of them.
+    not_a_spec = SurfaceAnswer("http://x/svc/spec", 200, b'{"service": "x"}')
+    with pytest.raises(SurfaceProblem, match="no topics array"):
+        spec_document(not_a_spec)
+    assert spec_document(SurfaceAnswer("http://x/svc/spec", 203, b'{"topics": []}')) == {"topics": []}
+    assert health_document(SurfaceAnswer("http://x/svc/health", 404)) is None
+    with pytest.raises(SurfaceProblem, match="answer exceeds 10 bytes"):
+        health_document(SurfaceAnswer("http://x/svc/health", error="answer exceeds 10 bytes"))

@@ -15,8 +15,9 @@ from svcgen.runtime._http.app import create_app
 from svcgen.runtime._identity import Identity
 from svcgen.runtime._mesh.exporters import InMemoryExporter, QueueExporter
 from svcgen.runtime._mesh.issues import IssueAggregator
+from svcgen.runtime._mesh.messages import MAX_TEXT
 from svcgen.runtime._mesh.tracecontext import current_trace
-from svcgen.runtime._mesh.traces import LOG_EVERY, MAX_TEXT, REANCHOR_SECONDS, TraceEvent, TraceMiddleware, TraceRecord
+from svcgen.runtime._mesh.traces import LOG_EVERY, REANCHOR_SECONDS, TraceEvent, TraceMiddleware, TraceRecord
 from svcgen.runtime._pipeline import Next
 from svcgen.runtime._registry import Registry
 from svcgen.runtime._result import Result

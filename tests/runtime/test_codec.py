@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from svcgen.runtime._codec import DecodeError, codec_for
+from svcgen.runtime._meta import Meta
 from svcgen.runtime._naming import snake_to_camel
 from svcgen.runtime._schema import schema_of
 
@@ -737,3 +738,36 @@ def test_random_records_round_trip_and_fit_their_schema(case: tuple[Any, Any]) -
     wire_of = {f.name: f.metadata.get("wire") or snake_to_camel(f.name) for f in dataclasses.fields(cls)}
     trimmed = {key: item for key, item in as_json.items() if key not in {wire_of[name] for name in defaults}}
     assert codec.decode(trimmed) == dataclasses.replace(value, **defaults)
+
+
+@dataclass
+class _Bounded:
+    name: typing.Annotated[str, Meta(min_length=1, max_length=3)] | None = None
+    share: typing.Annotated[float, Meta(minimum=0, maximum=1.5)] | None = None
+
+
+@pytest.mark.parametrize(
+    ("body", "violation"),
+    [
+        ({"name": "abc", "share": 1.5}, None),
+        ({"name": "a", "share": 0}, None),
+        ({"name": None, "share": None}, None),
+        ({"name": ""}, ["name", "expected at least 1 character"]),
+        ({"name": "abcd"}, ["name", "expected at most 3 characters"]),
+        ({"name": 7}, ["name", "expected string"]),
+        ({"share": -0.5}, ["share", "expected at least 0"]),
+        ({"share": 2.0}, ["share", "expected at most 1.5"]),
+        ({"share": float("inf")}, ["share", "expected number"]),
+        ({"share": float("nan")}, ["share", "expected number"]),
+        ({"share": True}, ["share", "expected number"]),
+    ],
+)
+def test_bounded_text_and_numbers_checked_inline_decide_as_the_full_decoder(body: Any, violation: Any) -> None:
+    # Length and range bounds are checked inline in a record's decoder; a miss goes to the full decoder.
+    codec = codec_for(_Bounded)
+    if violation is None:
+        assert codec.decode(body) == _Bounded(body.get("name"), None if body.get("share") is None else body["share"])
+        return
+    with pytest.raises(DecodeError) as info:
+        codec.decode(body)
+    assert info.value.violations == [violation]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from svcgen.runtime._mesh.collector import Collector, Limits, MemoryStore, Store
+from svcgen.runtime._mesh.collector import Collector, CollectorLimits, MemoryStore, Store
 from svcgen.runtime._mesh.collector.store import SharedStore
 
 START = 1_800_000_000.0
@@ -29,7 +29,7 @@ default_store: StoreFactory = MemoryStore
 
 
 def collector(store: Store | SharedStore | None = None, clock: Clock | None = None, **options: Any) -> Collector:
-    limits = options.pop("limits", None) or Limits()
+    limits = options.pop("limits", None) or CollectorLimits()
     return Collector(store if store is not None else default_store(), clock=clock or Clock(), limits=limits,
                      **options)  # fmt: skip
 

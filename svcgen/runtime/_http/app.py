@@ -21,11 +21,11 @@ from .docspage import DOCS_HEADERS, docs_page
 from .httpapi import build_http_api
 from .limits import LIMIT_STATUS, LimitExceeded, Limits, check_headers
 from .requests import (
+    AsgiScope,
     BodyTooLarge,
     ClientDisconnected,
     QueryNotUtf8,
     Receive,
-    Scope,
     Send,
     query_fields,
     read_body,
@@ -37,7 +37,7 @@ from .routing import PathNotUtf8, Route, RouteError, Router, split_path, split_r
 logger = logging.getLogger("svcgen.http")
 
 LifespanHook = Callable[[], Awaitable[None]]
-_Surface = Callable[[Scope, Receive, Send], Awaitable[None]]
+_Surface = Callable[[AsgiScope, Receive, Send], Awaitable[None]]
 
 
 class HttpApp:
@@ -76,14 +76,14 @@ class HttpApp:
         self._topic_invoke = split_path(well_known_surfaces(service.prefix)["invoke"][1]) if invoke else None
         self._refuse_shadowing()
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "http":
             await self._http(scope, receive, send)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
 
-    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _http(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
         method = scope["method"]
         path = scope["path"]
         try:
@@ -205,7 +205,7 @@ class HttpApp:
                     f"route {route} collides with the well-known surface {surface}; move the route or change the prefix"
                 )
 
-    async def _invoke(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _invoke(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
         raw = await read_body(receive, self.max_body_bytes)
         try:
             answer = await self.service.invoke_envelope(raw, json_limits=self._json_limits)
@@ -214,11 +214,11 @@ class HttpApp:
             return
         await send_response(send, 200, answer)
 
-    async def _health(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _health(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
         report = await self.service.check_health()
         await send_response(send, 200 if report.is_healthy else 503, orjson.dumps(report.document()))
 
-    async def _openapi(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _openapi(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
         await send_response(send, 200, self.openapi_body)
 
     @cached_property
@@ -236,10 +236,10 @@ class HttpApp:
     def http_api_body(self) -> bytes:
         return document_bytes(self.http_api)
 
-    async def _http_api(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _http_api(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
         await send_response(send, 200, self.http_api_body)
 
-    async def _docs(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _docs(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
         await send_response(send, 200, self._docs_page, DOCS_HEADERS)
 
     @cached_property
@@ -279,7 +279,7 @@ def shadowed_surface(route: Route, prefix: str, served: Collection[str] | None =
 
 
 def _constant(body: bytes) -> _Surface:
-    async def answer(scope: Scope, receive: Receive, send: Send) -> None:
+    async def answer(scope: AsgiScope, receive: Receive, send: Send) -> None:
         await send_response(send, 200, body)
 
     return answer

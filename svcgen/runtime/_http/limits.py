@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from .. import _status as st
 from .._jsonlimits import DEFAULT_MAX_JSON_CONTAINERS, DEFAULT_MAX_JSON_DEPTH, JsonLimits
-from .requests import Scope
+from .requests import AsgiScope
 
 DEFAULT_MAX_BODY_BYTES: Final = 1024 * 1024
 DEFAULT_MAX_HEADERS: Final = 100
@@ -100,7 +100,7 @@ def server_options(idle_timeout: float = DEFAULT_IDLE_TIMEOUT, *, access_log: bo
     }
 
 
-def check_headers(scope: Scope, limits: Limits) -> None:
+def check_headers(scope: AsgiScope, limits: Limits) -> None:
     """Raises `LimitExceeded` (431) when the request carries more header lines than allowed."""
     count = len(scope.get("headers") or ())
     if count > limits.max_headers:

@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import parse_qsl
 
-Scope = MutableMapping[str, Any]
+AsgiScope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
@@ -20,7 +20,7 @@ class ClientDisconnected(Exception):
     pass
 
 
-def request_headers(scope: Scope) -> dict[str, str]:
+def request_headers(scope: AsgiScope) -> dict[str, str]:
     """Lower-cased headers; repeated headers are joined with `, ` as HTTP allows."""
     headers: dict[str, str] = {}
     for raw_name, raw_value in scope.get("headers") or ():
@@ -34,7 +34,7 @@ class QueryNotUtf8(ValueError):
     """A query string whose bytes, raw or percent-encoded, are not UTF-8: refused, never silently replaced."""
 
 
-def query_fields(scope: Scope) -> dict[str, str]:
+def query_fields(scope: AsgiScope) -> dict[str, str]:
     """Query-string fields; where a name repeats, the last value wins. Raises `QueryNotUtf8`."""
     raw = scope.get("query_string") or b""
     if not raw:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import TypeAlias
+
+from .._codec import DecodeError, decode_datetime
 
 WallClock: TypeAlias = Callable[[], float]
 """Seconds since the Unix epoch, UTC."""
@@ -28,7 +29,9 @@ def rfc3339(epoch_seconds: float) -> str:
     # A batch of trace events mostly shares its seconds: format each second once (one tuple, swapped atomically).
     cached_seconds, text = _last_second
     if cached_seconds != seconds:
-        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+        t = time.gmtime(seconds)
+        # Not strftime: its %Y is not zero-padded below year 1000 on every platform ("68-01-01" is no RFC 3339).
+        text = f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}"
         _last_second = (seconds, text)
     return f"{text}.{fraction:03d}Z"
 
@@ -37,13 +40,8 @@ _last_second: tuple[int, str] = (-1, "")
 
 
 def parse_rfc3339(value: object) -> float | None:
-    """Epoch seconds of an RFC 3339 / ISO 8601 time (no offset means UTC); None for anything else."""
-    if not isinstance(value, str) or not value:
-        return None
+    """Epoch seconds of an RFC 3339 date-time, read by the codec's one reader (`T`, an offset); None otherwise."""
     try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
+        return decode_datetime(value).timestamp()
+    except DecodeError:
         return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.timestamp()

@@ -25,7 +25,7 @@ import httpx
 
 from .. import _status as st
 from .._http.app import HttpApp
-from .._http.requests import Receive, Scope, Send
+from .._http.requests import AsgiScope, Receive, Send
 from .._http.responses import send_failure
 from .._reserved import DEFAULT_PREFIX
 from .artifacts import write_artifacts
@@ -35,7 +35,7 @@ from .collector.store import SharedStore
 from .feeds import TOKEN_ENV
 from .jetstream import FeedConsumer, MeshStream
 from .poller import DEFAULT_INTERVAL as DEFAULT_POLL_INTERVAL
-from .poller import Poller, Target
+from .poller import FleetEntry, Poller
 
 logger = logging.getLogger("svcgen.mesh.collector")
 
@@ -49,7 +49,7 @@ class CollectorSettings:
     """JSON-file store; None keeps the state in memory only (unless `database` is set)."""
     database: str | None = None
     """A PostgreSQL URL (`postgresql://...`): the state lives in its tables, shared by every replica given it."""
-    fleet: Sequence[Target] = ()
+    fleet: Sequence[FleetEntry] = ()
     """(name, base URL) of services to poll; their surfaces live under `prefix`."""
     poll_interval: float = DEFAULT_POLL_INTERVAL
     artifacts: Path | None = None
@@ -76,7 +76,7 @@ class TokenLock:
         self.app = app
         self._token = token.encode()
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan" or self._admits(scope):
             await self.app(scope, receive, send)
             return
@@ -85,7 +85,7 @@ class TokenLock:
             return
         await send_failure(send, 401, st.UNAUTHORIZED, "this collector wants `authorization: Bearer <token>`")
 
-    def _admits(self, scope: Scope) -> bool:
+    def _admits(self, scope: AsgiScope) -> bool:
         if scope["type"] == "http" and scope["method"] in ("GET", "HEAD") and scope["path"] in self.OPEN_PATHS:
             return True
         presented = b""

@@ -3,7 +3,7 @@
 A service appears in the mesh by being pollable, without pushing anything. One sweep polls every target
 concurrently, each poll bounded by a timeout; sweeps run on an interval (default 30 s) as one asyncio task
 and never overlap. A failed poll is recorded as an error, never as data, and nothing a target answers (or
-fails to answer) stops the loop.
+fails to answer) stops the loop. The surfaces are fetched and judged by `wellknown`, the probe's client too.
 
 With the collector's token, every poll request carries `authorization: Bearer <token>` too, so services behind the
 same lock answer it.
@@ -29,21 +29,26 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeAlias
 
 import httpx
-import orjson
 
 from .._reserved import DEFAULT_PREFIX, normalize_prefix
 from .clock import MonotonicClock
 from .feeds import bearer
+from .wellknown import (
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_TIMEOUT,
+    SurfaceAnswer,
+    SurfaceClient,
+    SurfaceProblem,
+    health_document,
+    spec_document,
+)
 
 logger = logging.getLogger("svcgen.mesh.poller")
 
 DEFAULT_INTERVAL: Final = 30.0
-DEFAULT_TIMEOUT: Final = 5.0
 DEFAULT_MAX_CONCURRENCY: Final = 16
-DEFAULT_MAX_BODY_BYTES: Final = 4 * 1024 * 1024
 DEFAULT_STOP_TIMEOUT: Final = 5.0
 
-_NO_HEALTH_SURFACE: Final = frozenset({404, 405})
 
 
 class PollSink(Protocol):
@@ -61,9 +66,9 @@ class PollSink(Protocol):
     ) -> None: ...
 
 
-Target: TypeAlias = "tuple[str, str] | tuple[str, str, str]"
+FleetEntry: TypeAlias = "tuple[str, str] | tuple[str, str, str]"
 """(service name, base URL) polled under the poller's prefix, or (name, base URL, that service's prefix)."""
-FleetSource: TypeAlias = "Iterable[Target] | Callable[[], Iterable[Target] | Awaitable[Iterable[Target]]]"
+FleetSource: TypeAlias = "Iterable[FleetEntry] | Callable[[], Iterable[FleetEntry] | Awaitable[Iterable[FleetEntry]]]"
 Sleep: TypeAlias = Callable[[float], Awaitable[None]]
 
 
@@ -80,10 +85,6 @@ class Poll:
     @property
     def ok(self) -> bool:
         return self.error is None
-
-
-class _Failed(Exception):
-    """A surface's answer that is not data; the message says why."""
 
 
 class Poller:
@@ -114,7 +115,7 @@ class Poller:
         self.max_body_bytes = max_body_bytes
         self.stop_timeout = stop_timeout
         self._transport = transport
-        self._headers = {"accept": "application/json", **bearer(token)}
+        self._headers = bearer(token)
         self._sleep = sleep
         self._clock = clock
         self._task: asyncio.Task[None] | None = None
@@ -221,97 +222,38 @@ class Poller:
         return poll
 
     async def _poll(self, client: httpx.AsyncClient, name: str, base: str, prefix: str) -> Poll:
-        spec, health = await asyncio.gather(
-            self._surface(client, f"{base}{prefix}/spec"),
-            self._surface(client, f"{base}{prefix}/health"),
-            return_exceptions=True,
-        )
+        surfaces = SurfaceClient(client, timeout=self.timeout, max_body_bytes=self.max_body_bytes,
+                                 headers=self._headers)  # fmt: skip
+        spec, health = await asyncio.gather(surfaces.spec(base, prefix), surfaces.health(base, prefix),
+                                            return_exceptions=True)  # fmt: skip
         errors: list[str] = []
-        spec_doc = self._parsed_spec((name, base, prefix), spec, errors)
-        health_doc = _health(health, errors)
+        spec_doc = self._parsed_spec((name, base, prefix), _answered(spec, f"{base}{prefix}/spec"), errors)
+        health_doc: dict[str, Any] | None = None
+        try:
+            health_doc = health_document(_answered(health, f"{base}{prefix}/health"))
+        except SurfaceProblem as exc:
+            errors.append(f"health: {exc}")
         if errors:
             return Poll(name, base, error="; ".join(errors))
         return Poll(name, base, spec=spec_doc, health=health_doc)
 
-    def _parsed_spec(self, target: tuple[str, str, str], answer: tuple[int, bytes] | BaseException,
+    def _parsed_spec(self, target: tuple[str, str, str], answer: SurfaceAnswer,
                      errors: list[str]) -> dict[str, Any] | None:
         digest = b""
-        if isinstance(answer, tuple):
-            status, body = answer
-            digest = hashlib.sha256(body).digest()
+        if answer.status is not None:
+            digest = hashlib.sha256(answer.content).digest()
             held = self._specs.get(target)
-            if held is not None and held[0] == digest and 200 <= status < 300:
+            if held is not None and held[0] == digest and 200 <= answer.status < 300:
                 return held[1]
-        document = _spec(answer, errors)
-        if document is not None:
-            self._specs[target] = (digest, document)
-        return document
-
-    async def _surface(self, client: httpx.AsyncClient, url: str) -> tuple[int, bytes]:
-        """(status, body) of a GET, the body capped at `max_body_bytes`; raises `_Failed` otherwise."""
         try:
-            # One deadline for the whole exchange: httpx's timeout is per phase, and a trickling
-            # body could otherwise hold the sweep far beyond it.
-            async with asyncio.timeout(self.timeout):
-                async with client.stream("GET", url, headers=self._headers) as response:
-                    chunks: list[bytes] = []
-                    size = 0
-                    async for chunk in response.aiter_bytes():
-                        size += len(chunk)
-                        if size > self.max_body_bytes:
-                            raise _Failed(f"answer exceeds {self.max_body_bytes} bytes")
-                        chunks.append(chunk)
-                    return response.status_code, b"".join(chunks)
-        except (TimeoutError, httpx.TimeoutException):
-            raise _Failed(f"no answer within {self.timeout:g}s") from None
-        except httpx.HTTPError as exc:
-            raise _Failed(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__) from None
-
-
-def _spec(answer: tuple[int, bytes] | BaseException, errors: list[str]) -> dict[str, Any] | None:
-    try:
-        status, body = _answer(answer)
-        if not 200 <= status < 300:
-            raise _Failed(f"HTTP {status}")
-        document = _object(body)
-        if not isinstance(document.get("topics"), list):
-            raise _Failed("not a service spec (no topics array)")
-        return document
-    except _Failed as exc:
-        errors.append(f"spec: {exc}")
-        return None
-
-
-def _health(answer: tuple[int, bytes] | BaseException, errors: list[str]) -> dict[str, Any] | None:
-    try:
-        status, body = _answer(answer)
-        if status in _NO_HEALTH_SURFACE:
+            document = spec_document(answer)
+        except SurfaceProblem as exc:
+            errors.append(f"spec: {exc}")
             return None
-        if status not in (200, 503):
-            raise _Failed(f"HTTP {status}")
-        document = _object(body)
-        if not isinstance(document.get("isHealthy"), bool):
-            raise _Failed("not a health aggregate (no boolean isHealthy)")
+        self._specs[target] = (digest, document)
         return document
-    except _Failed as exc:
-        errors.append(f"health: {exc}")
-        return None
 
 
-def _answer(answer: tuple[int, bytes] | BaseException) -> tuple[int, bytes]:
-    if isinstance(answer, _Failed):
-        raise answer
-    if isinstance(answer, BaseException):
-        # Anything else escaping a request is still only this target's failure.
-        raise _Failed(type(answer).__name__)
-    return answer
-
-
-def _object(body: bytes) -> dict[str, Any]:
-    try:
-        document = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        raise _Failed("body is not valid JSON") from None
-    if not isinstance(document, dict):
-        raise _Failed("body is not a JSON object")
-    return document
+def _answered(answer: SurfaceAnswer | BaseException, url: str) -> SurfaceAnswer:
+    # Anything else escaping a request is still only this target's failure.
+    return answer if isinstance(answer, SurfaceAnswer) else SurfaceAnswer(url, error=type(answer).__name__)

@@ -1,26 +1,35 @@
 """The outside-in profile audit: a black-box probe of a running service over HTTP.
 
-It speaks only the spec, health and invoke surfaces. What it cannot observe stays `inconclusive`,
-never upgraded: R8, the register and heartbeat half of R6, and R7 under a non-default prefix.
+It speaks only the spec, health and invoke surfaces, through the one client of them (`wellknown`, the poller's
+too). What it cannot observe stays `inconclusive`, never upgraded: R8, the register and heartbeat half of R6, and
+R7 under a non-default prefix.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
 import httpx
-import orjson
 
-from .. import _status as st
 from .._reserved import DEFAULT_PREFIX, MESH_TOPIC, is_reserved_topic, normalize_prefix
 from .profile import REQUIREMENTS
+from .wellknown import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT  # the CLI's `probe --timeout` default
+from .wellknown import (
+    SurfaceAnswer,
+    SurfaceClient,
+    SurfaceProblem,
+    descriptor_document,
+    envelope_document,
+    health_document,
+    spec_document,
+)
 
 SATISFIED: Final = "satisfied"
 NOT_SATISFIED: Final = "not-satisfied"
 INCONCLUSIVE: Final = "inconclusive"
-DEFAULT_TIMEOUT: Final = 5.0
 
 
 @dataclass(frozen=True)
@@ -62,31 +71,6 @@ class ProbeReport:
         }
 
 
-@dataclass(frozen=True)
-class _Answer:
-    """One surface's answer: an HTTP status and its JSON object, or why there is none."""
-
-    url: str
-    status: int | None = None
-    body: dict[str, Any] | None = None
-    error: str | None = None
-
-    @property
-    def unreachable(self) -> bool:
-        return self.status is None
-
-    @property
-    def absent(self) -> bool:
-        return self.status in (404, 405)
-
-    def says(self) -> str:
-        if self.status is None:
-            return f"{self.url}: {self.error}"
-        if self.body is None:
-            return f"{self.url} answered {self.status} without a JSON object"
-        return f"{self.url} answered {self.status}"
-
-
 async def probe(
     base_url: str,
     *,
@@ -97,66 +81,34 @@ async def probe(
     base = base_url.rstrip("/")
     mount = normalize_prefix(prefix)
     async with httpx.AsyncClient(timeout=timeout, transport=transport) as client:
+        surfaces = SurfaceClient(client, timeout=timeout)
         spec, health, mesh = await asyncio.gather(
-            _fetch(client, "GET", f"{base}{mount}/spec"),
-            _fetch(client, "GET", f"{base}{mount}/health"),
-            _fetch(client, "POST", f"{base}{mount}/invoke", {"topic": MESH_TOPIC}),
+            surfaces.spec(base, mount), surfaces.health(base, mount), surfaces.descriptor(base, mount)
         )
-    descriptor = _descriptor(mesh)
-    verdicts = _Verdicts(spec, health, mesh, descriptor, mount, default_prefix=mount == DEFAULT_PREFIX)
+    verdicts = _Verdicts(spec, health, mesh, mount, default_prefix=mount == DEFAULT_PREFIX)
     return ProbeReport(base, mount or "/", tuple(verdicts.judge(requirement) for requirement in REQUIREMENTS))
 
 
-async def _fetch(client: httpx.AsyncClient, method: str, url: str, payload: Any = None) -> _Answer:
+def _read(read: Callable[[SurfaceAnswer], dict[str, Any] | None], answer: SurfaceAnswer) -> dict[str, Any] | None:
     try:
-        response = await client.request(method, url, json=payload)
-    except httpx.TimeoutException:
-        return _Answer(url, error="no answer within the timeout")
-    except httpx.HTTPError as exc:
-        return _Answer(url, error=f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
-    try:
-        body = orjson.loads(response.content)
-    except orjson.JSONDecodeError:
-        body = None
-    return _Answer(url, response.status_code, body if isinstance(body, dict) else None)
-
-
-def _descriptor(mesh: _Answer) -> dict[str, Any] | None:
-    """The descriptor from a `svc:mesh` response envelope, or None."""
-    if mesh.status != 200 or mesh.body is None or mesh.body.get("statusCode") != st.OK:
+        return read(answer)
+    except SurfaceProblem:
         return None
-    body = mesh.body.get("body")
-    try:
-        document = orjson.loads(body) if isinstance(body, str) else None
-    except orjson.JSONDecodeError:
-        return None
-    return document if isinstance(document, dict) and isinstance(document.get("service"), str) else None
 
 
 class _Verdicts:
     def __init__(
-        self,
-        spec: _Answer,
-        health: _Answer,
-        mesh: _Answer,
-        descriptor: dict[str, Any] | None,
-        mount: str,
-        *,
-        default_prefix: bool,
+        self, spec: SurfaceAnswer, health: SurfaceAnswer, mesh: SurfaceAnswer, mount: str, *, default_prefix: bool
     ) -> None:
-        self.spec, self.health, self.mesh, self.descriptor = spec, health, mesh, descriptor
+        self.spec, self.health, self.mesh = spec, health, mesh
         self.mount = mount
         self.default_prefix = default_prefix
-        self.spec_ok = spec.status == 200 and spec.body is not None and isinstance(spec.body.get("topics"), list)
-        self.health_ok = health.status in (200, 503) and health.body is not None and isinstance(
-            health.body.get("isHealthy"), bool
-        )
-        self.invoke_ok = (
-            mesh.status == 200
-            and mesh.body is not None
-            and isinstance(mesh.body.get("statusCode"), str)
-            and isinstance(mesh.body.get("isSuccessful"), bool)
-        )
+        self.spec_document = _read(spec_document, spec)
+        self.health_document = _read(health_document, health)
+        self.descriptor = _read(descriptor_document, mesh)
+        self.spec_ok = self.spec_document is not None
+        self.health_ok = self.health_document is not None
+        self.invoke_ok = _read(envelope_document, mesh) is not None
 
     def judge(self, requirement: str) -> Verdict:
         verdict, reason = getattr(self, f"_{requirement.lower()}")()
@@ -173,7 +125,7 @@ class _Verdicts:
         return NOT_SATISFIED, f"no well-known surface answers under {self.mount or '/'}"
 
     def _r2(self) -> tuple[str, str]:
-        documents = [d for d in (self.spec.body if self.spec_ok else None, self.descriptor) if d is not None]
+        documents = [d for d in (self.spec_document, self.descriptor) if d is not None]
         if not documents:
             return INCONCLUSIVE, "neither the spec nor the descriptor could be read"
         topics = {
@@ -195,11 +147,11 @@ class _Verdicts:
     def _r5(self) -> tuple[str, str]:
         return self._surface(self.spec, self.spec_ok, "a spec document")
 
-    def _surface(self, answer: _Answer, ok: bool, expected: str) -> tuple[str, str]:
+    def _surface(self, answer: SurfaceAnswer, ok: bool, expected: str) -> tuple[str, str]:
         if ok:
             detail = ""
-            if answer is self.health and answer.body is not None:
-                detail = " (healthy)" if answer.body["isHealthy"] else " (unhealthy)"
+            if answer is self.health and self.health_document is not None:
+                detail = " (healthy)" if self.health_document["isHealthy"] else " (unhealthy)"
             return SATISFIED, f"{answer.says()} with {expected}{detail}"
         if answer.unreachable:
             return INCONCLUSIVE, answer.says()

@@ -29,6 +29,7 @@ from .._pipeline import Next, cancelled_from_outside
 from .._result import Result
 from .._status import TIMEOUT, UNEXPECTED_ERROR
 from .clock import MonotonicClock, WallClock, monotonic_clock, rfc3339, wall_clock
+from .messages import MAX_TEXT  # caller-chosen text past it: an unrouted topic is cut, a correlation id left out
 from .tracecontext import (
     TRACEPARENT,
     IdGenerator,
@@ -49,8 +50,6 @@ logger = logging.getLogger("svcgen.mesh.traces")
 CORRELATION_HEADER: Final = "x-correlation-id"
 LOG_EVERY: Final = 1000
 """A tracing failure that keeps happening is logged on its 1st, 1001st, ... occurrence, not per request."""
-MAX_TEXT: Final = 256
-"""Caller-chosen text kept in an event: a longer unrouted topic is cut, a longer correlation id left out."""
 
 REANCHOR_SECONDS: Final = 1.0
 """How often the tracer re-reads the wall clock beside the monotonic one; a wall-clock step shows in `startedAt`

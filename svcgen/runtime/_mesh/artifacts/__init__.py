@@ -6,7 +6,7 @@
 
 from .annotations import build_annotations
 from .asyncapi import build_asyncapi
-from .estate import build_manifest, build_service_documents
+from .estate import build_estate_manifest, build_service_documents
 from .filenames import sanitise, service_file_names
 from .health import HEALTHY, UNHEALTHY, UNREACHABLE, service_health
 from .issues import build_issues
@@ -21,8 +21,8 @@ __all__ = [
     "UNREACHABLE",
     "build_annotations",
     "build_asyncapi",
+    "build_estate_manifest",
     "build_issues",
-    "build_manifest",
     "build_service_documents",
     "build_topics",
     "build_topology",

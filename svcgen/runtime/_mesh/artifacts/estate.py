@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
+from ..._jsontext import content_hash, hash_bytes
 from ..._reserved import DEFAULT_PREFIX, normalize_prefix
 from ..collector.declarations import current_entries
 from ..collector.snapshot import CatalogEntry, InstanceEntry, Json, PollEntry, Snapshot
-from .encoding import canonical_text, text_hash
 from .health import HealthVerdict, newest_poll, service_health
 from .times import utc_text
 
@@ -50,7 +50,7 @@ def estate_names(snapshot: Snapshot) -> list[str]:
     return sorted(names)
 
 
-def build_manifest(snapshot: Snapshot, *, generated_at: str, prefix: str = DEFAULT_PREFIX) -> Json:
+def build_estate_manifest(snapshot: Snapshot, *, generated_at: str, prefix: str = DEFAULT_PREFIX) -> Json:
     drifting = _drifting_services(snapshot)
     services: list[Json] = []
     for facts in _facts(snapshot):
@@ -118,10 +118,10 @@ def _spec_of(entry: CatalogEntry | None) -> _Spec | None:
         return None
     spec = entry.get("spec")
     if isinstance(spec, Mapping):
-        text = canonical_text(spec)
+        data = hash_bytes(spec)
         return _Spec(
-            text,
-            entry.get("specHash") or text_hash(text),
+            data.decode("utf-8", "surrogatepass"),
+            entry.get("specHash") or content_hash(data),
             entry.get("previousSpecHash"),
             utc_text(entry.get("specFetchedAt")),
         )
@@ -129,8 +129,8 @@ def _spec_of(entry: CatalogEntry | None) -> _Spec | None:
     topics = descriptor.get("topics") if isinstance(descriptor, Mapping) else None
     if not isinstance(topics, list):
         return None
-    text = canonical_text({"service": entry["service"], "topics": topics})
-    return _Spec(text, text_hash(text), None, utc_text(entry.get("registeredAt")))
+    data = hash_bytes({"service": entry["service"], "topics": topics})
+    return _Spec(data.decode("utf-8", "surrogatepass"), content_hash(data), None, utc_text(entry.get("registeredAt")))
 
 
 def _base_url(entry: CatalogEntry | None, poll: PollEntry | None) -> str | None:

@@ -15,7 +15,7 @@ from typing import Final
 
 from ... import _status as st
 from ..._http.app import HttpApp
-from ..._http.requests import Receive, Scope, Send
+from ..._http.requests import AsgiScope, Receive, Send
 from ..._http.responses import send_failure, send_response
 from ..._reserved import DEFAULT_PREFIX, normalize_prefix
 from .writer import SERVICES_DIR
@@ -44,7 +44,7 @@ class ArtifactSite:
         invoke = f'content="{html.escape(relative)}"'.encode()
         self._dashboard = dashboard_html().replace(_INVOKE_META, invoke, 1)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] in ("GET", "HEAD"):
             path: str = scope["path"]
             if path in ("/", f"/{DASHBOARD}"):

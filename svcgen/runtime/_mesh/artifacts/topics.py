@@ -18,11 +18,11 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..._jsontext import hash_bytes
 from ..._reserved import is_reserved_topic
 from ..collector.declarations import TopicContract, current_entries, produced_topics, served_topics
 from ..collector.mismatches import find_mismatches, mismatched_topics
 from ..collector.snapshot import Json, Snapshot
-from .encoding import canonical_text
 from .times import utc_text
 
 TopicKey = tuple[str, str]
@@ -121,5 +121,5 @@ def _changes_by_topic(snapshot: Snapshot, served: Mapping[TopicKey, list[TopicCo
     return dict(changes)
 
 
-def _schemas_text(contract: TopicContract) -> str:
-    return canonical_text([contract.request_schema, contract.response_schema])
+def _schemas_text(contract: TopicContract) -> bytes:
+    return hash_bytes([contract.request_schema, contract.response_schema])

@@ -13,13 +13,13 @@ import os
 from pathlib import Path
 from typing import Final
 
+from ..._jsontext import document_bytes
 from ..._reserved import DEFAULT_PREFIX
 from ..atomicwrite import write_atomic
 from ..collector.snapshot import Json, Snapshot
 from .annotations import build_annotations
 from .asyncapi import build_asyncapi
-from .encoding import document_bytes
-from .estate import build_manifest, build_service_documents
+from .estate import build_estate_manifest, build_service_documents
 from .filenames import service_file_names
 from .issues import build_issues
 from .times import Now, generated_at
@@ -54,7 +54,7 @@ def write_artifacts(snapshot: Snapshot, target: Path, *, now: Now = None, prefix
         ("asyncapi.json", build_asyncapi(snapshot)),
         ("annotations.json", build_annotations(generated_at=stamp)),
         ("issues.json", build_issues(snapshot, generated_at=stamp)),
-        ("manifest.json", build_manifest(snapshot, generated_at=stamp, prefix=prefix)),
+        ("manifest.json", build_estate_manifest(snapshot, generated_at=stamp, prefix=prefix)),
     ]
     for file_name, document in top_level:
         written.append(write_json(confined(root, file_name), document))

@@ -5,10 +5,10 @@ Host it with `create_app(collector_service(Collector(JsonFileStore(path))))`; th
 """
 
 from .collector import Collector, SnapshotError
-from .limits import Limits
+from .limits import CollectorLimits
 from .service import collector_service
 from .snapshot import Snapshot
 from .store import JsonFileStore, MemoryStore, Store, Stored, StoreError
 
-__all__ = ["Collector", "JsonFileStore", "Limits", "MemoryStore", "Snapshot", "SnapshotError", "Store",
+__all__ = ["Collector", "CollectorLimits", "JsonFileStore", "MemoryStore", "Snapshot", "SnapshotError", "Store",
            "StoreError", "Stored", "collector_service"]

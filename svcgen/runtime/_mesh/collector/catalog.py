@@ -11,8 +11,8 @@ polled health).
 - Instances are keyed by (service, instanceId). An instance exists once something names it: a register without
   `instanceId` creates none (it settles the drift of the instances already on its hash); a heartbeat without one is
   kept under `""` for its health, and is neither listed nor counted as an instance.
-- Bounded in entries (`Limits.catalog`, `instances`, `polls`) and, together, in the JSON bytes of the documents
-  they hold (`Limits.catalog_bytes`): past it the least recently updated entry of the table holding the most
+- Bounded in entries (`CollectorLimits.catalog`, `instances`, `polls`) and, together, in the JSON bytes of the documents
+  they hold (`CollectorLimits.catalog_bytes`): past it the least recently updated entry of the table holding the most
   bytes goes. `evicted` counts what went, per table.
 - A heartbeat whose descriptor hash is none of the service's registered hashes sets `hashMatches: false` and
   `registerExpected: true` (a drift); a heartbeat from a service the collector holds no descriptor for sets
@@ -30,17 +30,16 @@ Health of a service (`health`), from the instances heard within `stale_after` an
 
 from __future__ import annotations
 
-import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 import orjson
 
-from ..._descriptor import HASH_PREFIX, UNHASHED_KEYS
-from ..._jsontext import hash_bytes
+from ..._descriptor import UNHASHED_KEYS
+from ..._jsontext import document_hash
 from ..._reserved import DEFAULT_PREFIX
-from .limits import Limits
+from .limits import CollectorLimits
 from .snapshot import CatalogEntry, InstanceEntry, Json, PollEntry, TopicChange
 from .wire import require
 
@@ -48,11 +47,6 @@ Health = Literal["unknown", "healthy", "degraded", "unhealthy"]
 _SCHEMAS: Final = ("requestSchema", "responseSchema")
 NO_INSTANCE_ID: Final = ""
 _TABLES: Final = ("catalog", "instances", "polls")
-
-
-def document_hash(document: Json) -> str:
-    """`sha256:` + hex of the document as JSON with sorted keys, no whitespace."""
-    return HASH_PREFIX + hashlib.sha256(hash_bytes(document)).hexdigest()
 
 
 def descriptor_hash(descriptor: Json) -> str:
@@ -159,7 +153,7 @@ class Member:
 
 
 class Catalog:
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: CollectorLimits) -> None:
         self.limits = limits
         self.entries: OrderedDict[tuple[str, str], CatalogEntry] = OrderedDict()
         self.instances: OrderedDict[tuple[str, str], InstanceEntry] = OrderedDict()

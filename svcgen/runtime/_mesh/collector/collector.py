@@ -1,9 +1,10 @@
 """The collector: ingests the mesh feeds and polls, answers the four queries, snapshots and restores itself.
 
-Every ingest answers a `Result` (spec "Collector ingest"): `{accepted: n}` on success; a missing `service` on
-register, heartbeat or issues is `bad-request`; a malformed entry of a traces or issues batch is skipped and
-counted in `skipped`, the rest accepted. A heartbeat answer carries `reregister: true` (feeds.REREGISTER_KEY) while
-the collector expects the instance to register again.
+Every ingest answers a `Result` (spec "Collector ingest"): `{accepted: n}` on success. Feeds and queries are read
+through the codec of their typed records (`messages`): one that does not fit (a missing `service` on register,
+heartbeat or issues, say) is `bad-request` naming each field path; a malformed entry of a traces or issues batch is
+skipped and counted in `skipped`, the rest accepted. A heartbeat answer carries `reregister: true`
+(feeds.REREGISTER_KEY) while the collector expects the instance to register again.
 
 Nothing accepted is lost (docs/collector.md, Durability): a value the store could not write and read back (a number
 that is not finite or outside 64 bits, a document nested too deeply or over its byte limit) is refused with
@@ -16,7 +17,7 @@ the store in one transaction (batch dedupe, uniqueness of trace events, counters
 and every query reads the tables back, so replicas on one store answer alike. Checks and bounds at ingest are the
 same for every store: they run before the store sees the change.
 
-A traces or issues batch with a `batchId` already seen (the newest `Limits.batch_ids`) is answered as the first
+A traces or issues batch with a `batchId` already seen (the newest `CollectorLimits.batch_ids`) is answered as the first
 time and not counted again: a reporter's retry is counted once, across restarts too.
 
 Thread-safe: one lock around every read and write, so the poller may call `record_poll` from another thread.
@@ -29,24 +30,35 @@ import logging
 import math
 import threading
 from collections import OrderedDict, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Final, cast
 
 import orjson
 
+from ..._codec import DecodeError, codec_for
 from ..._reserved import DEFAULT_PREFIX
 from ..._result import Result
 from ..clock import WallClock, rfc3339, wall_clock
 from ..feeds import REREGISTER_KEY
+from ..messages import (
+    HealthDocument,
+    Heartbeat,
+    RawIssueBatch,
+    RawTraceBatch,
+    ServiceDescriptor,
+    ServiceQuery,
+    TopicQuery,
+    TraceQuery,
+)
 from . import queries
 from .catalog import Catalog
 from .feeds import FeedLog
 from .issues import IssueBook, normalize_issue
-from .limits import Limits
+from .limits import CollectorLimits
 from .snapshot import SNAPSHOT_FORMAT, BatchEntry, Json, Snapshot
 from .store import Applied, MemoryStore, SharedStore, Store, Stored, StoreError, StoreUnavailable, Tables
 from .traces import TraceLog, is_failure, normalize_event
-from .wire import Unstorable, put_bounded, stored_size, text
+from .wire import Unstorable, put_bounded, stored_size
 
 logger = logging.getLogger("svcgen.mesh.collector")
 
@@ -79,14 +91,14 @@ class Collector:
         self,
         store: Store | SharedStore | None = None,
         *,
-        limits: Limits | None = None,
+        limits: CollectorLimits | None = None,
         clock: WallClock = wall_clock,
         stale_after: float = DEFAULT_STALE_AFTER,
         log_interval: float = DEFAULT_LOG_INTERVAL,
     ) -> None:
         self.shared: SharedStore | None = store if isinstance(store, SharedStore) else None
         self.store: Store = MemoryStore() if store is None or self.shared is not None else cast(Store, store)
-        self.limits = limits or Limits()
+        self.limits = limits or CollectorLimits()
         self.clock = clock
         self.stale_after = stale_after
         self.log_interval = log_interval
@@ -102,9 +114,10 @@ class Collector:
     # --- ingest ---------------------------------------------------------------------------------------------
 
     def register(self, body: Any) -> Answer:
-        service = _service(body)
-        if service is None:
-            return Result.bad_request("register needs a service descriptor with a string `service`")
+        try:
+            _DESCRIPTOR(body)  # checked through its record; kept verbatim
+        except DecodeError as error:
+            return _malformed("register", error)
         try:
             stored_size(body, "descriptor", max_depth=self.limits.depth, max_bytes=self.limits.descriptor_bytes)
         except Unstorable as exc:
@@ -112,21 +125,21 @@ class Collector:
         return self._commit({"op": "register", "at": self._now(), "descriptor": body}, {"accepted": 1})
 
     def heartbeat(self, body: Any) -> Answer:
-        service = _service(body)
-        if service is None:
-            return Result.bad_request("heartbeat needs a string `service`")
-        health = _health(body.get("health"))
-        if health is None:
-            return Result.bad_request("heartbeat health must be {isHealthy: boolean, healthChecks: object}")
+        try:
+            beat = _HEARTBEAT(body)
+        except DecodeError as error:
+            return _malformed("heartbeat", error)
+        service = beat.service
+        health = _ENCODE_HEALTH(beat.health or HealthDocument())
         try:
             stored_size(health, "health", max_depth=self.limits.depth, max_bytes=self.limits.health_bytes)
         except Unstorable as exc:
             return self._refuse(f"heartbeat: {exc}")
         change: Json = {"op": "heartbeat", "at": self._now(), "service": service, "health": health}
-        for key in ("instanceId", "descriptorHash"):
-            value = text(body.get(key))
-            if value is not None:
-                change[key] = value
+        if beat.instance_id is not None:
+            change["instanceId"] = beat.instance_id
+        if beat.descriptor_hash is not None:
+            change["descriptorHash"] = beat.descriptor_hash
         if self.shared is not None:
             return self._commit_shared(change, {"accepted": 1})
         with self._lock:
@@ -136,12 +149,11 @@ class Collector:
         return answer
 
     def traces(self, body: Any) -> Answer:
-        events = body.get("events") if isinstance(body, dict) else None
-        if not isinstance(events, list):
-            return Result.bad_request("traces needs {events: [trace event, ...]}")
-        if not _batch_id_valid(body):
-            return Result.bad_request("traces batchId must be a non-empty string of at most 256 characters")
-        batch_id = _key(body, "batchId")
+        try:
+            batch = _TRACE_BATCH(body)
+        except DecodeError as error:
+            return _malformed("traces", error)
+        events, batch_id = batch.events, batch.batch_id
         accepted: list[Json] = []
         try:
             for index, raw in enumerate(events):
@@ -154,15 +166,11 @@ class Collector:
         return self._commit_batch(change, batch_id, len(accepted))
 
     def issues(self, body: Any) -> Answer:
-        service = _service(body)
-        if service is None:
-            return Result.bad_request("an issue batch needs a string `service`")
-        entries = body.get("issues")
-        if not isinstance(entries, list):
-            return Result.bad_request("an issue batch needs {service, issues: [...]}")
-        if not _batch_id_valid(body):
-            return Result.bad_request("an issue batch's batchId must be a non-empty string of at most 256 characters")
-        batch_id = _key(body, "batchId")
+        try:
+            batch = _ISSUE_BATCH(body)
+        except DecodeError as error:
+            return _malformed("issues", error)
+        service, entries, batch_id = batch.service, batch.issues, batch.batch_id
         accepted: list[Json] = []
         try:
             for index, raw in enumerate(entries):
@@ -186,7 +194,7 @@ class Collector:
         change: Json = {"op": "poll", "at": self._now(), "service": service, "baseUrl": base_url}
         if prefix != DEFAULT_PREFIX:
             change["prefix"] = prefix
-        checked_health = _health(health) if error is None and isinstance(health, dict) else None
+        checked_health = _polled_health(health) if error is None else None
         if error is None:
             try:
                 if checked_health is not None:
@@ -226,9 +234,10 @@ class Collector:
         return Result.ok(answer)
 
     def query_service(self, body: Any) -> Answer:
-        name = _key(body, "service")
-        if name is None:
-            return Result.bad_request("query needs {service}")
+        try:
+            name = _SERVICE_QUERY(body).service
+        except DecodeError as error:
+            return _malformed("query service", error)
         try:
             with self._tables() as tables:
                 found = queries.service(tables.catalog, tables.feeds, tables.trace_log, name, self._fresh())
@@ -237,9 +246,10 @@ class Collector:
         return Result.ok(found) if found is not None else Result.not_found(f"no service {name}")
 
     def query_topic(self, body: Any) -> Answer:
-        name = _key(body, "topic")
-        if name is None:
-            return Result.bad_request("query needs {topic}")
+        try:
+            name = _TOPIC_QUERY(body).topic
+        except DecodeError as error:
+            return _malformed("query topic", error)
         try:
             with self._tables() as tables:
                 found = queries.topic(tables.catalog, tables.trace_log, name)
@@ -248,9 +258,10 @@ class Collector:
         return Result.ok(found) if found is not None else Result.not_found(f"no topic {name}")
 
     def query_trace(self, body: Any) -> Answer:
-        trace_id = _key(body, "traceId")
-        if trace_id is None:
-            return Result.bad_request("query needs {traceId}")
+        try:
+            trace_id = _TRACE_QUERY(body).trace_id
+        except DecodeError as error:
+            return _malformed("query trace", error)
         try:
             with self._tables(trace_id=trace_id) as tables:
                 found = queries.trace(tables.trace_log, trace_id)
@@ -552,28 +563,25 @@ def _unreadable(exc: StoreUnavailable) -> Answer:
     return Result.service_unavailable(f"the collector cannot read its store now ({exc}); ask again later")
 
 
-def _service(body: Any) -> str | None:
-    return text(body.get("service")) if isinstance(body, dict) else None
+_DESCRIPTOR = codec_for(ServiceDescriptor).decode
+_HEARTBEAT = codec_for(Heartbeat).decode
+_TRACE_BATCH = codec_for(RawTraceBatch).decode
+_ISSUE_BATCH = codec_for(RawIssueBatch).decode
+_SERVICE_QUERY = codec_for(ServiceQuery).decode
+_TOPIC_QUERY = codec_for(TopicQuery).decode
+_TRACE_QUERY = codec_for(TraceQuery).decode
+_DECODE_HEALTH = codec_for(HealthDocument).decode
+_ENCODE_HEALTH: Callable[[HealthDocument], Json] = codec_for(HealthDocument).encode
 
 
-def _key(body: Any, key: str) -> str | None:
-    return text(body.get(key)) if isinstance(body, dict) else None
+def _malformed(what: str, error: DecodeError) -> Answer:
+    """`bad-request` naming every field path that does not fit (`heartbeat: health.isHealthy: expected boolean`)."""
+    return Result.bad_request(f"{what}: {error}")
 
 
-def _batch_id_valid(body: Json) -> bool:
-    """A batch has no `batchId` (counted every time it arrives) or a valid one."""
-    value = body.get("batchId")
-    return value is None or text(value) is not None
-
-
-def _health(value: Any) -> Json | None:
-    """`{isHealthy, healthChecks}` with the spec defaults (healthy, no checks); None when malformed."""
-    if value is None:
-        return {"isHealthy": True, "healthChecks": {}}
-    if not isinstance(value, dict):
+def _polled_health(value: Any) -> Json | None:
+    """A polled health document in its one form (`{isHealthy, healthChecks}`); None when it does not fit."""
+    try:
+        return _ENCODE_HEALTH(_DECODE_HEALTH(value))
+    except DecodeError:
         return None
-    healthy = value.get("isHealthy", True)
-    checks = value.get("healthChecks", {})
-    if not isinstance(healthy, bool) or not isinstance(checks, dict):
-        return None
-    return {"isHealthy": healthy, "healthChecks": checks}

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from .limits import Limits
+from .limits import CollectorLimits
 from .snapshot import FeedEntry
 from .wire import put_bounded, require, saturated
 
 
 class FeedLog:
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: CollectorLimits) -> None:
         self.limits = limits
         self.entries: OrderedDict[str, FeedEntry] = OrderedDict()
         self.evicted = 0
-        """Services dropped past `Limits.services`, the least recently heard first."""
+        """Services dropped past `CollectorLimits.services`, the least recently heard first."""
 
     def _entry(self, service: str) -> FeedEntry:
         entry = self.entries.get(service)

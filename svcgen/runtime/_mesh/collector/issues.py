@@ -4,77 +4,48 @@ collector's own issues: `contract-drift` (filed by a heartbeat, merged like the 
 
 Counts are deltas and accrue; firstSeen is the earliest, lastSeen the latest; the newest `exemplars` trace ids are
 kept. Fields outside the fingerprint (transport, status when an exception type decides it) keep their first value.
-The table is bounded: past `Limits.issues` the least recently seen issue is dropped and counted. A count above
+The table is bounded: past `CollectorLimits.issues` the least recently seen issue is dropped and counted. A count above
 64 bits makes the batch unstorable (refused); merged counts saturate at MAX_COUNT instead of growing past it.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any, Final
 
+from ..._codec import codec_for, decode_datetime
 from ..._reserved import MESH_TOPIC
 from ..._status import CONFLICT, UNEXPECTED_ERROR, VALIDATION_ERROR
 from ..issues import fingerprint
-from .limits import Limits
+from ..messages import IssueEntry
+from .limits import CollectorLimits
 from .mismatches import Mismatch
 from .snapshot import Json
-from .wire import MAX_COUNT, Unstorable, copy_optional_texts, number, put_bounded, saturated, text, timestamp
+from .wire import decode_entry, mesh_time, put_bounded, saturated
 
 CONTRACT_DRIFT: Final = "contract-drift"
 DRIFT_TOPIC: Final = MESH_TOPIC
 """A drift is about the descriptor, which `svc:mesh` answers."""
 DRIFT_STATUS: Final = CONFLICT
 """The heartbeat's descriptor hash conflicts with the registered one."""
-_OPTIONAL: Final = ("version", "transport", "exceptionType")
 CONTRACT_MISMATCH: Final = "contract-mismatch"
 MISMATCH_STATUS: Final = {"request": VALIDATION_ERROR, "response": UNEXPECTED_ERROR}
 """What the mismatch gives at run time: the consumer refuses the request (422), or the producer's client cannot
 decode the answer."""
+_DECODE_ENTRY = codec_for(IssueEntry).decode
+_ENCODE_ENTRY: Callable[[IssueEntry], Json] = codec_for(IssueEntry).encode
 
 
 def normalize_issue(raw: Any, service: str, path: str = "issue") -> Json | None:
-    """The issue in wire key order with every field checked; None when malformed. Raises Unstorable, naming
-    `path`, for a count above 64 bits."""
-    if not isinstance(raw, dict):
+    """The issue in wire key order, read through its record (`IssueEntry`); None when malformed or about another
+    service. Raises Unstorable, naming the field path under `path`, for a count above 64 bits."""
+    entry = decode_entry(_DECODE_ENTRY, raw, path)
+    if entry is None or entry.service not in (None, service):  # a batch speaks for one service
         return None
-    count = raw.get("count")
-    if isinstance(count, int) and not isinstance(count, bool) and count > MAX_COUNT:
-        raise Unstorable(f"{path}.count {count} is above the limit of {MAX_COUNT}")
-    owner = raw.get("service", service)
-    fp = text(raw.get("fingerprint"))
-    classification = text(raw.get("classification"))
-    topic = text(raw.get("topic"))
-    status = text(raw.get("status"), empty=True)
-    first = timestamp(raw.get("firstSeen"))
-    last = timestamp(raw.get("lastSeen"))
-    exemplars = raw.get("exemplarTraceIds", [])
-    if (
-        owner != service  # a batch speaks for one service
-        or fp is None
-        or classification is None
-        or topic is None
-        or status is None
-        or not isinstance(count, int)
-        or number(count) is None
-        or count < 1
-        or first is None
-        or last is None
-        or not isinstance(exemplars, list)
-    ):
-        return None
-    issue: Json = {"fingerprint": fp, "classification": classification, "service": service, "topic": topic}
-    if not copy_optional_texts(raw, _OPTIONAL, issue):
-        return None
-    trace_ids = [text(trace_id) for trace_id in exemplars]
-    if None in trace_ids:
-        return None
-    issue["status"] = status
-    issue["count"] = count
-    issue["firstSeen"] = min(first, last)
-    issue["lastSeen"] = max(first, last)
-    issue["exemplarTraceIds"] = trace_ids
-    return _ordered(issue)
+    first, last = mesh_time(entry.first_seen), mesh_time(entry.last_seen)
+    entry.service = service  # a fresh record, the batch's service
+    return _stored(entry, min(first, last), max(first, last))
 
 
 def mismatch_issue(mismatch: Mismatch) -> Json:
@@ -95,15 +66,16 @@ def mismatch_issue(mismatch: Mismatch) -> Json:
     return issue
 
 
-def _ordered(issue: Json) -> Json:
-    """The wire key order (docs/mesh-view.md, Issues), so a merged issue reads like one the sender flushed."""
-    order = ("fingerprint", "classification", "service", "topic", "version", "transport", "status", "exceptionType",
-             "count", "firstSeen", "lastSeen", "exemplarTraceIds")
-    return {key: issue[key] for key in order if key in issue}
+
+def _stored(entry: IssueEntry, first_seen: str, last_seen: str) -> Json:
+    """The issue as the collector keeps it: wire key order, times in the mesh's one form (comparable as text)."""
+    issue = _ENCODE_ENTRY(entry)
+    issue["firstSeen"], issue["lastSeen"] = first_seen, last_seen
+    return issue
 
 
 class IssueBook:
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: CollectorLimits) -> None:
         self.limits = limits
         self.issues: OrderedDict[str, Json] = OrderedDict()
         self.dropped = 0
@@ -129,17 +101,12 @@ class IssueBook:
     def file_drift(self, service: str, at: str) -> None:
         """One occurrence of the collector's own issue: a heartbeat whose descriptor hash differs from the
         registered one."""
-        self.merge({
-            "fingerprint": fingerprint(service, DRIFT_TOPIC, "", CONTRACT_DRIFT, DRIFT_STATUS),
-            "classification": CONTRACT_DRIFT,
-            "service": service,
-            "topic": DRIFT_TOPIC,
-            "status": DRIFT_STATUS,
-            "count": 1,
-            "firstSeen": at,
-            "lastSeen": at,
-            "exemplarTraceIds": [],
-        })
+        moment = decode_datetime(at)
+        self.merge(_stored(IssueEntry(
+            fingerprint=fingerprint(service, DRIFT_TOPIC, "", CONTRACT_DRIFT, DRIFT_STATUS),
+            classification=CONTRACT_DRIFT, service=service, topic=DRIFT_TOPIC, status=DRIFT_STATUS, count=1,
+            first_seen=moment, last_seen=moment,
+        ), at, at))  # fmt: skip
 
     def snapshot(self) -> list[Json]:
         return [{**issue, "exemplarTraceIds": list(issue["exemplarTraceIds"])} for issue in self.issues.values()]

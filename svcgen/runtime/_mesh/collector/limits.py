@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True, slots=True)
-class Limits:
+class CollectorLimits:
     trace_window: int = 10_000
     """Raw trace events kept for the trace query; past it the oldest go (counted in `dropped`)."""
     trace_window_bytes: int = 8 * 2**20

@@ -42,7 +42,7 @@ from ..._status import STATUS_CODES
 from .catalog import Catalog, _entry_size, _json_size
 from .feeds import FeedLog
 from .issues import IssueBook
-from .limits import Limits
+from .limits import CollectorLimits
 from .snapshot import CounterEntry, EdgeEntry, FeedEntry, Json
 from .store import Applied, StoreError, StoreUnavailable, Tables
 from .traces import OTHER_STATUS, TraceLog, _event_bytes, is_failure
@@ -186,7 +186,7 @@ class PostgresStore:
         self.url = url
         self.timeout = timeout
         self.probe_interval = probe_interval
-        self.limits = Limits()
+        self.limits = CollectorLimits()
         self._pool = ConnectionPool(url, min_size=1, max_size=pool_size, open=False, timeout=timeout,
                                     kwargs={"connect_timeout": max(1, round(timeout))},
                                     name="svcgen-collector")  # fmt: skip
@@ -197,7 +197,7 @@ class PostgresStore:
 
     # --- lifecycle ------------------------------------------------------------------------------------------
 
-    def open(self, limits: Limits) -> None:
+    def open(self, limits: CollectorLimits) -> None:
         self.limits = limits
         self._pool.open(wait=False)
         with contextlib.suppress(StoreUnavailable):
@@ -530,7 +530,7 @@ class PostgresStore:
         """Fold issues into their rows with the issue book's own merge."""
         if not issues:
             return
-        book = IssueBook(Limits(issues=MAX_COUNT, exemplars=self.limits.exemplars))
+        book = IssueBook(CollectorLimits(issues=MAX_COUNT, exemplars=self.limits.exemplars))
         fingerprints = sorted({issue["fingerprint"] for issue in issues})
         # Locks the fingerprints not held yet too: two replicas filing a new issue at once must not both start
         # it from nothing.
@@ -564,7 +564,7 @@ class PostgresStore:
             before[(kind, key)] = text.encode()
             sizes[(kind, key)] = size
             held[kind].append(orjson.loads(text))
-        whole = Limits(catalog=MAX_COUNT, instances=MAX_COUNT, polls=MAX_COUNT, catalog_bytes=MAX_COUNT,
+        whole = CollectorLimits(catalog=MAX_COUNT, instances=MAX_COUNT, polls=MAX_COUNT, catalog_bytes=MAX_COUNT,
                        changes=self.limits.changes, removed_topics=self.limits.removed_topics)  # fmt: skip
         catalog = Catalog(whole)
         catalog.restore(held["catalog"], held["instances"], held["polls"])

@@ -23,6 +23,21 @@ from ..._reserved import (
     TRACES_TOPIC,
 )
 from ..._service import Service
+from ..messages import (
+    Accepted,
+    FleetAnswer,
+    FleetQuery,
+    Heartbeat,
+    IssueBatch,
+    ServiceAnswer,
+    ServiceDescriptor,
+    ServiceQuery,
+    TopicAnswer,
+    TopicQuery,
+    TraceAnswer,
+    TraceBatch,
+    TraceQuery,
+)
 from .collector import Answer, Collector
 
 DEFAULT_NAME: Final = "svc-collector"
@@ -36,22 +51,24 @@ def collector_service(
     prefix: str = DEFAULT_PREFIX,
 ) -> Service:
     """A `Service` answering the collector topics (spec "Reserved topics") from `collector` (a fresh in-memory
-    one by default). Requests and answers are plain JSON objects."""
+    one by default). The handlers take and answer plain JSON, which the collector reads through the typed records of
+    `messages`; the served spec and HTTP API document publish those records' schemas."""
     collector = collector if collector is not None else Collector()
     registry = Registry(allow_reserved=True)
-    topics: dict[str, Callable[[Any], Answer]] = {
-        REGISTER_TOPIC: collector.register,
-        HEARTBEAT_TOPIC: collector.heartbeat,
-        TRACES_TOPIC: collector.traces,
-        ISSUES_TOPIC: collector.issues,
-        QUERY_FLEET_TOPIC: collector.query_fleet,
-        QUERY_SERVICE_TOPIC: collector.query_service,
-        QUERY_TOPIC_TOPIC: collector.query_topic,
-        QUERY_TRACE_TOPIC: collector.query_trace,
+    topics: dict[str, tuple[Callable[[Any], Answer], type, type]] = {
+        REGISTER_TOPIC: (collector.register, ServiceDescriptor, Accepted),
+        HEARTBEAT_TOPIC: (collector.heartbeat, Heartbeat, Accepted),
+        TRACES_TOPIC: (collector.traces, TraceBatch, Accepted),
+        ISSUES_TOPIC: (collector.issues, IssueBatch, Accepted),
+        QUERY_FLEET_TOPIC: (collector.query_fleet, FleetQuery, FleetAnswer),
+        QUERY_SERVICE_TOPIC: (collector.query_service, ServiceQuery, ServiceAnswer),
+        QUERY_TOPIC_TOPIC: (collector.query_topic, TopicQuery, TopicAnswer),
+        QUERY_TRACE_TOPIC: (collector.query_trace, TraceQuery, TraceAnswer),
     }
     blocking = collector.shared is not None
-    for topic, answer in topics.items():
-        registry.add(topic, _handler(answer, blocking), request=dict[str, Any], response=dict[str, Any])
+    for topic, (answer, request, response) in topics.items():
+        registry.add(topic, _handler(answer, blocking), request=dict[str, Any], response=dict[str, Any],
+                     published=(request, response))  # fmt: skip
     health = HealthChecks([HealthCheck("store", _store_check(collector))])
     identity = Identity(name, instance_id=instance_id, binding="http")
     return Service(identity, registry, health=health, prefix=prefix)

@@ -33,7 +33,7 @@ from ..atomicwrite import remove_stale_temps, write_atomic
 from .catalog import Catalog
 from .feeds import FeedLog
 from .issues import IssueBook
-from .limits import Limits
+from .limits import CollectorLimits
 from .snapshot import Json, Snapshot
 from .traces import TraceLog
 
@@ -130,7 +130,7 @@ class Applied:
 class SharedStore(Protocol):
     """A store holding the collector's tables itself, shared by any number of collector replicas."""
 
-    def open(self, limits: Limits) -> None:
+    def open(self, limits: CollectorLimits) -> None:
         """Create or check the tables (never raises for an unreachable store: `problem` says so meanwhile)."""
         ...
 

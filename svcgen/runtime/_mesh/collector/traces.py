@@ -17,17 +17,19 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict, deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from ..._codec import codec_for
 from ..._status import STATUS_CODES, is_success
-from .limits import Limits
+from ..messages import TraceEntry
+from .limits import CollectorLimits
 from .snapshot import CounterEntry, EdgeEntry, Json, TraceWindow
-from .wire import MAX_COUNT, Unstorable, copy_optional_texts, number, put_bounded, require, saturated, text, timestamp
+from .wire import MAX_COUNT, Unstorable, decode_entry, mesh_time, put_bounded, require, saturated
 
-_REQUIRED: Final = ("traceId", "spanId", "service", "topic")
-_OPTIONAL_TEXT: Final = ("parentSpanId", "instanceId", "topicVersion", "exceptionType", "correlationId")
+_DECODE_ENTRY = codec_for(TraceEntry).decode
+_ENCODE_ENTRY: Callable[[TraceEntry], Json] = codec_for(TraceEntry).encode
 
 _COUNTER_FIELDS: Final[dict[str, type | tuple[type, ...]]] = {
     "service": str, "topic": str, "version": str, "status": str, "count": int, "totalDurationMs": (int, float),
@@ -48,36 +50,16 @@ _EVENT_OVERHEAD: Final = 16
 
 
 def normalize_event(raw: Any, path: str = "event") -> Json | None:
-    """The event with only spec keys, each checked; None when malformed (skipped and counted by the caller).
-    Raises Unstorable, naming `path`, for a duration the counters could not sum."""
-    if not isinstance(raw, dict):
+    """The event with only spec keys, read through its record (`TraceEntry`); None when malformed (skipped and
+    counted by the caller). Raises Unstorable, naming `path`, for a duration the counters could not sum."""
+    entry = decode_entry(_DECODE_ENTRY, raw, path)
+    if entry is None:
         return None
-    event: Json = {}
-    for key in _REQUIRED:
-        value = text(raw.get(key))
-        if value is None:
-            return None
-        event[key] = value
-    status = text(raw.get("status"), empty=True)
-    if status is None:
-        return None
-    event["status"] = status
-    if not copy_optional_texts(raw, _OPTIONAL_TEXT, event):
-        return None
-    duration = raw.get("durationMs")
-    if duration is not None:
-        checked_duration = number(duration)
-        if checked_duration is None:
-            return None
-        if checked_duration > MAX_DURATION_MS:
-            raise Unstorable(f"{path}.durationMs {duration!r} is above the limit of {MAX_DURATION_MS:.0f}")
-        event["durationMs"] = checked_duration
-    started = raw.get("startedAt")
-    if started is not None:
-        checked_started = timestamp(started)
-        if checked_started is None:
-            return None
-        event["startedAt"] = checked_started
+    if entry.duration_ms is not None and entry.duration_ms > MAX_DURATION_MS:
+        raise Unstorable(f"{path}.durationMs {entry.duration_ms!r} is above the limit of {MAX_DURATION_MS:.0f}")
+    event = _ENCODE_ENTRY(entry)
+    if entry.started_at is not None:
+        event["startedAt"] = mesh_time(entry.started_at)  # the stored form: comparable as text
     return event
 
 
@@ -123,7 +105,7 @@ class _Child:
 
 @dataclass
 class TraceLog:
-    limits: Limits = field(default_factory=Limits)
+    limits: CollectorLimits = field(default_factory=CollectorLimits)
     dropped: int = 0
     """Events pushed out of the window."""
     evicted_counters: int = 0

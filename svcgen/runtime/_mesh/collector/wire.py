@@ -1,53 +1,45 @@
-"""Reading untrusted feed JSON: bounded text, normalised timestamps, and the bounded tables everything lives in."""
+"""Reading untrusted feed JSON: batch entries through their records' codecs, times in the mesh's one form, values
+the store can hold, and the bounded tables everything lives in."""
 
 from __future__ import annotations
 
 import math
-import re
 from collections import OrderedDict
+from collections.abc import Callable
+from datetime import datetime
 from typing import Any, Final, TypeVar
 
 import orjson
 
-from ..clock import parse_rfc3339, rfc3339
+from ..._codec import INTEGER_OUT_OF_RANGE, DecodeError
+from ..clock import rfc3339
 
-MAX_TEXT: Final = 256
-"""Longest id, name or status kept from a feed; longer ones make the entry malformed."""
 MAX_COUNT: Final = 2**63 - 1
 """Largest count the collector stores (a signed 64-bit integer); sums saturate here."""
 MIN_INTEGER: Final = -(2**63)
 
-_MESH_FORM: Final = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
-
+T = TypeVar("T")
 K = TypeVar("K")
 V = TypeVar("V")
 
 
-def text(value: Any, *, empty: bool = False) -> str | None:
-    """`value` when it is a string of at most MAX_TEXT characters (non-empty unless `empty`), else None."""
-    if isinstance(value, str) and len(value) <= MAX_TEXT and (empty or value):
-        return value
-    return None
+def decode_entry(decode: Callable[[Any], T], raw: Any, path: str) -> T | None:
+    """A batch entry read through its record's codec; None when it does not fit (skipped and counted by the
+    caller). An integer outside 64 bits raises Unstorable naming its path: the store could not hold it, so the
+    batch is refused rather than cut silently."""
+    try:
+        return decode(raw)
+    except DecodeError as error:
+        for where, message in error.violations:
+            if message == INTEGER_OUT_OF_RANGE:
+                joined = f"{path}{where}" if where.startswith("[") or not where else f"{path}.{where}"
+                raise Unstorable(f"{joined} is an integer outside 64 bits") from None
+        return None
 
 
-def copy_optional_texts(raw: dict[str, Any], keys: tuple[str, ...], into: dict[str, Any]) -> bool:
-    """Copy each of `keys` that `raw` carries into `into`; False when one is there but is not valid text."""
-    for key in keys:
-        value = raw.get(key)
-        if value is None:
-            continue
-        checked = text(value)
-        if checked is None:
-            return False
-        into[key] = checked
-    return True
-
-
-def number(value: Any) -> float | None:
-    """A finite, non-negative JSON number (booleans are not numbers), else None."""
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
-        return float(value)
-    return None
+def mesh_time(moment: datetime) -> str:
+    """A time in the mesh's one form (`...T10:00:00.123Z`), so stored times compare correctly as strings."""
+    return rfc3339(moment.timestamp())
 
 
 def saturated(total: int) -> int:
@@ -112,17 +104,6 @@ class _Bad(Exception):
         self.why = why
         """Empty for a value nested too deeply (the caller knows the limit)."""
         self.path: list[str] = []
-
-
-def timestamp(value: Any) -> str | None:
-    """An RFC 3339 time in the mesh's one form (`...T10:00:00.123Z`), else None. The mesh's own form passes
-    untouched, so normalised strings compare correctly as strings."""
-    if not isinstance(value, str) or len(value) > 64:
-        return None
-    if _MESH_FORM.fullmatch(value):
-        return value
-    epoch = parse_rfc3339(value)
-    return None if epoch is None else rfc3339(epoch)
 
 
 def require(entry: Any, fields: dict[str, type | tuple[type, ...]]) -> None:

@@ -1,0 +1,297 @@
+"""The mesh topics' messages, declared once as typed records: the four feeds (register, heartbeat, traces, issues)
+and the four collector queries, each request and answer (spec "Reserved topics", docs/mesh-view.md).
+
+The reporter encodes its feeds through the runtime codec and the collector decodes them through it, so both sides
+hold one rule, and the collector's served spec publishes these schemas for its eight topics. Wire names are the
+camelCase of the attributes; a value that is not known is omitted, never null (`Meta(omit_null=True)`).
+
+The collector reads a batch entry by entry: a malformed entry is skipped and counted, not the batch refused (spec
+"Collector ingest"), so a batch is first read with its entries still raw (`RawTraceBatch`, `RawIssueBatch`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Annotated, Any, ClassVar, Final
+
+from .._meta import Meta
+
+MAX_TEXT: Final = 256
+"""Longest id, name or status a feed may carry."""
+
+Text = Annotated[str, Meta(min_length=1, max_length=MAX_TEXT)]
+"""An id or a name: non-empty, bounded."""
+StatusText = Annotated[str, Meta(max_length=MAX_TEXT)]
+"""A result status as sent (an empty or unknown one is counted as a failure)."""
+Count = Annotated[int, Meta(minimum=0)]
+
+_MESH = Meta(omit_null=True)
+
+
+# --- register: the service descriptor ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TopicDescriptor:
+    """A served or sent topic: `{id, version?, requestSchema, responseSchema}`."""
+
+    __svcgen_meta__: ClassVar[Meta] = _MESH
+    id: Text
+    version: Annotated[str, Meta(max_length=MAX_TEXT)] | None = None
+    request_schema: Any = None
+    response_schema: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceDescriptor:
+    """The register feed's body: identity, served topics and sent topics (the `svc:mesh` answer)."""
+
+    __svcgen_meta__: ClassVar[Meta] = _MESH
+    service: Text
+    service_version: Text | None = None
+    runtime: Text | None = None
+    binding: Text | None = None
+    instance_id: Text | None = None
+    placement: dict[str, str] | None = None
+    topics: list[TopicDescriptor] | None = None
+    produces: list[TopicDescriptor] | None = None
+    degraded: list[str] | None = None
+    profile: dict[str, Any] | None = None
+    descriptor_hash: Text | None = None
+
+
+# --- heartbeat -----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    __svcgen_meta__: ClassVar[Meta] = _MESH
+    status: str
+    detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HealthDocument:
+    """`{isHealthy, healthChecks}`; absent, a service is healthy with no checks."""
+
+    is_healthy: bool = True
+    health_checks: dict[str, CheckResult] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    __svcgen_meta__: ClassVar[Meta] = _MESH
+    service: Text
+    sent_at: datetime | None = None
+    instance_id: Text | None = None
+    descriptor_hash: Text | None = None
+    """The registered descriptor's hash: one that differs makes the collector ask for a register."""
+    health: HealthDocument | None = None
+
+
+# --- traces --------------------------------------------------------------------------------------------------
+
+
+# Not frozen (treat it as immutable): a frozen dataclass sets each field through object.__setattr__, several times
+# the cost, and the collector reads hundreds per batch.
+@dataclass(slots=True)
+class TraceEntry:
+    """One finished invocation, as a service traced it."""
+
+    __svcgen_meta__: ClassVar[Meta] = _MESH
+    trace_id: Text
+    span_id: Text
+    service: Text
+    topic: Text
+    status: StatusText
+    parent_span_id: Text | None = None
+    instance_id: Text | None = None
+    topic_version: Text | None = None
+    exception_type: Text | None = None
+    correlation_id: Text | None = None
+    duration_ms: Annotated[float, Meta(minimum=0)] | None = None
+    started_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TraceBatch:
+    """`batchId` is the same on every resend of a batch, so the collector counts it once."""
+
+    __svcgen_meta__: ClassVar[Meta] = _MESH
+    events: list[TraceEntry]
+    batch_id: Text | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RawTraceBatch:
+    events: list[Any]
+    batch_id: Text | None = None
+
+
+# --- issues --------------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True, kw_only=True)  # not frozen, as TraceEntry
+class IssueEntry:
+    """Failures of one fingerprint over a window; `count` is a delta (merged at the collector)."""
+
+    __svcgen_meta__: ClassVar[Meta] = _MESH
+    fingerprint: Text
+    classification: Text
+    service: Text | None = None
+    """The batch's service (a batch speaks for one service)."""
+    topic: Text
+    version: Text | None = None
+    transport: Text | None = None
+    status: StatusText
+    exception_type: Text | None = None
+    count: Annotated[int, Meta(minimum=1)]
+    first_seen: datetime
+    last_seen: datetime
+    exemplar_trace_ids: list[Text] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class IssueBatch:
+    """An issue aggregator's flush; an empty one is the issues feed's liveness beat."""
+
+    __svcgen_meta__: ClassVar[Meta] = _MESH
+    service: Text
+    issues: list[IssueEntry]
+    batch_id: Text | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RawIssueBatch:
+    service: Text
+    issues: list[Any]
+    batch_id: Text | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    """A feed's answer: how many entries were accepted; `reregister` when the collector wants a register."""
+
+    __svcgen_meta__: ClassVar[Meta] = _MESH
+    accepted: Count
+    reregister: bool | None = None
+
+
+# --- queries -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FleetQuery:
+    """No arguments: the whole fleet."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceQuery:
+    service: Text
+
+
+@dataclass(frozen=True, slots=True)
+class TopicQuery:
+    topic: Text
+
+
+@dataclass(frozen=True, slots=True)
+class TraceQuery:
+    trace_id: Text
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FleetService:
+    """One (service, serviceVersion) of the fleet."""
+
+    __svcgen_meta__: ClassVar[Meta] = _MESH
+    service: str
+    service_version: str | None = None
+    topics: Count
+    """Topic ids the entry handles."""
+    health: str
+    """`unknown`, `healthy`, `degraded` or `unhealthy`."""
+    instances: Count
+    missing_feeds: list[str]
+    """In the order descriptor, health, traces, issues."""
+
+
+@dataclass(frozen=True, slots=True)
+class TopicParties:
+    """Who handles a topic (consumers) and who sends it (providers)."""
+
+    topic: str
+    providers: list[str]
+    consumers: list[str]
+    invocations: Count
+
+
+@dataclass(slots=True, kw_only=True)
+class FleetIssue(IssueEntry):
+    """An issue of the fleet answer: a merged one, or the collector's `contract-mismatch`, which also names the
+    consumer and the first breaking path (`detail`)."""
+
+    consumer: Text | None = None
+    detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FleetAnswer:
+    services: list[FleetService]
+    topics: list[TopicParties]
+    issues: list[FleetIssue]
+    """Merged by fingerprint across instances and batches (each with its `service`), most recently seen first."""
+    dropped: dict[str, Count]
+    """What the collector's limits dropped or refused, per table."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InstanceView:
+    __svcgen_meta__: ClassVar[Meta] = _MESH
+    instance_id: str
+    healthy: bool | None = None
+    hash_matches: bool
+    """False when the instance's heartbeat carries another descriptor hash than the registered one."""
+    register_expected: bool
+    service_version: str | None = None
+    last_heartbeat_at: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceAnswer:
+    service: str
+    health: str
+    instances: list[InstanceView]
+    invocations: Count
+    missing_feeds: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicVersion:
+    """One version of a topic: who declares it and its traffic, so a reviewer can tell whether it can go."""
+
+    version: str
+    providers: list[str]
+    consumers: list[str]
+    invocations: Count
+    last_invoked_at: str | None
+    """The newest `startedAt` of its trace events; null when none carried one."""
+
+
+@dataclass(frozen=True, slots=True)
+class TopicAnswer:
+    topic: str
+    providers: list[str]
+    consumers: list[str]
+    invocations: Count
+    errors: Count
+    status_counts: dict[str, Count]
+    versions: list[TopicVersion]
+
+
+@dataclass(frozen=True, slots=True)
+class TraceAnswer:
+    trace_id: str
+    events: list[TraceEntry]
+    """The trace's events still in the collector's window, in arrival order."""
