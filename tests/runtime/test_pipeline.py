@@ -6,7 +6,8 @@ import pytest
 
 from svcgen.runtime._context import Context
 from svcgen.runtime._identity import Identity
-from svcgen.runtime._pipeline import Next
+from svcgen.runtime._invocation import Invocation, lowered
+from svcgen.runtime._pipeline import BindingFailure, Next
 from svcgen.runtime._registry import Registry
 from svcgen.runtime._result import Result
 from svcgen.runtime._service import Service
@@ -18,7 +19,7 @@ PLACE_BODY = {"customerId": "c-1", "items": [{"sku": "a", "quantity": 2}, {"sku"
 
 def invoke(service: Service, topic: str, body: Any = None, headers: dict[str, str] | None = None) -> Any:
     text = body if isinstance(body, str) or body is None else json.dumps(body)
-    return asyncio.run(service.invoke(topic, headers=headers, body=text))
+    return asyncio.run(service.invoke(Invocation(topic, lowered(headers), text)))
 
 
 def test_typed_handler_round_trip() -> None:
@@ -66,17 +67,17 @@ def test_record_request_needs_an_object(body: str) -> None:
 
 
 def test_handler_exception_is_service_unavailable_without_its_text(caplog: pytest.LogCaptureFixture) -> None:
-    seen: list[Context] = []
+    seen: list[Result[Any]] = []
 
     async def capture(context: Context, call_next: Next) -> Result[Any]:
-        seen.append(context)
-        return await call_next(context)
+        seen.append(await call_next(context))
+        return seen[-1]
 
     outcome = invoke(build_service(middleware=[capture]), "orders:explode", {})
     assert outcome.result.status == "service-unavailable"
     assert b"hunter2" not in outcome.body
     assert b"SecretError" not in outcome.body
-    assert seen[0].exception_type == "SecretError"
+    assert isinstance(seen[0], BindingFailure) and seen[0].exception_type == "SecretError"
 
 
 def test_sync_handlers_work() -> None:
