@@ -16,7 +16,9 @@ from ._jsonlimits import JsonLimits
 NO_HEADERS: Final[Mapping[str, str]] = MappingProxyType({})
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: a frozen dataclass sets each field through object.__setattr__, several times the cost, and every
+# call builds one. Treat it as read-only.
+@dataclass(slots=True)
 class Invocation:
     topic: str
     headers: Mapping[str, str] = field(default_factory=lambda: NO_HEADERS)

@@ -16,7 +16,7 @@ from . import _status as st
 from ._codec import Codec, DecodeError, codec_for
 from ._context import Context
 from ._jsonlimits import JsonLimits, JsonRefused, parse_json
-from ._registry import Registration, TopicKey
+from ._registry import Registration
 from ._result import Result
 from ._shapes import MapShape, RecordShape, shape_of
 from ._versioning import VersionSelector
@@ -50,7 +50,8 @@ class Pipeline:
 
     def __init__(self, versions: VersionSelector, middleware: Sequence[Middleware] = ()) -> None:
         self._versions = versions
-        self._targets: dict[TopicKey, _Target] = {}
+        self._targets: dict[int, _Target] = {}
+        """By `id(registration)`: a registration lives as long as its registry, and an int hashes fastest."""
         self._entry: Next = _compose(middleware, self._route)
 
     def __call__(self, context: Context) -> Awaitable[Result[Any]]:
@@ -61,7 +62,7 @@ class Pipeline:
         if registration is None:
             refused = self._versions.select(context.topic, context.version)
             return refused if isinstance(refused, Result) else Result.not_found(f"no handler for {context.topic}")
-        target = self._targets.get(registration.key) or self._prepare(registration)
+        target = self._targets.get(id(registration)) or self._prepare(registration)
         request = _decode(target, context.body, context.fields, context.json_limits)
         if isinstance(request, Result):
             return request
@@ -93,7 +94,7 @@ class Pipeline:
             codec_for(registration.request_type),
             isinstance(shape_of(registration.request_type), RecordShape | MapShape),
         )
-        self._targets[registration.key] = target
+        self._targets[id(registration)] = target
         return target
 
 

@@ -117,7 +117,8 @@ class Service:
         try:
             result = await self.pipeline(context)
         finally:
-            await _close_scope(context)
+            if context.scope.holds_instances:
+                await _close_scope(context)
         return self._encode(result, registration, topic)
 
     async def invoke_envelope(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._invocation import Invocation
-from ._registry import Registration, Registry, TopicKey
+from ._registry import Registration, Registry
 from ._reserved import VERSION_HEADERS
 from ._result import Result
 
@@ -27,11 +27,11 @@ class VersionSelector:
 
     def __init__(self, registry: Registry) -> None:
         self._registry = registry
-        self._selected: dict[TopicKey, Registration] = {}
+        self._selected: dict[tuple[str, str], Registration] = {}
 
     def select(self, topic: str, requested: str) -> Registration | Result[Any]:
         """The registration, or the `not-found` (`validation-error` for no topic) the caller gets instead."""
-        key = TopicKey(topic, requested)
+        key = (topic, requested)
         selected = self._selected.get(key)
         if selected is not None:
             return selected

@@ -33,7 +33,7 @@ from .requests import (
     read_body,
     request_headers,
 )
-from .responses import send_failure, send_response
+from .responses import send_failure, send_outcome, send_response
 from .routing import PathNotUtf8, Route, RouteError, Router, split_path, split_raw_path
 
 logger = logging.getLogger("svcgen.http")
@@ -111,8 +111,7 @@ class HttpApp:
                 "http",
                 self._json_limits,
             )
-            outcome = await self.service.invoke(invocation)
-            await send_response(send, outcome.result.http_code, outcome.body, outcome.headers())
+            await send_outcome(send, await self.service.invoke(invocation))
         except BodyTooLarge:
             exceeded = self.limits.body_too_large()
             await send_failure(send, exceeded.code, LIMIT_STATUS, exceeded.detail)
@@ -182,7 +181,7 @@ class HttpApp:
         match = self.router.match(method, segments)
         if match is None:
             return None
-        fields = query_fields(scope)
+        fields = query_fields(scope) if scope.get("query_string") else {}
         fields.update(match.params)
         return match.route.topic, fields, match.path_version, match.route.version
 
