@@ -84,7 +84,7 @@ class Pipeline:
         if not isinstance(returned, Result):
             logger.error("handler for %s returned %s, not a Result", registration.key, type(returned).__name__)
             return _failure(st.UNEXPECTED_ERROR, f"{registration.key} returned an invalid result")
-        if returned.is_successful:
+        if returned.is_successful and returned.status not in registration.success:
             registration.note_success(returned.status)
         return returned
 
@@ -138,7 +138,7 @@ def _decode(target: _Target, body: str | bytes | None, fields: Mapping[str, str]
         if fields:
             if not isinstance(value, dict):
                 return _failure(st.BAD_REQUEST, "body must be a JSON object")
-            value = {**value, **codec.decode_text_fields(fields)}
+            value.update(codec.decode_text_fields(fields))  # a dict of our own: parsed just now, or new
         elif target.expects_object and not isinstance(value, dict):
             return _failure(st.BAD_REQUEST, "body must be a JSON object")
         return codec.decode(value)

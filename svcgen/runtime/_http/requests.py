@@ -22,8 +22,14 @@ class ClientDisconnected(Exception):
 
 def request_headers(scope: Scope) -> dict[str, str]:
     """Lower-cased headers; repeated headers are joined with `, ` as HTTP allows."""
-    headers: dict[str, str] = {}
-    for raw_name, raw_value in scope.get("headers") or ():
+    raw = scope.get("headers") or ()
+    if not isinstance(raw, list | tuple):
+        raw = list(raw)
+    headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in raw}
+    if len(headers) == len(raw):
+        return headers
+    headers = {}  # some name repeats
+    for raw_name, raw_value in raw:
         name = raw_name.decode("latin-1").lower()
         value = raw_value.decode("latin-1")
         headers[name] = f"{headers[name]}, {value}" if name in headers else value
