@@ -52,10 +52,8 @@ class Pipeline:
         self._versions = versions
         self._targets: dict[int, _Target] = {}
         """By `id(registration)`: a registration lives as long as its registry, and an int hashes fastest."""
-        self._entry: Next = _compose(middleware, self._route)
-
-    def __call__(self, context: Context) -> Awaitable[Result[Any]]:
-        return self._entry(context)
+        self.run: Next = _compose(middleware, self._route)
+        """The middleware chain around the router, composed once: `await pipeline.run(context)`."""
 
     async def _route(self, context: Context) -> Result[Any]:
         registration = context.registration

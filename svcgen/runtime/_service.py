@@ -67,6 +67,7 @@ class Service:
         self.prefix = normalize_prefix(prefix)
         self.middleware = tuple(middleware)
         self._versions = VersionSelector(registry)
+        self._encoders: dict[int, Callable[[Any], Any]] = {}
         self.pipeline = Pipeline(self._versions, self.middleware)
         self.produces = produces
         self.spec: dict[str, Any] = build_spec(identity.service, registry)
@@ -115,7 +116,7 @@ class Service:
             registration,
         )
         try:
-            result = await self.pipeline(context)
+            result = await self.pipeline.run(context)
         finally:
             if context.scope.holds_instances:
                 await _close_scope(context)
@@ -147,14 +148,20 @@ class Service:
         payload = result.payload
         if payload is None and result.status in st.PAYLOAD_OPTIONAL:
             return Outcome(result, b"", version)
-        response_type = registration.response_type if registration is not None else Any
+        encode = self._encoders.get(id(registration)) or self._encoder(registration)
         try:
-            body = orjson.dumps(codec_for(response_type).encode(payload))
+            body = orjson.dumps(encode(payload))
         except Exception as exc:
             logger.error("response of %s does not encode: %s", topic, type(exc).__name__)
             failure = Result.unexpected_error(f"{topic} produced a response that could not be encoded")
             return Outcome(failure, orjson.dumps(failure.failure_body()), version)
         return Outcome(result, body, version)
+
+    def _encoder(self, registration: Registration | None) -> Callable[[Any], Any]:
+        """The response encoder of a registration, looked up once (by `id`: it lives as long as the registry)."""
+        encode = codec_for(registration.response_type if registration is not None else Any).encode
+        self._encoders[id(registration)] = encode
+        return encode
 
     async def _answer_mesh(self) -> Outcome:
         return self._mesh_answer

@@ -72,7 +72,8 @@ class Route:
         return f"{self.method} {self.path}"
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: every routed request builds one (a frozen dataclass sets each field through object.__setattr__).
+@dataclass(slots=True)
 class RouteMatch:
     route: Route
     params: dict[str, str]
