@@ -181,8 +181,9 @@ class HttpApp:
         match = self.router.match(method, segments)
         if match is None:
             return None
-        fields = query_fields(scope) if scope.get("query_string") else {}
-        fields.update(match.params)
+        fields = match.params  # a new dict per match: the query goes under the path's fields
+        if scope.get("query_string"):
+            fields = {**query_fields(scope), **fields}
         return match.route.topic, fields, match.path_version, match.route.version
 
     def _refuse_shadowing(self) -> None:

@@ -56,15 +56,18 @@ async def read_body(receive: Receive, limit: int) -> bytes:
     size = 0
     while True:
         message = await receive()
-        kind = message.get("type")
-        if kind == "http.disconnect":
+        if message.get("type") == "http.disconnect":
             raise ClientDisconnected
         chunk = message.get("body") or b""
+        more = message.get("more_body")
+        if not more and not chunks:  # the whole body in one message: most requests
+            if len(chunk) > limit:
+                raise BodyTooLarge
+            return chunk
         size += len(chunk)
         if size > limit:
             raise BodyTooLarge
         if chunk:
             chunks.append(chunk)
-        if not message.get("more_body"):
-            break
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        if not more:
+            return b"".join(chunks)

@@ -18,7 +18,9 @@ _PLAIN_HEADERS: dict[str, RawHeaders] = {}
 
 
 async def send_response(send: Send, code: int, body: bytes, headers: Mapping[str, str] | None = None) -> None:
-    await _send(send, code, body, _encoded(headers) if headers else _JSON_HEADERS)
+    raw_headers, body = _framed(code, body, _encoded(headers) if headers else _JSON_HEADERS)
+    await send({"type": "http.response.start", "status": code, "headers": raw_headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def send_outcome(send: Send, outcome: Outcome) -> None:
@@ -29,17 +31,18 @@ async def send_outcome(send: Send, outcome: Outcome) -> None:
         headers = _PLAIN_HEADERS.get(outcome.version) or _PLAIN_HEADERS.setdefault(
             outcome.version, _encoded(outcome.headers())
         )
-    await _send(send, result.http_code, outcome.body, headers)
-
-
-async def _send(send: Send, code: int, body: bytes, headers: RawHeaders) -> None:
-    # The one place an answer drops its body: HTTP's 204 and 304 carry none.
-    if code in NO_BODY_CODES:
-        headers, body = headers.copy(), b""
-    else:
-        headers = [*headers, (b"content-length", str(len(body)).encode())]
+    code = result.http_code
+    headers, body = _framed(code, outcome.body, headers)
     await send({"type": "http.response.start", "status": code, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+def _framed(code: int, body: bytes, headers: RawHeaders) -> tuple[RawHeaders, bytes]:
+    """The headers to send (a new list) and the body: the one place an answer drops its body, as HTTP's 204 and
+    304 carry none."""
+    if code in NO_BODY_CODES:
+        return headers.copy(), b""
+    return [*headers, (b"content-length", str(len(body)).encode())], body
 
 
 def _encoded(headers: Mapping[str, str]) -> RawHeaders:
