@@ -11,6 +11,7 @@ from svcgen.runtime._pipeline import BindingFailure, Next
 from svcgen.runtime._registry import Registry
 from svcgen.runtime._result import Result
 from svcgen.runtime._service import Service
+from svcgen.runtime._versioning import requested_version
 from tests.support.sample import GetOrder, Order, build_service
 
 PLACE_BODY = {"customerId": "c-1", "items": [{"sku": "a", "quantity": 2}, {"sku": "b"}],
@@ -196,3 +197,29 @@ def test_context_headers_are_lowercased_and_read_only() -> None:
     assert seen[0].headers["x-correlation-id"] == "abc"
     with pytest.raises(TypeError):
         seen[0].headers["x"] = "y"  # type: ignore[index]
+
+
+def test_middleware_sees_the_selected_version_and_the_pipeline_writes_nothing_back() -> None:
+    seen: list[tuple[str, bool, str, bool]] = []
+
+    async def watch(context: Context, call_next: Next) -> Result[Any]:
+        before = (context.version, context.registration is not None)
+        result = await call_next(context)
+        seen.append((*before, context.version, context.registration is not None))
+        return result
+
+    service = build_service(middleware=[watch])
+    invoke(service, "orders:place", {"customerId": "c"}, headers={"SVC-Version": "v2"})
+    invoke(service, "orders:place", {"customerId": "c"}, headers={"svc-version": "v9"})
+    invoke(service, "orders:get", {"orderId": "o-1"})
+    assert seen == [("v2", True, "v2", True), ("v9", False, "v9", False), ("", True, "", True)]
+
+
+def test_a_path_version_beats_a_header_which_beats_a_static_version() -> None:
+    def version(**sources: Any) -> str:
+        return requested_version(Invocation("orders:place", **sources))
+
+    header = lowered({"X-Version": " v2 "})
+    assert version(headers=header, path_version="v1", static_version="v3") == "v1"
+    assert version(headers=header, static_version="v3") == "v2"
+    assert version(static_version="v3") == "v3"
