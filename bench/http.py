@@ -293,10 +293,13 @@ def wrk_requests(url: str, seconds: float, script: Path) -> int:
     """Requests wrk answered while loading `url` from the load core; any non-2xx answer fails the bench."""
     load_core = ",".join(str(core) for core in cores()[1])
     done = subprocess.run(
-        ["taskset", "-c", load_core, "wrk", "-t1", f"-c{CONNECTIONS}", f"-d{seconds:g}s", "-s", str(script), url],
+        ["taskset", "-c", load_core, "wrk", "-t1", f"-c{CONNECTIONS}", f"-d{seconds:g}s", "--timeout", "10s",
+         "-s", str(script), url],
         capture_output=True, text=True, check=True,
     )
-    if "Non-2xx" in done.stdout or "Socket errors" in done.stdout:
+    # A timeout is a stalled machine, not a failed request; a refused, broken or non-2xx answer fails the bench.
+    errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+)", done.stdout)
+    if "Non-2xx" in done.stdout or (errors is not None and any(int(n) for n in errors.groups())):
         raise SystemExit(f"wrk saw failed requests:\n{done.stdout}")
     found = re.search(r"(\d+) requests in", done.stdout)
     assert found, done.stdout
