@@ -1,4 +1,13 @@
-"""HTTP binding: in-process cost against a raw ASGI app, route matching at scale, and server CPU under load."""
+"""HTTP binding against the frameworks around it: server CPU per request of the same typed JSON route under
+svcgen (plain and traced), Starlette (untyped JSON route), FastAPI+pydantic, a raw ASGI app doing the same JSON
+work and a raw ASGI app answering a constant; in-process ASGI calls; route matching at scale.
+
+Under load every app runs under uvicorn (1 worker, httptools + uvloop) in its own process pinned to one core, wrk
+(`make wrk`) pinned to the other; the servers take turns within each round (A B C ... A B C ...), and each
+round's server CPU per request comes from /proc/<pid>/stat. Ratios are the median of per-round ratios.
+
+    PYTHONPATH=. python -m bench.http [--rounds 5] [--seconds 3]
+"""
 
 from __future__ import annotations
 
@@ -7,20 +16,35 @@ import asyncio
 import dataclasses
 import json
 import os
+import re
+import shutil
 import socket
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
 
-from bench.harness import Figure, Recorder, per_await_us, per_call_us, run
-from svcgen.runtime import Context, Identity, Registry, Result, Service
+from bench.harness import REPEATS, Figure, Recorder, per_call_us, run
+from svcgen.runtime import Context, HealthCheck, HealthChecks, Identity, Registry, Result, Service
 from svcgen.runtime._http.app import HttpApp, create_app
 from svcgen.runtime._http.routing import Route, Router, split_path
+from svcgen.runtime._mesh.exporters import QueueExporter
+from svcgen.runtime._mesh.issues import IssueAggregator
+from svcgen.runtime._mesh.traces import TraceMiddleware
 
+ROOT = Path(__file__).resolve().parent.parent
+CONNECTIONS = 16
+SPREAD_TARGET = 10.0
+"""Percent: (max - min) / median of a server's per-round figures; more is too noisy to trust."""
+# Kept for bench/trace.py's load figures.
 LOAD_REQUESTS = int(os.environ.get("BENCH_LOAD_REQUESTS", "4000"))
 LOAD_CONCURRENCY = 16
 
@@ -45,10 +69,46 @@ async def update(request: UpdateOrder, context: Context) -> Result[Order]:
     return Result.ok(Order(request.order_id, request.customer_id, request.quantity * request.price))
 
 
+async def ping(request: None, context: Context) -> Result[None]:
+    return Result.ok()
+
+
+ROUTES = ["POST /orders/{orderId} -> orders:update"]
+
+
 def typed_app() -> HttpApp:
     registry = Registry()
     registry.add("orders:update", update)
-    return create_app(Service(Identity("orders"), registry), ["POST /orders/{orderId} -> orders:update"])
+    return create_app(Service(Identity("orders"), registry), ROUTES)
+
+
+def traced_app() -> HttpApp:
+    """The typed app with the mesh's request path: trace middleware, issues, a queue drained every second."""
+    registry = Registry()
+    registry.add("orders:update", update)
+    identity = Identity("orders")
+    queue = QueueExporter(cap=100_000)
+    issues = IssueAggregator("orders")
+    service = Service(identity, registry, middleware=[TraceMiddleware(identity, queue, on_failure=[issues.observe])])
+    tasks: list[asyncio.Task[None]] = []
+
+    async def drain() -> None:
+        while True:  # what the reporter does on each beat
+            await asyncio.sleep(1)
+            queue.drain_wire()
+
+    async def start() -> None:
+        tasks.append(asyncio.create_task(drain()))
+
+    return create_app(service, ROUTES, on_startup=[start])
+
+
+def health_app() -> HttpApp:
+    """A service with one plain sync health check and a trivial topic, for health against invoke."""
+    registry = Registry()
+    registry.add("orders:ping", ping)
+    health = HealthChecks([HealthCheck("memory", lambda: True)])
+    return create_app(Service(Identity("orders"), registry, health=health))
 
 
 async def raw_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -74,20 +134,71 @@ async def constant_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": b'{"ok":true}'})
 
 
+def starlette_app() -> Any:
+    """Starlette's untyped JSON route doing the same work: request.json(), a dataclass, JSONResponse."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route as StarletteRoute
+
+    async def update_order(request: Request) -> JSONResponse:
+        data = await request.json()
+        order_id = request.path_params["orderId"]
+        order = UpdateOrder(order_id, data["customerId"], data["quantity"], data["price"], data.get("express", False))
+        total = Order(order.order_id, order.customer_id, order.quantity * order.price)
+        return JSONResponse({"orderId": total.order_id, "customerId": total.customer_id, "total": total.total})
+
+    return Starlette(routes=[StarletteRoute("/orders/{orderId}", update_order, methods=["POST"])])
+
+
+class _Camel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class UpdateOrderBody(_Camel):
+    customer_id: str
+    quantity: int
+    price: float
+    express: bool = False
+
+
+class OrderModel(_Camel):
+    order_id: str
+    customer_id: str
+    total: float
+
+
+def fastapi_app() -> Any:
+    """FastAPI with pydantic models: validated request, declared response model."""
+    from fastapi import FastAPI
+
+    app = FastAPI()
+
+    @app.post("/orders/{orderId}", response_model=OrderModel, response_model_by_alias=True)
+    async def update_order(orderId: str, body: UpdateOrderBody) -> OrderModel:
+        return OrderModel(order_id=orderId, customer_id=body.customer_id, total=body.quantity * body.price)
+
+    return app
+
+
 BODY = json.dumps({"customerId": "c-1", "quantity": 3, "price": 2.5}).encode()
-SCOPE = {"type": "http", "method": "POST", "path": "/orders/o-17", "raw_path": b"/orders/o-17", "query_string": b"",
+PATH = "/orders/o-17"
+SCOPE = {"type": "http", "method": "POST", "path": PATH, "raw_path": PATH.encode(), "query_string": b"",
          "headers": [(b"content-type", b"application/json"), (b"host", b"bench")]}
 
 
-def in_process(app: Any) -> Any:
+def in_process(app: Any, scope: dict[str, Any] = SCOPE, body: bytes = BODY) -> Callable[[], Awaitable[None]]:
+    """One ASGI call of `app` without a server; fails loudly unless it answers 200."""
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start" and message["status"] != 200:
+            raise AssertionError(f"{scope['method']} {scope['path']} answered {message['status']}")
+
     async def call() -> None:
-        async def receive() -> dict[str, Any]:
-            return {"type": "http.request", "body": BODY, "more_body": False}
-
-        async def send(message: dict[str, Any]) -> None:
-            pass
-
-        await app(dict(SCOPE), receive, send)
+        await app(dict(scope), receive, send)
 
     return call
 
@@ -113,28 +224,13 @@ def cpu_seconds(pid: int) -> float:
 def server_cpu_us_per_request(target: str, path: str, body: bytes) -> float:
     """Run `target` under uvicorn in its own process, load it from here, and divide its CPU time by requests."""
     port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", target, "--host", "127.0.0.1", "--port", str(port),
-         "--log-level", "warning", "--no-access-log"],
-        cwd=Path(__file__).parent.parent,
-    )
+    server = start_server(target, port)
     try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                httpx.post(base + path, content=body, timeout=1)
-                break
-            except httpx.TransportError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
         before = cpu_seconds(server.pid)
-        asyncio.run(_load(base + path, body))
+        asyncio.run(_load(f"http://127.0.0.1:{port}{path}", body))
         return (cpu_seconds(server.pid) - before) / LOAD_REQUESTS * 1e6
     finally:
-        server.terminate()
-        server.wait(timeout=10)
+        stop_server(server)
 
 
 async def _load(url: str, body: bytes) -> None:
@@ -152,18 +248,157 @@ async def _load(url: str, body: bytes) -> None:
         await asyncio.gather(*(worker() for _ in range(LOAD_CONCURRENCY)))
 
 
-# Import targets for the load test's uvicorn processes.
-typed = typed_app()
-raw = raw_app
-constant = constant_app
+def cores() -> tuple[set[int], set[int]]:
+    """(server core, load core): two different cores when the machine has them."""
+    available = sorted(os.sched_getaffinity(0))
+    return {available[0]}, {available[-1]}
+
+
+def start_server(target: str, port: int) -> subprocess.Popen[bytes]:
+    """uvicorn, 1 worker, httptools + uvloop, pinned to the server core; returns once it answers 200."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", target, "--host", "127.0.0.1", "--port", str(port), "--http", "httptools",
+         "--loop", "uvloop", "--workers", "1", "--log-level", "warning", "--no-access-log"],
+        cwd=ROOT, stdout=subprocess.DEVNULL,
+    )
+    os.sched_setaffinity(server.pid, cores()[0])
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            answer = httpx.post(f"http://127.0.0.1:{port}{PATH}", content=BODY,
+                                headers={"content-type": "application/json"}, timeout=1)
+            break
+        except httpx.TransportError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                stop_server(server)
+                raise SystemExit(f"{target} did not come up") from None
+            time.sleep(0.1)
+    # Every app but the constant one does the JSON work: 3 x 2.5.
+    if answer.status_code != 200 or answer.json().get("total", 7.5) != 7.5:
+        stop_server(server)
+        raise SystemExit(f"{target} answered {answer.status_code} {answer.text}")
+    return server
+
+
+def stop_server(server: subprocess.Popen[bytes]) -> None:
+    server.terminate()
+    try:
+        server.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
+def wrk_requests(url: str, seconds: float, script: Path) -> int:
+    """Requests wrk answered while loading `url` from the load core; any non-2xx answer fails the bench."""
+    load_core = ",".join(str(core) for core in cores()[1])
+    done = subprocess.run(
+        ["taskset", "-c", load_core, "wrk", "-t1", f"-c{CONNECTIONS}", f"-d{seconds:g}s", "--timeout", "10s",
+         "-s", str(script), url],
+        capture_output=True, text=True, check=True,
+    )
+    # A timeout is a stalled machine, not a failed request; a refused, broken or non-2xx answer fails the bench.
+    errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+)", done.stdout)
+    if "Non-2xx" in done.stdout or (errors is not None and any(int(n) for n in errors.groups())):
+        raise SystemExit(f"wrk saw failed requests:\n{done.stdout}")
+    found = re.search(r"(\d+) requests in", done.stdout)
+    assert found, done.stdout
+    return int(found.group(1))
+
+
+TYPED = "svcgen typed route"
+TRACED = "svcgen typed route, traced"
+STARLETTE = "Starlette untyped JSON route"
+FASTAPI = "FastAPI + pydantic"
+RAW_SAME = "raw ASGI, same JSON work"
+RAW_CONSTANT = "raw ASGI, constant"
+TARGETS = {
+    TYPED: "bench.http:typed",
+    TRACED: "bench.http:traced",
+    STARLETTE: "bench.http:starlette",
+    FASTAPI: "bench.http:fastapi",
+    RAW_SAME: "bench.http:raw",
+    RAW_CONSTANT: "bench.http:constant",
+}
+
+
+def under_load(rounds: int, seconds: float) -> dict[str, list[float]]:
+    """Server CPU µs per request of each app, one figure per round, the apps taking turns in every round."""
+    if not shutil.which("wrk"):
+        raise SystemExit("wrk is missing: run `make wrk` (Debian package wrk)")
+    per_request: dict[str, list[float]] = {name: [] for name in TARGETS}
+    servers: dict[str, subprocess.Popen[bytes]] = {}
+    ports = {name: free_port() for name in TARGETS}
+    with tempfile.TemporaryDirectory() as scratch:
+        script = Path(scratch) / "post.lua"
+        script.write_text(f'wrk.method = "POST"\nwrk.body = \'{BODY.decode()}\'\n'
+                          'wrk.headers["Content-Type"] = "application/json"\n')
+        try:
+            for name, target in TARGETS.items():
+                servers[name] = start_server(target, ports[name])
+            names = list(TARGETS)
+            for number in range(rounds):
+                # Rotate who goes first, so a slow moment of the machine does not always hit the same app.
+                shift = number % len(names)
+                for name in names[shift:] + names[:shift]:
+                    pid = servers[name].pid
+                    before = cpu_seconds(pid)
+                    answered = wrk_requests(f"http://127.0.0.1:{ports[name]}{PATH}", seconds, script)
+                    per_request[name].append((cpu_seconds(pid) - before) / answered * 1e6)
+        finally:
+            for server in servers.values():
+                stop_server(server)
+    return per_request
+
+
+def spread(values: list[float]) -> float:
+    """(max - min) / median, in percent."""
+    return (max(values) - min(values)) / statistics.median(values) * 100
+
+
+def ratio(numerators: list[float], denominators: list[float]) -> float:
+    """Median of the per-round ratios."""
+    return statistics.median(n / d for n, d in zip(numerators, denominators, strict=True))
+
+
+def interleaved_us(
+    calls: dict[str, Callable[[], Awaitable[None]]], rounds: int, per_round: int
+) -> dict[str, list[float]]:
+    """µs per call of each in-process call, one figure per round, the calls taking turns within every round."""
+
+    async def go() -> dict[str, list[float]]:
+        figures: dict[str, list[float]] = {name: [] for name in calls}
+        names = list(calls)
+        for number in range(rounds):
+            shift = number % len(names)
+            for name in names[shift:] + names[:shift]:
+                call = calls[name]
+                started = time.perf_counter()
+                for _ in range(per_round):
+                    await call()
+                figures[name].append((time.perf_counter() - started) / per_round * 1e6)
+        return figures
+
+    return asyncio.run(go())
 
 
 def measure(record: Recorder, args: argparse.Namespace) -> None:
-    raw_us = per_await_us(in_process(raw_app), 20_000)
-    ours_us = per_await_us(in_process(typed), 20_000)
-    record(RAW, raw_us, "µs")
-    record("POST /orders/{orderId}, typed (in-process)", ours_us, "µs", baseline=RAW)
-    record("  ratio to raw ASGI app", ours_us / raw_us, "x", target=3)
+    invoke_scope = {**SCOPE, "path": "/svc/invoke", "raw_path": b"/svc/invoke"}
+    health_scope = {**SCOPE, "method": "GET", "path": "/svc/health", "raw_path": b"/svc/health"}
+    calls = {
+        IN_RAW: in_process(raw_app),
+        IN_TYPED: in_process(typed),
+        IN_INVOKE: in_process(health, invoke_scope, b'{"topic": "orders:ping", "body": ""}'),
+        IN_HEALTH: in_process(health, health_scope, b""),
+    }
+    us = interleaved_us(calls, 4 * REPEATS, 5_000)
+    print(f"in-process: {4 * REPEATS} rounds of 5,000 calls each, taking turns; ratios are medians of per-round ratios")
+    record(IN_RAW, statistics.median(us[IN_RAW]), "µs")
+    record(IN_TYPED, statistics.median(us[IN_TYPED]), "µs", baseline=IN_RAW)
+    record("  ratio typed / raw same JSON work (in-process)", ratio(us[IN_TYPED], us[IN_RAW]), "x", target=2)
+    record(IN_INVOKE, statistics.median(us[IN_INVOKE]), "µs")
+    record(IN_HEALTH, statistics.median(us[IN_HEALTH]), "µs", baseline=IN_INVOKE)
+    record("  ratio health / invoke (in-process)", ratio(us[IN_HEALTH], us[IN_INVOKE]), "x", target=1.5)
 
     print()
     ten, thousand = routing_us(10), routing_us(1000)
@@ -172,20 +407,45 @@ def measure(record: Recorder, args: argparse.Namespace) -> None:
     record("  ratio 1000/10 routes", thousand / ten, "x", note="(about 1 expected: trie, not a scan)")
 
     print()
-    print(f"under load: {LOAD_REQUESTS} requests, {LOAD_CONCURRENCY} concurrent, uvicorn on 127.0.0.1")
-    constant_cpu = server_cpu_us_per_request("bench.http:constant", "/orders/o-17", BODY)
-    typed_cpu = server_cpu_us_per_request("bench.http:typed", "/orders/o-17", BODY)
-    record(CONSTANT, constant_cpu, "µs")
-    record("server CPU per request, typed route", typed_cpu, "µs", baseline=CONSTANT)
-    record("  ratio to raw ASGI constant", typed_cpu / constant_cpu, "x", target=1.8)
+    print(f"under load: {args.rounds} rounds of {args.seconds:g} s per app, wrk -c{CONNECTIONS}, "
+          "uvicorn 1 worker httptools+uvloop, server and wrk on separate cores")
+    cpu = under_load(args.rounds, args.seconds)
+    for name in TARGETS:
+        label = f"server CPU per request, {name}"
+        baseline = None if name == STARLETTE else f"server CPU per request, {STARLETTE}"
+        record(label, statistics.median(cpu[name]), "µs", baseline=baseline)
+        record(f"  spread across rounds, {name}", spread(cpu[name]), "%", target=SPREAD_TARGET,
+               note="((max - min) / median)")
+    typed_ratios = [t / s for t, s in zip(cpu[TYPED], cpu[STARLETTE], strict=True)]
+    record("  ratio typed / Starlette", statistics.median(typed_ratios), "x", target=1.0,
+           note="(median of the per-round ratios)")
+    record("  spread of that ratio across rounds", spread(typed_ratios), "%", note="((max - min) / median)")
+    record("  ratio traced / Starlette", ratio(cpu[TRACED], cpu[STARLETTE]), "x", target=1.1)
+    record("  ratio FastAPI / Starlette", ratio(cpu[FASTAPI], cpu[STARLETTE]), "x")
+    record("  ratio typed / raw same JSON work", ratio(cpu[TYPED], cpu[RAW_SAME]), "x")
+    record("  ratio typed / raw constant", ratio(cpu[TYPED], cpu[RAW_CONSTANT]), "x")
 
 
-RAW = "raw ASGI app, same JSON work (in-process)"
-CONSTANT = "server CPU per request, raw ASGI constant"
+IN_RAW = "raw ASGI, same JSON work (in-process)"
+IN_TYPED = "svcgen typed route (in-process)"
+IN_INVOKE = "POST /svc/invoke, trivial topic (in-process)"
+IN_HEALTH = "GET /svc/health, one sync check (in-process)"
+
+# Import targets for the load test's uvicorn processes.
+typed = typed_app()
+traced = traced_app()
+health = health_app()
+raw = raw_app
+constant = constant_app
+starlette = starlette_app()
+fastapi = fastapi_app()
 
 
 def main(argv: list[str] | None = None) -> list[Figure]:
-    return run("bench/http.py", measure, argv)
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=5, help="rounds; each loads every app once")
+    parser.add_argument("--seconds", type=float, default=3.0, help="seconds of load per app and round")
+    return run("bench/http.py", measure, argv, parser)
 
 
 if __name__ == "__main__":

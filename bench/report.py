@@ -41,9 +41,13 @@ BENCHES = (
           "json.dumps function; derivation of the OpenAPI, descriptor and spec documents for 1000 topics; the "
           "`svc:mesh` answer at 10 and 1000 topics."),
     Bench("http", "HTTP binding (bench/http.py)",
-          "A typed `POST /orders/{orderId}` in-process against a raw ASGI app doing the same JSON work by hand; "
-          "route matching at 10 and 1000 routes; server CPU per request under load (uvicorn on 127.0.0.1, "
-          "separate process) against a raw ASGI app answering a constant."),
+          "Server CPU per request (/proc/<pid>/stat) of the same typed JSON route `POST /orders/{orderId}` under "
+          "svcgen (plain and traced), Starlette (untyped JSON route), FastAPI + pydantic, a raw ASGI app doing the "
+          "same JSON work and a raw ASGI app answering a constant: each under uvicorn (1 worker, httptools + "
+          "uvloop) in its own process pinned to one core, wrk pinned to the other, the apps taking turns in every "
+          "round; ratios are medians of per-round ratios. In-process: the typed route against the raw app doing "
+          "the same JSON work, `GET /svc/health` with one sync check against `POST /svc/invoke` of a trivial "
+          "topic; route matching at 10 and 1000 routes."),
     Bench("build", "`svcgen build` (bench/build.py)",
           "Whole-process wall time and peak RSS of `svcgen build` for a 20-type and a 2000-type manifest, with "
           "interpreter start (`python -c pass`) measured in the same run."),

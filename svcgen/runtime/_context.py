@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ._dependencies import Scope
@@ -14,19 +13,11 @@ if TYPE_CHECKING:
     from ._registry import Registration
 
 
-def freeze_headers(headers: Mapping[str, str] | None, *, lowered: bool = False) -> Mapping[str, str]:
-    """Lower-cased, read-only view of headers; `lowered` says the names already are."""
-    if not headers:
-        return MappingProxyType({})
-    if lowered:
-        return MappingProxyType(dict(headers))
-    return MappingProxyType({name.lower(): value for name, value in headers.items()})
-
-
 @dataclass(slots=True)
 class Context:
     topic: str
     version: str
+    """The version selected for this call; for an unknown topic or version, the one the caller asked for."""
     headers: Mapping[str, str]
     scope: Scope
     body: str | bytes | None = None
@@ -37,9 +28,7 @@ class Context:
     json_limits: JsonLimits = DEFAULT_JSON_LIMITS
     """What the body's JSON may be (depth, duplicate keys); the transport sets it."""
     registration: Registration | None = None
-    exception_type: str | None = None
-    handler_answered: bool = False
-    """The result is the handler's own answer (it returned one); False when the binding answered (unknown topic,
-    undecodable request) or the handler raised."""
+    """What the service selected for (topic, version) before the pipeline runs; None for an unknown topic or
+    version, which the pipeline answers with `not-found`."""
     items: dict[str, Any] = field(default_factory=dict)
     """Free room for middleware to pass values along one invocation."""

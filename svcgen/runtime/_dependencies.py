@@ -58,6 +58,11 @@ class Scope:
         self._dependencies = dependencies
         self._instances: dict[Any, Any] | None = None
 
+    @property
+    def holds_instances(self) -> bool:
+        """Whether `close` has anything to do."""
+        return bool(self._instances)
+
     @overload
     def get(self, key: type[T]) -> T: ...
     @overload

@@ -11,7 +11,8 @@ from ._result import Result
 JSON_CONTENT_TYPE = "application/json"
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen, as every call builds one (see Invocation); treat it as read-only.
+@dataclass(slots=True)
 class Outcome:
     result: Result[Any]
     body: bytes

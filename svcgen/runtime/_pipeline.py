@@ -16,9 +16,10 @@ from . import _status as st
 from ._codec import Codec, DecodeError, codec_for
 from ._context import Context
 from ._jsonlimits import JsonLimits, JsonRefused, parse_json
-from ._registry import Registration, Registry, TopicKey
+from ._registry import Registration
 from ._result import Result
 from ._shapes import MapShape, RecordShape, shape_of
+from ._versioning import VersionSelector
 
 logger = logging.getLogger("svcgen.pipeline")
 
@@ -27,8 +28,16 @@ Middleware = Callable[[Context, Next], Awaitable[Result[Any]]]
 
 
 @dataclass(frozen=True, slots=True)
+class BindingFailure(Result[Any]):
+    """A failure the pipeline answered itself, not the handler: an undecodable request, a handler that raised
+    (`exception_type` names what) or returned something else than a Result."""
+
+    exception_type: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class _Target:
-    """A registration with what calling it needs, prepared once per topic."""
+    """A registration with what calling it needs, prepared once per registration."""
 
     registration: Registration
     request_codec: Codec[Any]
@@ -36,29 +45,23 @@ class _Target:
 
 
 class Pipeline:
-    def __init__(self, registry: Registry, middleware: Sequence[Middleware] = ()) -> None:
-        self._registry = registry
-        self._targets: dict[TopicKey, _Target] = {}
-        self._entry: Next = _compose(middleware, self._route)
+    """Runs one invocation whose registration the service selected before (`Context.registration`); one without
+    a registration gets the answer the version selection gives instead."""
 
-    async def __call__(self, context: Context) -> Result[Any]:
-        return await self._entry(context)
-
-    def target(self, topic: str, version: str) -> Registration | None:
-        """The registration a (topic, requested version) resolves to, or None."""
-        resolved = self._resolve(topic, version)
-        return resolved.registration if isinstance(resolved, _Target) else None
+    def __init__(self, versions: VersionSelector, middleware: Sequence[Middleware] = ()) -> None:
+        self._versions = versions
+        self._targets: dict[int, _Target] = {}
+        """By `id(registration)`: a registration lives as long as its registry, and an int hashes fastest."""
+        self.run: Next = _compose(middleware, self._route)
+        """The middleware chain around the router, composed once: `await pipeline.run(context)`."""
 
     async def _route(self, context: Context) -> Result[Any]:
-        if not context.topic:
-            return Result.validation_error("topic is required")
-        resolved = self._resolve(context.topic, context.version)
-        if isinstance(resolved, Result):
-            return resolved
-        registration = resolved.registration
-        context.registration = registration
-        context.version = registration.version
-        request = _decode(resolved, context.body, context.fields, context.json_limits)
+        registration = context.registration
+        if registration is None:
+            refused = self._versions.select(context.topic, context.version)
+            return refused if isinstance(refused, Result) else Result.not_found(f"no handler for {context.topic}")
+        target = self._targets.get(id(registration)) or self._prepare(registration)
+        request = _decode(target, context.body, context.fields, context.json_limits)
         if isinstance(request, Result):
             return request
         try:
@@ -70,44 +73,31 @@ class Pipeline:
             # Any exception, CancelledError, SystemExit and KeyboardInterrupt included, is the handler's failure:
             # its type is kept for tracing and issues; its text never goes on the wire. Only a cancellation of
             # this invocation from outside (the client left, the server stops) goes on, so it is honoured.
-            context.exception_type = type(exc).__qualname__
             if isinstance(exc, asyncio.CancelledError) and cancelled_from_outside():
                 raise
-            logger.error("handler for %s raised %s", registration.key, context.exception_type, exc_info=exc)
-            return Result.service_unavailable(f"{registration.key} failed while handling the request")
+            exception_type = type(exc).__qualname__
+            logger.error("handler for %s raised %s", registration.key, exception_type, exc_info=exc)
+            detail = f"{registration.key} failed while handling the request"
+            return BindingFailure(st.SERVICE_UNAVAILABLE, None, detail, exception_type=exception_type)
         if not isinstance(returned, Result):
             logger.error("handler for %s returned %s, not a Result", registration.key, type(returned).__name__)
-            return Result.unexpected_error(f"{registration.key} returned an invalid result")
-        context.handler_answered = True
-        if returned.is_successful:
+            return _failure(st.UNEXPECTED_ERROR, f"{registration.key} returned an invalid result")
+        if returned.is_successful and returned.status not in registration.success:
             registration.note_success(returned.status)
         return returned
 
-    def _resolve(self, topic: str, version: str) -> _Target | Result[Any]:
-        key = TopicKey(topic, version)
-        target = self._targets.get(key)
-        if target is not None:
-            return target
-        registration = self._registry.get(topic, version)
-        if registration is None:
-            versions = self._registry.versions(topic)
-            if not versions:
-                return Result.not_found(f"no handler for topic {topic}")
-            if version or len(versions) > 1:
-                listed = ", ".join(v or '""' for v in versions)
-                asked = f"version {version}" if version else "no version"
-                return Result.not_found(
-                    f"topic {topic} has no handler for {asked}; versions: {listed} (select one with svc-version)"
-                )
-            registration = self._registry.get(topic, versions[0])
-            assert registration is not None
+    def _prepare(self, registration: Registration) -> _Target:
         target = _Target(
             registration,
             codec_for(registration.request_type),
             isinstance(shape_of(registration.request_type), RecordShape | MapShape),
         )
-        self._targets[key] = target
+        self._targets[id(registration)] = target
         return target
+
+
+def _failure(status: str, detail: str) -> BindingFailure:
+    return BindingFailure(status, None, detail)
 
 
 def cancelled_from_outside() -> bool:
@@ -133,28 +123,28 @@ def _link(step: Middleware, following: Next) -> Next:
 
 
 def _decode(target: _Target, body: str | bytes | None, fields: Mapping[str, str] | None, limits: JsonLimits) -> Any:
-    """The typed request, or a failure Result (`bad-request` for refused JSON, `validation-error` for bad values)."""
+    """The typed request, or the failure (`bad-request` for refused JSON, `validation-error` for bad values)."""
     if body:
         try:
             value = parse_json(body, limits)
         except JsonRefused as exc:
-            return Result.bad_request(str(exc))
+            return _failure(st.BAD_REQUEST, str(exc))
     else:
         value = {} if target.expects_object or fields else None
     codec = target.request_codec
     try:
         if fields:
             if not isinstance(value, dict):
-                return Result.bad_request("body must be a JSON object")
-            value = {**value, **codec.decode_text_fields(fields)}
+                return _failure(st.BAD_REQUEST, "body must be a JSON object")
+            value.update(codec.decode_text_fields(fields))  # a dict of our own: parsed just now, or new
         elif target.expects_object and not isinstance(value, dict):
-            return Result.bad_request("body must be a JSON object")
+            return _failure(st.BAD_REQUEST, "body must be a JSON object")
         return codec.decode(value)
     except DecodeError as exc:
-        return Result.of(st.VALIDATION_ERROR, detail=str(exc))
+        return _failure(st.VALIDATION_ERROR, str(exc))
     except RecursionError:
-        return Result.bad_request("body is nested too deeply")
+        return _failure(st.BAD_REQUEST, "body is nested too deeply")
     except (TypeError, ValueError):
         # A record constructor that refuses the values (e.g. an InitVar the wire cannot carry).
         logger.warning("request for %s could not be built", target.registration.key, exc_info=True)
-        return Result.validation_error(f"request does not fit {target.registration.key}")
+        return _failure(st.VALIDATION_ERROR, f"request does not fit {target.registration.key}")

@@ -25,7 +25,8 @@ class _FailureFactory(Protocol):
 
 def _success(status: str) -> _SuccessFactory:
     def factory(payload: Any = None, *, headers: Mapping[str, str] | None = None) -> Result[Any]:
-        return Result(status, payload, None, _freeze(headers))
+        # _freeze inlined for the common case: a handler's answer is built on every invocation.
+        return Result(status, payload, None, _freeze(headers) if headers else _NO_HEADERS)
 
     return factory
 
@@ -58,7 +59,8 @@ class Result(Generic[T]):
 
     @property
     def http_code(self) -> int:
-        return st.http_code(self.status, self.is_successful)
+        code = st.STATUS_CODES.get(self.status)  # the table's statuses first: every transport asks, every call
+        return code if code is not None else st.http_code(self.status, self.is_successful)
 
     def failure_body(self) -> dict[str, str]:
         return {"status": self.status, "detail": self.detail or self.status}

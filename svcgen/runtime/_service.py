@@ -15,22 +15,23 @@ import orjson
 
 from . import _status as st
 from ._codec import codec_for
-from ._context import Context, freeze_headers
+from ._context import Context
 from ._dependencies import Dependencies
 from ._descriptor import Descriptor, build_descriptor
 from ._envelope import envelope_from, parse_envelope, response_envelope_bytes
 from ._health import HealthChecks, HealthReport
 from ._identity import Identity
+from ._invocation import Invocation, lowered
 from ._jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits
 from ._openapi import build_openapi
 from ._outcome import Outcome
 from ._pipeline import Middleware, Pipeline
 from ._produces import ProducedTopic
-from ._registry import Registry
+from ._registry import Registration, Registry
 from ._reserved import DEFAULT_PREFIX, HEALTHCHECK_TOPIC, MESH_TOPIC, SPEC_TOPIC, normalize_prefix
 from ._result import Result
 from ._specdoc import build_spec
-from ._versioning import requested_version
+from ._versioning import VersionSelector, requested_version
 
 logger = logging.getLogger("svcgen.service")
 
@@ -65,7 +66,9 @@ class Service:
         self.api_version = api_version
         self.prefix = normalize_prefix(prefix)
         self.middleware = tuple(middleware)
-        self.pipeline = Pipeline(registry, self.middleware)
+        self._versions = VersionSelector(registry)
+        self._encoders: dict[int, Callable[[Any], Any]] = {}
+        self.pipeline = Pipeline(self._versions, self.middleware)
         self.produces = produces
         self.spec: dict[str, Any] = build_spec(identity.service, registry)
         self._spec_answer = Outcome(Result.ok(self.spec), orjson.dumps(self.spec))
@@ -92,39 +95,32 @@ class Service:
     def openapi(self) -> dict[str, Any]:
         return build_openapi(self.registry, title=self.title, version=self.api_version, prefix=self.prefix)
 
-    async def invoke(
-        self,
-        topic: str,
-        *,
-        headers: Mapping[str, str] | None = None,
-        body: str | bytes | None = None,
-        fields: Mapping[str, str] | None = None,
-        path_version: str | None = None,
-        static_version: str = "",
-        transport: str = "envelope",
-        headers_lowered: bool = False,
-        json_limits: JsonLimits | None = None,
-    ) -> Outcome:
-        """One invocation: reserved topics first, then exactly one pipeline run."""
+    async def invoke(self, invocation: Invocation) -> Outcome:
+        """One invocation: reserved topics first, then the version selected, then exactly one pipeline run."""
+        topic = invocation.topic
         reserved = self._reserved.get(topic)
         if reserved is not None:
             return await reserved()
-        frozen = freeze_headers(headers, lowered=headers_lowered)
+        requested = requested_version(invocation)
+        selected = self._versions.select(topic, requested)
+        registration = selected if isinstance(selected, Registration) else None
         context = Context(
-            topic=topic,
-            version=requested_version(frozen, path_version=path_version, static_version=static_version),
-            headers=frozen,
-            scope=self.dependencies.open_scope(),
-            body=body,
-            fields=fields,
-            transport=transport,
-            json_limits=json_limits or self.json_limits,
+            topic,
+            registration.version if registration is not None else requested,
+            invocation.headers,
+            self.dependencies.open_scope(),
+            invocation.body,
+            invocation.fields,
+            invocation.transport,
+            invocation.json_limits or self.json_limits,
+            registration,
         )
         try:
-            result = await self.pipeline(context)
+            result = await self.pipeline.run(context)
         finally:
-            await _close_scope(context)
-        return self._encode(result, context)
+            if context.scope.holds_instances:
+                await _close_scope(context)
+        return self._encode(result, registration, topic)
 
     async def invoke_envelope(
         self, raw: bytes | str | Mapping[str, Any], *, json_limits: JsonLimits | None = None
@@ -138,26 +134,34 @@ class Service:
         static = self._static_envelopes.get(envelope.topic)
         if static is not None:
             return static
-        outcome = await self.invoke(envelope.topic, headers=envelope.headers, body=envelope.body, json_limits=limits)
-        return response_envelope_bytes(outcome)
+        invocation = Invocation(envelope.topic, lowered(envelope.headers), envelope.body, json_limits=limits)
+        return response_envelope_bytes(await self.invoke(invocation))
 
     async def check_health(self) -> HealthReport:
         return await self.health.run() if self.health is not None else HealthReport({})
 
-    def _encode(self, result: Result[Any], context: Context) -> Outcome:
-        version = context.version if context.registration is not None else ""
+    def _encode(self, result: Result[Any], registration: Registration | None, topic: str) -> Outcome:
+        """The payload's JSON text for every transport alike; which answers carry no body is HTTP's business."""
+        version = registration.version if registration is not None else ""
         if not result.is_successful:
             return Outcome(result, orjson.dumps(result.failure_body()), version)
-        if result.http_code in st.NO_BODY_CODES:
+        payload = result.payload
+        if payload is None and result.status in st.PAYLOAD_OPTIONAL:
             return Outcome(result, b"", version)
-        response_type = context.registration.response_type if context.registration else Any
+        encode = self._encoders.get(id(registration)) or self._encoder(registration)
         try:
-            body = orjson.dumps(codec_for(response_type).encode(result.payload))
+            body = orjson.dumps(encode(payload))
         except Exception as exc:
-            logger.error("response of %s does not encode: %s", context.topic, type(exc).__name__)
-            failure = Result.unexpected_error(f"{context.topic} produced a response that could not be encoded")
+            logger.error("response of %s does not encode: %s", topic, type(exc).__name__)
+            failure = Result.unexpected_error(f"{topic} produced a response that could not be encoded")
             return Outcome(failure, orjson.dumps(failure.failure_body()), version)
         return Outcome(result, body, version)
+
+    def _encoder(self, registration: Registration | None) -> Callable[[Any], Any]:
+        """The response encoder of a registration, looked up once (by `id`: it lives as long as the registry)."""
+        encode = codec_for(registration.response_type if registration is not None else Any).encode
+        self._encoders[id(registration)] = encode
+        return encode
 
     async def _answer_mesh(self) -> Outcome:
         return self._mesh_answer

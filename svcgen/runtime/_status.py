@@ -56,6 +56,9 @@ CODE_STATUSES: Final[dict[int, str]] = {
 }
 
 NO_BODY_CODES: Final = frozenset({204, 304})
+"""HTTP answers without a body: the HTTP binding drops the payload there, and only there."""
+PAYLOAD_OPTIONAL: Final = frozenset({UPDATED, DELETED})
+"""Successes a handler may answer without a payload (`Result.deleted()`): then the body is empty."""
 
 
 def is_success(status: str) -> bool:

@@ -293,3 +293,31 @@ class TestTopicInvokeSurface:
         with pytest.raises(RouteError, match="collides"):
             create_app(build_service(), ["POST /{a}/invoke/x/{b} -> orders:get"])
         create_app(build_service(), ["POST /svc/invoke/a/b/c -> orders:get"])
+
+
+class TestNoContentAnswers:
+    """`updated` and `deleted` keep their payload; only the HTTP 204 answer has no body (DESIGN §7)."""
+
+    @staticmethod
+    def app() -> HttpApp:
+        async def rename(request: GetOrder, context: Context) -> Result[GetOrder]:
+            return Result.updated(GetOrder(order_id=request.order_id + "-renamed"))
+
+        registry = Registry()
+        registry.add("orders:rename", rename, success=("updated",))
+        return create_app(Service(Identity("orders"), registry), ["PUT /orders/{orderId} -> orders:rename"])
+
+    def test_the_route_answers_204_without_a_body(self) -> None:
+        response = call(self.app(), "PUT", "/orders/o-1")
+        assert (response.status_code, response.content) == (204, b"")
+        assert "content-length" not in response.headers
+
+    def test_the_per_topic_face_answers_204_without_a_body(self) -> None:
+        response = call(self.app(), "POST", "/svc/invoke/orders:rename", json={"orderId": "o-1"})
+        assert (response.status_code, response.content) == (204, b"")
+
+    def test_the_envelope_keeps_the_payload(self) -> None:
+        envelope = {"topic": "orders:rename", "body": '{"orderId": "o-1"}'}
+        answer = call(self.app(), "POST", "/svc/invoke", json=envelope).json()
+        assert answer["statusCode"] == "updated"
+        assert json.loads(answer["body"]) == {"orderId": "o-1-renamed", "verbose": False}

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from svcgen.runtime._invocation import Invocation
 from svcgen.runtime._mesh.issues import IssueAggregator, classify, fingerprint
 from tests.support.fakes import SteppingClock, traced_service
 
@@ -167,14 +168,14 @@ def test_trace_middleware_feeds_failures_only_once_each() -> None:
 
     async def run() -> None:
         service = traced.service
-        await service.invoke("orders:get", body='{"orderId": "o-1"}')
-        await service.invoke("orders:get", body='{"orderId": "missing"}')
-        await service.invoke("orders:nope")
-        await service.invoke("orders:explode", body='{"orderId": "o-1"}')
-        await service.invoke("orders:explode", body='{"orderId": "o-2"}')
-        await service.invoke("orders:place", body="{}", headers={"svc-version": "v2"})
-        await service.invoke("orders:place", body='{"orderId": 5}', headers={"svc-version": "v2"})
-        await service.invoke("svc:mesh")
+        await service.invoke(Invocation("orders:get", body='{"orderId": "o-1"}'))
+        await service.invoke(Invocation("orders:get", body='{"orderId": "missing"}'))
+        await service.invoke(Invocation("orders:nope"))
+        await service.invoke(Invocation("orders:explode", body='{"orderId": "o-1"}'))
+        await service.invoke(Invocation("orders:explode", body='{"orderId": "o-2"}'))
+        await service.invoke(Invocation("orders:place", body="{}", headers={"svc-version": "v2"}))
+        await service.invoke(Invocation("orders:place", body='{"orderId": 5}', headers={"svc-version": "v2"}))
+        await service.invoke(Invocation("svc:mesh"))
 
     asyncio.run(run())
     events = traced.exporter.events

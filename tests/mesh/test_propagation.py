@@ -10,6 +10,7 @@ from svcgen.runtime._context import Context
 from svcgen.runtime._http.app import create_app
 from svcgen.runtime._http.sender import HttpSender
 from svcgen.runtime._identity import Identity
+from svcgen.runtime._invocation import Invocation, lowered
 from svcgen.runtime._mesh.exporters import InMemoryExporter
 from svcgen.runtime._mesh.propagation import trace_propagating_sender
 from svcgen.runtime._mesh.traces import TraceMiddleware
@@ -70,7 +71,7 @@ def run_a(body: str, headers: dict[str, str] | None = None, **sender_options: An
 
     async def main() -> Any:
         async with sender:
-            return await a_service.invoke("a:call", headers=headers, body=body)
+            return await a_service.invoke(Invocation("a:call", lowered(headers), body))
 
     outcome = asyncio.run(main())
     assert outcome.result.status == "ok", outcome.body

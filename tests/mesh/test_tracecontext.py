@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from svcgen.runtime._invocation import Invocation
 from svcgen.runtime._mesh.tracecontext import (
     SAMPLED,
     PendingTrace,
@@ -70,7 +71,7 @@ def test_traceparent_is_joined_only_in_its_exact_shape(label: str, value: str | 
 def test_a_bad_traceparent_starts_a_new_trace_and_the_call_goes_on(label: str, value: str | None, joined: bool) -> None:
     traced = traced_service()
     headers = {"traceparent": value} if value is not None else {}
-    outcome = asyncio.run(traced.service.invoke("orders:get", headers=headers, body='{"orderId": "o-1"}'))
+    outcome = asyncio.run(traced.service.invoke(Invocation("orders:get", headers=headers, body='{"orderId": "o-1"}')))
     assert outcome.result.status == "ok"
     [event] = traced.exporter.events
     if joined:

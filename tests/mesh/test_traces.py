@@ -13,6 +13,7 @@ import pytest
 from svcgen.runtime._context import Context
 from svcgen.runtime._http.app import create_app
 from svcgen.runtime._identity import Identity
+from svcgen.runtime._invocation import Invocation, lowered
 from svcgen.runtime._mesh.exporters import InMemoryExporter, QueueExporter
 from svcgen.runtime._mesh.issues import IssueAggregator
 from svcgen.runtime._mesh.messages import MAX_TEXT
@@ -30,7 +31,7 @@ TIMED = ALWAYS | {"instanceId", "durationMs", "startedAt"}
 
 
 def invoke(traced: Traced, topic: str, body: str | None = None, headers: dict[str, str] | None = None) -> Any:
-    return asyncio.run(traced.service.invoke(topic, headers=headers, body=body))
+    return asyncio.run(traced.service.invoke(Invocation(topic, lowered(headers), body)))
 
 
 def test_ok_event_has_exactly_the_known_keys_from_the_injected_clocks() -> None:
@@ -154,7 +155,7 @@ def test_concurrent_invocations_each_see_their_own_trace() -> None:
 
     async def run() -> None:
         await asyncio.gather(*(
-            traced.service.invoke("orders:get", headers={"x-correlation-id": str(i)}, body='{"orderId": "o"}')
+            traced.service.invoke(Invocation("orders:get", {"x-correlation-id": str(i)}, '{"orderId": "o"}'))
             for i in range(20)
         ))
 
@@ -305,9 +306,9 @@ def test_records_hold_only_text_and_numbers_so_the_collector_stops_tracking_them
 
     async def run() -> None:
         joining = {"traceparent": f"00-{'a' * 32}-{'b' * 16}-01"}
-        await service.invoke("orders:get", headers=joining, body='{"orderId": "o-1"}')
-        await service.invoke("orders:get", headers={"x-correlation-id": "c-1"}, body='{"orderId": "missing"}')
-        await service.invoke("orders:explode", body='{"orderId": "o-1"}')
+        await service.invoke(Invocation("orders:get", headers=joining, body='{"orderId": "o-1"}'))
+        await service.invoke(Invocation("orders:get", {"x-correlation-id": "c-1"}, '{"orderId": "missing"}'))
+        await service.invoke(Invocation("orders:explode", body='{"orderId": "o-1"}'))
 
     asyncio.run(run())
     # A record's shared origin tuple may be examined after the record in the first pass, so allow two.

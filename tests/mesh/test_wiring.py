@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from svcgen.runtime._invocation import Invocation
 from svcgen.runtime._mesh.exporters import QueueExporter
 from svcgen.runtime._mesh.feeds import FeedSender
 from svcgen.runtime._mesh.reporter import Reporter
@@ -31,9 +32,9 @@ def test_reporter_ships_the_drained_events_and_the_flushed_issues() -> None:
     )
 
     async def run() -> None:
-        await traced.service.invoke("orders:get", body='{"orderId": "o-1"}')
-        await traced.service.invoke("orders:nope")
-        await traced.service.invoke("orders:explode", body='{"orderId": "o-1"}')
+        await traced.service.invoke(Invocation("orders:get", body='{"orderId": "o-1"}'))
+        await traced.service.invoke(Invocation("orders:nope"))
+        await traced.service.invoke(Invocation("orders:explode", body='{"orderId": "o-1"}'))
         await reporter.flush_traces()
         await reporter.beat()
         await reporter.beat()

@@ -8,6 +8,7 @@ import pytest
 from svcgen.runtime._context import Context
 from svcgen.runtime._dependencies import Dependencies, DependencyError
 from svcgen.runtime._identity import Identity
+from svcgen.runtime._invocation import Invocation
 from svcgen.runtime._registry import Registry
 from svcgen.runtime._result import Result
 from svcgen.runtime._service import Service
@@ -55,6 +56,6 @@ def test_one_scope_per_invocation_closed_afterwards() -> None:
     registry.add("a:b", handle)
     service = Service(Identity("s"), registry, dependencies=deps)
     Connection.closed = 0
-    answers = [json.loads(asyncio.run(service.invoke("a:b", body="{}")).body) for _ in range(3)]
+    answers = [json.loads(asyncio.run(service.invoke(Invocation("a:b", body="{}"))).body) for _ in range(3)]
     assert answers == [{"connection": 0}, {"connection": 1}, {"connection": 2}]
     assert Connection.closed == 3

@@ -6,10 +6,12 @@ import pytest
 
 from svcgen.runtime._context import Context
 from svcgen.runtime._envelope import EnvelopeError
+from svcgen.runtime._identity import Identity
 from svcgen.runtime._pipeline import Next
+from svcgen.runtime._registry import Registry
 from svcgen.runtime._result import Result
 from svcgen.runtime._service import Service
-from tests.support.sample import build_service
+from tests.support.sample import GetOrder, build_service
 
 
 def apply(service: Service, envelope: Any) -> dict[str, Any]:
@@ -109,3 +111,25 @@ class TestReservedTopics:
         answer = apply(build_service(database_ok=False), {"topic": "svc:healthcheck"})
         assert answer["statusCode"] == "service-unavailable"
         assert json.loads(answer["body"]) == {"status": "service-unavailable", "detail": "unhealthy: database"}
+
+
+def test_updated_and_deleted_keep_their_payload_in_the_envelope() -> None:
+    async def archive(request: GetOrder, context: Context) -> Result[GetOrder]:
+        return Result.deleted(GetOrder(order_id=request.order_id, verbose=True))
+
+    async def touch(request: GetOrder, context: Context) -> Result[GetOrder]:
+        return Result.updated(request)
+
+    registry = Registry()
+    registry.add("orders:archive", archive)
+    registry.add("orders:touch", touch)
+    service = Service(Identity("orders"), registry)
+    archived = apply(service, {"topic": "orders:archive", "body": '{"orderId": "o-1"}'})
+    touched = apply(service, {"topic": "orders:touch", "body": '{"orderId": "o-2"}'})
+    assert (archived["statusCode"], json.loads(archived["body"])) == ("deleted", {"orderId": "o-1", "verbose": True})
+    assert (touched["statusCode"], json.loads(touched["body"])) == ("updated", {"orderId": "o-2", "verbose": False})
+
+
+def test_deleted_without_a_payload_has_an_empty_body() -> None:
+    answer = apply(build_service(), {"topic": "orders:delete", "body": '{"orderId": "o-1"}'})
+    assert (answer["statusCode"], answer["body"]) == ("deleted", "")

@@ -6,10 +6,12 @@ import pytest
 
 from svcgen.runtime._context import Context
 from svcgen.runtime._identity import Identity
-from svcgen.runtime._pipeline import Next
+from svcgen.runtime._invocation import Invocation, lowered
+from svcgen.runtime._pipeline import BindingFailure, Next
 from svcgen.runtime._registry import Registry
 from svcgen.runtime._result import Result
 from svcgen.runtime._service import Service
+from svcgen.runtime._versioning import requested_version
 from tests.support.sample import GetOrder, Order, build_service
 
 PLACE_BODY = {"customerId": "c-1", "items": [{"sku": "a", "quantity": 2}, {"sku": "b"}],
@@ -18,7 +20,7 @@ PLACE_BODY = {"customerId": "c-1", "items": [{"sku": "a", "quantity": 2}, {"sku"
 
 def invoke(service: Service, topic: str, body: Any = None, headers: dict[str, str] | None = None) -> Any:
     text = body if isinstance(body, str) or body is None else json.dumps(body)
-    return asyncio.run(service.invoke(topic, headers=headers, body=text))
+    return asyncio.run(service.invoke(Invocation(topic, lowered(headers), text)))
 
 
 def test_typed_handler_round_trip() -> None:
@@ -66,17 +68,17 @@ def test_record_request_needs_an_object(body: str) -> None:
 
 
 def test_handler_exception_is_service_unavailable_without_its_text(caplog: pytest.LogCaptureFixture) -> None:
-    seen: list[Context] = []
+    seen: list[Result[Any]] = []
 
     async def capture(context: Context, call_next: Next) -> Result[Any]:
-        seen.append(context)
-        return await call_next(context)
+        seen.append(await call_next(context))
+        return seen[-1]
 
     outcome = invoke(build_service(middleware=[capture]), "orders:explode", {})
     assert outcome.result.status == "service-unavailable"
     assert b"hunter2" not in outcome.body
     assert b"SecretError" not in outcome.body
-    assert seen[0].exception_type == "SecretError"
+    assert isinstance(seen[0], BindingFailure) and seen[0].exception_type == "SecretError"
 
 
 def test_sync_handlers_work() -> None:
@@ -195,3 +197,29 @@ def test_context_headers_are_lowercased_and_read_only() -> None:
     assert seen[0].headers["x-correlation-id"] == "abc"
     with pytest.raises(TypeError):
         seen[0].headers["x"] = "y"  # type: ignore[index]
+
+
+def test_middleware_sees_the_selected_version_and_the_pipeline_writes_nothing_back() -> None:
+    seen: list[tuple[str, bool, str, bool]] = []
+
+    async def watch(context: Context, call_next: Next) -> Result[Any]:
+        before = (context.version, context.registration is not None)
+        result = await call_next(context)
+        seen.append((*before, context.version, context.registration is not None))
+        return result
+
+    service = build_service(middleware=[watch])
+    invoke(service, "orders:place", {"customerId": "c"}, headers={"SVC-Version": "v2"})
+    invoke(service, "orders:place", {"customerId": "c"}, headers={"svc-version": "v9"})
+    invoke(service, "orders:get", {"orderId": "o-1"})
+    assert seen == [("v2", True, "v2", True), ("v9", False, "v9", False), ("", True, "", True)]
+
+
+def test_a_path_version_beats_a_header_which_beats_a_static_version() -> None:
+    def version(**sources: Any) -> str:
+        return requested_version(Invocation("orders:place", **sources))
+
+    header = lowered({"X-Version": " v2 "})
+    assert version(headers=header, path_version="v1", static_version="v3") == "v1"
+    assert version(headers=header, static_version="v3") == "v2"
+    assert version(static_version="v3") == "v3"

@@ -7,12 +7,14 @@ import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from functools import cached_property
+from types import MappingProxyType
 from typing import Any
 
 import orjson
 
 from .. import _status as st
 from .._envelope import EnvelopeError
+from .._invocation import Invocation
 from .._jsontext import document_bytes
 from .._pipeline import cancelled_from_outside
 from .._reserved import is_reserved_topic
@@ -31,13 +33,14 @@ from .requests import (
     read_body,
     request_headers,
 )
-from .responses import send_failure, send_response
+from .responses import send_failure, send_outcome, send_response
 from .routing import PathNotUtf8, Route, RouteError, Router, split_path, split_raw_path
 
 logger = logging.getLogger("svcgen.http")
 
 LifespanHook = Callable[[], Awaitable[None]]
 _Surface = Callable[[AsgiScope, Receive, Send], Awaitable[None]]
+_Call = tuple[str, "dict[str, str] | None", "str | None", str]
 
 
 class HttpApp:
@@ -93,40 +96,22 @@ class HttpApp:
                 await surface(scope, receive, send)
                 return
             segments = split_raw_path(scope.get("raw_path") or path.encode())
-            topic_call = self._topic_call(method, segments)
-            if topic_call is not None:
-                topic, version = topic_call
-                body = await read_body(receive, self.max_body_bytes)
-                outcome = await self.service.invoke(
-                    topic,
-                    headers=request_headers(scope),
-                    body=body,
-                    path_version=version,
-                    transport="http",
-                    headers_lowered=True,
-                    json_limits=self._json_limits,
-                )
-                await send_response(send, outcome.result.http_code, outcome.body, outcome.headers())
-                return
-            match = self.router.match(method, segments)
-            if match is None:
+            call = self._call(method, segments, scope)
+            if call is None:
                 await send_failure(send, 404, st.NOT_FOUND, f"no route for {method} {path}")
                 return
-            body = await read_body(receive, self.max_body_bytes)
-            fields = query_fields(scope)
-            fields.update(match.params)
-            outcome = await self.service.invoke(
-                match.route.topic,
-                headers=request_headers(scope),
-                body=body,
-                fields=fields,
-                path_version=match.path_version,
-                static_version=match.route.version,
-                transport="http",
-                headers_lowered=True,
-                json_limits=self._json_limits,
+            topic, fields, path_version, static_version = call
+            invocation = Invocation(
+                topic,
+                MappingProxyType(request_headers(scope)),
+                await read_body(receive, self.max_body_bytes),
+                fields,
+                path_version,
+                static_version,
+                "http",
+                self._json_limits,
             )
-            await send_response(send, outcome.result.http_code, outcome.body, outcome.headers())
+            await send_outcome(send, await self.service.invoke(invocation))
         except BodyTooLarge:
             exceeded = self.limits.body_too_large()
             await send_failure(send, exceeded.code, LIMIT_STATUS, exceeded.detail)
@@ -185,15 +170,21 @@ class HttpApp:
         if not self.service.registry.versions(route.topic):
             raise RouteError(f"route {route} names topic {route.topic!r}, which has no handler")
 
-    def _topic_call(self, method: str, segments: list[str]) -> tuple[str, str | None] | None:
-        """(topic, version) of a `POST {prefix}/invoke/<topic>[/<version>]`, else None."""
+    def _call(self, method: str, segments: list[str], scope: AsgiScope) -> _Call | None:
+        """(topic, fields, path version, static version) of an application route or of a
+        `POST {prefix}/invoke/<topic>[/<version>]`, else None."""
         base = self._topic_invoke
-        if base is None or method != "POST":
+        if base is not None and method == "POST":
+            depth = len(base)
+            if len(segments) in (depth + 1, depth + 2) and segments[:depth] == base:
+                return segments[depth], None, segments[depth + 1] if len(segments) == depth + 2 else None, ""
+        match = self.router.match(method, segments)
+        if match is None:
             return None
-        depth = len(base)
-        if len(segments) not in (depth + 1, depth + 2) or segments[:depth] != base:
-            return None
-        return segments[depth], segments[depth + 1] if len(segments) == depth + 2 else None
+        fields = match.params  # a new dict per match: the query goes under the path's fields
+        if scope.get("query_string"):
+            fields = {**query_fields(scope), **fields}
+        return match.route.topic, fields, match.path_version, match.route.version
 
     def _refuse_shadowing(self) -> None:
         prefix = self.service.prefix

@@ -22,8 +22,14 @@ class ClientDisconnected(Exception):
 
 def request_headers(scope: AsgiScope) -> dict[str, str]:
     """Lower-cased headers; repeated headers are joined with `, ` as HTTP allows."""
-    headers: dict[str, str] = {}
-    for raw_name, raw_value in scope.get("headers") or ():
+    raw = scope.get("headers") or ()
+    if not isinstance(raw, list | tuple):
+        raw = list(raw)
+    headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in raw}
+    if len(headers) == len(raw):
+        return headers
+    headers = {}  # some name repeats
+    for raw_name, raw_value in raw:
         name = raw_name.decode("latin-1").lower()
         value = raw_value.decode("latin-1")
         headers[name] = f"{headers[name]}, {value}" if name in headers else value
@@ -50,15 +56,18 @@ async def read_body(receive: Receive, limit: int) -> bytes:
     size = 0
     while True:
         message = await receive()
-        kind = message.get("type")
-        if kind == "http.disconnect":
+        if message.get("type") == "http.disconnect":
             raise ClientDisconnected
         chunk = message.get("body") or b""
+        more = message.get("more_body")
+        if not more and not chunks:  # the whole body in one message: most requests
+            if len(chunk) > limit:
+                raise BodyTooLarge
+            return chunk
         size += len(chunk)
         if size > limit:
             raise BodyTooLarge
         if chunk:
             chunks.append(chunk)
-        if not message.get("more_body"):
-            break
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        if not more:
+            return b"".join(chunks)

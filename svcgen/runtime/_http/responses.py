@@ -6,25 +6,47 @@ from collections.abc import Mapping
 
 import orjson
 
-from .._outcome import JSON_CONTENT_TYPE
+from .._outcome import JSON_CONTENT_TYPE, Outcome
 from .._status import NO_BODY_CODES
 from .requests import Send
 
-_JSON_HEADERS = [(b"content-type", JSON_CONTENT_TYPE.encode())]
+RawHeaders = list[tuple[bytes, bytes]]
+
+_JSON_HEADERS: RawHeaders = [(b"content-type", JSON_CONTENT_TYPE.encode())]
+_PLAIN_HEADERS: dict[str, RawHeaders] = {}
+"""Encoded headers of an outcome whose result sets none, by version: versions are the registrations' own."""
 
 
 async def send_response(send: Send, code: int, body: bytes, headers: Mapping[str, str] | None = None) -> None:
-    if code in NO_BODY_CODES:
-        body = b""
-    raw_headers = (
-        [(name.encode("latin-1", "replace"), value.encode("latin-1", "replace")) for name, value in headers.items()]
-        if headers
-        else list(_JSON_HEADERS)
-    )
-    if code not in NO_BODY_CODES:
-        raw_headers.append((b"content-length", str(len(body)).encode()))
+    raw_headers, body = _framed(code, body, _encoded(headers) if headers else _JSON_HEADERS)
     await send({"type": "http.response.start", "status": code, "headers": raw_headers})
     await send({"type": "http.response.body", "body": body})
+
+
+async def send_outcome(send: Send, outcome: Outcome) -> None:
+    result = outcome.result
+    if result.headers:
+        headers = _encoded(outcome.headers())
+    else:
+        headers = _PLAIN_HEADERS.get(outcome.version) or _PLAIN_HEADERS.setdefault(
+            outcome.version, _encoded(outcome.headers())
+        )
+    code = result.http_code
+    headers, body = _framed(code, outcome.body, headers)
+    await send({"type": "http.response.start", "status": code, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _framed(code: int, body: bytes, headers: RawHeaders) -> tuple[RawHeaders, bytes]:
+    """The headers to send (a new list) and the body: the one place an answer drops its body, as HTTP's 204 and
+    304 carry none."""
+    if code in NO_BODY_CODES:
+        return headers.copy(), b""
+    return [*headers, (b"content-length", str(len(body)).encode())], body
+
+
+def _encoded(headers: Mapping[str, str]) -> RawHeaders:
+    return [(name.encode("latin-1", "replace"), value.encode("latin-1", "replace")) for name, value in headers.items()]
 
 
 async def send_failure(send: Send, code: int, status: str, detail: str) -> None:

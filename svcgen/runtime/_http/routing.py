@@ -72,7 +72,8 @@ class Route:
         return f"{self.method} {self.path}"
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: every routed request builds one (a frozen dataclass sets each field through object.__setattr__).
+@dataclass(slots=True)
 class RouteMatch:
     route: Route
     params: dict[str, str]
@@ -130,7 +131,20 @@ class Router:
 
 
 def _best(node: _Node, method: str, segments: list[str], depth: int) -> tuple[int, Route] | None:
-    if depth == len(segments):
+    end = len(segments)
+    # Walk down while there is one way on; only a segment both a literal and a placeholder take branches.
+    while depth < end:
+        segment = segments[depth]
+        literal = node.literals.get(segment)
+        following = node.param if segment else None
+        if literal is not None and following is not None:
+            break
+        way_on = literal if literal is not None else following
+        if way_on is None:
+            return None
+        node = way_on
+        depth += 1
+    if depth == end:
         return node.routes.get(method)
     segment = segments[depth]
     best: tuple[int, Route] | None = None

@@ -196,7 +196,7 @@ class IssueAggregator:
             context.transport,
             event.exception_type,
             event.trace_id,
-            handler_answered=context.handler_answered,
+            handler_answered=event.handler_answered,
         )
 
     def flush(self) -> dict[str, Any]:

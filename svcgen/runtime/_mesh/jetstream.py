@@ -22,6 +22,7 @@ import orjson
 
 from .. import _status as st
 from .._envelope import EnvelopeError, parse_envelope
+from .._invocation import Invocation, lowered
 from .._reserved import HEARTBEAT_TOPIC, ISSUES_TOPIC, REGISTER_TOPIC, TRACES_TOPIC
 from .._result import Result
 from .._service import Service
@@ -271,8 +272,9 @@ class FeedConsumer:
         if envelope.topic not in FEED_SUBJECTS:
             await self._reject(message, f"{envelope.topic!r} is not a mesh feed")
             return
-        outcome = await self.service.invoke(envelope.topic, headers=envelope.headers, body=envelope.body,
-                                            json_limits=self.service.json_limits)  # fmt: skip
+        invocation = Invocation(envelope.topic, lowered(envelope.headers), envelope.body,
+                                json_limits=self.service.json_limits)  # fmt: skip
+        outcome = await self.service.invoke(invocation)
         if outcome.result.is_successful:
             await message.ack()
             self.ingested += 1

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from .._context import Context
 from .._identity import Identity
-from .._pipeline import Next, cancelled_from_outside
+from .._pipeline import BindingFailure, Next, cancelled_from_outside
 from .._result import Result
 from .._status import TIMEOUT, UNEXPECTED_ERROR
 from .clock import MonotonicClock, WallClock, monotonic_clock, rfc3339, wall_clock
@@ -97,6 +97,9 @@ class TraceEvent:
     """Not a wire key: whether the Result counted as a success."""
     transport: str | None = None
     """Not a wire key (the spec's trace event has none): what carried the call, `http`, `nats` or `envelope`."""
+    handler_answered: bool = False
+    """Not a wire key: the status is the answer of the handler (or a middleware) of a routed call, not one the
+    binding made (unknown topic, undecodable request, handler raised)."""
 
     @classmethod
     def from_record(cls, record: TraceRecord) -> TraceEvent:
@@ -188,8 +191,8 @@ class TraceMiddleware:
       that invocation takes derived ids.
     - `on_failure`: observers of the event of every failed invocation, e.g. `IssueAggregator.observe`; a
       success calls nothing but the exporter.
-    - A handler exception (any `BaseException`) reaches here as the pipeline's `service-unavailable` Result with
-      `context.exception_type` set; an exception escaping an inner middleware is traced as `unexpected-error`
+    - A handler exception (any `BaseException`) reaches here as the pipeline's `service-unavailable`
+      `BindingFailure` naming its type; an exception escaping an inner middleware is traced as `unexpected-error`
       (what the HTTP binding answers for it) with its type, then re-raised untouched. An invocation cancelled
       from outside (the client left, the server stops) is traced as `timeout` with `exceptionType`
       `CancelledError` and ends quietly: no failure observers (no issue), the cancellation re-raised.
@@ -248,16 +251,18 @@ class TraceMiddleware:
                 held, number, self._origin, context.topic, context.registration is not None,
                 TIMEOUT if quiet else UNEXPECTED_ERROR, False, context.version, type(exc).__qualname__, started,
                 self._clock(), headers.get(CORRELATION_HEADER), context.transport,
-            ), observe=not quiet)
+            ), observe=not quiet, handler_answered=False)
             raise
         finally:
             deactivate(token)
         try:
             successful = result.is_successful
+            routed = context.registration is not None
+            refused = isinstance(result, BindingFailure)
             record: TraceRecord = (
-                held, number, self._origin, context.topic, context.registration is not None, result.status, successful,
-                context.version, context.exception_type, started, self._clock(), headers.get(CORRELATION_HEADER),
-                context.transport,
+                held, number, self._origin, context.topic, routed, result.status, successful, context.version,
+                result.exception_type if isinstance(result, BindingFailure) else None, started, self._clock(),
+                headers.get(CORRELATION_HEADER), context.transport,
             )
         except Exception:
             self._internal_error("recording a trace")
@@ -267,7 +272,7 @@ class TraceMiddleware:
         except Exception as exc:
             self._export_failed(exc)
         if not successful:
-            self._observe(context, record)
+            self._observe(context, record, routed and not refused)
         return result
 
     def _decide(self, inbound: str | None, ids: IdGenerator) -> TraceContext | None:
@@ -283,17 +288,18 @@ class TraceMiddleware:
         self._origin = (self.service, self.instance_id, self._wall_clock(), monotonic)
         self._reanchor_at = monotonic + REANCHOR_SECONDS
 
-    def _emit(self, context: Context, record: TraceRecord, *, observe: bool) -> None:
+    def _emit(self, context: Context, record: TraceRecord, *, observe: bool, handler_answered: bool) -> None:
         try:
             self.exporter.export(record)
         except Exception as exc:
             self._export_failed(exc)
         if observe:
-            self._observe(context, record)
+            self._observe(context, record, handler_answered)
 
-    def _observe(self, context: Context, record: TraceRecord) -> None:
+    def _observe(self, context: Context, record: TraceRecord, handler_answered: bool) -> None:
         try:
             event = TraceEvent.from_record(record)
+            event.handler_answered = handler_answered
         except Exception:
             self._internal_error("building a trace event")
             return

@@ -26,6 +26,7 @@ import orjson
 from .. import _status as st
 from .._envelope import EnvelopeError, parse_envelope, response_envelope_bytes
 from .._http.limits import LimitExceeded, Limits, check_headers
+from .._invocation import Invocation, lowered
 from .._outcome import Outcome
 from .._pipeline import cancelled_from_outside
 from .._result import Result
@@ -57,9 +58,9 @@ async def invoke_topic(
     service: Service, topic: str, version: str | None, headers: Mapping[str, str], body: bytes, limits: Limits
 ) -> Outcome:
     """The binding's one call of `Service.invoke`."""
-    return await service.invoke(
-        topic, headers=headers, body=body, path_version=version, transport=TRANSPORT, json_limits=limits.json
-    )
+    invocation = Invocation(topic, lowered(headers), body, path_version=version, transport=TRANSPORT,
+                            json_limits=limits.json)  # fmt: skip
+    return await service.invoke(invocation)
 
 
 def failure_envelope(status: str, detail: str) -> bytes:
