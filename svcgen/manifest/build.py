@@ -56,11 +56,12 @@ def build_manifest(document: YamlDocument, base_dir: Path) -> Manifest:
 
 
 def _mesh(spec: dict[str, Any]) -> MeshDef:
-    # A trailing '/' would double up in `{collector}{prefix}/invoke`.
+    # A trailing '/' would double up in `{collector}{prefix}/invoke` and `{otlp}/v1/traces`.
     return MeshDef(
-        collector=spec["collector"].rstrip("/"),
+        collector=spec["collector"].rstrip("/") if "collector" in spec else None,
         heartbeat_seconds=float(spec.get("heartbeatSeconds", 30.0)),
         issues=bool(spec.get("issues", True)),
+        otlp=spec["otlp"].rstrip("/") if "otlp" in spec else None,
     )
 
 

@@ -87,9 +87,11 @@ class TopicDef:
 
 @dataclass(frozen=True)
 class MeshDef:
-    collector: str
+    collector: str | None
     heartbeat_seconds: float = 30.0
     issues: bool = True
+    otlp: str | None = None
+    """OTLP/HTTP base URL; spans go to `{otlp}/v1/traces`."""
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from .._http.app import HttpApp
 from .._identity import Identity
 from .._pipeline import Middleware
-from .exporters import QueueExporter
+from .exporters import Exporter, FanOutExporter, QueueExporter
 from .feeds import TOKEN_ENV, EnvelopePublisher, FeedSender, Publisher
 from .issues import IssueAggregator
+from .otlp import OtlpExporter, traces_endpoint
 from .reporter import DEFAULT_INTERVAL, Reporter
 from .traces import TraceMiddleware
 
@@ -27,8 +28,9 @@ rebuild; SVCGEN_COLLECTOR_TOKEN gives the token of a locked collector."""
 
 @dataclass(frozen=True)
 class MeshSettings:
-    collector: str
-    """Collector base URL; feeds go to `{collector}/svc/invoke`, the collector's own (default) prefix."""
+    collector: str | None = None
+    """Collector base URL; feeds go to `{collector}/svc/invoke`, the collector's own (default) prefix. None: no
+    feeds (traces may still leave by OTLP)."""
     heartbeat_seconds: float = DEFAULT_INTERVAL
     issues: bool = True
     trace_queue_cap: int = DEFAULT_TRACE_QUEUE_CAP
@@ -36,6 +38,9 @@ class MeshSettings:
     token: str | None = None
     """The collector's bearer token (a locked collector); read from SVCGEN_COLLECTOR_TOKEN where the service runs,
     never from the manifest, so it stays out of the generated code."""
+    otlp: str | None = None
+    """OTLP/HTTP base URL (`/v1/traces` appended): trace events also leave as OpenTelemetry spans;
+    OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_EXPORTER_OTLP_TRACES_ENDPOINT override it where the service runs."""
 
 
 def _overridden(settings: MeshSettings, environ: Mapping[str, str]) -> MeshSettings:
@@ -75,9 +80,14 @@ class MeshHost:
         self.instance_id = instance_id or identity.instance_id or new_instance_id()
         self.identity = dataclasses.replace(identity, instance_id=self.instance_id)
         self.queue = QueueExporter(cap=settings.trace_queue_cap)
+        otlp = traces_endpoint(self.settings.otlp, environ)
+        self.otlp = None if otlp is None else OtlpExporter(otlp, self.identity, cap=settings.trace_queue_cap)
+        exporter: Exporter = self.queue
+        if self.otlp is not None:
+            exporter = self.otlp if self.settings.collector is None else FanOutExporter(self.queue, self.otlp)
         self.issues = IssueAggregator(identity.service) if settings.issues else None
         self.tracer = TraceMiddleware(
-            self.identity, self.queue, on_failure=[self.issues.observe] if self.issues is not None else []
+            self.identity, exporter, on_failure=[self.issues.observe] if self.issues is not None else []
         )
         self._publisher = publisher
         self.reporter: Reporter | None = None
@@ -88,7 +98,13 @@ class MeshHost:
         return [self.tracer]
 
     def attach(self, app: HttpApp) -> HttpApp:
-        """Run the reporter in `app`'s lifespan: register at startup, beat, flush once more at shutdown."""
+        """Run the reporter and the OTLP exporter in `app`'s lifespan: register at startup, beat, flush once more at
+        shutdown."""
+        if self.otlp is not None:
+            app.on_startup.append(self.otlp.start)
+            app.on_shutdown.append(self.otlp.stop)
+        if self.settings.collector is None:
+            return app
         owned = self._publisher is None
         # The collector's surfaces are under the default prefix, whatever prefix this service uses.
         publisher = self._publisher or EnvelopePublisher(self.settings.collector, token=self.settings.token)
