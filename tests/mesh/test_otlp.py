@@ -229,7 +229,7 @@ async def serve_once(host: MeshHost) -> None:
 def test_a_mesh_with_only_otlp_exports_without_a_collector() -> None:
     with otlp_receiver() as receiver:
         host = MeshHost(IDENTITY, MeshSettings(otlp=receiver.url), environ={})
-        assert host.tracer.exporter is host.otlp
+        assert host.otlp is not None and host.tracer.exporter is host.otlp.queue
         run(lambda: serve_once(host))
         spans = receiver.spans
     assert host.reporter is None and len(host.queue) == 0

@@ -37,7 +37,6 @@ from .traces import LOG_EVERY, TraceEvent, TraceRecord
 
 if TYPE_CHECKING:
     from opentelemetry.proto.common.v1.common_pb2 import KeyValue
-    from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 logger = logging.getLogger("svcgen.mesh.otlp")
 
@@ -53,6 +52,9 @@ SCOPE_NAME: Final = "svcgen"
 DEFAULT_BATCH_SIZE: Final = 512
 DEFAULT_TIMEOUT: Final = 5.0
 """Seconds a POST may take; a receiver slower than that loses the batch."""
+
+SHAPE_CACHE: Final = 1024
+"""Serialized span shapes kept (one per topic, version and outcome); past it the cache starts afresh."""
 
 _NANOS: Final = 1_000_000_000
 _REMOTE_PARENT: Final = 0x300
@@ -83,7 +85,11 @@ def _checked(url: str, where: str) -> str:
 
 class SpanEncoder:
     """Trace events → the bytes of one `ExportTraceServiceRequest` under this service's resource. Raises
-    `WiringError` (one line naming the extra) when opentelemetry-proto is not installed."""
+    `WiringError` (one line naming the extra) when opentelemetry-proto is not installed.
+
+    Cost: building a span's attribute messages one by one takes several times the request it describes. What only
+    depends on (service, topic, version, status, exception type) (name, kind, attributes, status) is built once
+    and kept serialized, its "shape"; each span merges its shape (one C call) and sets its own ids and times."""
 
     def __init__(self, identity: Identity) -> None:
         try:
@@ -96,52 +102,66 @@ class SpanEncoder:
         self._request = trace_service_pb2.ExportTraceServiceRequest
         self._response = trace_service_pb2.ExportTraceServiceResponse
         self._span = trace_pb2.Span
-        self._status = trace_pb2.Status
         self._key_value = common_pb2.KeyValue
         self._any_value = common_pb2.AnyValue
-        self._resource_spans = trace_pb2.ResourceSpans
-        self._scope_spans = trace_pb2.ScopeSpans
         self._scope = common_pb2.InstrumentationScope(name=SCOPE_NAME)
         resource = {"service.name": identity.service, "service.version": identity.service_version,
                     "service.instance.id": identity.instance_id}
         self._resource = resource_pb2.Resource(attributes=self._attributes(resource))
         self._server = trace_pb2.Span.SPAN_KIND_SERVER
         self._error = trace_pb2.Status.STATUS_CODE_ERROR
+        self._shapes: dict[tuple[str, str, str | None, str, str | None, bool], bytes] = {}
 
     def encode(self, events: Sequence[TraceEvent]) -> bytes:
-        scope_spans = self._scope_spans(scope=self._scope, spans=[self.span(event) for event in events])
-        resource_spans = self._resource_spans(resource=self._resource, scope_spans=[scope_spans])
-        return bytes(self._request(resource_spans=[resource_spans]).SerializeToString())
+        request = self._request()
+        resource_spans = request.resource_spans.add()
+        resource_spans.resource.CopyFrom(self._resource)
+        scope_spans = resource_spans.scope_spans.add()
+        scope_spans.scope.CopyFrom(self._scope)
+        add = scope_spans.spans.add
+        for event in events:
+            span = add()
+            span.MergeFromString(self._shape(event))
+            trace = event.decided_trace()
+            span.trace_id = bytes.fromhex(trace.trace_id)
+            span.span_id = bytes.fromhex(trace.span_id)
+            if trace.parent_span_id:
+                span.parent_span_id = bytes.fromhex(trace.parent_span_id)
+                span.flags = trace.flags | _REMOTE_PARENT
+            else:
+                span.flags = trace.flags
+            start = round((event.started_at or 0.0) * _NANOS)
+            span.start_time_unix_nano = start
+            span.end_time_unix_nano = start + round((event.duration_ms or 0.0) * 1_000_000)
+            if event.correlation_id:
+                attribute = span.attributes.add(key="svc.correlation_id")
+                attribute.value.string_value = event.correlation_id
+        return bytes(request.SerializeToString())
 
-    def span(self, event: TraceEvent) -> Span:
-        trace = event.decided_trace()
-        start = round((event.started_at or 0.0) * _NANOS)
-        end = start + round((event.duration_ms or 0.0) * 1_000_000)
-        parent = trace.parent_span_id
-        span = self._span(
-            trace_id=bytes.fromhex(trace.trace_id),
-            span_id=bytes.fromhex(trace.span_id),
-            parent_span_id=bytes.fromhex(parent) if parent else b"",
-            flags=trace.flags | (_REMOTE_PARENT if parent else 0),
-            name=f"{event.service}/{event.topic}",
-            kind=self._server,
-            start_time_unix_nano=start,
-            end_time_unix_nano=end,
-            attributes=self._attributes({
-                "rpc.system": RPC_SYSTEM,
-                "rpc.service": event.service,
-                "rpc.method": event.topic,
-                "svc.topic": event.topic,
-                "svc.version": event.topic_version,
-                "svc.status": event.status,
-                "error.type": None if event.successful else event.exception_type or event.status,
-                "svc.correlation_id": event.correlation_id,
-            }),
-        )
-        if not event.successful:
-            span.status.code = self._error
-            span.status.message = event.status
-        return span
+    def _shape(self, event: TraceEvent) -> bytes:
+        key = (event.service, event.topic, event.topic_version, event.status, event.exception_type, event.successful)
+        shape = self._shapes.get(key)
+        if shape is None:
+            if len(self._shapes) >= SHAPE_CACHE:  # unrouted topics are the caller's text: keep the cache bounded
+                self._shapes.clear()
+            span = self._span(
+                name=f"{event.service}/{event.topic}",
+                kind=self._server,
+                attributes=self._attributes({
+                    "rpc.system": RPC_SYSTEM,
+                    "rpc.service": event.service,
+                    "rpc.method": event.topic,
+                    "svc.topic": event.topic,
+                    "svc.version": event.topic_version,
+                    "svc.status": event.status,
+                    "error.type": None if event.successful else event.exception_type or event.status,
+                }),
+            )
+            if not event.successful:
+                span.status.code = self._error
+                span.status.message = event.status
+            shape = self._shapes[key] = bytes(span.SerializeToString())
+        return shape
 
     def rejected(self, body: bytes) -> int:
         """Spans the receiver's answer says it rejected (`partial_success`); 0 for an empty or unreadable body."""
