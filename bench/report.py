@@ -307,7 +307,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="extra collector runs at the reduced size (default 2); the full size runs once")
     parser.add_argument("--collector-full", default="200000,2000000", help="small,large events of the one full run")
     parser.add_argument("--collector-reduced", default="50000,500000", help="small,large events of reduced runs")
-    parser.add_argument("--only", help="comma-separated subset: core,http,build,diff,trace,otlpexport,serve,hostile,collector")
+    parser.add_argument("--only", help="comma-separated subset: " + ",".join(bench.module for bench in BENCHES))
     parser.add_argument("--output", type=Path, default=OUTPUT)
     args = parser.parse_args(argv)
     if args.runs < 1:
