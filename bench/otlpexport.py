@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from bench.harness import REPEATS, Figure, Recorder, run
+from bench.harness import REPEATS, Figure, Recorder, awaited_us, run
 from bench.http import (
     BODY,
     LOAD_CONCURRENCY,
@@ -69,13 +69,6 @@ def alternating_rounds() -> tuple[list[float], list[float], list[float]]:
         "otlp": in_process(app(otlp, otlp_queue)),
     }
 
-    async def timed(name: str) -> float:
-        call = calls[name]
-        started = time.perf_counter()
-        for _ in range(CALLS):
-            await call()
-        return (time.perf_counter() - started) / CALLS * 1e6
-
     async def rounds() -> tuple[list[float], list[float], list[float]]:
         traced: list[float] = []
         exported: list[float] = []
@@ -83,7 +76,7 @@ def alternating_rounds() -> tuple[list[float], list[float], list[float]]:
         for number in range(ROUNDS):
             order = ("traced", "otlp") if number % 2 == 0 else ("otlp", "traced")
             for name in order:
-                (traced if name == "traced" else exported).append(await timed(name))
+                (traced if name == "traced" else exported).append(await awaited_us(calls[name], CALLS))
             base_queue.clear()  # the collector queues: not what this bench measures
             otlp_queue.clear()
             started = time.perf_counter()

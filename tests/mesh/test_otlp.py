@@ -32,7 +32,7 @@ from svcgen.runtime._result import Result
 from svcgen.runtime._service import Service
 from svcgen.runtime._wiring import WiringError
 from tests.support.fakes import STARTED, traced_service
-from tests.support.otlpreceiver import decode, otlp_receiver
+from tests.support.otlpreceiver import OtlpReceiver, decode, otlp_receiver
 from tests.support.server import free_port
 
 IDENTITY = Identity("orders", service_version="1.4.2", instance_id="i-1")
@@ -58,8 +58,9 @@ async def invoke_three(exporter: Any) -> list[str]:
     return [outcome.result.status for outcome in outcomes]
 
 
-def test_each_invocation_reaches_the_receiver_as_one_server_span_with_our_ids_and_rpc_attributes() -> None:
-    with otlp_receiver() as receiver:
+def export_three(**receiver_options: int) -> tuple[OtlpExporter, OtlpReceiver]:
+    """`invoke_three` exported to a real receiver, the exporter stopped (everything sent) before the receiver."""
+    with otlp_receiver(**receiver_options) as receiver:
         exporter = OtlpExporter(receiver.url + "/v1/traces", IDENTITY, cap=100)
 
         async def scenario() -> list[str]:
@@ -68,7 +69,12 @@ def test_each_invocation_reaches_the_receiver_as_one_server_span_with_our_ids_an
             return statuses
 
         assert run(scenario) == ["ok", "not-found", "service-unavailable"]
-        spans = receiver.spans
+    return exporter, receiver
+
+
+def test_each_invocation_reaches_the_receiver_as_one_server_span_with_our_ids_and_rpc_attributes() -> None:
+    exporter, receiver = export_three()
+    spans = receiver.spans
     assert receiver.requests == [("/v1/traces", CONTENT_TYPE)]
     assert [received.resource for received in spans] == [
         {"service.name": "orders", "service.version": "1.4.2", "service.instance.id": "i-1"}
@@ -151,15 +157,7 @@ def test_a_full_queue_drops_the_oldest_and_counts_them() -> None:
 
 @pytest.mark.parametrize("answer", [{"status": 503}, {"rejected": 2}])
 def test_a_refused_or_partly_rejected_batch_is_counted(answer: dict[str, int]) -> None:
-    with otlp_receiver(**answer) as receiver:
-        exporter = OtlpExporter(receiver.url + "/v1/traces", IDENTITY, cap=100)
-
-        async def scenario() -> list[str]:
-            statuses = await invoke_three(exporter)
-            await exporter.stop()
-            return statuses
-
-        assert run(scenario) == ["ok", "not-found", "service-unavailable"]
+    exporter, receiver = export_three(**answer)
     assert len(receiver.spans) == 3
     refused = "status" in answer
     assert (exporter.exported, exporter.failed) == ((0, 3) if refused else (1, 2))

@@ -32,7 +32,7 @@ import httpx
 from .._identity import Identity
 from .._wiring import WiringError
 from .exporters import QueueExporter
-from .reporter import DEFAULT_FLUSH_SECONDS, DEFAULT_SHUTDOWN_TIMEOUT, FLUSH_TICK_SECONDS
+from .reporter import DEFAULT_FLUSH_SECONDS, DEFAULT_SHUTDOWN_TIMEOUT, run_flushes
 from .traces import LOG_EVERY, TraceEvent, TraceRecord
 
 if TYPE_CHECKING:
@@ -295,18 +295,5 @@ class OtlpExporter:
             self._logged = total
 
     async def _run(self, stopping: asyncio.Event) -> None:
-        loop = asyncio.get_running_loop()
-        flushed_at = loop.time()
-        tick = min(FLUSH_TICK_SECONDS, self.flush_interval)
-        while not stopping.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stopping.wait(), timeout=tick)
-            if stopping.is_set():
-                return
-            if len(self.queue) >= self.batch_size or loop.time() - flushed_at >= self.flush_interval:
-                try:
-                    await self.flush()
-                except Exception:
-                    logger.warning("OTLP flush failed", exc_info=True)
-                flushed_at = loop.time()
-
+        await run_flushes(stopping, self.flush, lambda: len(self.queue) >= self.batch_size, self.flush_interval,
+                          logger)
