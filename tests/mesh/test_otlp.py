@@ -20,8 +20,10 @@ from svcgen.runtime._mesh.exporters import FanOutExporter
 from svcgen.runtime._mesh.host import MeshHost, MeshSettings
 from svcgen.runtime._mesh.otlp import (
     CONTENT_TYPE,
+    DEFAULT_SCHEDULE_DELAY,
     ENDPOINT_ENV,
     MISSING_EXTRA,
+    SCHEDULE_DELAY_ENV,
     TRACES_ENDPOINT_ENV,
     OtlpExporter,
     traces_endpoint,
@@ -192,6 +194,17 @@ def test_the_endpoint_comes_from_the_environment_first_then_the_manifest() -> No
     for bad in ({ENDPOINT_ENV: "otel:4318"}, {TRACES_ENDPOINT_ENV: "grpc://otel:4317"}):
         with pytest.raises(WiringError, match=f"{next(iter(bad))}=.*expected an http"):
             traces_endpoint(base, bad)
+
+
+def test_the_batch_delay_comes_from_otel_bsp_schedule_delay_and_a_bad_one_is_refused() -> None:
+    settings = MeshSettings(otlp="http://127.0.0.1:4318")
+    host = MeshHost(IDENTITY, settings, environ={SCHEDULE_DELAY_ENV: "250"})
+    assert host.otlp is not None and host.otlp.flush_interval == 0.25
+    default = MeshHost(IDENTITY, settings, environ={}).otlp
+    assert default is not None and default.flush_interval == DEFAULT_SCHEDULE_DELAY == 5.0
+    for bad in ("soon", "0", "-5", "inf"):
+        with pytest.raises(WiringError, match=f"{SCHEDULE_DELAY_ENV}=.*milliseconds"):
+            MeshHost(IDENTITY, settings, environ={SCHEDULE_DELAY_ENV: bad})
 
 
 def test_without_the_extra_the_host_refuses_in_one_line_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:

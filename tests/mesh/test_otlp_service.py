@@ -43,7 +43,8 @@ def test_a_served_service_sends_one_span_per_request_to_the_receiver(books: Path
     base = f"http://127.0.0.1:{port}"
     with otlp_receiver() as receiver:
         with process([*SVCGEN, "serve", str(books), "--port", str(port)], base + "/svc/spec", tmp_path / "books.log",
-                     {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": ""}):
+                     {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "",
+                      "OTEL_BSP_SCHEDULE_DELAY": "100"}):
             statuses = [get(base, "dune", {"traceparent": f"00-{TRACE}-{PARENT}-01", "x-correlation-id": "c-7"}),
                         get(base, "nope"), get(base, "boom")]
             spans = receiver.wait_for_spans(3)

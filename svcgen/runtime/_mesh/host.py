@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from .._http.app import HttpApp
 from .._identity import Identity
 from .._pipeline import Middleware
+from .._wiring import WiringError
 from .exporters import Exporter, FanOutExporter, QueueExporter
 from .feeds import TOKEN_ENV, EnvelopePublisher, FeedSender, Publisher
 from .issues import IssueAggregator
-from .otlp import OtlpExporter, traces_endpoint
+from .otlp import DEFAULT_SCHEDULE_DELAY, SCHEDULE_DELAY_ENV, OtlpExporter, traces_endpoint
 from .reporter import DEFAULT_INTERVAL, Reporter
 from .traces import TraceMiddleware
 
@@ -50,16 +51,24 @@ def _overridden(settings: MeshSettings, environ: Mapping[str, str]) -> MeshSetti
     token = environ.get(TOKEN_ENV, "").strip()
     if token:
         settings = dataclasses.replace(settings, token=token)
-    heartbeat = environ.get(HEARTBEAT_ENV, "").strip()
-    if heartbeat:
-        try:
-            seconds = float(heartbeat)
-        except ValueError:
-            seconds = -1.0
-        if not 0 < seconds < float("inf"):
-            raise ValueError(f"{HEARTBEAT_ENV}={heartbeat!r}: expected a positive number of seconds")
+    seconds = _positive(environ, HEARTBEAT_ENV, "seconds")
+    if seconds is not None:
         settings = dataclasses.replace(settings, heartbeat_seconds=seconds)
     return settings
+
+
+def _positive(environ: Mapping[str, str], variable: str, unit: str) -> float | None:
+    """The variable's positive number, None when unset; a `WiringError` (one line, naming it) otherwise."""
+    text = environ.get(variable, "").strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        raise WiringError(f"{variable}={text!r}: expected a positive number of {unit}")
+    return value
 
 
 def new_instance_id() -> str:
@@ -81,7 +90,11 @@ class MeshHost:
         self.identity = dataclasses.replace(identity, instance_id=self.instance_id)
         self.queue = QueueExporter(cap=settings.trace_queue_cap)
         otlp = traces_endpoint(self.settings.otlp, environ)
-        self.otlp = None if otlp is None else OtlpExporter(otlp, self.identity, cap=settings.trace_queue_cap)
+        delay = _positive(environ, SCHEDULE_DELAY_ENV, "milliseconds")
+        self.otlp = None if otlp is None else OtlpExporter(
+            otlp, self.identity, cap=settings.trace_queue_cap,
+            flush_interval=delay / 1000 if delay is not None else DEFAULT_SCHEDULE_DELAY,
+        )
         exporter: Exporter = self.queue
         if self.otlp is not None:
             # Its queue itself: one call less on the request path than through `OtlpExporter.export`.

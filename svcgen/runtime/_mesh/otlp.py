@@ -4,7 +4,7 @@ Where it sits: the host hands every finished invocation's `TraceRecord` to this 
 the collector's queue when there is one), the same records the collector feed drains: one tracing path, two
 destinations. The request path only appends the record; decoding it into a span, encoding the batch and POSTing
 it to `{endpoint}` (`/v1/traces`, `Content-Type: application/x-protobuf`, an `ExportTraceServiceRequest`) happen
-in a task on the event loop, as soon as a batch is full or about a second after the last one.
+in a task on the event loop, as soon as a batch is full or 5 seconds after the last one (OTEL_BSP_SCHEDULE_DELAY).
 
 What a span says (OpenTelemetry semantic conventions, RPC): our trace and span ids and the inbound parent; kind
 SERVER; name `{service}/{topic}`; `rpc.system` `svcgen`, `rpc.service` the service, `rpc.method` the topic, plus
@@ -32,7 +32,7 @@ import httpx
 from .._identity import Identity
 from .._wiring import WiringError
 from .exporters import QueueExporter
-from .reporter import DEFAULT_FLUSH_SECONDS, DEFAULT_SHUTDOWN_TIMEOUT, run_flushes
+from .reporter import DEFAULT_SHUTDOWN_TIMEOUT, run_flushes
 from .traces import LOG_EVERY, TraceEvent, TraceRecord
 
 if TYPE_CHECKING:
@@ -44,12 +44,16 @@ ENDPOINT_ENV: Final = "OTEL_EXPORTER_OTLP_ENDPOINT"
 """A base URL: `/v1/traces` is appended (the OpenTelemetry exporter spec); overrides the manifest's `mesh.otlp`."""
 TRACES_ENDPOINT_ENV: Final = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 """The full URL spans are POSTed to, used as given; wins over both of the above."""
+SCHEDULE_DELAY_ENV: Final = "OTEL_BSP_SCHEDULE_DELAY"
+"""Milliseconds between batches while fewer than a full batch wait (OpenTelemetry's batch span processor setting)."""
 TRACES_PATH: Final = "/v1/traces"
 CONTENT_TYPE: Final = "application/x-protobuf"
 MISSING_EXTRA: Final = "OTLP export needs opentelemetry-proto: pip install 'svcgen[otlp]'"
 RPC_SYSTEM: Final = "svcgen"
 SCOPE_NAME: Final = "svcgen"
 DEFAULT_BATCH_SIZE: Final = 512
+DEFAULT_SCHEDULE_DELAY: Final = 5.0
+"""Seconds, OpenTelemetry's default: at a low request rate a POST carries many spans, not one or two."""
 DEFAULT_TIMEOUT: Final = 5.0
 """Seconds a POST may take; a receiver slower than that loses the batch."""
 
@@ -187,7 +191,7 @@ class OtlpExporter:
         *,
         cap: int,
         batch_size: int = DEFAULT_BATCH_SIZE,
-        flush_interval: float = DEFAULT_FLUSH_SECONDS,
+        flush_interval: float = DEFAULT_SCHEDULE_DELAY,
         timeout: float = DEFAULT_TIMEOUT,
         shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
         transport: httpx.AsyncBaseTransport | None = None,
