@@ -74,6 +74,12 @@ def export_three(**receiver_options: int) -> tuple[OtlpExporter, OtlpReceiver]:
     return exporter, receiver
 
 
+def export_five(exporter: OtlpExporter) -> None:
+    """Records of spans 1..5, straight into the exporter."""
+    for n in range(1, 6):
+        exporter.export(TraceEvent(TraceContext(f"{n:032x}", f"{n:016x}"), "orders", "orders:get", "ok").to_record())
+
+
 def test_each_invocation_reaches_the_receiver_as_one_server_span_with_our_ids_and_rpc_attributes() -> None:
     exporter, receiver = export_three()
     spans = receiver.spans
@@ -150,11 +156,22 @@ def test_a_full_queue_drops_the_oldest_and_counts_them() -> None:
 
     exporter = OtlpExporter("http://receiver.test/v1/traces", IDENTITY, cap=3,
                             transport=httpx.MockTransport(receive))
-    for n in range(1, 6):
-        exporter.export(TraceEvent(TraceContext(f"{n:032x}", f"{n:016x}"), "orders", "orders:get", "ok").to_record())
+    export_five(exporter)
     run(exporter.stop)
     assert [received.span_id for body in bodies for received in decode(body)] == [f"{n:016x}" for n in (3, 4, 5)]
     assert (exporter.exported, exporter.dropped, exporter.undelivered) == (3, 2, 2)
+
+
+def test_what_a_hanging_receiver_holds_past_the_shutdown_deadline_is_counted() -> None:
+    async def hang(request: httpx.Request) -> httpx.Response:
+        await asyncio.sleep(60)
+        return httpx.Response(200)
+
+    exporter = OtlpExporter("http://receiver.test/v1/traces", IDENTITY, cap=100, batch_size=2, shutdown_timeout=0.2,
+                            transport=httpx.MockTransport(hang))
+    export_five(exporter)
+    run(exporter.stop)
+    assert (exporter.exported, exporter.failed, len(exporter.queue)) == (0, 5, 0)
 
 
 @pytest.mark.parametrize("answer", [{"status": 503}, {"rejected": 2}])

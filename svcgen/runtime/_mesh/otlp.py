@@ -249,7 +249,9 @@ class OtlpExporter:
                 await asyncio.wait_for(task, timeout=self.shutdown_timeout)
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.flush(until_empty=True), timeout=max(0.0, deadline - loop.time()))
-        self.failed += len(self.queue.drain())
+        left = len(self.queue)
+        self.queue.clear()
+        self.failed += left
         if self._client is not None:
             await self._client.aclose()
             self._client = None
