@@ -4,8 +4,9 @@ Baseline: tracing as the collector feed has it (trace middleware, bounded queue,
 records also handed to the OTLP exporter's own queue. In-process, the two alternate round by round and the
 request-path overhead is the median of the per-round ratios; after each round the exporter's share off the request
 path (drain its queue, build the spans, encode the `ExportTraceServiceRequest`) is timed per span. Under load
-(uvicorn in its own process, runs interleaved base, otlp, otlp, base) the OTLP app really exports, batch by batch,
-to a receiver in a third process, so the server CPU per request includes the POSTs: that ratio is the one judged.
+(uvicorn in its own process, three pairs of runs in alternating order, the overhead the median of the per-pair
+ratios) the OTLP app really exports, batch by batch, to a receiver in a third process, so the server CPU per
+request includes the POSTs: that ratio is the one judged.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from svcgen.runtime._mesh.traces import TraceMiddleware
 
 CALLS = 20_000
 ROUNDS = 2 * REPEATS
+LOAD_PAIRS = 3
 IDENTITY = Identity("orders", service_version="1.0.0", instance_id="bench")
 UNUSED = "http://127.0.0.1:9/v1/traces"
 """In-process rounds never send: the exporter's task is not started, its share is timed on its own."""
@@ -150,16 +152,22 @@ def measure(record: Recorder, args: argparse.Namespace) -> None:
     print(f"under load: {LOAD_REQUESTS} requests, {LOAD_CONCURRENCY} concurrent, uvicorn on 127.0.0.1, spans POSTed "
           "to a receiver in its own process")
     with receiver() as (requests, sent):
-        order = ("traced_app", "otlp_app", "otlp_app", "traced_app")
-        cpu = [server_cpu_us_per_request(f"bench.otlpexport:{target}", "/orders/o-17", BODY) for target in order]
+        # Pairs in alternating order (traced first, then exporting first, ...): successive server runs drift on a
+        # shared machine, and each pair's ratio compares two runs next to each other.
+        pairs = []
+        for number in range(LOAD_PAIRS):
+            order = ("traced_app", "otlp_app") if number % 2 == 0 else ("otlp_app", "traced_app")
+            cpu = {target: server_cpu_us_per_request(f"bench.otlpexport:{target}", "/orders/o-17", BODY)
+                   for target in order}
+            pairs.append((cpu["traced_app"], cpu["otlp_app"]))
     print(f"the receiver took {requests.value} POSTs, {sent.value / max(requests.value, 1):,.0f} bytes each")
     if not requests.value:
         raise SystemExit("the OTLP app sent nothing to the receiver: the under-load figures would not measure export")
-    traced_cpu, otlp_cpu = (cpu[0] + cpu[3]) / 2, (cpu[1] + cpu[2]) / 2
-    record(TRACED_CPU, traced_cpu, "µs")
-    record("server CPU per request, tracing + OTLP export", otlp_cpu, "µs", baseline=TRACED_CPU)
-    record("  OTLP export overhead under load", (otlp_cpu / traced_cpu - 1) * 100, "%", target=10,
-           note="(what a served request costs the server, POSTs included)")
+    record(TRACED_CPU, statistics.median(traced for traced, _ in pairs), "µs")
+    record("server CPU per request, tracing + OTLP export", statistics.median(otlp for _, otlp in pairs), "µs",
+           baseline=TRACED_CPU)
+    record("  OTLP export overhead under load", (statistics.median(o / t for t, o in pairs) - 1) * 100, "%",
+           target=10, note="(what a served request costs the server, POSTs included: median of the per-pair ratios)")
 
 
 TRACED = "POST /orders/{orderId}, tracing without OTLP (in-process)"

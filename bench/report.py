@@ -60,9 +60,9 @@ BENCHES = (
           "Tracing as the collector feed has it (trace middleware, bounded queue, issues) against the same with the "
           "records also exported as OTLP/HTTP spans: in-process, rounds alternating, the request-path overhead "
           "being the median of the per-round ratios, and the exporter's share (drain, build and encode the spans) "
-          "timed per span; then server CPU per request under load through uvicorn, runs interleaved traced, "
-          "exporting, exporting, traced, the exporting server POSTing its batches to a receiver in a third "
-          "process."),
+          "timed per span; then server CPU per request under load through uvicorn, three pairs of runs in "
+          "alternating order, the overhead being the median of the per-pair ratios, the exporting server POSTing "
+          "its batches to a receiver in a third process."),
     Bench("serve", "`svcgen serve` (bench/serve.py)",
           "Server CPU per request (/proc/<pid>/stat of the server process) of one generated typed route under "
           "`svcgen serve` as shipped, the same app under `uvicorn --http httptools --loop uvloop "
