@@ -110,8 +110,11 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def server_cpu_us_per_request(target: str, path: str, body: bytes) -> float:
-    """Run `target` under uvicorn in its own process, load it from here, and divide its CPU time by requests."""
+def server_cpu_us_per_request(
+    target: str, path: str, body: bytes, *, warmup_requests: int = 0, settle_seconds: float = 0.0
+) -> float:
+    """Run `target` under uvicorn in its own process, load it from here, and divide its CPU time by requests.
+    `warmup_requests` more are sent before measuring, then `settle_seconds` waited (one-time work done first)."""
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", target, "--host", "127.0.0.1", "--port", str(port),
@@ -129,6 +132,10 @@ def server_cpu_us_per_request(target: str, path: str, body: bytes) -> float:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.1)
+        with httpx.Client(timeout=10) as client:
+            for _ in range(warmup_requests):
+                client.post(base + path, content=body)
+        time.sleep(settle_seconds)
         before = cpu_seconds(server.pid)
         asyncio.run(_load(base + path, body))
         return (cpu_seconds(server.pid) - before) / LOAD_REQUESTS * 1e6
