@@ -65,15 +65,17 @@ def per_await_us(make: Callable[[], Awaitable[Any]], calls: int) -> float:
     """Like per_call_us for coroutines, all awaited inside one event loop."""
 
     async def run() -> float:
-        samples = []
-        for _ in range(REPEATS):
-            started = time.perf_counter()
-            for _ in range(calls):
-                await make()
-            samples.append((time.perf_counter() - started) / calls * 1e6)
-        return statistics.median(samples)
+        return statistics.median([await awaited_us(make, calls) for _ in range(REPEATS)])
 
     return asyncio.run(run())
+
+
+async def awaited_us(make: Callable[[], Awaitable[Any]], calls: int) -> float:
+    """Mean µs per call of `calls` calls awaited one after the other, once (a round of an alternating bench)."""
+    started = time.perf_counter()
+    for _ in range(calls):
+        await make()
+    return (time.perf_counter() - started) / calls * 1e6
 
 
 def once_ms(fn: Callable[[Any], Any], setup: Callable[[], Any] = lambda: None) -> float:

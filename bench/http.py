@@ -221,11 +221,18 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def server_cpu_us_per_request(target: str, path: str, body: bytes) -> float:
-    """Run `target` under uvicorn in its own process, load it from here, and divide its CPU time by requests."""
+def server_cpu_us_per_request(
+    target: str, path: str, body: bytes, *, warmup_requests: int = 0, settle_seconds: float = 0.0
+) -> float:
+    """Run `target` under uvicorn in its own process, load it from here, and divide its CPU time by requests.
+    `warmup_requests` more are sent before measuring, then `settle_seconds` waited (one-time work done first)."""
     port = free_port()
     server = start_server(target, port)
     try:
+        with httpx.Client(timeout=10) as client:
+            for _ in range(warmup_requests):
+                client.post(f"http://127.0.0.1:{port}{path}", content=body)
+        time.sleep(settle_seconds)
         before = cpu_seconds(server.pid)
         asyncio.run(_load(f"http://127.0.0.1:{port}{path}", body))
         return (cpu_seconds(server.pid) - before) / LOAD_REQUESTS * 1e6

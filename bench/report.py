@@ -60,6 +60,13 @@ BENCHES = (
           "per-round ratios; the reporter's share (drain the queue and encode the events, as on every beat) "
           "timed per event after each traced round; and server CPU per request under load through uvicorn, "
           "runs interleaved plain, traced, traced, plain."),
+    Bench("otlpexport", "OTLP export (bench/otlpexport.py)",
+          "Tracing as the collector feed has it (trace middleware, bounded queue, issues) against the same with the "
+          "records also exported as OTLP/HTTP spans: in-process, rounds alternating, the request-path overhead "
+          "being the median of the per-round ratios, and the exporter's share (drain, build and encode the spans) "
+          "timed per span; then server CPU per request under load through uvicorn, three pairs of runs in "
+          "alternating order, the overhead being the median of the per-pair ratios, the exporting server POSTing "
+          "its batches to a receiver in a third process."),
     Bench("serve", "`svcgen serve` (bench/serve.py)",
           "Server CPU per request (/proc/<pid>/stat of the server process) of one generated typed route under "
           "`svcgen serve` as shipped, the same app under `uvicorn --http httptools --loop uvloop "
@@ -309,7 +316,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="extra collector runs at the reduced size (default 2); the full size runs once")
     parser.add_argument("--collector-full", default="200000,2000000", help="small,large events of the one full run")
     parser.add_argument("--collector-reduced", default="50000,500000", help="small,large events of reduced runs")
-    parser.add_argument("--only", help="comma-separated subset: core,http,build,diff,trace,serve,nats,...")
+    parser.add_argument("--only", help="comma-separated subset: " + ",".join(bench.module for bench in BENCHES))
     parser.add_argument("--output", type=Path, default=OUTPUT)
     args = parser.parse_args(argv)
     if args.runs < 1:

@@ -106,6 +106,7 @@ def _routes(wiring: Wiring) -> list[Route]:
 def _mesh_host(wiring: Wiring) -> MeshHost | None:
     if wiring.mesh is None:
         return None
+    # No OTLP exporter: the contracts need the mesh's middleware, not its exports (nor opentelemetry-proto).
     settings = MeshSettings(wiring.mesh.collector, wiring.mesh.heartbeat_seconds, wiring.mesh.issues)
     return MeshHost(wiring.identity(), settings, environ={})
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from ..manifest.typeexpr import TypeExpr
 from ..runtime._mesh.host import COLLECTOR_ENV, HEARTBEAT_ENV
 from ..runtime._mesh.jetstream import MESH_NATS_ENV
+from ..runtime._mesh.otlp import ENDPOINT_ENV as OTLP_ENDPOINT_ENV
 from ..runtime._reserved import DEFAULT_PREFIX
 from ..runtime._status import OK
 from ..runtime._wiring import NATS_ENV, target_variable
@@ -126,7 +127,8 @@ def wiring_stub_view(wiring: Wiring) -> WiringStubView:
     if wiring.mesh is not None:
         mesh = wiring.mesh
         settings += (
-            SettingRow(COLLECTOR_ENV, mesh.collector, "the collector the mesh feeds go to (manifest mesh.collector)"),
+            SettingRow(COLLECTOR_ENV, mesh.collector or "(none)",
+                       "the collector the mesh feeds go to (manifest mesh.collector)"),
             SettingRow(
                 HEARTBEAT_ENV,
                 f"{mesh.heartbeat_seconds:g}",
@@ -136,6 +138,9 @@ def wiring_stub_view(wiring: Wiring) -> WiringStubView:
         if mesh.transport == "nats":
             why = "the NATS server whose JetStream takes the mesh feeds (manifest mesh.nats)"
             settings += (SettingRow(MESH_NATS_ENV, mesh.nats or "", why),)
+        if mesh.otlp:
+            settings += (SettingRow(OTLP_ENDPOINT_ENV, mesh.otlp,
+                                    "where trace spans go by OTLP/HTTP, /v1/traces appended (manifest mesh.otlp)"),)
     return WiringStubView(targets, settings)
 
 

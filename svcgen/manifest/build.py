@@ -76,11 +76,12 @@ def same_definition(one: RecordDef | EnumDef, other: RecordDef | EnumDef) -> boo
 
 
 def _mesh(spec: dict[str, Any]) -> MeshDef:
-    # A trailing '/' would double up in `{collector}{prefix}/invoke`.
+    # A trailing '/' would double up in `{collector}{prefix}/invoke` and `{otlp}/v1/traces`.
     return MeshDef(
-        collector=spec.get("collector", "").rstrip("/"),
+        collector=spec["collector"].rstrip("/") if "collector" in spec else None,
         heartbeat_seconds=float(spec.get("heartbeatSeconds", 30.0)),
         issues=bool(spec.get("issues", True)),
+        otlp=spec["otlp"].rstrip("/") if "otlp" in spec else None,
         transport=spec.get("transport", "http"),
         nats=spec.get("nats"),
     )

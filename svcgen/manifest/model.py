@@ -87,11 +87,13 @@ class TopicDef:
 
 @dataclass(frozen=True)
 class MeshDef:
-    collector: str
+    collector: str | None
     heartbeat_seconds: float = 30.0
     issues: bool = True
     transport: str = "http"
     nats: str | None = None
+    otlp: str | None = None
+    """OTLP/HTTP base URL; spans go to `{otlp}/v1/traces`."""
 
 
 @dataclass(frozen=True)

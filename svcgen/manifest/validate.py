@@ -131,7 +131,7 @@ def _translate(
             for key in _listed(error.validator_value)
             if key not in instance and (path, key) not in suggested
         ]
-    if keyword == "oneOf":
+    if keyword in ("oneOf", "anyOf"):
         return _one_of(document, error, path, suggested)
     if keyword == "uniqueItems":
         return _duplicates(document, error, path)
@@ -152,7 +152,8 @@ def _add(schema: dict[str, Any], key: str) -> str:
 def _one_of(
     document: YamlDocument, error: ValidationError, path: JsonPath, suggested: set[tuple[JsonPath, str]]
 ) -> list[Diagnostic]:
-    # The schema only uses oneOf as "exactly one of these keys" ({fields} or {jsonSchema}).
+    # The schema only uses oneOf as "exactly one of these keys" ({fields} or {jsonSchema}) and anyOf as "at least
+    # one of them" (a mesh's {collector} or {otlp}), so an anyOf error always means none is present.
     keys = [key for branch in _listed(error.validator_value) for key in branch.get("required", [])]
     instance = error.instance if isinstance(error.instance, dict) else {}
     present = [key for key in keys if key in instance]

@@ -201,7 +201,7 @@ def test_prefix_is_normalized(given: str, stored: str) -> None:
 
 def test_mesh_over_nats() -> None:
     manifest = load_ok(MINIMAL + "mesh: {transport: nats, nats: 'nats://127.0.0.1:4222', heartbeatSeconds: 5}\n")
-    assert manifest.mesh == MeshDef("", 5.0, True, transport="nats", nats="nats://127.0.0.1:4222")
+    assert manifest.mesh == MeshDef(None, 5.0, True, transport="nats", nats="nats://127.0.0.1:4222")
 
 
 def test_mesh_defaults_and_trailing_slash() -> None:

@@ -9,7 +9,7 @@ import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped,unused-ignore]
 
 from svcgen.manifest.validate import manifest_schema
-from tests.support.manifests import MINIMAL, errors
+from tests.support.manifests import MINIMAL, errors, load_ok
 
 
 def test_schema_ships_as_package_data_and_is_a_valid_2020_12_schema() -> None:
@@ -146,10 +146,12 @@ def test_mesh_values() -> None:
         "m.yaml:11:48: 'heartbeatSeconds' must be greater than 0, got 0",
         "m.yaml:11:59: 'issues' must be true or false, got 'maybe'",
     ]
-    assert errors("svcgen: 1\nservice: a\nmesh: {issues: true}\n") == [
-        "m.yaml:3:1: missing required key 'collector' in mesh; "
-        "add it: an http:// or https:// base URL like http://127.0.0.1:8700"
+    assert errors("svcgen: 1\nservice: a\nmesh: {issues: true}\n") == ["m.yaml:3:1: mesh needs 'collector' or 'otlp'"]
+    assert errors("svcgen: 1\nservice: a\nmesh: {otlp: 'otel:4318'}\n") == [
+        "m.yaml:3:14: 'otlp' must be an http:// or https:// base URL like http://127.0.0.1:4318, got 'otel:4318'"
     ]
+    only_otlp = load_ok("svcgen: 1\nservice: a\nmesh: {otlp: 'http://otel:4318/'}\n").mesh
+    assert only_otlp is not None and (only_otlp.collector, only_otlp.otlp) == (None, "http://otel:4318")
 
 
 def test_mesh_transport_nats_needs_a_nats_url_and_no_collector() -> None:

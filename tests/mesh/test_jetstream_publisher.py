@@ -128,7 +128,7 @@ def test_a_batch_jetstream_did_not_take_is_kept_and_resent_with_its_id(stopped_n
 
 def test_the_mesh_host_publishes_to_jetstream_when_told_so_by_its_settings_or_environment() -> None:
     identity = Identity("orders")
-    by_manifest = MeshHost(identity, MeshSettings("", transport="nats", nats="nats://127.0.0.1:4222"), environ={})
+    by_manifest = MeshHost(identity, MeshSettings(None, transport="nats", nats="nats://127.0.0.1:4222"), environ={})
     by_environment = MeshHost(identity, MeshSettings("http://127.0.0.1:8700"), environ={MESH_NATS_ENV: "nats://n:4222"})
     plain = MeshHost(identity, MeshSettings("http://127.0.0.1:8700"), environ={})
     assert isinstance(by_manifest._feed_publisher(), JetStreamPublisher)
@@ -142,7 +142,7 @@ def test_without_nats_py_the_mesh_host_fails_at_start_with_one_line(monkeypatch:
 
     monkeypatch.setitem(sys.modules, "nats", None)  # as if svcgen[nats] were not installed
     with pytest.raises(WiringError, match=r"^mesh feeds over NATS need nats-py: pip install 'svcgen\[nats\]'$"):
-        MeshHost(Identity("orders"), MeshSettings("", transport="nats", nats="nats://127.0.0.1:4222"), environ={})
+        MeshHost(Identity("orders"), MeshSettings(None, transport="nats", nats="nats://127.0.0.1:4222"), environ={})
 
 
 def test_a_service_built_with_mesh_transport_nats_publishes_to_jetstream(tmp_path: Path) -> None:
@@ -152,7 +152,7 @@ def test_a_service_built_with_mesh_transport_nats_publishes_to_jetstream(tmp_pat
     with imported(tmp_path, "books_service.service") as service:
         settings = service.MESH
         host = MeshHost(service.identity(), settings, environ={})
-    assert settings == MeshSettings("", 0.5, True, transport="nats", nats="nats://127.0.0.1:4222")
+    assert settings == MeshSettings(None, 0.5, True, transport="nats", nats="nats://127.0.0.1:4222")
     assert isinstance(host._feed_publisher(), JetStreamPublisher)
 
 
@@ -172,6 +172,6 @@ topics:
 
 def test_mesh_settings_with_an_unknown_transport_or_no_nats_url_refuse_to_start() -> None:
     with pytest.raises(WiringError, match=r"needs a NATS URL: set mesh\.nats or SVCGEN_MESH_NATS"):
-        MeshHost(Identity("orders"), MeshSettings("", transport="nats"), environ={})
+        MeshHost(Identity("orders"), MeshSettings(None, transport="nats"), environ={})
     with pytest.raises(WiringError, match="mesh transport 'kafka': expected http or nats"):
         MeshHost(Identity("orders"), MeshSettings("http://c", transport="kafka"), environ={})

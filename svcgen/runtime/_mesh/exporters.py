@@ -30,6 +30,18 @@ class Exporter(Protocol):
         ...
 
 
+class FanOutExporter:
+    """Hands each record to every exporter in turn (the collector's queue and the OTLP exporter share one)."""
+
+    def __init__(self, *exporters: Exporter) -> None:
+        self.exporters = exporters
+        self._exports = tuple(exporter.export for exporter in exporters)
+
+    def export(self, record: TraceRecord) -> None:
+        for export in self._exports:
+            export(record)
+
+
 class InMemoryExporter:
     """Keeps the newest `cap` events for inspection (tests, a local console); nothing consumes them."""
 

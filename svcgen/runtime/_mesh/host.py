@@ -13,10 +13,11 @@ from .._http.app import HttpApp
 from .._identity import Identity
 from .._pipeline import Middleware
 from .._wiring import WiringError
-from .exporters import QueueExporter
+from .exporters import Exporter, FanOutExporter, QueueExporter
 from .feeds import TOKEN_ENV, EnvelopePublisher, FeedSender, Publisher
 from .issues import IssueAggregator
 from .jetstream import MESH_NATS_ENV, JetStreamPublisher, require_nats
+from .otlp import DEFAULT_SCHEDULE_DELAY, SCHEDULE_DELAY_ENV, OtlpExporter, traces_endpoint
 from .reporter import DEFAULT_INTERVAL, Reporter
 from .traces import TraceMiddleware
 
@@ -29,8 +30,9 @@ rebuild; SVCGEN_COLLECTOR_TOKEN gives the token of a locked collector."""
 
 @dataclass(frozen=True)
 class MeshSettings:
-    collector: str
-    """Collector base URL; feeds go to `{collector}/svc/invoke`, the collector's own (default) prefix."""
+    collector: str | None = None
+    """Collector base URL; feeds go to `{collector}/svc/invoke`, the collector's own (default) prefix. None: no
+    feeds (traces may still leave by OTLP)."""
     heartbeat_seconds: float = DEFAULT_INTERVAL
     issues: bool = True
     trace_queue_cap: int = DEFAULT_TRACE_QUEUE_CAP
@@ -41,6 +43,14 @@ class MeshSettings:
     transport: str = "http"
     """`nats`: the feeds go to JetStream at `nats` (stream SVC_MESH) instead of `collector` (SVCGEN_MESH_NATS)."""
     nats: str | None = None
+    otlp: str | None = None
+    """OTLP/HTTP base URL (`/v1/traces` appended): trace events also leave as OpenTelemetry spans;
+    OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_EXPORTER_OTLP_TRACES_ENDPOINT override it where the service runs."""
+
+    @property
+    def feeds(self) -> bool:
+        """Whether the mesh feeds go anywhere: to a collector over HTTP, or to JetStream."""
+        return self.transport == "nats" or self.collector is not None
 
 
 def _overridden(settings: MeshSettings, environ: Mapping[str, str]) -> MeshSettings:
@@ -53,16 +63,24 @@ def _overridden(settings: MeshSettings, environ: Mapping[str, str]) -> MeshSetti
     token = environ.get(TOKEN_ENV, "").strip()
     if token:
         settings = dataclasses.replace(settings, token=token)
-    heartbeat = environ.get(HEARTBEAT_ENV, "").strip()
-    if heartbeat:
-        try:
-            seconds = float(heartbeat)
-        except ValueError:
-            seconds = -1.0
-        if not 0 < seconds < float("inf"):
-            raise ValueError(f"{HEARTBEAT_ENV}={heartbeat!r}: expected a positive number of seconds")
+    seconds = _positive(environ, HEARTBEAT_ENV, "seconds")
+    if seconds is not None:
         settings = dataclasses.replace(settings, heartbeat_seconds=seconds)
     return settings
+
+
+def _positive(environ: Mapping[str, str], variable: str, unit: str) -> float | None:
+    """The variable's positive number, None when unset; a `WiringError` (one line, naming it) otherwise."""
+    text = environ.get(variable, "").strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        raise WiringError(f"{variable}={text!r}: expected a positive number of {unit}")
+    return value
 
 
 def new_instance_id() -> str:
@@ -89,9 +107,20 @@ class MeshHost:
         self.instance_id = instance_id or identity.instance_id or new_instance_id()
         self.identity = dataclasses.replace(identity, instance_id=self.instance_id)
         self.queue = QueueExporter(cap=settings.trace_queue_cap)
+        otlp = traces_endpoint(self.settings.otlp, environ)
+        delay = _positive(environ, SCHEDULE_DELAY_ENV, "milliseconds")
+        self.otlp = None if otlp is None else OtlpExporter(
+            otlp, self.identity, cap=settings.trace_queue_cap,
+            flush_interval=delay / 1000 if delay is not None else DEFAULT_SCHEDULE_DELAY,
+        )
+        exporter: Exporter = self.queue
+        if self.otlp is not None:
+            # Its queue itself: one call less on the request path than through `OtlpExporter.export`.
+            otlp_queue = self.otlp.queue
+            exporter = FanOutExporter(self.queue, otlp_queue) if self.settings.feeds else otlp_queue
         self.issues = IssueAggregator(identity.service) if settings.issues else None
         self.tracer = TraceMiddleware(
-            self.identity, self.queue, on_failure=[self.issues.observe] if self.issues is not None else []
+            self.identity, exporter, on_failure=[self.issues.observe] if self.issues is not None else []
         )
         self._publisher = publisher
         self.reporter: Reporter | None = None
@@ -102,7 +131,13 @@ class MeshHost:
         return [self.tracer]
 
     def attach(self, app: HttpApp) -> HttpApp:
-        """Run the reporter in `app`'s lifespan: register at startup, beat, flush once more at shutdown."""
+        """Run the reporter and the OTLP exporter in `app`'s lifespan: register at startup, beat, flush once more at
+        shutdown."""
+        if self.otlp is not None:
+            app.on_startup.append(self.otlp.start)
+            app.on_shutdown.append(self.otlp.stop)
+        if not self.settings.feeds:
+            return app
         owned = self._publisher is None
         # The collector's surfaces are under the default prefix, whatever prefix this service uses.
         publisher = self._publisher or self._feed_publisher()
@@ -132,4 +167,5 @@ class MeshHost:
     def _feed_publisher(self) -> EnvelopePublisher | JetStreamPublisher:
         if self.settings.nats and self.settings.transport == "nats":
             return JetStreamPublisher(self.settings.nats)
+        assert self.settings.collector is not None  # `feeds` holds: not nats, so a collector
         return EnvelopePublisher(self.settings.collector, token=self.settings.token)

@@ -130,15 +130,20 @@ def _check(requirement: str, satisfied: bool, when_met: str, when_unmet: str) ->
 
 
 def _reporting(mesh: MeshHost | None, app: HttpApp | None) -> Check:
-    if mesh is None or not mesh.settings.collector:
-        return Check("R6", False, "no collector is configured (manifest `mesh.collector`)")
+    if mesh is None or not mesh.settings.feeds:
+        return Check("R6", False, "no collector is configured (manifest `mesh.collector` or `mesh.nats`)")
     if app is None:
         return Check("R6", False, "a collector is configured but there is no host lifespan to run the reporter")
     return Check(
         "R6",
         True,
-        f"reporter registers and heartbeats every {mesh.settings.heartbeat_seconds:g} s to {mesh.settings.collector}",
+        f"reporter registers and heartbeats every {mesh.settings.heartbeat_seconds:g} s to {_feeds_target(mesh)}",
     )
+
+
+def _feeds_target(mesh: MeshHost) -> str:
+    settings = mesh.settings
+    return f"JetStream at {settings.nats}" if settings.transport == "nats" else str(settings.collector)
 
 
 def declare_profile(app: HttpApp, mesh: MeshHost | None = None) -> SelfCheck:

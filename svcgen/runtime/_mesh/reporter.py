@@ -291,18 +291,28 @@ class Reporter:
                 await asyncio.wait_for(stopping.wait(), timeout=self.interval)
 
     async def _run_traces(self, stopping: asyncio.Event) -> None:
-        loop = asyncio.get_running_loop()
-        flushed_at = loop.time()
-        tick = min(FLUSH_TICK_SECONDS, self.flush_interval)
-        while not stopping.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stopping.wait(), timeout=tick)
-            if stopping.is_set():
-                return
-            full = self.backlog is not None and self.backlog() >= self.batch_size
-            if full or loop.time() - flushed_at >= self.flush_interval:
-                try:
-                    await self.flush_traces()
-                except Exception:
-                    logger.warning("trace flush failed", exc_info=True)
-                flushed_at = loop.time()
+        backlog = self.backlog
+        full = (lambda: backlog() >= self.batch_size) if backlog is not None else (lambda: False)
+        await run_flushes(stopping, self.flush_traces, full, self.flush_interval, logger)
+
+
+async def run_flushes(
+    stopping: asyncio.Event, flush: Callable[[], Awaitable[None]], full: Callable[[], bool], interval: float,
+    log: logging.Logger,
+) -> None:
+    """Until `stopping` is set: `flush` as soon as `full()` (looked at every tick) or `interval` seconds after the
+    last flush. A failing flush is logged on `log`, and the cadence goes on."""
+    loop = asyncio.get_running_loop()
+    flushed_at = loop.time()
+    tick = min(FLUSH_TICK_SECONDS, interval)
+    while not stopping.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stopping.wait(), timeout=tick)
+        if stopping.is_set():
+            return
+        if full() or loop.time() - flushed_at >= interval:
+            try:
+                await flush()
+            except Exception:
+                log.warning("trace flush failed", exc_info=True)
+            flushed_at = loop.time()
