@@ -63,6 +63,7 @@ from ._shapes import (
     Shape,
     UnionShape,
     shape_of,
+    type_key,
 )
 
 T = TypeVar("T")
@@ -183,12 +184,12 @@ def codec_for(tp: type[T]) -> Codec[T]: ...
 def codec_for(tp: Any) -> Codec[Any]: ...
 def codec_for(tp: Any) -> Codec[Any]:
     """The codec of a type, compiled on first use and then shared."""
-    return _codec_for(tp)
+    return _codec_for(type_key(tp))
 
 
 @lru_cache(maxsize=4096)
-def _codec_for(tp: Any) -> Codec[Any]:
-    shape = shape_of(tp)
+def _codec_for(key: tuple[Any, str]) -> Codec[Any]:
+    shape = shape_of(key[0])
     compiler = _Compiler()
     decode, encode = compiler.compile(shape)
     text = _record_text_table(shape) if isinstance(shape, RecordShape) else None

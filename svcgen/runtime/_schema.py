@@ -26,6 +26,7 @@ from ._shapes import (
     Shape,
     UnionShape,
     shape_of,
+    type_key,
 )
 
 JsonSchema = dict[str, Any]
@@ -42,10 +43,14 @@ _SCALAR_SCHEMAS: dict[str, JsonSchema] = {
 }
 
 
-@cache
 def schema_of(tp: Any) -> JsonSchema:
     """The JSON Schema of a type. The returned dict is shared: callers must not mutate it."""
-    return schema_of_shape(shape_of(tp))
+    return _schema_of(type_key(tp))
+
+
+@cache
+def _schema_of(key: tuple[Any, str]) -> JsonSchema:
+    return schema_of_shape(shape_of(key[0]))
 
 
 def schema_of_shape(shape: Shape, refer: Refer | None = None) -> JsonSchema:

@@ -142,10 +142,20 @@ class ShapeError(TypeError):
     """A type annotation that cannot be resolved (for example a forward reference to a missing name)."""
 
 
-@cache
+def type_key(tp: Any) -> tuple[Any, str]:
+    """A cache key that tells `int | str` from `str | int`: unions compare equal whatever their order, but members
+    are tried in order, so each spelling gets its own shape, codec and schema."""
+    return tp, repr(tp)
+
+
 def shape_of(tp: Any) -> Shape:
-    """The shape of a type, computed once per type."""
-    return _walk(tp, ())
+    """The shape of a type, computed once per type (per spelling of its unions)."""
+    return _shape_of(type_key(tp))
+
+
+@cache
+def _shape_of(key: tuple[Any, str]) -> Shape:
+    return _walk(key[0], ())
 
 
 def _walk(tp: Any, stack: tuple[type, ...]) -> Shape:

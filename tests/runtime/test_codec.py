@@ -355,6 +355,14 @@ def test_union_tries_members_in_order() -> None:
     assert codec_for(Item | Customer).decode({"sku": "s", "customerId": "c"}) == Item("s")
 
 
+def test_unions_spelt_in_another_order_keep_their_own_order() -> None:
+    # `int | str == str | int` (and they hash alike), so a cache keyed by the type alone handed one the other's codec.
+    assert decode_error(datetime | int, "x") == "expected RFC 3339 date-time or integer"
+    assert decode_error(int | datetime, "x") == "expected integer or RFC 3339 date-time"
+    assert decode_error(list[str | int], [1.5]) == "[0]: expected string or integer"
+    assert decode_error(list[int | str], [1.5]) == "[0]: expected integer or string"
+
+
 def test_union_encodes_with_the_member_that_fits() -> None:
     assert codec_for(int | datetime).encode(datetime(2026, 1, 1, tzinfo=UTC)) == "2026-01-01T00:00:00+00:00"
     assert codec_for(int | datetime).encode(5) == 5
