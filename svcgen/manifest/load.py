@@ -55,7 +55,7 @@ def load_manifest_with_warnings(path: str | Path) -> LoadedManifest:
 def load_manifest_text_with_warnings(text: str, path: str) -> LoadedManifest:
     """As `load_manifest_text`, with the manifest's warnings; raises ManifestError when it has any error."""
     name = path.replace("\\", "/")
-    with _cycle_collection_paused():
+    with cycle_collection_paused():
         return _checked_and_built(text, name)
 
 
@@ -71,8 +71,10 @@ def _checked_and_built(text: str, name: str) -> LoadedManifest:
 
 
 @contextmanager
-def _cycle_collection_paused() -> Iterator[None]:
-    """Loading allocates hundreds of thousands of objects that stay alive until it ends (nodes, paths, marks,
+def cycle_collection_paused() -> Iterator[None]:
+    """The cycle collector paused inside the block and restored after it (a nested block leaves it paused).
+
+    Loading allocates hundreds of thousands of objects that stay alive until it ends (nodes, paths, marks,
     the model), which would make the cycle collector run over them again and again for nothing: about half the
     load time of a large manifest. It runs again once they are freed and only the model is left."""
     enabled = gc.isenabled()

@@ -26,19 +26,21 @@ _STR, _NULL, _MAP, _SEQ = _TAG + "str", _TAG + "null", _TAG + "map", _TAG + "seq
 
 
 class _MemoResolving:
-    """Resolves each distinct (kind, plain text, implicit) once per document: the parser asks for every node,
-    and a manifest repeats its scalars (`string`, `integer`, field names) thousands of times."""
+    """Resolves each distinct plain scalar once per document: the parser asks for every node, and a manifest
+    repeats its scalars (`string`, `integer`, field names) thousands of times. A plain scalar's tag depends
+    on its text alone; quoted scalars and collections need no pattern matching."""
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)  # type: ignore[call-arg]
-        self._resolved: dict[tuple[Any, ...], str] = {}
+        self._plain_tags: dict[str, str] = {}
 
     def resolve(self, kind: type[Node], value: Any, implicit: tuple[bool, bool]) -> str:
-        key = (kind, value, implicit)
-        tag = self._resolved.get(key)
-        if tag is None:
-            tag = self._resolved[key] = super().resolve(kind, value, implicit)  # type: ignore[misc]
-        return tag
+        if kind is ScalarNode and implicit[0]:
+            tag = self._plain_tags.get(value)
+            if tag is None:
+                tag = self._plain_tags[value] = super().resolve(kind, value, implicit)  # type: ignore[misc]
+            return tag
+        return super().resolve(kind, value, implicit)  # type: ignore[misc,no-any-return]
 
 
 # libyaml's parser when pyyaml was built with it: same nodes and marks, several times faster.
@@ -176,7 +178,7 @@ class _Converter:
             self.refuse(node, path, f"unsupported YAML tag {_short_tag(node.tag)!r}; use a plain mapping")
             return None
         result: dict[str, Any] = {}
-        keys = self.document.keys
+        keys, values = self.document.keys, self.document.values
         for key_node, value_node in node.value:
             if not isinstance(key_node, ScalarNode):
                 self.error(key_node, "a mapping key must be a plain name, not a list or mapping")
@@ -194,7 +196,11 @@ class _Converter:
                 self.error(key_node, f"duplicate key {key!r}: it is already defined at line {line}; keep only one")
                 continue
             keys[entry] = key_node.start_mark
-            result[key] = self.convert(value_node, entry)
+            if type(value_node) is ScalarNode and value_node.tag == _STR:  # most values: skip a call
+                values[entry] = value_node.start_mark
+                result[key] = value_node.value
+            else:
+                result[key] = self.convert(value_node, entry)
         return result
 
     def sequence(self, node: SequenceNode, path: JsonPath) -> list[Any] | None:
