@@ -38,8 +38,9 @@ def synthetic_manifest(topics: int, types: int) -> dict[str, Any]:
     return {"svcgen": 1, "service": "synthetic", "types": records, "topics": entries}
 
 
-def run_child(args: list[str]) -> tuple[float, float]:
-    """(wall seconds, peak RSS MB) of one child process, its own rusage read with wait4."""
+def run_child(args: list[str]) -> tuple[float, float, float]:
+    """(wall seconds, peak RSS MB, CPU seconds: user + system) of one child process, its own rusage read with
+    wait4. On a machine busy with other work the wall time grows first; the CPU time tells them apart."""
     started = time.perf_counter()
     child = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert child.stderr is not None
@@ -49,7 +50,7 @@ def run_child(args: list[str]) -> tuple[float, float]:
     child.returncode = os.waitstatus_to_exitcode(status)
     if child.returncode != 0:
         raise SystemExit(f"{' '.join(args)} failed:\n{stderr.decode()}")
-    return wall, usage.ru_maxrss / 1024
+    return wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
 def measure(manifest: dict[str, Any], workdir: Path, name: str) -> tuple[float, float]:
@@ -58,7 +59,7 @@ def measure(manifest: dict[str, Any], workdir: Path, name: str) -> tuple[float, 
     walls, peaks = [], []
     for attempt in range(REPEATS):
         out = workdir / f"out-{name}-{attempt}"
-        wall, peak = run_child([sys.executable, "-m", "svcgen", "build", str(path), "-o", str(out)])
+        wall, peak, _ = run_child([sys.executable, "-m", "svcgen", "build", str(path), "-o", str(out)])
         walls.append(wall)
         peaks.append(peak)
     return statistics.median(walls), max(peaks)

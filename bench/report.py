@@ -52,8 +52,9 @@ BENCHES = (
           "Whole-process wall time and peak RSS of `svcgen build` for a 20-type and a 2000-type manifest, with "
           "interpreter start (`python -c pass`) measured in the same run."),
     Bench("diff", "`svcgen diff` (bench/diff.py)",
-          "Whole-process wall time of `svcgen diff` over two 2000-type, 1000-topic manifests differing by "
-          "compatible changes throughout (550 findings), and the in-process diff of the two loaded models."),
+          "Whole-process wall time (and CPU time) of `svcgen diff` over two 2000-type, 1000-topic manifests "
+          "differing by compatible changes throughout (550 findings); the command line's start-up (`svcgen "
+          "--version`), loading one manifest and the diff of the two loaded models, to show where the time goes."),
     Bench("trace", "Tracing (bench/trace.py)",
           "The typed HTTP route in-process with and without the mesh (trace middleware, bounded queue exporter "
           "and issue aggregation), plain and traced rounds alternating, the overhead being the median of the "

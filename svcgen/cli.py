@@ -10,21 +10,15 @@ import asyncio
 import importlib.util
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit
 
 import click
 import orjson
 import yaml
 
-from . import serving
-from .codegen.errors import CodegenError
-from .codegen.files import GeneratedFile
-from .codegen.render import render_package
-from .codegen.starter import starter_manifest
-from .codegen.writer import BuildReport, check_findings, stale_diff, write_package
 from .contractdiff import (
     CompatReport,
     DiffReport,
@@ -36,28 +30,39 @@ from .contractdiff import (
 )
 from .manifest import Manifest, ManifestError, load_manifest, load_manifest_with_warnings
 from .manifest.build import default_package
+from .manifest.load import cycle_collection_paused
 from .manifest.revision import RevisionError, load_manifest_at, repository_path, split_revision
 from .runtime._http.limits import server_options
 from .runtime._logging import configure_logging
 from .runtime._mesh import probe as probing
-from .runtime._mesh.artifacts import write_artifacts
-from .runtime._mesh.artifacts.site import DASHBOARD, dashboard_html
-from .runtime._mesh.collector import Collector, JsonFileStore, SnapshotError, StoreError
-from .runtime._mesh.collector_host import (
-    DEFAULT_ARTIFACTS_INTERVAL,
-    CollectorHost,
-    CollectorSettings,
-    collector_token,
-    exposed_without_token,
-    is_database_url,
-    without_password,
-)
-from .runtime._mesh.jetstream import DEFAULT_DURABLE, require_nats
 from .runtime._mesh.poller import DEFAULT_INTERVAL as DEFAULT_POLL_INTERVAL
 from .runtime._mesh.profile import MEANINGS
 from .runtime._reserved import DEFAULT_PREFIX
-from .runtime._wiring import WiringError
-from .serving import Package, Reloader, ServeError
+
+if TYPE_CHECKING:
+    from .codegen.files import GeneratedFile
+    from .codegen.writer import BuildReport
+
+# The code generator (jinja2 and the templates), the server and the collector are imported by the commands that
+# use them, so `svcgen diff` and `svcgen validate` start without them.
+
+
+class _LazyDefault(click.Option):
+    """An option whose default is read from a module only when it is needed (--help, or the option left out),
+    so that defining the option does not import that module."""
+
+    def __init__(self, *args: Any, default_from: Callable[[], Any], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.default_from = default_from
+
+    def get_default(self, ctx: click.Context, call: bool = True) -> Any:
+        return self.default_from()
+
+
+def _artifacts_interval() -> float:
+    from .runtime._mesh.collector_host import DEFAULT_ARTIFACTS_INTERVAL
+
+    return DEFAULT_ARTIFACTS_INTERVAL
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -106,6 +111,8 @@ def check(manifest: str, out: Path, against: str | None) -> None:
 
     Writes nothing; for CI and review.
     """
+    from .codegen.writer import check_findings, stale_diff
+
     model = _load(manifest)
     contract = None if against is None else _diff_against(manifest, against, model)
     files = _render(model, out)
@@ -144,9 +151,9 @@ def diff_command(old: str, new: str, output_format: str, levels_file: Path | Non
     read. The rules and the levels file are described in docs/contract-diff.md.
     """
     levels = None if levels_file is None else _levels(levels_file)
-    _report(diff_manifests(_load_side(old), _load_side(new), levels), output_format)
-
-
+    with cycle_collection_paused():  # two large models alive to the end: nothing for the collector to find
+        report = diff_manifests(_load_side(old), _load_side(new), levels)
+    _report(report, output_format)
 @main.command("compat")
 @click.argument("manifests", nargs=-1, required=True, metavar="MANIFEST...")
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
@@ -189,6 +196,9 @@ def validate(manifest: str) -> None:
 def serve(package_dir: Path, host: str, port: int, workers: int, access_log: bool, reload: bool,
           manifest: Path | None, nats: str | None) -> None:
     """Run the built package OUT/PACKAGE under uvicorn with httptools and uvloop (OUT is put on the import path)."""
+    from . import serving
+    from .serving import Package, Reloader, ServeError
+
     try:
         package = Package.at(package_dir)
         if nats:
@@ -261,7 +271,7 @@ def collector() -> None:
               help="Seconds between poll sweeps.")
 @click.option("--artifacts", type=click.Path(file_okay=False, path_type=Path),
               help="Directory the UI artifacts are written to (default: a temporary one).")
-@click.option("--artifacts-interval", default=DEFAULT_ARTIFACTS_INTERVAL, show_default=True,
+@click.option("--artifacts-interval", cls=_LazyDefault, default_from=_artifacts_interval, show_default=True,
               type=click.FloatRange(min=0.1), help="Seconds between artifact rewrites.")
 @click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path),
               help="Lock the collector: every request but the dashboard page needs `authorization: Bearer <the "
@@ -276,6 +286,18 @@ def collector_serve(
     """Run the collector: envelope invoke surface with the collector topics, its health and spec, the
     poller, the UI artifacts and the dashboard at /."""
     import uvicorn
+
+    from .runtime._mesh.collector import StoreError
+    from .runtime._mesh.collector_host import (
+        CollectorHost,
+        CollectorSettings,
+        collector_token,
+        exposed_without_token,
+        is_database_url,
+        without_password,
+    )
+    from .runtime._mesh.jetstream import DEFAULT_DURABLE, require_nats
+    from .runtime._wiring import WiringError
 
     fleet = [_poll_target(text) for text in polls]
     database = store if store is not None and is_database_url(store) else None
@@ -321,6 +343,10 @@ def collector_serve(
               help="Directory the artifacts are written into.")
 def artifacts(store: Path, out: Path) -> None:
     """Write the UI artifacts and the dashboard from a collector snapshot, once."""
+    from .runtime._mesh.artifacts import write_artifacts
+    from .runtime._mesh.artifacts.site import DASHBOARD, dashboard_html
+    from .runtime._mesh.collector import Collector, JsonFileStore, SnapshotError, StoreError
+
     if not JsonFileStore(store).exists():
         _fail([f"{store}: no such store file"])
     try:
@@ -354,6 +380,8 @@ def _poll_target(text: str) -> tuple[str, str, str]:
 @click.argument("name")
 def init(name: str) -> None:
     """Write a starter manifest NAME.yaml for the service NAME (never overwrites)."""
+    from .codegen.starter import starter_manifest
+
     try:
         text = starter_manifest(name)
     except ValueError as error:
@@ -378,6 +406,9 @@ class _BuildFailed(Exception):
 def _build(manifest: str, out: Path, *, force: bool) -> tuple[Path, BuildReport]:
     """Build MANIFEST into OUT/<package>: the package directory and what was written; _BuildFailed with the
     diagnostics otherwise."""
+    from .codegen.errors import CodegenError
+    from .codegen.writer import write_package
+
     model = _load_or_raise(manifest)
     files = _render_or_raise(model, out)
     package_dir = out / model.package
@@ -401,6 +432,9 @@ def _load_or_raise(manifest: str) -> Manifest:
 
 
 def _render_or_raise(model: Manifest, out: Path) -> list[GeneratedFile]:
+    from .codegen.errors import CodegenError
+    from .codegen.render import render_package
+
     try:
         return render_package(model, out)
     except CodegenError as error:

@@ -245,12 +245,13 @@ def _finding(rule_id: str, path: str, old: Any, new: Any, why: str | None = None
 def _gate(old: Manifest, new: Manifest, scoped: list[tuple[TopicDef | None, Finding]]) -> Iterator[Finding]:
     """One `topic-version-not-bumped` per (topic, version) in both manifests with an error-level change
     (`scoped`: each finding with the topic version it was found inside, if any)."""
+    breaking_paths: dict[int, set[str]] = {}  # by id() of the topic version: one pass, not one per topic
+    for scope, finding in scoped:
+        if scope is not None and finding.level == "error" and finding.direction in ("request", "response", "route"):
+            breaking_paths.setdefault(id(scope), set()).add(finding.path)
     for topic in old.topics:
         key = topic_key(topic)
-        breaking = sorted({
-            finding.path for scope, finding in scoped
-            if scope is topic and finding.level == "error" and finding.direction in ("request", "response", "route")
-        })
+        breaking = sorted(breaking_paths.get(id(topic), ()))
         if breaking:
             versions = {other.version for other in (*old.topics, *new.topics) if other.id == topic.id}
             fix = (f"add {topic.id} version {_next_version(topic.version, versions)} with the new contract and keep "
@@ -443,12 +444,15 @@ class _Differ:
             self.add(f"{direction}-property-became-{became}", path, _requiredness(old), _requiredness(new))
         elif old.has_default and old.default != new.default:
             self.add(f"{direction}-default-changed", path, old.default, new.default)
-        for keyword in sorted(CONSTRAINT_KEYWORDS):
+        for keyword in _CONSTRAINTS_IN_ORDER if old.contract != new.contract else ():
             before, after = old.contract.get(keyword), new.contract.get(keyword)
             if before != after:
                 change = constraint_change(keyword, before, after)
                 self.add(f"{direction}-constraint-{change}", path, {keyword: before}, {keyword: after})
         self.types(path, direction, old.type, new.type, seen)
+
+
+_CONSTRAINTS_IN_ORDER = sorted(CONSTRAINT_KEYWORDS)
 
 
 def _added_rule(direction: str, added: FieldDef, old_record: RecordDef) -> str:

@@ -22,8 +22,35 @@ from .model import Position
 JsonPath = tuple[str | int, ...]
 
 _TAG = "tag:yaml.org,2002:"
+_STR, _NULL, _MAP, _SEQ = _TAG + "str", _TAG + "null", _TAG + "map", _TAG + "seq"
+
+
+class _MemoResolving:
+    """Resolves each distinct plain scalar once per document: the parser asks for every node, and a manifest
+    repeats its scalars (`string`, `integer`, field names) thousands of times. A plain scalar's tag depends
+    on its text alone; quoted scalars and collections need no pattern matching."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)  # type: ignore[call-arg]
+        self._plain_tags: dict[str, str] = {}
+
+    def resolve(self, kind: type[Node], value: Any, implicit: tuple[bool, bool]) -> str:
+        if kind is ScalarNode and implicit[0]:
+            tag = self._plain_tags.get(value)
+            if tag is None:
+                tag = self._plain_tags[value] = super().resolve(kind, value, implicit)  # type: ignore[misc]
+            return tag
+        return super().resolve(kind, value, implicit)  # type: ignore[misc,no-any-return]
+
+
 # libyaml's parser when pyyaml was built with it: same nodes and marks, several times faster.
-_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_PARSER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _FastLoader(_MemoResolving, _PARSER):  # type: ignore[misc,valid-type]
+    pass
+
+
 _SCALAR_TAGS = frozenset(_TAG + name for name in ("str", "null", "bool", "int", "float", "timestamp"))
 _CONSTRUCTOR = SafeConstructor()
 
@@ -34,10 +61,10 @@ class YamlDocument:
 
     file: str
     data: Any
-    values: dict[JsonPath, Position] = field(default_factory=dict)
-    """Position of each value node, by JSON path."""
-    keys: dict[JsonPath, Position] = field(default_factory=dict)
-    """Position of the key of each mapping entry, by the entry's JSON path."""
+    values: dict[JsonPath, yaml.Mark] = field(default_factory=dict)
+    """Where each value node starts, by JSON path (a Position only when asked: most are never needed)."""
+    keys: dict[JsonPath, yaml.Mark] = field(default_factory=dict)
+    """Where the key of each mapping entry starts, by the entry's JSON path."""
     sources: dict[JsonPath, str] = field(default_factory=dict)
     """Source text of scalars that YAML did not read as strings (`1.10`, `yes`), for quoting hints."""
     diagnostics: list[Diagnostic] = field(default_factory=list)
@@ -50,14 +77,15 @@ class YamlDocument:
     def at(self, path: JsonPath) -> Position:
         """Position of the value at `path`, or of its nearest recorded ancestor."""
         for end in range(len(path), -1, -1):
-            position = self.values.get(path[:end])
-            if position is not None:
-                return position
+            mark = self.values.get(path[:end])
+            if mark is not None:
+                return position_of(self.file, mark)
         return Position(self.file, 1, 1)
 
     def key_at(self, path: JsonPath) -> Position:
         """Position of the mapping key naming `path` (the value's position when there is no key)."""
-        return self.keys.get(path) or self.at(path)
+        mark = self.keys.get(path)
+        return self.at(path) if mark is None else position_of(self.file, mark)
 
 
 def position_of(file: str, mark: yaml.Mark | None) -> Position:
@@ -68,9 +96,9 @@ def position_of(file: str, mark: yaml.Mark | None) -> Position:
 
 def _compose(text: str) -> Node | None:
     try:
-        return yaml.compose(text, Loader=_LOADER)
+        return yaml.compose(text, Loader=_FastLoader)
     except yaml.YAMLError:
-        if _LOADER is yaml.SafeLoader:
+        if _PARSER is yaml.SafeLoader:
             raise
     # The pure-Python parser words its errors better; a broken manifest is small work either way.
     return yaml.compose(text, Loader=yaml.SafeLoader)
@@ -122,11 +150,16 @@ class _Converter:
         self.document.refused.add(path)
 
     def convert(self, node: Node, path: JsonPath) -> Any:
-        position = position_of(self.document.file, node.start_mark)
-        # An empty value (`mesh:`) has no text of its own; its key's position is the useful one.
-        if isinstance(node, ScalarNode) and node.tag == _TAG + "null" and node.value == "":
-            position = self.document.keys.get(path, position)
-        self.document.values[path] = position
+        # Called once per node of the document: the common cases (a string, a plain list or mapping) first.
+        self.document.values[path] = node.start_mark
+        if isinstance(node, ScalarNode):
+            if node.tag == _STR:
+                return node.value
+            # An empty value (`mesh:`) has no text of its own; its key's position is the useful one.
+            if node.tag == _NULL and node.value == "":
+                self.document.values[path] = self.document.keys.get(path, node.start_mark)
+            return self.scalar(node, path)
+        # Only a list or mapping can contain itself.
         if id(node) in self._active:
             self.refuse(node, path, "a YAML alias refers to itself; recursive structures are not allowed")
             return None
@@ -136,18 +169,16 @@ class _Converter:
                 return self.mapping(node, path)
             if isinstance(node, SequenceNode):
                 return self.sequence(node, path)
-            if isinstance(node, ScalarNode):
-                return self.scalar(node, path)
             return None
         finally:
             self._active.discard(id(node))
 
     def mapping(self, node: MappingNode, path: JsonPath) -> dict[str, Any] | None:
-        if node.tag != _TAG + "map":
+        if node.tag != _MAP:
             self.refuse(node, path, f"unsupported YAML tag {_short_tag(node.tag)!r}; use a plain mapping")
             return None
         result: dict[str, Any] = {}
-        first_seen: dict[str, Node] = {}
+        keys, values = self.document.keys, self.document.values
         for key_node, value_node in node.value:
             if not isinstance(key_node, ScalarNode):
                 self.error(key_node, "a mapping key must be a plain name, not a list or mapping")
@@ -159,17 +190,21 @@ class _Converter:
                 continue
             # Keys are taken as written: `200:` means the name "200", as it would in JSON.
             key = key_node.value
-            if key in first_seen:
-                line = first_seen[key].start_mark.line + 1
+            entry = (*path, key)
+            if key in result:
+                line = keys[entry].line + 1
                 self.error(key_node, f"duplicate key {key!r}: it is already defined at line {line}; keep only one")
                 continue
-            first_seen[key] = key_node
-            self.document.keys[(*path, key)] = position_of(self.document.file, key_node.start_mark)
-            result[key] = self.convert(value_node, (*path, key))
+            keys[entry] = key_node.start_mark
+            if type(value_node) is ScalarNode and value_node.tag == _STR:  # most values: skip a call
+                values[entry] = value_node.start_mark
+                result[key] = value_node.value
+            else:
+                result[key] = self.convert(value_node, entry)
         return result
 
     def sequence(self, node: SequenceNode, path: JsonPath) -> list[Any] | None:
-        if node.tag != _TAG + "seq":
+        if node.tag != _SEQ:
             self.refuse(node, path, f"unsupported YAML tag {_short_tag(node.tag)!r}; use a plain list")
             return None
         return [self.convert(item, (*path, index)) for index, item in enumerate(node.value)]

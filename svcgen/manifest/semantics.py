@@ -12,9 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, TypeVar
 
-from jsonschema import Draft202012Validator  # type: ignore[import-untyped,unused-ignore]
-from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped,unused-ignore]
-
 from ..runtime._codec import DecodeError
 from ..runtime._naming import is_canonical_camel, slug
 from ..runtime._reserved import (
@@ -98,7 +95,8 @@ class _Record:
 class _Expr:
     expr: TypeExpr
     text: str
-    position: Position
+    path: JsonPath
+    """Where it is written; a position is looked up only for a diagnostic."""
 
 
 class _Checker:
@@ -331,6 +329,10 @@ class _Checker:
             kind = type(schema).__name__
             self.error(position, f"jsonSchema file {relative!r} must hold a JSON Schema object, not a JSON {kind}")
             return
+        # Imported here: only a manifest with jsonSchema types pays for importing jsonschema.
+        from jsonschema import Draft202012Validator  # type: ignore[import-untyped,unused-ignore]
+        from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped,unused-ignore]
+
         try:
             Draft202012Validator.check_schema(schema)
         except SchemaError as error:
@@ -353,14 +355,14 @@ class _Checker:
         if text is None:
             self.uses_known = False
             return None
-        position = self.doc.at(path)
         try:
             expr = parse_type(text)
         except TypeExprError as error:
             self.uses_known = False
-            self.error(position, f"invalid type expression {text!r}: {error} (at character {error.offset + 1})")
+            message = f"invalid type expression {text!r}: {error} (at character {error.offset + 1})"
+            self.error(self.doc.at(path), message)
             return None
-        self.exprs.append(_Expr(expr, text, position))
+        self.exprs.append(_Expr(expr, text, path))
         return expr
 
     def check_type_names_known(self) -> None:
@@ -378,7 +380,7 @@ class _Checker:
                     if match is not None
                     else f"define it under 'types' or use a scalar ({_SCALAR_LIST})"
                 )
-                self.error(item.position, f"unknown type {name!r}{where}; {hint}")
+                self.error(self.doc.at(item.path), f"unknown type {name!r}{where}; {hint}")
 
     def check_defaults(self) -> None:
         shapes: RecordFields = {

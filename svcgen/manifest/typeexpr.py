@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 Kind = Literal["scalar", "list", "set", "tuple", "map", "nullable", "union", "record"]
@@ -74,6 +75,9 @@ class TypeExpr:
         return f"{self.kind}[{self.args[0]}]"
 
 
+# A manifest repeats the same few expressions (`string`, `Order?`) thousands of times, and both the checks and
+# the model read each one; a TypeExpr is immutable, so one parse serves them all.
+@lru_cache(maxsize=4096)
 def parse_type(text: str) -> TypeExpr:
     """Parse a type expression; raises TypeExprError with the character offset of the problem."""
     parser = _Parser(text)

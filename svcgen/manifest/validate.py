@@ -2,7 +2,8 @@
 
 Messages are built from the failing keyword and the node's place in the manifest, never from
 jsonschema's own text. A schema node may carry `x-expected` (an annotation jsonschema ignores) to
-say in words what a valid value looks like.
+say in words what a valid value looks like. A manifest the compiled check (schemacheck.py) finds valid
+skips jsonschema, which is only imported when there is an error to find.
 """
 
 from __future__ import annotations
@@ -13,14 +14,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any
-
-from jsonschema import Draft202012Validator  # type: ignore[import-untyped,unused-ignore]
-from jsonschema.exceptions import ValidationError  # type: ignore[import-untyped,unused-ignore]
+from typing import TYPE_CHECKING, Any
 
 from .diagnostics import Diagnostic
 from .loader import JsonPath, YamlDocument
 from .names import did_you_mean
+from .schemacheck import compile_check
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from jsonschema import Draft202012Validator  # type: ignore[import-untyped,unused-ignore]
+    from jsonschema.exceptions import ValidationError  # type: ignore[import-untyped,unused-ignore]
 
 _TYPE_WORDS = {
     "object": "a mapping",
@@ -43,7 +48,14 @@ def manifest_schema() -> dict[str, Any]:
 
 @cache
 def _validator() -> Draft202012Validator:
+    from jsonschema import Draft202012Validator  # imported only here: the import alone costs ~50 ms
+
     return Draft202012Validator(manifest_schema())
+
+
+@cache
+def _certainly_valid() -> Callable[[Any], bool] | None:
+    return compile_check(manifest_schema())
 
 
 @dataclass(frozen=True)
@@ -68,6 +80,9 @@ def validate_schema(document: YamlDocument) -> SchemaFindings:
     What the loader already refused is not judged again: a refused value, or the keys of a mapping that
     lost entries.
     """
+    certainly_valid = _certainly_valid()
+    if certainly_valid is not None and certainly_valid(document.data):
+        return SchemaFindings([], frozenset(), frozenset(document.refused))
     errors = [
         error
         for error in _validator().iter_errors(document.data)
