@@ -12,9 +12,8 @@ from typing import Annotated, Any
 
 from bench.harness import Figure, Recorder, once_ms, per_await_us, run
 from svcgen.runtime import Context, Identity, Meta, Registry, Result, Service
-from svcgen.runtime._descriptor import build_descriptor
+from svcgen.runtime._descriptor import build_descriptor, build_spec
 from svcgen.runtime._openapi import build_openapi
-from svcgen.runtime._specdoc import build_spec
 
 
 @dataclasses.dataclass

@@ -37,11 +37,11 @@ from .runtime._logging import configure_logging
 from .runtime._mesh import probe as probing
 from .runtime._mesh.poller import DEFAULT_INTERVAL as DEFAULT_POLL_INTERVAL
 from .runtime._mesh.profile import MEANINGS
-from .runtime._reserved import DEFAULT_PREFIX
+from .runtime._topics import DEFAULT_PREFIX
 
 if TYPE_CHECKING:
     from .codegen.files import GeneratedFile
-    from .codegen.writer import BuildReport
+    from .codegen.ownership import BuildReport
 
 # The code generator (jinja2 and the templates), the server and the collector are imported by the commands that
 # use them, so `svcgen diff` and `svcgen validate` start without them.
@@ -111,7 +111,7 @@ def check(manifest: str, out: Path, against: str | None) -> None:
 
     Writes nothing; for CI and review.
     """
-    from .codegen.writer import check_findings, stale_diff
+    from .codegen.ownership import check_findings, stale_diff
 
     model = _load(manifest)
     contract = None if against is None else _diff_against(manifest, against, model)
@@ -407,7 +407,7 @@ def _build(manifest: str, out: Path, *, force: bool) -> tuple[Path, BuildReport]
     """Build MANIFEST into OUT/<package>: the package directory and what was written; _BuildFailed with the
     diagnostics otherwise."""
     from .codegen.errors import CodegenError
-    from .codegen.writer import write_package
+    from .codegen.ownership import write_package
 
     model = _load_or_raise(manifest)
     files = _render_or_raise(model, out)

@@ -9,8 +9,8 @@
 
 from .errors import CodegenError
 from .files import GeneratedFile, Owner, manifest_of
+from .ownership import BuildReport, check_findings, stale_diff, write_package
 from .render import render_package
-from .writer import BuildReport, check_findings, stale_diff, write_package
 
 __all__ = [
     "BuildReport",

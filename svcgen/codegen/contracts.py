@@ -16,13 +16,13 @@ from typing import Any
 
 from ..manifest.typeexpr import TypeExpr
 from ..runtime._context import Context
+from ..runtime._descriptor import ProducedTopic
 from ..runtime._health import HealthCheck, HealthChecks
 from ..runtime._http.app import HttpApp
 from ..runtime._http.routing import Route
 from ..runtime._jsontext import document_bytes
 from ..runtime._mesh.host import MeshHost, MeshSettings
 from ..runtime._mesh.profile import declare_profile
-from ..runtime._produces import ProducedTopic
 from ..runtime._registry import Registry
 from ..runtime._result import Result
 from ..runtime._service import Service

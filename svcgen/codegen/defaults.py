@@ -21,7 +21,7 @@ from ..manifest.typeexpr import TypeExpr
 from ..runtime._codec import decode_datetime
 from .imports import Imports
 from .literals import py_float, py_str, py_value
-from .names import attribute
+from .pynames import attribute
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,12 @@ from ..manifest.contract import member_name
 from ..manifest.model import EnumDef, FieldDef, Manifest, RecordDef
 from ..runtime._meta import META_ARGUMENTS
 from ..runtime._naming import camel_to_snake, snake_to_camel
-from .annotations import BUILTIN_TYPE_NAMES, annotation
 from .defaults import RecordIndex, field_assignment
 from .errors import CodegenError
 from .imports import WRAP_AT, Imports
 from .literals import docstring, py_str, py_value
-from .names import attribute
+from .pynames import attribute
+from .typehints import BUILTIN_TYPE_NAMES, annotation
 
 # Names a class body uses besides record names; a field attribute named like one shadows it there.
 _BODY_NAMES = BUILTIN_TYPE_NAMES | {"datetime", "field", "Annotated", "Meta", "ClassVar"}

@@ -12,11 +12,11 @@ from ..manifest.typeexpr import TypeExpr
 from ..runtime._mesh.host import COLLECTOR_ENV, HEARTBEAT_ENV
 from ..runtime._mesh.jetstream import MESH_NATS_ENV
 from ..runtime._mesh.otlp import ENDPOINT_ENV as OTLP_ENDPOINT_ENV
-from ..runtime._reserved import DEFAULT_PREFIX
 from ..runtime._status import OK
+from ..runtime._topics import DEFAULT_PREFIX
 from ..runtime._wiring import NATS_ENV, target_variable
-from .annotations import annotation
 from .imports import Imports
+from .typehints import annotation
 from .wiring import MODELS_MODULE, TopicBinding, Wiring, type_text
 
 STUB_WRAP_AT = 100

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from ..manifest.model import Manifest, MeshDef, TopicDef
 from ..manifest.typeexpr import TypeExpr
 from ..runtime._collisions import handler_slugs
-from ..runtime._identity import Identity
+from ..runtime._descriptor import Identity
 from ..runtime._naming import slug
 from ..runtime._registry import TopicKey
-from .annotations import annotation
 from .errors import CodegenError
 from .imports import Imports
-from .names import is_module_name
+from .pynames import is_module_name
+from .typehints import annotation
 
 BINDING = "http"
 MODELS_MODULE = "models"

@@ -6,8 +6,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..runtime._reserved import DEFAULT_PREFIX, normalize_prefix
 from ..runtime._status import OK
+from ..runtime._topics import DEFAULT_PREFIX, normalize_prefix
 from .contract import CONTRACT_KEYWORDS
 from .loader import YamlDocument
 from .model import NO_DEFAULT, EnumDef, FieldDef, Manifest, MeshDef, RecordDef, RouteDef, TopicDef

@@ -15,7 +15,7 @@ from typing import Literal
 from .diagnostics import ManifestError
 from .loader import load_yaml
 from .model import EnumDef, Manifest, Position, RecordDef, TopicDef
-from .names import suggestion
+from .spelling import suggestion
 
 EntryKey = Literal["from", "id", "version"]
 

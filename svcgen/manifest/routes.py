@@ -13,8 +13,8 @@ from typing import Generic, TypeVar
 from ..runtime._http import routing
 from ..runtime._http.app import shadowed_surface
 from ..runtime._http.routing import PLACEHOLDER, Route, Router, split_path
-from ..runtime._reserved import VERSION_PATH_PARAM
-from .names import did_you_mean
+from ..runtime._topics import VERSION_PATH_PARAM
+from .spelling import did_you_mean
 
 METHODS = tuple(sorted(routing.METHODS))
 T = TypeVar("T")

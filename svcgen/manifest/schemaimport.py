@@ -14,7 +14,7 @@ from typing import Any
 
 from ..runtime._meta import CONSTRAINT_KEYWORDS, FORMATS
 from .model import NO_DEFAULT, EnumDef, FieldDef, RecordDef
-from .names import pascal_case
+from .spelling import pascal_case
 from .typeexpr import TypeExpr
 
 _ANNOTATIONS = frozenset({"$schema", "$id", "$comment", "title", "description", "examples", "deprecated", "default"})

@@ -14,24 +14,24 @@ from typing import Any, TypeVar
 
 from ..runtime._codec import DecodeError
 from ..runtime._naming import is_canonical_camel, slug
-from ..runtime._reserved import (
+from ..runtime._status import FAILURE_CODES, SUCCESS_CODES
+from ..runtime._topics import (
     DEFAULT_PREFIX,
     RESERVED_TOPIC_PREFIX,
     VERSION_PATH_PARAM,
     is_reserved_topic,
     normalize_prefix,
 )
-from ..runtime._status import FAILURE_CODES, SUCCESS_CODES
 from .build import record_def, same_definition
 from .contract import CONTRACT_KEYWORDS, check_enum, check_field_contract
 from .diagnostics import Diagnostic
 from .fits import RecordFields, ValueTypes
 from .loader import JsonPath, YamlDocument
 from .model import EnumDef, Position, RecordDef
-from .names import canonical_camel, did_you_mean, is_pascal_identifier, pascal_case, suggestion
 from .provider import ProvidedTopic, ProviderError, provided_topic
 from .routes import ParsedRoute, RouteSyntaxError, ShadowIndex, parse_route, well_known_collision
 from .schemaimport import SchemaImportError, import_json_schema, translate_json_schema
+from .spelling import canonical_camel, did_you_mean, is_pascal_identifier, pascal_case, suggestion
 from .typeexpr import CONTAINERS, SCALARS, TypeExpr, TypeExprError, parse_type
 from .validate import SchemaFindings
 

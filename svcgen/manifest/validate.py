@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from .diagnostics import Diagnostic
 from .loader import JsonPath, YamlDocument
-from .names import did_you_mean
 from .schemacheck import compile_check
+from .spelling import did_you_mean
 
 if TYPE_CHECKING:
     from collections.abc import Callable

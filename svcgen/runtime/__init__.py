@@ -8,12 +8,12 @@ before; a generated package checks it at import (docs/runtime.md, "API level").
 from ._codec import Codec, DecodeError, codec_for
 from ._context import Context
 from ._dependencies import Dependencies, DependencyError, Scope
+from ._descriptor import Identity, ProducedTopic
 from ._health import HealthCheck, HealthCheckResult, HealthChecks
 from ._http.app import HttpApp, create_app
 from ._http.limits import Limits
 from ._http.routing import Route
 from ._http.sender import HttpSender
-from ._identity import Identity
 from ._jsonlimits import JsonLimits
 from ._mesh.host import MeshHost, MeshSettings
 from ._mesh.profile import declare_profile, self_check
@@ -22,7 +22,6 @@ from ._meta import Meta
 from ._nats.requester import NatsSender
 from ._nats.responder import NatsBinding
 from ._pipeline import Middleware, Next
-from ._produces import ProducedTopic
 from ._registry import Handler, HandlerBindingError, Registry, RegistryError, TopicKey
 from ._result import Result
 from ._service import Service

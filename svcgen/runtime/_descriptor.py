@@ -5,20 +5,26 @@ null. Topics: a missing registry (None) is unknown, so `topics` is omitted and `
 an empty registry is `topics: []`. Produces likewise: None is unknown (`produces` omitted,
 `outbound-registry` degraded) while `[]` states the service sends nothing and is emitted as `produces: []`,
 so the two cases stay distinguishable in the document and in its hash.
+
+Service identity inputs: what the host knows that the registry cannot derive.
+
+Outbound contracts: the topics a service sends (manifest `produces`), typed like registrations.
+
+The service spec `{service, topics}`: answered on `svc:spec` and served at `{prefix}/spec`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Final
 
 import orjson
 
-from ._identity import Identity
 from ._jsontext import document_hash
-from ._produces import ProducedTopic
 from ._registry import Registry
+from ._schema import JsonSchema, schema_of
 from ._topics import topic_descriptors
 
 DEGRADED_REGISTRY: Final = "registry"
@@ -88,3 +94,47 @@ def _check_unique(produces: Sequence[ProducedTopic]) -> None:
         if key in seen:
             raise ValueError(f"produces lists {produced.topic!r} (version {produced.version!r}) twice")
         seen.add(key)
+
+
+@dataclass(frozen=True)
+class Identity:
+    service: str
+    service_version: str | None = None
+    instance_id: str | None = None
+    runtime: str = "python"
+    binding: str | None = None
+    """The transport in use, for example `http`."""
+    placement: Mapping[str, str] | None = None
+    degraded: Sequence[str] | None = None
+    """Names of inputs missing when the descriptor was built (`registry`, `outbound-registry`)."""
+    profile: Mapping[str, Any] | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.service, str) or not self.service:
+            raise ValueError("identity: service must be a non-empty string")
+
+
+@dataclass(frozen=True)
+class ProducedTopic:
+    topic: str
+    version: str = ""
+    request_type: Any = Any
+    response_type: Any = Any
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.topic, str) or not self.topic:
+            raise ValueError(f"produced topic id must be a non-empty string, got {self.topic!r}")
+
+    @cached_property
+    def request_schema(self) -> JsonSchema:
+        """Shared with every other user of the type: never mutate it."""
+        return schema_of(self.request_type)
+
+    @cached_property
+    def response_schema(self) -> JsonSchema:
+        """Shared with every other user of the type: never mutate it."""
+        return schema_of(self.response_type)
+
+
+def build_spec(service: str, registry: Registry) -> dict[str, Any]:
+    return {"service": service, "topics": topic_descriptors(registry)}

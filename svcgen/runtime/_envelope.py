@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 
 from ._jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits, JsonRefused, parse_json
-from ._outcome import Outcome
+from ._result import Outcome
 
 
 class EnvelopeError(ValueError):

@@ -19,9 +19,9 @@ from urllib.parse import quote
 from ._collisions import collision_suffixes
 from ._naming import camel_name, pascal_name, slug
 from ._registry import Registry, TopicKey
-from ._reserved import DEFAULT_PREFIX, normalize_prefix
 from ._schema import JsonSchema
 from ._status import FAILURE_CODES, OK
+from ._topics import DEFAULT_PREFIX, normalize_prefix
 
 OPENAPI_VERSION: Final = "3.1.0"
 DEFAULT_TITLE: Final = "Svc service"

@@ -16,10 +16,10 @@ from functools import cached_property
 from typing import Any, TypeAlias, TypeVar
 
 from ._context import Context
-from ._reserved import RESERVED_TOPIC_PREFIX, is_reserved_topic
 from ._result import Result
 from ._schema import JsonSchema, schema_of
 from ._status import FAILURE_CODES, OK, SUCCESS_CODES
+from ._topics import RESERVED_TOPIC_PREFIX, is_reserved_topic
 
 logger = logging.getLogger("svcgen.registry")
 

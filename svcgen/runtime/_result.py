@@ -1,4 +1,7 @@
-"""`Result`: what a handler returns, a semantic status plus an optional payload, detail and headers."""
+"""`Result`: what a handler returns, a semantic status plus an optional payload, detail and headers.
+
+`Outcome`: a finished invocation as every transport frames it: the result, its encoded body, the version.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from types import MappingProxyType
 from typing import Any, Generic, Protocol, TypeVar
 
 from . import _status as st
+from ._topics import VERSION_ECHO_HEADER
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -98,3 +102,24 @@ class Result(Generic[T]):
     not_implemented = staticmethod(_failure(st.NOT_IMPLEMENTED))
     service_unavailable = staticmethod(_failure(st.SERVICE_UNAVAILABLE))
     timeout = staticmethod(_failure(st.TIMEOUT))
+
+
+JSON_CONTENT_TYPE = "application/json"
+
+
+# Not frozen, as every call builds one (see Invocation); treat it as read-only.
+@dataclass(slots=True)
+class Outcome:
+    result: Result[Any]
+    body: bytes
+    """JSON text of the payload on success, of the failure body `{status, detail}` otherwise; empty for 204."""
+    version: str = ""
+    """The version that was selected; echoed as `svc-version` when non-empty."""
+
+    def headers(self) -> dict[str, str]:
+        headers = {"content-type": JSON_CONTENT_TYPE}
+        if self.version:
+            headers[VERSION_ECHO_HEADER] = self.version
+        if self.result.headers:
+            headers.update(self.result.headers)
+        return headers

@@ -17,20 +17,16 @@ from . import _status as st
 from ._codec import codec_for
 from ._context import Context
 from ._dependencies import Dependencies
-from ._descriptor import Descriptor, build_descriptor
+from ._descriptor import Descriptor, Identity, ProducedTopic, build_descriptor, build_spec
 from ._envelope import envelope_from, parse_envelope, response_envelope_bytes
 from ._health import HealthChecks, HealthReport
-from ._identity import Identity
 from ._invocation import Invocation, lowered
 from ._jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits
 from ._openapi import build_openapi
-from ._outcome import Outcome
 from ._pipeline import Middleware, Pipeline
-from ._produces import ProducedTopic
 from ._registry import Registration, Registry
-from ._reserved import DEFAULT_PREFIX, HEALTHCHECK_TOPIC, MESH_TOPIC, SPEC_TOPIC, normalize_prefix
-from ._result import Result
-from ._specdoc import build_spec
+from ._result import Outcome, Result
+from ._topics import DEFAULT_PREFIX, HEALTHCHECK_TOPIC, MESH_TOPIC, SPEC_TOPIC, normalize_prefix
 from ._versioning import VersionSelector, requested_version
 
 logger = logging.getLogger("svcgen.service")

@@ -6,8 +6,8 @@ from typing import Any
 
 from ._invocation import Invocation
 from ._registry import Registration, Registry
-from ._reserved import VERSION_HEADERS
 from ._result import Result
+from ._topics import VERSION_HEADERS
 
 
 def requested_version(invocation: Invocation) -> str:

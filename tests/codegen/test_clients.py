@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from svcgen.codegen import render_package
-from svcgen.codegen.writer import write_package
+from svcgen.codegen.ownership import write_package
 from svcgen.manifest import load_manifest, load_manifest_text
 from svcgen.runtime._http.sender import HttpSender
 

@@ -10,7 +10,7 @@ import pytest
 
 from svcgen.codegen import manifest_of
 from svcgen.codegen.files import HEADER_PREFIX
-from svcgen.codegen.writer import RECORD
+from svcgen.codegen.ownership import RECORD
 from tests.support.codegen import EXAMPLES, REPO, build_example, manifest_path, tree
 
 # Prints a digest of every rendered file of every example, so runs can be compared as text.

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from svcgen.codegen.ownership import write_package
 from svcgen.codegen.render import render_package
-from svcgen.codegen.writer import write_package
 from svcgen.manifest import load_manifest
 from tests.support.codegen import EXAMPLES, REPO, build_example
 

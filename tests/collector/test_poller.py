@@ -13,9 +13,9 @@ import httpx
 import orjson
 import pytest
 
+from svcgen.runtime._descriptor import Identity
 from svcgen.runtime._health import HealthCheck, HealthCheckResult, HealthChecks
 from svcgen.runtime._http.app import create_app
-from svcgen.runtime._identity import Identity
 from svcgen.runtime._mesh.poller import DEFAULT_INTERVAL, FleetEntry, Poll, Poller
 from svcgen.runtime._service import Service
 from tests.support.sample import build_registry

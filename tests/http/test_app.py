@@ -4,9 +4,9 @@ from typing import Any
 import pytest
 
 from svcgen.runtime._context import Context
+from svcgen.runtime._descriptor import Identity
 from svcgen.runtime._http.app import HttpApp, create_app
 from svcgen.runtime._http.routing import Route, RouteError
-from svcgen.runtime._identity import Identity
 from svcgen.runtime._registry import Registry
 from svcgen.runtime._result import Result
 from svcgen.runtime._service import Service

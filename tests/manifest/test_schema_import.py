@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from svcgen.codegen.names import attribute
+from svcgen.codegen.pynames import attribute
 from svcgen.manifest.model import NO_DEFAULT
 from svcgen.manifest.schemaimport import ImportedTypes, SchemaImportError, translate_json_schema
 

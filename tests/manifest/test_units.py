@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from svcgen.manifest.fits import fits
-from svcgen.manifest.names import canonical_camel, did_you_mean, is_pascal_identifier, pascal_case
 from svcgen.manifest.routes import RouteSyntaxError, parse_route, shadows
+from svcgen.manifest.spelling import canonical_camel, did_you_mean, is_pascal_identifier, pascal_case
 from svcgen.manifest.typeexpr import parse_type
 
 

@@ -13,11 +13,10 @@ from typing import Any
 import nats
 import pytest
 
+from svcgen.codegen.ownership import write_package
 from svcgen.codegen.render import render_package
-from svcgen.codegen.writer import write_package
 from svcgen.manifest import load_manifest
-from svcgen.runtime._descriptor import build_descriptor
-from svcgen.runtime._identity import Identity
+from svcgen.runtime._descriptor import Identity, build_descriptor
 from svcgen.runtime._mesh.feeds import FeedSender
 from svcgen.runtime._mesh.host import MeshHost, MeshSettings
 from svcgen.runtime._mesh.jetstream import MESH_NATS_ENV, JetStreamPublisher, MeshStream

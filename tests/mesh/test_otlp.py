@@ -14,8 +14,8 @@ import httpx
 import pytest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
+from svcgen.runtime._descriptor import Identity
 from svcgen.runtime._http.app import HttpApp
-from svcgen.runtime._identity import Identity
 from svcgen.runtime._invocation import Invocation, lowered
 from svcgen.runtime._mesh.exporters import FanOutExporter
 from svcgen.runtime._mesh.host import MeshHost, MeshSettings

@@ -7,12 +7,12 @@ from typing import Any
 import httpx
 
 from svcgen.runtime._context import Context
+from svcgen.runtime._descriptor import Identity
 from svcgen.runtime._http.app import create_app
 from svcgen.runtime._http.sender import HttpSender
-from svcgen.runtime._identity import Identity
 from svcgen.runtime._invocation import Invocation, lowered
 from svcgen.runtime._mesh.exporters import InMemoryExporter
-from svcgen.runtime._mesh.propagation import trace_propagating_sender
+from svcgen.runtime._mesh.tracecontext import trace_propagating_sender
 from svcgen.runtime._mesh.traces import TraceMiddleware
 from svcgen.runtime._registry import Registry
 from svcgen.runtime._result import Result

@@ -6,9 +6,8 @@ from typing import Any
 
 import pytest
 
-from svcgen.runtime._descriptor import build_descriptor
+from svcgen.runtime._descriptor import Identity, build_descriptor
 from svcgen.runtime._health import HealthCheckResult, HealthReport
-from svcgen.runtime._identity import Identity
 from svcgen.runtime._mesh.feeds import FeedSender
 from svcgen.runtime._mesh.reporter import Reporter
 from svcgen.runtime._registry import Registry

@@ -11,8 +11,8 @@ import orjson
 import pytest
 
 from svcgen.runtime._context import Context
+from svcgen.runtime._descriptor import Identity
 from svcgen.runtime._http.app import create_app
-from svcgen.runtime._identity import Identity
 from svcgen.runtime._invocation import Invocation, lowered
 from svcgen.runtime._mesh.exporters import InMemoryExporter, QueueExporter
 from svcgen.runtime._mesh.issues import IssueAggregator

@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 
+from svcgen.codegen.ownership import write_package
 from svcgen.codegen.render import render_package
-from svcgen.codegen.writer import write_package
 from svcgen.manifest import load_manifest_text
 from svcgen.runtime import MeshHost, MeshSettings, Result, Wiring
 from tests.support.asgi import lifespan

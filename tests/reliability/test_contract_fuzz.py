@@ -47,6 +47,8 @@ from svcgen.runtime._mesh.collector import Collector, collector_service
 from svcgen.runtime._mesh.host import MeshHost, MeshSettings
 from tests.support.server import running
 
+pytestmark = pytest.mark.slow
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "manifests"
 MAX_EXAMPLES = 25
 """Per operation and generation mode: 18 operations (3 + 3 + 4 + the collector's 8) x 2 modes, about 900 requests."""

@@ -38,6 +38,8 @@ from tests.support.server import running
 
 from .test_contract_fuzz import EXAMPLES, HANDLERS, NOW, SERVICES, forget_package
 
+pytestmark = pytest.mark.slow
+
 MAX_EXAMPLES = 25
 """Per operation and generation mode: 11 operations x 2 modes, about 550 requests."""
 

@@ -13,11 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from svcgen.runtime._mesh.collector import Collector
 from svcgen.runtime._mesh.collector_host import CollectorHost, CollectorSettings
 from tests.support.reliability import ORDER, build_orders, report, rss_kib, served
 from tests.support.server import running
+
+pytestmark = pytest.mark.slow
 
 LOAD_SECONDS = float(os.environ.get("SVCGEN_LOAD_SECONDS", "20"))
 WARMUP_SECONDS = 3.0

@@ -11,8 +11,7 @@ import asyncio
 import time
 from typing import Any
 
-from svcgen.runtime._descriptor import build_descriptor
-from svcgen.runtime._identity import Identity
+from svcgen.runtime._descriptor import Identity, build_descriptor
 from svcgen.runtime._mesh.feeds import FeedSender
 from svcgen.runtime._mesh.reporter import Reporter
 from svcgen.runtime._registry import Registry

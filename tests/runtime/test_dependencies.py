@@ -7,7 +7,7 @@ import pytest
 
 from svcgen.runtime._context import Context
 from svcgen.runtime._dependencies import Dependencies, DependencyError
-from svcgen.runtime._identity import Identity
+from svcgen.runtime._descriptor import Identity
 from svcgen.runtime._invocation import Invocation
 from svcgen.runtime._registry import Registry
 from svcgen.runtime._result import Result

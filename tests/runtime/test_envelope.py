@@ -5,8 +5,8 @@ from typing import Any
 import pytest
 
 from svcgen.runtime._context import Context
+from svcgen.runtime._descriptor import Identity
 from svcgen.runtime._envelope import EnvelopeError
-from svcgen.runtime._identity import Identity
 from svcgen.runtime._pipeline import Next
 from svcgen.runtime._registry import Registry
 from svcgen.runtime._result import Result

@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 
 from svcgen.runtime._context import Context
-from svcgen.runtime._identity import Identity
+from svcgen.runtime._descriptor import Identity
 from svcgen.runtime._invocation import Invocation, lowered
 from svcgen.runtime._pipeline import BindingFailure, Next
 from svcgen.runtime._registry import Registry

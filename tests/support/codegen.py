@@ -10,8 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 
+from svcgen.codegen.ownership import write_package
 from svcgen.codegen.render import render_package
-from svcgen.codegen.writer import write_package
 from svcgen.manifest import load_manifest
 
 REPO = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from svcgen.runtime._context import Context
-from svcgen.runtime._identity import Identity
+from svcgen.runtime._descriptor import Identity
 from svcgen.runtime._mesh.exporters import InMemoryExporter
 from svcgen.runtime._mesh.issues import IssueAggregator
 from svcgen.runtime._mesh.traces import TraceMiddleware

@@ -17,8 +17,8 @@ from .._envelope import EnvelopeError
 from .._invocation import Invocation
 from .._jsontext import document_bytes
 from .._pipeline import cancelled_from_outside
-from .._reserved import is_reserved_topic
 from .._service import Service
+from .._topics import is_reserved_topic
 from .docspage import DOCS_HEADERS, docs_page
 from .httpapi import build_http_api
 from .limits import LIMIT_STATUS, LimitExceeded, Limits, check_headers

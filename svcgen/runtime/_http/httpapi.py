@@ -25,7 +25,6 @@ from .._collisions import collision_suffixes
 from .._naming import camel_name, slug
 from .._openapi import COMPONENT_REF, JSON_MEDIA_TYPE, PATH_SAFE, error_schema
 from .._registry import Registration, Registry
-from .._reserved import VERSION_HEADERS, VERSION_PATH_PARAM
 from .._schema import JsonSchema, definition_of, schema_of_shape
 from .._shapes import (
     ArrayShape,
@@ -38,6 +37,7 @@ from .._shapes import (
     UnionShape,
     shape_of,
 )
+from .._topics import VERSION_HEADERS, VERSION_PATH_PARAM
 from .limits import BODY_TOO_LARGE_CODE, LIMIT_STATUS, TOO_MANY_HEADERS_CODE
 from .routing import Route
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import orjson
 
-from .._outcome import JSON_CONTENT_TYPE, Outcome
+from .._result import JSON_CONTENT_TYPE, Outcome
 from .._status import NO_BODY_CODES
 from .requests import Send
 

@@ -27,7 +27,7 @@ from .. import _status as st
 from .._http.app import HttpApp
 from .._http.requests import AsgiScope, Receive, Send
 from .._http.responses import send_failure
-from .._reserved import DEFAULT_PREFIX
+from .._topics import DEFAULT_PREFIX
 from .artifacts import write_artifacts
 from .artifacts.site import DASHBOARD, ArtifactSite
 from .collector import Collector, JsonFileStore, collector_service

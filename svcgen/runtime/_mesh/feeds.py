@@ -13,8 +13,8 @@ import orjson
 
 from .._health import HealthReport
 from .._http.sender import HttpSender
-from .._reserved import DEFAULT_PREFIX, HEARTBEAT_TOPIC, ISSUES_TOPIC, REGISTER_TOPIC, TRACES_TOPIC, normalize_prefix
 from .._result import Result
+from .._topics import DEFAULT_PREFIX, HEARTBEAT_TOPIC, ISSUES_TOPIC, REGISTER_TOPIC, TRACES_TOPIC, normalize_prefix
 from .clock import rfc3339
 
 logger = logging.getLogger("svcgen.mesh.feeds")

@@ -9,8 +9,8 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .._descriptor import Identity
 from .._http.app import HttpApp
-from .._identity import Identity
 from .._pipeline import Middleware
 from .._wiring import WiringError
 from .exporters import Exporter, FanOutExporter, QueueExporter

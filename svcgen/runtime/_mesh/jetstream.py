@@ -23,9 +23,9 @@ import orjson
 from .. import _status as st
 from .._envelope import EnvelopeError, parse_envelope
 from .._invocation import Invocation, lowered
-from .._reserved import HEARTBEAT_TOPIC, ISSUES_TOPIC, REGISTER_TOPIC, TRACES_TOPIC
 from .._result import Result
 from .._service import Service
+from .._topics import HEARTBEAT_TOPIC, ISSUES_TOPIC, REGISTER_TOPIC, TRACES_TOPIC
 from .._wiring import WiringError
 from .feeds import DEFAULT_FEED_TIMEOUT, feed_envelope
 

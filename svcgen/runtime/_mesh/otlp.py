@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from .._identity import Identity
+from .._descriptor import Identity
 from .._wiring import WiringError
 from .exporters import QueueExporter
 from .reporter import DEFAULT_SHUTDOWN_TIMEOUT, run_flushes

@@ -30,7 +30,7 @@ from typing import Any, Final, Protocol, TypeAlias
 
 import httpx
 
-from .._reserved import DEFAULT_PREFIX, normalize_prefix
+from .._topics import DEFAULT_PREFIX, normalize_prefix
 from .clock import MonotonicClock
 from .feeds import bearer
 from .wellknown import (

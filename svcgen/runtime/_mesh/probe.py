@@ -14,7 +14,7 @@ from typing import Any, Final
 
 import httpx
 
-from .._reserved import DEFAULT_PREFIX, MESH_TOPIC, is_reserved_topic, normalize_prefix
+from .._topics import DEFAULT_PREFIX, MESH_TOPIC, is_reserved_topic, normalize_prefix
 from .profile import REQUIREMENTS
 from .wellknown import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT  # the CLI's `probe --timeout` default
 from .wellknown import (

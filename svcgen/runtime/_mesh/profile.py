@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from .._http.app import HttpApp
-from .._reserved import DEFAULT_PREFIX, is_reserved_topic
 from .._service import Service
+from .._topics import DEFAULT_PREFIX, is_reserved_topic
 from .host import MeshHost
 from .traces import TraceMiddleware
 

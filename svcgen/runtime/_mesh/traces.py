@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from .._context import Context
-from .._identity import Identity
+from .._descriptor import Identity
 from .._pipeline import BindingFailure, Next, cancelled_from_outside
 from .._result import Result
 from .._status import TIMEOUT, UNEXPECTED_ERROR

@@ -27,9 +27,8 @@ from .. import _status as st
 from .._envelope import EnvelopeError, parse_envelope, response_envelope_bytes
 from .._http.limits import LimitExceeded, Limits, check_headers
 from .._invocation import Invocation, lowered
-from .._outcome import Outcome
 from .._pipeline import cancelled_from_outside
-from .._result import Result
+from .._result import Outcome, Result
 from .._service import Service
 from .subjects import invoke_subject, topic_of, topic_prefix
 

@@ -9,7 +9,7 @@ from .asyncapi import build_asyncapi
 from .estate import build_estate_manifest, build_service_documents
 from .filenames import sanitise, service_file_names
 from .health import HEALTHY, UNHEALTHY, UNREACHABLE, service_health
-from .issues import build_issues
+from .issuepanel import build_issues
 from .topics import build_topics
 from .topology import build_topology
 from .usage import build_usage

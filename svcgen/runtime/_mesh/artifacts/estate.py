@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from ..._jsontext import content_hash, hash_bytes
-from ..._reserved import DEFAULT_PREFIX, normalize_prefix
+from ..._topics import DEFAULT_PREFIX, normalize_prefix
 from ..collector.declarations import current_entries
 from ..collector.snapshot import CatalogEntry, InstanceEntry, Json, PollEntry, Snapshot
 from .health import HealthVerdict, newest_poll, service_health

@@ -17,7 +17,7 @@ from ... import _status as st
 from ..._http.app import HttpApp
 from ..._http.requests import AsgiScope, Receive, Send
 from ..._http.responses import send_failure, send_response
-from ..._reserved import DEFAULT_PREFIX, normalize_prefix
+from ..._topics import DEFAULT_PREFIX, normalize_prefix
 from .writer import SERVICES_DIR
 
 DASHBOARD: Final = "dashboard.html"

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..._jsontext import hash_bytes
-from ..._reserved import is_reserved_topic
+from ..._topics import is_reserved_topic
 from ..collector.declarations import TopicContract, current_entries, produced_topics, served_topics
 from ..collector.mismatches import find_mismatches, mismatched_topics
 from ..collector.snapshot import Json, Snapshot

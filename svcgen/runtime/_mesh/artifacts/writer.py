@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import Final
 
 from ..._jsontext import document_bytes
-from ..._reserved import DEFAULT_PREFIX
+from ..._topics import DEFAULT_PREFIX
 from ..atomicwrite import write_atomic
 from ..collector.snapshot import Json, Snapshot
 from .annotations import build_annotations
 from .asyncapi import build_asyncapi
 from .estate import build_estate_manifest, build_service_documents
 from .filenames import service_file_names
-from .issues import build_issues
+from .issuepanel import build_issues
 from .times import Now, generated_at
 from .topics import build_topics
 from .topology import build_topology

@@ -4,8 +4,8 @@ Host it with `create_app(collector_service(Collector(JsonFileStore(path))))`; th
 `Collector.record_poll`; the UI artifacts are written from `Collector.snapshot()` (or a store's `load()`).
 """
 
+from .caps import CollectorLimits
 from .collector import Collector, SnapshotError
-from .limits import CollectorLimits
 from .service import collector_service
 from .snapshot import Snapshot
 from .store import JsonFileStore, MemoryStore, Store, Stored, StoreError

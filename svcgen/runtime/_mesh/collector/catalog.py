@@ -38,8 +38,8 @@ import orjson
 
 from ..._descriptor import UNHASHED_KEYS
 from ..._jsontext import document_hash
-from ..._reserved import DEFAULT_PREFIX
-from .limits import CollectorLimits
+from ..._topics import DEFAULT_PREFIX
+from .caps import CollectorLimits
 from .snapshot import CatalogEntry, InstanceEntry, Json, PollEntry, TopicChange
 from .wire import require
 

@@ -36,8 +36,8 @@ from typing import Any, Final, cast
 import orjson
 
 from ..._codec import DecodeError, codec_for
-from ..._reserved import DEFAULT_PREFIX
 from ..._result import Result
+from ..._topics import DEFAULT_PREFIX
 from ..clock import WallClock, rfc3339, wall_clock
 from ..feeds import REREGISTER_KEY
 from ..messages import (
@@ -51,13 +51,13 @@ from ..messages import (
     TraceQuery,
 )
 from . import queries
+from .caps import CollectorLimits
 from .catalog import Catalog
-from .feeds import FeedLog
-from .issues import IssueBook, normalize_issue
-from .limits import CollectorLimits
+from .issuebook import IssueBook, normalize_issue
+from .missingfeeds import FeedLog
 from .snapshot import SNAPSHOT_FORMAT, BatchEntry, Json, Snapshot
 from .store import Applied, MemoryStore, SharedStore, Store, Stored, StoreError, StoreUnavailable, Tables
-from .traces import TraceLog, is_failure, normalize_event
+from .tracelog import TraceLog, is_failure, normalize_event
 from .wire import Unstorable, put_bounded, stored_size
 
 logger = logging.getLogger("svcgen.mesh.collector")

@@ -37,15 +37,15 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ..._reserved import DEFAULT_PREFIX
 from ..._status import STATUS_CODES
+from ..._topics import DEFAULT_PREFIX
+from .caps import CollectorLimits
 from .catalog import Catalog, _entry_size, _json_size
-from .feeds import FeedLog
-from .issues import IssueBook
-from .limits import CollectorLimits
+from .issuebook import IssueBook
+from .missingfeeds import FeedLog
 from .snapshot import CounterEntry, EdgeEntry, FeedEntry, Json
 from .store import Applied, StoreError, StoreUnavailable, Tables
-from .traces import OTHER_STATUS, TraceLog, _event_bytes, is_failure
+from .tracelog import OTHER_STATUS, TraceLog, _event_bytes, is_failure
 from .wire import MAX_COUNT, Unstorable, saturated
 
 SCHEMA_VERSION: Final = 1

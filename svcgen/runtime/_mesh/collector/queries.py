@@ -31,11 +31,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .catalog import Catalog, Member, ServiceRecords, instance_view
-from .feeds import FeedLog
-from .issues import IssueBook, mismatch_issue
+from .issuebook import IssueBook, mismatch_issue
 from .mismatches import find_mismatches
+from .missingfeeds import FeedLog
 from .snapshot import CounterEntry, Json
-from .traces import TraceLog, is_failure
+from .tracelog import TraceLog, is_failure
 
 
 def fleet(catalog: Catalog, feeds: FeedLog, traces: TraceLog, issues: IssueBook, fresh_since: str) -> Json:

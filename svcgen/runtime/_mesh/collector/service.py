@@ -8,10 +8,11 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from ..._context import Context
+from ..._descriptor import Identity
 from ..._health import CheckFunction, HealthCheck, HealthCheckResult, HealthChecks
-from ..._identity import Identity
 from ..._registry import Registry
-from ..._reserved import (
+from ..._service import Service
+from ..._topics import (
     DEFAULT_PREFIX,
     HEARTBEAT_TOPIC,
     ISSUES_TOPIC,
@@ -22,7 +23,6 @@ from ..._reserved import (
     REGISTER_TOPIC,
     TRACES_TOPIC,
 )
-from ..._service import Service
 from ..messages import (
     Accepted,
     FleetAnswer,

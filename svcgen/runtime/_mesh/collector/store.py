@@ -30,12 +30,12 @@ from typing import Any, Final, Protocol, cast, runtime_checkable
 import orjson
 
 from ..atomicwrite import remove_stale_temps, write_atomic
+from .caps import CollectorLimits
 from .catalog import Catalog
-from .feeds import FeedLog
-from .issues import IssueBook
-from .limits import CollectorLimits
+from .issuebook import IssueBook
+from .missingfeeds import FeedLog
 from .snapshot import Json, Snapshot
-from .traces import TraceLog
+from .tracelog import TraceLog
 
 DEFAULT_SYNC_INTERVAL: Final = 0.05
 """Seconds at most between an acknowledged change and its fsync."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from .limits import CollectorLimits
+from .caps import CollectorLimits
 from .snapshot import FeedEntry
 from .wire import put_bounded, require, saturated
 

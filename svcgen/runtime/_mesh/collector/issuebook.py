@@ -15,11 +15,11 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from ..._codec import codec_for, decode_datetime
-from ..._reserved import MESH_TOPIC
 from ..._status import CONFLICT, UNEXPECTED_ERROR, VALIDATION_ERROR
+from ..._topics import MESH_TOPIC
 from ..issues import fingerprint
 from ..messages import IssueEntry
-from .limits import CollectorLimits
+from .caps import CollectorLimits
 from .mismatches import Mismatch
 from .snapshot import Json
 from .wire import decode_entry, mesh_time, put_bounded, saturated

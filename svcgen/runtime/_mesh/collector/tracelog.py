@@ -24,7 +24,7 @@ from typing import Any, Final
 from ..._codec import codec_for
 from ..._status import STATUS_CODES, is_success
 from ..messages import TraceEntry
-from .limits import CollectorLimits
+from .caps import CollectorLimits
 from .snapshot import CounterEntry, EdgeEntry, Json, TraceWindow
 from .wire import MAX_COUNT, Unstorable, decode_entry, mesh_time, put_bounded, require, saturated
 

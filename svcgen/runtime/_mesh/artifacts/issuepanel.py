@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from ..collector.issues import mismatch_issue
+from ..collector.issuebook import mismatch_issue
 from ..collector.mismatches import find_mismatches
 from ..collector.snapshot import Json, Snapshot
 from .times import utc_text
