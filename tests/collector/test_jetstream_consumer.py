@@ -230,8 +230,11 @@ def test_a_collector_whose_nats_server_is_down_says_so_once_and_takes_the_feeds_
     finally:
         server.remove()
     messages = [record.getMessage() for record in caplog.records if record.name == "svcgen.mesh.jetstream"]
-    assert len([text for text in messages if "cannot pull" in text]) == 1, messages
-    assert any("again" in text for text in messages), messages
+    back = next((n for n, text in enumerate(messages) if "again" in text), None)
+    assert back is not None, messages
+    # Once while the server was down, however many retries; a loaded machine may time a pull out after it is back,
+    # which is a new outage and may say so again.
+    assert len([text for text in messages[:back] if "cannot pull" in text]) == 1, messages
     assert invocations(collector) == 1
 
 
