@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +17,7 @@ from svcgen.codegen import render_package
 from svcgen.codegen.ownership import write_package
 from svcgen.manifest import load_manifest, load_manifest_text
 from svcgen.runtime._http.sender import HttpSender
+from tests.support.codegen import imported
 
 PACKAGE = "echo_clients_service"
 MANIFEST = """\
@@ -76,13 +76,8 @@ def package(tmp_path: Path) -> Iterator[ModuleType]:
     write_package(render_package(manifest, tmp_path), tmp_path / PACKAGE)
     for version in ("v1", "v2"):
         (tmp_path / PACKAGE / f"handlers/echo_ping_{version}.py").write_text(HANDLER)
-    sys.path.insert(0, str(tmp_path))
-    try:
-        yield importlib.import_module(PACKAGE)
-    finally:
-        sys.path.remove(str(tmp_path))
-        for name in [name for name in sys.modules if name == PACKAGE or name.startswith(PACKAGE + ".")]:
-            del sys.modules[name]
+    with imported(tmp_path, PACKAGE) as module:
+        yield module
 
 
 def test_typed_calls(package: ModuleType) -> None:
@@ -165,8 +160,7 @@ def test_a_client_taken_from_the_provider_calls_it_with_its_types(tmp_path: Path
         model = load_manifest((tmp_path / f"{name}.yaml").as_posix())
         write_package(render_package(model, tmp_path), tmp_path / model.package)
     (tmp_path / "ledger_service/handlers/ledger_record_v1.py").write_text(RECORD_HANDLER)
-    sys.path.insert(0, str(tmp_path))
-    try:
+    with imported(tmp_path, "ledger_service"), imported(tmp_path, "booker_service"):
         ledger = importlib.import_module("ledger_service.service")
         clients_module = importlib.import_module("booker_service.clients")
         models = importlib.import_module("booker_service.models")
@@ -181,10 +175,6 @@ def test_a_client_taken_from_the_provider_calls_it_with_its_types(tmp_path: Path
             return answers
 
         booked, refused = asyncio.run(scenario())
-    finally:
-        sys.path.remove(str(tmp_path))
-        for name in [name for name in sys.modules if name.split(".")[0] in ("ledger_service", "booker_service")]:
-            del sys.modules[name]
     # The producer's Entry is the provider's, constraint and default included, and so its Receipt.
     assert booked.status == "ok" and booked.payload == models.Receipt(entry_id="e-m", amount=5)
     assert refused.status == "validation-error" and "amount" in (refused.detail or "")
