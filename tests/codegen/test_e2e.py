@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 import httpx
 
 from tests.support.codegen import CLI, REPO, run_cli
+from tests.support.server import free_port
 
 STARTUP_TIMEOUT = 30.0
 
@@ -51,12 +51,6 @@ NEW_TOPIC = """\
 """
 
 PLACE = {"customerId": "c-7", "items": [{"sku": "a", "quantity": 2}, {"sku": "b"}], "placedAt": "2024-05-01T12:00:00Z"}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextlib.contextmanager

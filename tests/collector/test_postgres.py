@@ -11,8 +11,8 @@ import pytest
 
 from svcgen.runtime._mesh.collector import CollectorLimits, StoreError
 from svcgen.runtime._mesh.collector.postgres import SCHEMA_VERSION, PostgresStore
-from tests.support.databases import free_port
 from tests.support.feeds import collector, event, issue, ok
+from tests.support.server import free_port
 
 
 def test_tables_are_created_once_with_their_version(postgres_url: str) -> None:

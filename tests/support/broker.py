@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from svcgen.runtime._mesh.jetstream import MeshStream
-from tests.support.databases import free_port
+from tests.support.server import free_port
 
 ENV = "SVCGEN_TEST_NATS"
 LOCAL = "nats://127.0.0.1:4222"

@@ -9,7 +9,6 @@ import glob
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -18,6 +17,8 @@ from urllib.parse import urlsplit
 
 import psycopg
 import pytest
+
+from tests.support.server import free_port
 
 ENV = "SVCGEN_TEST_POSTGRES"
 LOCAL = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -74,13 +75,6 @@ def postgres_url(postgres_session_url: str) -> str:
     """A database of this session's, emptied for this test."""
     empty_database(postgres_session_url)
     return postgres_session_url
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def postgres_bin(tool: str) -> str:
