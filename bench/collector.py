@@ -35,7 +35,7 @@ import orjson
 
 from bench.harness import Figure, Recorder, per_call_us, run
 from bench.http import free_port
-from svcgen.runtime._mesh.collector import Collector, CollectorLimits, JsonFileStore
+from svcgen.collector import Collector, CollectorLimits, JsonFileStore
 
 STARTED_AT = "2027-01-15T08:00:00.000Z"
 SERVICES = ("shop", "pay", "stock", "ship", "mail")
@@ -239,7 +239,7 @@ def replica_ingest(
 ) -> tuple[float, float, float]:
     """One replica's share of `total` events (every `replicas`-th batch), into PostgreSQL at `url` or, without
     one, into memory: (seconds from `go` to done, RSS growth in MiB, CPU seconds). Runs in a process of its own."""
-    from svcgen.runtime._mesh.collector.postgres import PostgresStore
+    from svcgen.collector.postgres import PostgresStore
 
     logging.getLogger("svcgen.mesh.collector").setLevel(logging.ERROR)
     collector = Collector(PostgresStore(url) if url else None)

@@ -19,6 +19,8 @@ import click
 import orjson
 import yaml
 
+from .collector import probe as probing
+from .collector.poller import DEFAULT_INTERVAL as DEFAULT_POLL_INTERVAL
 from .contractdiff import (
     CompatReport,
     DiffReport,
@@ -34,8 +36,6 @@ from .manifest.load import cycle_collection_paused
 from .manifest.revision import RevisionError, load_manifest_at, repository_path, split_revision
 from .runtime._http.limits import server_options
 from .runtime._logging import configure_logging
-from .runtime._mesh import probe as probing
-from .runtime._mesh.poller import DEFAULT_INTERVAL as DEFAULT_POLL_INTERVAL
 from .runtime._mesh.profile import MEANINGS
 from .runtime._topics import DEFAULT_PREFIX
 
@@ -60,7 +60,7 @@ class _LazyDefault(click.Option):
 
 
 def _artifacts_interval() -> float:
-    from .runtime._mesh.collector_host import DEFAULT_ARTIFACTS_INTERVAL
+    from .collector.host import DEFAULT_ARTIFACTS_INTERVAL
 
     return DEFAULT_ARTIFACTS_INTERVAL
 
@@ -287,8 +287,8 @@ def collector_serve(
     poller, the UI artifacts and the dashboard at /."""
     import uvicorn
 
-    from .runtime._mesh.collector import StoreError
-    from .runtime._mesh.collector_host import (
+    from .collector import StoreError
+    from .collector.host import (
         CollectorHost,
         CollectorSettings,
         collector_token,
@@ -343,9 +343,9 @@ def collector_serve(
               help="Directory the artifacts are written into.")
 def artifacts(store: Path, out: Path) -> None:
     """Write the UI artifacts and the dashboard from a collector snapshot, once."""
-    from .runtime._mesh.artifacts import write_artifacts
-    from .runtime._mesh.artifacts.site import DASHBOARD, dashboard_html
-    from .runtime._mesh.collector import Collector, JsonFileStore, SnapshotError, StoreError
+    from .collector import Collector, JsonFileStore, SnapshotError, StoreError
+    from .collector.artifacts import write_artifacts
+    from .collector.artifacts.site import DASHBOARD, dashboard_html
 
     if not JsonFileStore(store).exists():
         _fail([f"{store}: no such store file"])

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from ..runtime._atomicwrite import write_atomic
 from ..runtime._jsontext import content_hash
-from ..runtime._mesh.atomicwrite import write_atomic
 from .errors import CodegenError
 from .files import HEADER_PREFIX, GeneratedFile
 from .findings import Findings, user_findings

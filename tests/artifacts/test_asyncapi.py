@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from svcgen.runtime._mesh.artifacts import build_asyncapi
+from svcgen.collector.artifacts import build_asyncapi
 from tests.support.snapshots import (
     CAPTURE_PAYMENT,
     PLACE_ORDER_V2,

@@ -5,14 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 
-from svcgen.runtime._mesh.artifacts import (
+from svcgen.collector.artifacts import (
     HEALTHY,
     UNHEALTHY,
     UNREACHABLE,
     build_estate_manifest,
     build_service_documents,
 )
-from svcgen.runtime._mesh.artifacts.health import HealthVerdict, service_health
+from svcgen.collector.artifacts.health import HealthVerdict, service_health
 from tests.support.snapshots import (
     NOW,
     ORDERS_PREVIOUS_SPEC_HASH,

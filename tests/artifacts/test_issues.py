@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from svcgen.runtime._mesh.artifacts import build_issues
-from svcgen.runtime._mesh.collector import Collector
+from svcgen.collector import Collector
+from svcgen.collector.artifacts import build_issues
 from tests.support.snapshots import NOW, empty_snapshot, sample_snapshot
 
 ISSUE_KEYS = {"fingerprint", "classification", "service", "topic", "version", "transport", "status", "exceptionType",

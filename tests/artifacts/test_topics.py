@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from svcgen.runtime._mesh.artifacts import build_topics
+from svcgen.collector.artifacts import build_topics
 from tests.support.snapshots import (
     CAPTURE,
     CAPTURE_PAYMENT,

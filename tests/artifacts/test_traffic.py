@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from svcgen.runtime._mesh.artifacts import build_topology, build_usage
-from svcgen.runtime._mesh.artifacts.topology import percentile
+from svcgen.collector.artifacts import build_topology, build_usage
+from svcgen.collector.artifacts.topology import percentile
 from tests.support.snapshots import NOW, counter, edge, empty_snapshot, sample_snapshot
 
 EDGE_KEYS = {

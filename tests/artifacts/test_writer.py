@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from svcgen.collector.artifacts import sanitise, service_file_names, write_artifacts
+from svcgen.collector.artifacts.times import Now
+from svcgen.collector.artifacts.writer import confined
 from svcgen.runtime._jsontext import document_bytes
-from svcgen.runtime._mesh.artifacts import sanitise, service_file_names, write_artifacts
-from svcgen.runtime._mesh.artifacts.times import Now
-from svcgen.runtime._mesh.artifacts.writer import confined
 from tests.support.snapshots import NOW, NOW_EPOCH, empty_snapshot, instance, sample_snapshot
 
 TOP_LEVEL = {"manifest.json", "topology.json", "topics.json", "usage.json", "asyncapi.json", "annotations.json",

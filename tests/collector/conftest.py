@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from svcgen.runtime._mesh.collector import JsonFileStore, MemoryStore, Store
-from svcgen.runtime._mesh.collector.postgres import PostgresStore
-from svcgen.runtime._mesh.collector.store import SharedStore
+from svcgen.collector import JsonFileStore, MemoryStore, Store
+from svcgen.collector.postgres import PostgresStore
+from svcgen.collector.store import SharedStore
 from tests.support import feeds as helpers
 from tests.support.databases import postgres_session_url, postgres_url
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from svcgen.runtime._mesh.collector.issuebook import CONTRACT_DRIFT
+from svcgen.collector.issuebook import CONTRACT_DRIFT
 from svcgen.runtime._mesh.feeds import REREGISTER_KEY
 from tests.support.feeds import Clock, collector, descriptor, event, heartbeat, issue, ok, topic
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import httpx
 
+from svcgen.collector import Collector, JsonFileStore
+from svcgen.collector.host import CollectorHost, CollectorSettings
 from svcgen.runtime import HealthCheck, HealthChecks, Identity, Registry, Result, Service
 from svcgen.runtime._http.app import HttpApp
-from svcgen.runtime._mesh.collector import Collector, JsonFileStore
-from svcgen.runtime._mesh.collector_host import CollectorHost, CollectorSettings
 from svcgen.runtime._mesh.host import MeshHost, MeshSettings
 from tests.support.feeds import descriptor
 from tests.support.processes import stop_process, wait_for, wait_until_up

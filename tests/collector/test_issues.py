@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from svcgen.runtime._mesh.collector import CollectorLimits
+from svcgen.collector import CollectorLimits
 from svcgen.runtime._mesh.issues import IssueAggregator
 from tests.support.feeds import collector, issue, ok
 

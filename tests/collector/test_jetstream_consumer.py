@@ -14,10 +14,11 @@ import nats
 import orjson
 import pytest
 
-from svcgen.runtime._mesh.collector import Collector, JsonFileStore, collector_service
-from svcgen.runtime._mesh.collector.postgres import PostgresStore
+from svcgen.collector import Collector, JsonFileStore, collector_service
+from svcgen.collector.jetstream import FeedConsumer
+from svcgen.collector.postgres import PostgresStore
 from svcgen.runtime._mesh.feeds import FeedSender, feed_envelope
-from svcgen.runtime._mesh.jetstream import FeedConsumer, JetStreamPublisher, MeshStream
+from svcgen.runtime._mesh.jetstream import JetStreamPublisher, MeshStream
 from tests.support import feeds as documents
 from tests.support.broker import ThrowawayNats, mesh_stream, nats_url
 from tests.support.databases import postgres_session_url, postgres_url

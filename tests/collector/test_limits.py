@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from svcgen.runtime._mesh.collector import Collector, CollectorLimits, JsonFileStore
+from svcgen.collector import Collector, CollectorLimits, JsonFileStore
 from tests.support.feeds import collector, descriptor, event, heartbeat, issue, ok, topic
 
 

@@ -10,15 +10,15 @@ from pathlib import Path
 import httpx
 import pytest
 
-from svcgen.runtime._mesh.collector_host import (
+from svcgen.collector.host import (
     CollectorHost,
     CollectorSettings,
     collector_token,
     exposed_without_token,
 )
+from svcgen.collector.poller import Poller
 from svcgen.runtime._mesh.feeds import EnvelopePublisher
 from svcgen.runtime._mesh.host import MeshSettings, _overridden
-from svcgen.runtime._mesh.poller import Poller
 from tests.support.feeds import descriptor, ok
 from tests.support.meshrun import TOKEN, locked_mesh
 from tests.support.processes import wait_for

@@ -11,9 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
-from svcgen.runtime._mesh.artifacts import build_issues, build_topics
-from svcgen.runtime._mesh.collector import Collector
-from svcgen.runtime._mesh.collector.postgres import PostgresStore
+from svcgen.collector import Collector
+from svcgen.collector.artifacts import build_issues, build_topics
+from svcgen.collector.postgres import PostgresStore
 from tests.support.browser import Element, chromium_dump_dom, parse_dom
 from tests.support.feeds import START_TEXT, Clock, collector, descriptor, event, ok, topic
 from tests.support.meshrun import TOKEN, MeshService, locked_mesh

@@ -13,10 +13,10 @@ import httpx
 import orjson
 import pytest
 
+from svcgen.collector.poller import DEFAULT_INTERVAL, FleetEntry, Poll, Poller
 from svcgen.runtime._descriptor import Identity
 from svcgen.runtime._health import HealthCheck, HealthCheckResult, HealthChecks
 from svcgen.runtime._http.app import create_app
-from svcgen.runtime._mesh.poller import DEFAULT_INTERVAL, FleetEntry, Poll, Poller
 from svcgen.runtime._service import Service
 from tests.support.sample import build_registry
 from tests.support.server import free_port, running
@@ -377,7 +377,7 @@ def test_a_real_fleet_over_uvicorn_with_a_hanging_and_a_dead_target() -> None:
 
 
 def test_a_sweep_folds_into_the_real_collector() -> None:
-    collector_module = pytest.importorskip("svcgen.runtime._mesh.collector.collector")
+    collector_module = pytest.importorskip("svcgen.collector.collector")
     collector = collector_module.Collector()
     transport = answering(service("a.test", ok(SPEC), ok(UNHEALTHY, 503)) | service("b.test", ok({}, 500)))
     asyncio.run(

@@ -9,8 +9,8 @@ import threading
 import psycopg
 import pytest
 
-from svcgen.runtime._mesh.collector import CollectorLimits, StoreError
-from svcgen.runtime._mesh.collector.postgres import SCHEMA_VERSION, PostgresStore
+from svcgen.collector import CollectorLimits, StoreError
+from svcgen.collector.postgres import SCHEMA_VERSION, PostgresStore
 from tests.support.feeds import collector, event, issue, ok
 from tests.support.server import free_port
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from svcgen.runtime._mesh.artifacts import build_topics
+from svcgen.collector.artifacts import build_topics
 from svcgen.runtime._mesh.feeds import REREGISTER_KEY
 from tests.support.feeds import Clock, collector, descriptor, event, heartbeat, ok, topic
 

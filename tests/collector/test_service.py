@@ -9,10 +9,10 @@ from typing import Any
 import httpx
 import orjson
 
+from svcgen.collector import Collector, collector_service
 from svcgen.runtime import Identity, Service
 from svcgen.runtime._codec import Codec, codec_for
 from svcgen.runtime._http.app import create_app
-from svcgen.runtime._mesh.collector import Collector, collector_service
 from svcgen.runtime._mesh.feeds import EnvelopePublisher
 from svcgen.runtime._mesh.host import MeshHost, MeshSettings
 from svcgen.runtime._mesh.messages import Accepted, FleetAnswer, ServiceAnswer, TopicAnswer, TraceAnswer

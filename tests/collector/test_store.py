@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
-from svcgen.runtime._mesh.collector import (
+from svcgen.collector import (
     Collector,
     CollectorLimits,
     JsonFileStore,

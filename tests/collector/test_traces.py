@@ -7,7 +7,7 @@ import tracemalloc
 
 import pytest
 
-from svcgen.runtime._mesh.collector import CollectorLimits
+from svcgen.collector import CollectorLimits
 from tests.support.feeds import collector, event, ok
 
 

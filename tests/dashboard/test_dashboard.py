@@ -17,8 +17,8 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 
-from svcgen.runtime._mesh.artifacts.writer import write_artifacts
-from svcgen.runtime._mesh.collector import Collector
+from svcgen.collector import Collector
+from svcgen.collector.artifacts.writer import write_artifacts
 from tests.support.browser import (
     ARTIFACT_FILES,
     Element,

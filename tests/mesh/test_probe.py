@@ -14,11 +14,11 @@ from typing import Any
 import httpx
 import pytest
 
+from svcgen.collector.probe import INCONCLUSIVE, NOT_SATISFIED, SATISFIED, ProbeReport, probe
+from svcgen.collector.wellknown import SurfaceAnswer, SurfaceProblem, health_document, spec_document
 from svcgen.runtime._descriptor import Identity
 from svcgen.runtime._health import HealthCheck, HealthChecks
 from svcgen.runtime._http.app import HttpApp
-from svcgen.runtime._mesh.probe import INCONCLUSIVE, NOT_SATISFIED, SATISFIED, ProbeReport, probe
-from svcgen.runtime._mesh.wellknown import SurfaceAnswer, SurfaceProblem, health_document, spec_document
 from svcgen.runtime._registry import Registry
 from svcgen.runtime._service import Service
 from tests.support.fakes import registry

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from svcgen.runtime._mesh.collector import Collector, JsonFileStore, SnapshotError, StoreError
+from svcgen.collector import Collector, JsonFileStore, SnapshotError, StoreError
 from tests.support.processes import wait_for
 from tests.support.reliability import ORDER, CollectorProcess, build_orders, invoke, report, served, traceparent
 

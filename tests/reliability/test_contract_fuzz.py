@@ -41,9 +41,9 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from svcgen.collector import Collector, collector_service
 from svcgen.runtime import Context, Identity, Registry, Result, Service
 from svcgen.runtime._http.app import create_app
-from svcgen.runtime._mesh.collector import Collector, collector_service
 from svcgen.runtime._mesh.host import MeshHost, MeshSettings
 from tests.support.server import running
 

@@ -15,8 +15,8 @@ from typing import Any
 import orjson
 import pytest
 
-from svcgen.runtime._mesh.collector import Collector
-from svcgen.runtime._mesh.collector_host import CollectorHost, CollectorSettings
+from svcgen.collector import Collector
+from svcgen.collector.host import CollectorHost, CollectorSettings
 from tests.support.reliability import ORDER, build_orders, report, rss_kib, served
 from tests.support.server import running
 

@@ -23,9 +23,9 @@ import httpx
 import orjson
 import pytest
 
-from svcgen.runtime._mesh.artifacts import write_artifacts
-from svcgen.runtime._mesh.artifacts.filenames import service_file_names
-from svcgen.runtime._mesh.collector_host import CollectorHost, CollectorSettings
+from svcgen.collector.artifacts import write_artifacts
+from svcgen.collector.artifacts.filenames import service_file_names
+from svcgen.collector.host import CollectorHost, CollectorSettings
 from tests.support.processes import wait_for
 from tests.support.reliability import ORDER, SVCGEN, build_orders, invoke, report, served, traceparent
 from tests.support.server import running

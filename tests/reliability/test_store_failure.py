@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from svcgen.runtime._mesh.collector import Collector, JsonFileStore
-from svcgen.runtime._mesh.collector_host import CollectorHost, CollectorSettings
+from svcgen.collector import Collector, JsonFileStore
+from svcgen.collector.host import CollectorHost, CollectorSettings
 from tests.support.processes import wait_for
 from tests.support.reliability import invoke, report
 from tests.support.server import running

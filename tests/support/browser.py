@@ -26,8 +26,8 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from svcgen.runtime._mesh.artifacts.filenames import service_file_names
-from svcgen.runtime._mesh.artifacts.writer import SERVICES_DIR
+from svcgen.collector.artifacts.filenames import service_file_names
+from svcgen.collector.artifacts.writer import SERVICES_DIR
 
 CHROMIUM_CANDIDATES = ("chromium", "chromium-browser")
 CHROMIUM_TIMEOUT_SECONDS = 90
@@ -40,7 +40,7 @@ ARTIFACT_FILES = ("manifest.json", "topics.json", "topology.json", "usage.json",
 
 def dashboard_source() -> str:
     """The packaged dashboard, read the way an installed svcgen finds it."""
-    return resources.files("svcgen.runtime._mesh.artifacts").joinpath("dashboard.html").read_text(encoding="utf-8")
+    return resources.files("svcgen.collector.artifacts").joinpath("dashboard.html").read_text(encoding="utf-8")
 
 
 def inline_script_hashes(source: str) -> list[str]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from svcgen.runtime._mesh.collector import Collector, CollectorLimits, MemoryStore, Store
-from svcgen.runtime._mesh.collector.store import SharedStore
+from svcgen.collector import Collector, CollectorLimits, MemoryStore, Store
+from svcgen.collector.store import SharedStore
 
 START = 1_800_000_000.0
 START_TEXT = "2027-01-15T08:00:00.000Z"

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from svcgen.runtime._mesh.collector.snapshot import (
+from svcgen.collector.snapshot import (
     SNAPSHOT_FORMAT,
     CatalogEntry,
     CounterEntry,

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ..._collisions import collision_suffixes
-from ..._naming import camel_name, pascal_name, slug
-from ..collector.snapshot import Json, Snapshot
+from ...runtime._collisions import collision_suffixes
+from ...runtime._naming import camel_name, pascal_name, slug
+from ..snapshot import Json, Snapshot
 from .topics import TopicView, topic_views
 
 ASYNCAPI_VERSION: Final = "3.0.0"

@@ -36,9 +36,9 @@ from typing import Any, Final, Literal
 
 import orjson
 
-from ..._descriptor import UNHASHED_KEYS
-from ..._jsontext import document_hash
-from ..._topics import DEFAULT_PREFIX
+from ..runtime._descriptor import UNHASHED_KEYS
+from ..runtime._jsontext import document_hash
+from ..runtime._topics import DEFAULT_PREFIX
 from .caps import CollectorLimits
 from .snapshot import CatalogEntry, InstanceEntry, Json, PollEntry, TopicChange
 from .wire import require

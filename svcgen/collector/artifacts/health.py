@@ -21,8 +21,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from ..clock import parse_rfc3339
-from ..collector.snapshot import InstanceEntry, Json, PollEntry
+from ...runtime._mesh.clock import parse_rfc3339
+from ..snapshot import InstanceEntry, Json, PollEntry
 
 HEALTHY: Final = "healthy"
 UNHEALTHY: Final = "unhealthy"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 
-from ..clock import parse_rfc3339, rfc3339
+from ...runtime._mesh.clock import parse_rfc3339, rfc3339
 
 Now = datetime | float | None
 """When the artifacts are generated: an aware or naive-UTC datetime, epoch seconds, or None for the wall clock."""

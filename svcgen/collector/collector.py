@@ -35,12 +35,10 @@ from typing import Any, Final, cast
 
 import orjson
 
-from ..._codec import DecodeError, codec_for
-from ..._result import Result
-from ..._topics import DEFAULT_PREFIX
-from ..clock import WallClock, rfc3339, wall_clock
-from ..feeds import REREGISTER_KEY
-from ..messages import (
+from ..runtime._codec import DecodeError, codec_for
+from ..runtime._mesh.clock import WallClock, rfc3339, wall_clock
+from ..runtime._mesh.feeds import REREGISTER_KEY
+from ..runtime._mesh.messages import (
     HealthDocument,
     Heartbeat,
     RawIssueBatch,
@@ -50,6 +48,8 @@ from ..messages import (
     TopicQuery,
     TraceQuery,
 )
+from ..runtime._result import Result
+from ..runtime._topics import DEFAULT_PREFIX
 from . import queries
 from .caps import CollectorLimits
 from .catalog import Catalog

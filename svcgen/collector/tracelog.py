@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ..._codec import codec_for
-from ..._status import STATUS_CODES, is_success
-from ..messages import TraceEntry
+from ..runtime._codec import codec_for
+from ..runtime._mesh.messages import TraceEntry
+from ..runtime._status import STATUS_CODES, is_success
 from .caps import CollectorLimits
 from .snapshot import CounterEntry, EdgeEntry, Json, TraceWindow
 from .wire import MAX_COUNT, Unstorable, decode_entry, mesh_time, put_bounded, require, saturated

@@ -14,8 +14,8 @@ from typing import Any, Final
 
 import httpx
 
-from .._topics import DEFAULT_PREFIX, MESH_TOPIC, is_reserved_topic, normalize_prefix
-from .profile import REQUIREMENTS
+from ..runtime._mesh.profile import REQUIREMENTS
+from ..runtime._topics import DEFAULT_PREFIX, MESH_TOPIC, is_reserved_topic, normalize_prefix
 from .wellknown import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT  # the CLI's `probe --timeout` default
 from .wellknown import (
     SurfaceAnswer,

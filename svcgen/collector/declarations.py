@@ -11,7 +11,7 @@ from collections.abc import Container, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..clock import parse_rfc3339
+from ..runtime._mesh.clock import parse_rfc3339
 from .snapshot import CatalogEntry, Json
 
 _NEVER = float("-inf")

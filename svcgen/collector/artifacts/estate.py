@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from ..._jsontext import content_hash, hash_bytes
-from ..._topics import DEFAULT_PREFIX, normalize_prefix
-from ..collector.declarations import current_entries
-from ..collector.snapshot import CatalogEntry, InstanceEntry, Json, PollEntry, Snapshot
+from ...runtime._jsontext import content_hash, hash_bytes
+from ...runtime._topics import DEFAULT_PREFIX, normalize_prefix
+from ..declarations import current_entries
+from ..snapshot import CatalogEntry, InstanceEntry, Json, PollEntry, Snapshot
 from .health import HealthVerdict, newest_poll, service_health
 from .times import utc_text
 

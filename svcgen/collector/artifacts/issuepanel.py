@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from ..collector.issuebook import mismatch_issue
-from ..collector.mismatches import find_mismatches
-from ..collector.snapshot import Json, Snapshot
+from ..issuebook import mismatch_issue
+from ..mismatches import find_mismatches
+from ..snapshot import Json, Snapshot
 from .times import utc_text
 
 _TEXTS: Final = ("classification", "version", "transport", "status", "exceptionType", "consumer", "detail")

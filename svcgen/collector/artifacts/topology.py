@@ -15,8 +15,8 @@ import math
 from collections.abc import Sequence
 from typing import Final
 
-from ..clock import parse_rfc3339
-from ..collector.snapshot import EdgeEntry, Json, Snapshot
+from ...runtime._mesh.clock import parse_rfc3339
+from ..snapshot import EdgeEntry, Json, Snapshot
 
 TRACES_SOURCE: Final = "traces"
 

@@ -23,19 +23,20 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from .. import _status as st
-from .._http.app import HttpApp
-from .._http.requests import AsgiScope, Receive, Send
-from .._http.responses import send_failure
-from .._topics import DEFAULT_PREFIX
+from ..runtime import _status as st
+from ..runtime._http.app import HttpApp
+from ..runtime._http.requests import AsgiScope, Receive, Send
+from ..runtime._http.responses import send_failure
+from ..runtime._mesh.feeds import TOKEN_ENV
+from ..runtime._mesh.jetstream import MeshStream
+from ..runtime._topics import DEFAULT_PREFIX
+from . import Collector, JsonFileStore, collector_service
 from .artifacts import write_artifacts
 from .artifacts.site import DASHBOARD, ArtifactSite
-from .collector import Collector, JsonFileStore, collector_service
-from .collector.store import SharedStore
-from .feeds import TOKEN_ENV
-from .jetstream import FeedConsumer, MeshStream
+from .jetstream import FeedConsumer
 from .poller import DEFAULT_INTERVAL as DEFAULT_POLL_INTERVAL
 from .poller import FleetEntry, Poller
+from .store import SharedStore
 
 logger = logging.getLogger("svcgen.mesh.collector")
 
@@ -140,7 +141,7 @@ def without_password(store: str) -> str:
 
 def _store(settings: CollectorSettings) -> JsonFileStore | SharedStore | None:
     if settings.database is not None:
-        from .collector.postgres import PostgresStore  # psycopg is an extra: imported only when asked for
+        from .postgres import PostgresStore  # psycopg is an extra: imported only when asked for
 
         return PostgresStore(settings.database)
     return JsonFileStore(settings.store) if settings.store is not None else None

@@ -18,11 +18,11 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..._jsontext import hash_bytes
-from ..._topics import is_reserved_topic
-from ..collector.declarations import TopicContract, current_entries, produced_topics, served_topics
-from ..collector.mismatches import find_mismatches, mismatched_topics
-from ..collector.snapshot import Json, Snapshot
+from ...runtime._jsontext import hash_bytes
+from ...runtime._topics import is_reserved_topic
+from ..declarations import TopicContract, current_entries, produced_topics, served_topics
+from ..mismatches import find_mismatches, mismatched_topics
+from ..snapshot import Json, Snapshot
 from .times import utc_text
 
 TopicKey = tuple[str, str]

@@ -18,8 +18,8 @@ from typing import Any, Final
 import httpx
 import orjson
 
-from .._status import OK
-from .._topics import MESH_TOPIC
+from ..runtime._status import OK
+from ..runtime._topics import MESH_TOPIC
 
 DEFAULT_TIMEOUT: Final = 5.0
 DEFAULT_MAX_BODY_BYTES: Final = 4 * 1024 * 1024

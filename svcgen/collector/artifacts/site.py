@@ -13,11 +13,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Final
 
-from ... import _status as st
-from ..._http.app import HttpApp
-from ..._http.requests import AsgiScope, Receive, Send
-from ..._http.responses import send_failure, send_response
-from ..._topics import DEFAULT_PREFIX, normalize_prefix
+from ...runtime import _status as st
+from ...runtime._http.app import HttpApp
+from ...runtime._http.requests import AsgiScope, Receive, Send
+from ...runtime._http.responses import send_failure, send_response
+from ...runtime._topics import DEFAULT_PREFIX, normalize_prefix
 from .writer import SERVICES_DIR
 
 DASHBOARD: Final = "dashboard.html"

@@ -11,8 +11,8 @@ from typing import Any, Final, TypeVar
 
 import orjson
 
-from ..._codec import INTEGER_OUT_OF_RANGE, DecodeError
-from ..clock import rfc3339
+from ..runtime._codec import INTEGER_OUT_OF_RANGE, DecodeError
+from ..runtime._mesh.clock import rfc3339
 
 MAX_COUNT: Final = 2**63 - 1
 """Largest count the collector stores (a signed 64-bit integer); sums saturate here."""

@@ -29,7 +29,7 @@ from typing import Any, Final, Protocol, cast, runtime_checkable
 
 import orjson
 
-from ..atomicwrite import remove_stale_temps, write_atomic
+from ..runtime._atomicwrite import remove_stale_temps, write_atomic
 from .caps import CollectorLimits
 from .catalog import Catalog
 from .issuebook import IssueBook

@@ -30,9 +30,9 @@ from typing import Any, Final, Protocol, TypeAlias
 
 import httpx
 
-from .._topics import DEFAULT_PREFIX, normalize_prefix
-from .clock import MonotonicClock
-from .feeds import bearer
+from ..runtime._mesh.clock import MonotonicClock
+from ..runtime._mesh.feeds import bearer
+from ..runtime._topics import DEFAULT_PREFIX, normalize_prefix
 from .wellknown import (
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_TIMEOUT,

@@ -13,10 +13,10 @@ import os
 from pathlib import Path
 from typing import Final
 
-from ..._jsontext import document_bytes
-from ..._topics import DEFAULT_PREFIX
-from ..atomicwrite import write_atomic
-from ..collector.snapshot import Json, Snapshot
+from ...runtime._atomicwrite import write_atomic
+from ...runtime._jsontext import document_bytes
+from ...runtime._topics import DEFAULT_PREFIX
+from ..snapshot import Json, Snapshot
 from .annotations import build_annotations
 from .asyncapi import build_asyncapi
 from .estate import build_estate_manifest, build_service_documents

@@ -7,23 +7,10 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, Final
 
-from ..._context import Context
-from ..._descriptor import Identity
-from ..._health import CheckFunction, HealthCheck, HealthCheckResult, HealthChecks
-from ..._registry import Registry
-from ..._service import Service
-from ..._topics import (
-    DEFAULT_PREFIX,
-    HEARTBEAT_TOPIC,
-    ISSUES_TOPIC,
-    QUERY_FLEET_TOPIC,
-    QUERY_SERVICE_TOPIC,
-    QUERY_TOPIC_TOPIC,
-    QUERY_TRACE_TOPIC,
-    REGISTER_TOPIC,
-    TRACES_TOPIC,
-)
-from ..messages import (
+from ..runtime._context import Context
+from ..runtime._descriptor import Identity
+from ..runtime._health import CheckFunction, HealthCheck, HealthCheckResult, HealthChecks
+from ..runtime._mesh.messages import (
     Accepted,
     FleetAnswer,
     FleetQuery,
@@ -37,6 +24,19 @@ from ..messages import (
     TraceAnswer,
     TraceBatch,
     TraceQuery,
+)
+from ..runtime._registry import Registry
+from ..runtime._service import Service
+from ..runtime._topics import (
+    DEFAULT_PREFIX,
+    HEARTBEAT_TOPIC,
+    ISSUES_TOPIC,
+    QUERY_FLEET_TOPIC,
+    QUERY_SERVICE_TOPIC,
+    QUERY_TOPIC_TOPIC,
+    QUERY_TRACE_TOPIC,
+    REGISTER_TOPIC,
+    TRACES_TOPIC,
 )
 from .collector import Answer, Collector
 

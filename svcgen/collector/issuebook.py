@@ -14,11 +14,11 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Final
 
-from ..._codec import codec_for, decode_datetime
-from ..._status import CONFLICT, UNEXPECTED_ERROR, VALIDATION_ERROR
-from ..._topics import MESH_TOPIC
-from ..issues import fingerprint
-from ..messages import IssueEntry
+from ..runtime._codec import codec_for, decode_datetime
+from ..runtime._mesh.issues import fingerprint
+from ..runtime._mesh.messages import IssueEntry
+from ..runtime._status import CONFLICT, UNEXPECTED_ERROR, VALIDATION_ERROR
+from ..runtime._topics import MESH_TOPIC
 from .caps import CollectorLimits
 from .mismatches import Mismatch
 from .snapshot import Json

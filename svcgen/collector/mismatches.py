@@ -23,7 +23,7 @@ from typing import Final, Literal
 
 import orjson
 
-from ..._compatibility import first_incompatibility
+from ..runtime._compatibility import first_incompatibility
 from .declarations import TopicContract, current_entries, produced_topics, served_topics
 from .snapshot import CatalogEntry
 

@@ -37,8 +37,8 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ..._status import STATUS_CODES
-from ..._topics import DEFAULT_PREFIX
+from ..runtime._status import STATUS_CODES
+from ..runtime._topics import DEFAULT_PREFIX
 from .caps import CollectorLimits
 from .catalog import Catalog, _entry_size, _json_size
 from .issuebook import IssueBook

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..collector.snapshot import Json
+from ..snapshot import Json
 
 
 def build_annotations(*, generated_at: str) -> Json:

@@ -7,8 +7,8 @@ The window is the span of the counted events' start times, known only when every
 
 from __future__ import annotations
 
-from ..clock import parse_rfc3339
-from ..collector.snapshot import CounterEntry, Json, Snapshot
+from ...runtime._mesh.clock import parse_rfc3339
+from ..snapshot import CounterEntry, Json, Snapshot
 from .times import utc_text
 from .topology import TRACES_SOURCE
 
