@@ -163,8 +163,8 @@ def diff_command(old: str, new: str, output_format: str, levels_file: Path | Non
 def compat_command(manifests: tuple[str, ...], output_format: str, levels_file: Path | None) -> None:
     """Check every produces entry of each MANIFEST against the manifest among them that serves its topic.
 
-    The producer's copy of a topic must still work against the provider's, by the rules of `svcgen diff`: what
-    the producer sends must be accepted, what the provider answers must decode. Exit 1 on an incompatibility, 0
+    The producer's copy of a topic must still work against the owner's, by the rules of `svcgen diff`: what
+    the producer sends must be accepted, what the owner answers must decode. Exit 1 on an incompatibility, 0
     otherwise, 2 when an input cannot be read. A produces entry no given manifest serves is a warning line.
     """
     levels = None if levels_file is None else _levels(levels_file)

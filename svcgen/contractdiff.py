@@ -119,17 +119,17 @@ def diff_manifests(old: Manifest, new: Manifest, levels: Mapping[str, Level] | N
 @dataclass(frozen=True)
 class CompatFinding:
     """A diff finding between a producer's copy of a topic (the old contract its client was written against) and
-    the provider's topic (the new one)."""
+    the owner's topic (the new one)."""
 
     producer: str
-    provider: str
+    owner: str
     finding: Finding
 
     def document(self) -> dict[str, Any]:
-        return {"producer": self.producer, "provider": self.provider, **self.finding.document()}
+        return {"producer": self.producer, "owner": self.owner, **self.finding.document()}
 
     def line(self) -> str:
-        return self.finding.line(f"{self.producer} -> {self.provider}: ")
+        return self.finding.line(f"{self.producer} -> {self.owner}: ")
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,7 @@ class Unmatched:
     topic: str
 
     def line(self) -> str:
-        return f"warning: {self.producer} -> ?: {self.topic}: no provider among the given manifests; not checked"
+        return f"warning: {self.producer} -> ?: {self.topic}: no owner among the given manifests; not checked"
 
 
 @dataclass(frozen=True)
@@ -148,7 +148,7 @@ class CompatReport:
     findings: tuple[CompatFinding, ...] = ()
     unmatched: tuple[Unmatched, ...] = ()
     checked: int = 0
-    """Produces entries checked against a provider."""
+    """Produces entries checked against an owner."""
 
     def count(self, level: Level) -> int:
         return sum(1 for item in self.findings if item.finding.level == level)
@@ -159,7 +159,7 @@ class CompatReport:
 
     def summary(self) -> str:
         pairs = f"{self.checked} produces entr{'y' if self.checked == 1 else 'ies'} checked"
-        skipped = f", {len(self.unmatched)} without a provider" if self.unmatched else ""
+        skipped = f", {len(self.unmatched)} without an owner" if self.unmatched else ""
         counts = _counts(self.count)
         return f"{pairs}{skipped}: {counts}; {'incompatible' if self.breaking else 'compatible'}"
 
@@ -183,9 +183,9 @@ _COMPAT_DIRECTIONS = ("request", "response")
 
 def compat_manifests(manifests: Sequence[Manifest], levels: Mapping[str, Level] | None = None) -> CompatReport:
     """Every produces entry of each manifest against each manifest that serves its (topic, version), by the diff's
-    rules: the producer's copy is the old contract and the provider's topic the new one, so what the producer sends
-    must be accepted and what the provider answers must decode. Statuses, routes and annotations are the provider's
-    own and not compared. A topic a provider serves under other versions only is `topic-version-removed`."""
+    rules: the producer's copy is the old contract and the owner's topic the new one, so what the producer sends
+    must be accepted and what the owner answers must decode. Statuses, routes and annotations are the owner's
+    own and not compared. A topic an owner serves under other versions only is `topic-version-removed`."""
     overrides = levels or {}
     findings: list[CompatFinding] = []
     unmatched: list[Unmatched] = []
@@ -193,31 +193,31 @@ def compat_manifests(manifests: Sequence[Manifest], levels: Mapping[str, Level] 
     for producer in manifests:
         for produced in producer.produces:
             key = topic_key(produced)
-            providers = [
-                (provider, topic) for provider in manifests for topic in provider.topics
+            owners = [
+                (owner, topic) for owner in manifests for topic in owner.topics
                 if topic.id == produced.id and topic.version == produced.version
             ]
-            serving_id = [provider for provider in manifests if any(t.id == produced.id for t in provider.topics)]
-            if not providers and not serving_id:
+            serving_id = [owner for owner in manifests if any(t.id == produced.id for t in owner.topics)]
+            if not owners and not serving_id:
                 unmatched.append(Unmatched(producer.service, key))
                 continue
             checked += 1
-            found = [] if providers else [
-                (provider.service, _finding("topic-version-removed", key, key, None)) for provider in serving_id
+            found = [] if owners else [
+                (owner.service, _finding("topic-version-removed", key, key, None)) for owner in serving_id
             ]
-            for provider, topic in providers:
+            for owner, topic in owners:
                 copy = replace(producer, topics=(produced,), produces=())
-                served = replace(provider, topics=(topic,), produces=())
+                served = replace(owner, topics=(topic,), produces=())
                 found += [
-                    (provider.service, finding) for _, finding in _Differ(copy, served).findings()
+                    (owner.service, finding) for _, finding in _Differ(copy, served).findings()
                     if finding.direction in _COMPAT_DIRECTIONS and "-status-" not in finding.rule
                 ]
             findings += [
-                CompatFinding(producer.service, provider_name,
+                CompatFinding(producer.service, owner_name,
                               replace(finding, level=overrides[finding.rule]) if finding.rule in overrides else finding)
-                for provider_name, finding in found
+                for owner_name, finding in found
             ]
-    ordered = sorted(findings, key=lambda item: (item.producer, item.provider, item.finding.path, item.finding.rule))
+    ordered = sorted(findings, key=lambda item: (item.producer, item.owner, item.finding.path, item.finding.rule))
     return CompatReport(tuple(ordered), tuple(unmatched), checked)
 
 

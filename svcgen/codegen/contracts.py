@@ -1,7 +1,7 @@
 """contracts/*.json by the runtime's own derivation: what the running service serves, byte for byte.
 
 The rendered models.py runs as a throwaway module; a registry with placeholder handlers gets the same
-(topic, version, request, response) bindings service.py makes (both read `wiring`, both spell the
+(topic, version, request, response) bindings service.py makes (both read `bindings`, both spell the
 types with `type_text`), the same identity and produced topics; the documents are the `Service`'s own,
 encoded by `document_bytes` exactly as the HTTP app serves them. No schema is derived here.
 """
@@ -26,9 +26,9 @@ from ..runtime._mesh.profile import declare_profile
 from ..runtime._registry import Registry
 from ..runtime._result import Result
 from ..runtime._service import Service
+from .bindings import MODELS_MODULE, ServiceBindings, type_text
 from .errors import CodegenError
 from .imports import Imports
-from .wiring import MODELS_MODULE, Wiring, type_text
 
 DESCRIPTOR = "contracts/descriptor.json"
 HTTP_API = "contracts/http-api.json"
@@ -38,7 +38,7 @@ SPEC = "contracts/spec.json"
 _counter = itertools.count()
 
 
-def contract_documents(wiring: Wiring, models_source: str, package: str) -> dict[str, bytes]:
+def contract_documents(bindings: ServiceBindings, models_source: str, package: str) -> dict[str, bytes]:
     """The committed documents, by relative path."""
     name = f"_svcgen_contracts_{package}_{next(_counter)}"
     module = types.ModuleType(name)
@@ -49,10 +49,10 @@ def contract_documents(wiring: Wiring, models_source: str, package: str) -> dict
             exec(compile(models_source, f"<{package}/models.py>", "exec"), module.__dict__)
         except Exception as error:
             raise CodegenError(f"{package}/models.py does not run: {type(error).__name__}: {error}") from error
-        mesh = _mesh_host(wiring)
-        service = _placeholder_service(wiring, module, mesh)
+        mesh = _mesh_host(bindings)
+        service = _placeholder_service(bindings, module, mesh)
         # The app create_app builds over the same routes, so it declares the same profile and HTTP API.
-        app = HttpApp(service, _routes(wiring))
+        app = HttpApp(service, _routes(bindings))
         declare_profile(app, mesh)
         return {
             DESCRIPTOR: document_bytes(service.descriptor.document),
@@ -64,9 +64,9 @@ def contract_documents(wiring: Wiring, models_source: str, package: str) -> dict
         del sys.modules[name]
 
 
-def _placeholder_service(wiring: Wiring, models: types.ModuleType, mesh: MeshHost | None) -> Service:
+def _placeholder_service(bindings: ServiceBindings, models: types.ModuleType, mesh: MeshHost | None) -> Service:
     registry = Registry()
-    for topic in wiring.topics:
+    for topic in bindings.topics:
         registry.add(
             topic.topic,
             _placeholder,
@@ -84,31 +84,33 @@ def _placeholder_service(wiring: Wiring, models: types.ModuleType, mesh: MeshHos
             request_type=_resolve(produced.request, models),
             response_type=_resolve(produced.response, models),
         )
-        for produced in wiring.produces
+        for produced in bindings.produces
     ]
     return Service(
-        wiring.identity(),
+        bindings.identity(),
         registry,
         middleware=mesh.middleware if mesh is not None else (),
-        health=HealthChecks([HealthCheck(check.name, _healthy) for check in wiring.health]) if wiring.health else None,
+        health=HealthChecks([HealthCheck(check.name, _healthy) for check in bindings.health])
+        if bindings.health
+        else None,
         produces=produces,
-        title=wiring.title,
-        api_version=wiring.api_version,
-        prefix=wiring.prefix,
+        title=bindings.title,
+        api_version=bindings.api_version,
+        prefix=bindings.prefix,
     )
 
 
-def _routes(wiring: Wiring) -> list[Route]:
+def _routes(bindings: ServiceBindings) -> list[Route]:
     """service.py's ROUTES: each topic's routes in manifest order, bound to its (topic, version)."""
-    return [Route.parse(spec, topic.topic, topic.version) for topic in wiring.topics for spec in topic.routes]
+    return [Route.parse(spec, topic.topic, topic.version) for topic in bindings.topics for spec in topic.routes]
 
 
-def _mesh_host(wiring: Wiring) -> MeshHost | None:
-    if wiring.mesh is None:
+def _mesh_host(bindings: ServiceBindings) -> MeshHost | None:
+    if bindings.mesh is None:
         return None
     # No OTLP exporter: the contracts need the mesh's middleware, not its exports (nor opentelemetry-proto).
-    settings = MeshSettings(wiring.mesh.collector, wiring.mesh.heartbeat_seconds, wiring.mesh.issues)
-    return MeshHost(wiring.identity(), settings, environ={})
+    settings = MeshSettings(bindings.mesh.collector, bindings.mesh.heartbeat_seconds, bindings.mesh.issues)
+    return MeshHost(bindings.identity(), settings, environ={})
 
 
 def _healthy() -> bool:

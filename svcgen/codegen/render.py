@@ -9,21 +9,21 @@ from pathlib import Path
 
 from ..manifest.model import Manifest
 from ..runtime._version import API_LEVEL
+from .bindings import service_bindings
 from .contracts import contract_documents
 from .files import GeneratedFile, header_line, manifest_reference
 from .records import models_view
 from .templating import render
 from .views import clients_view, service_view, stub_view, wiring_stub_view
-from .wiring import wiring_of
 
 
 def render_package(manifest: Manifest, out: Path) -> list[GeneratedFile]:
     """Every file of OUT/<package>, sorted by path; `out` is OUT, which the headers name the manifest from.
     Raises CodegenError when the package cannot be made."""
-    wiring = wiring_of(manifest)
+    bindings = service_bindings(manifest)
     context = {
         "header": header_line(manifest_reference(manifest.path, out)),
-        "wiring": wiring,
+        "bindings": bindings,
         "package": manifest.package,
         "api_level": API_LEVEL,
     }
@@ -36,24 +36,24 @@ def render_package(manifest: Manifest, out: Path) -> list[GeneratedFile]:
     files = [
         generated("__init__.py"),
         GeneratedFile("models.py", models, "generated"),
-        generated("service.py", service=service_view(wiring)),
+        generated("service.py", service=service_view(bindings)),
         generated("app.py"),
         generated("handlers/__init__.py"),
         generated("tests/__init__.py"),
         generated("tests/test_contracts.py"),
     ]
-    if wiring.produces:
-        files.append(generated("clients.py", clients=clients_view(wiring)))
-    for topic in wiring.topics:
+    if bindings.produces:
+        files.append(generated("clients.py", clients=clients_view(bindings)))
+    for topic in bindings.topics:
         stub = render("package/handlers/handler.py.jinja", stub=stub_view(topic), **context)
         files.append(GeneratedFile(f"handlers/{topic.module}.py", stub, "user"))
-    wiring_stub = render("package/wiring.py.jinja", stub=wiring_stub_view(wiring), **context)
+    wiring_stub = render("package/wiring.py.jinja", stub=wiring_stub_view(bindings), **context)
     files.append(GeneratedFile("wiring.py", wiring_stub, "user"))
-    if wiring.health:
+    if bindings.health:
         files.append(generated("health/__init__.py"))
-    for check in wiring.health:
+    for check in bindings.health:
         stub = render("package/health/check.py.jinja", check=check, **context)
         files.append(GeneratedFile(f"health/{check.module}.py", stub, "user"))
-    for relpath, data in contract_documents(wiring, models, manifest.package).items():
+    for relpath, data in contract_documents(bindings, models, manifest.package).items():
         files.append(GeneratedFile(relpath, data.decode("utf-8"), "generated"))
     return sorted(files, key=lambda f: f.relpath)

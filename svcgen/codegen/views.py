@@ -1,6 +1,6 @@
-"""Template inputs for service.py, clients.py and the handler stubs, derived from the wiring.
+"""Template inputs for service.py, clients.py and the handler stubs, derived from the bindings.
 
-Request and response types are spelled by `wiring.type_text` (records as `models.X`), the same text the
+Request and response types are spelled by `bindings.type_text` (records as `models.X`), the same text the
 contract derivation evaluates.
 """
 
@@ -15,9 +15,9 @@ from ..runtime._mesh.otlp import ENDPOINT_ENV as OTLP_ENDPOINT_ENV
 from ..runtime._status import OK
 from ..runtime._topics import DEFAULT_PREFIX
 from ..runtime._wiring import NATS_ENV, target_variable
+from .bindings import MODELS_MODULE, ServiceBindings, TopicBinding, type_text
 from .imports import Imports
 from .typehints import annotation
-from .wiring import MODELS_MODULE, TopicBinding, Wiring, type_text
 
 STUB_WRAP_AT = 100
 BINDING_WRAP_AT = 116
@@ -118,14 +118,14 @@ DEFAULT_TARGET = f"http://127.0.0.1:8000{DEFAULT_PREFIX}/invoke"
 """Where a produced topic goes until its target is set: `svcgen serve`'s default address."""
 
 
-def wiring_stub_view(wiring: Wiring) -> WiringStubView:
-    topics = dict.fromkeys(produced.topic for produced in wiring.produces)
+def wiring_stub_view(bindings: ServiceBindings) -> WiringStubView:
+    topics = dict.fromkeys(produced.topic for produced in bindings.produces)
     targets = tuple(TargetRow(topic, target_variable(topic), DEFAULT_TARGET) for topic in topics)
     settings: tuple[SettingRow, ...] = (
         SettingRow(NATS_ENV, "NATS_URL below", "a NATS server (nats://host:port) to serve the topics on as well"),
     )
-    if wiring.mesh is not None:
-        mesh = wiring.mesh
+    if bindings.mesh is not None:
+        mesh = bindings.mesh
         settings += (
             SettingRow(COLLECTOR_ENV, mesh.collector or "(none)",
                        "the collector the mesh feeds go to (manifest mesh.collector)"),
@@ -144,7 +144,7 @@ def wiring_stub_view(wiring: Wiring) -> WiringStubView:
     return WiringStubView(targets, settings)
 
 
-def service_view(wiring: Wiring) -> ServiceView:
+def service_view(bindings: ServiceBindings) -> ServiceView:
     imports = Imports()
     imports.name("__future__", "annotations")
     imports.name("typing", "Any")
@@ -153,20 +153,20 @@ def service_view(wiring: Wiring) -> ServiceView:
         imports.name("svcgen.runtime", name)
     imports.name("svcgen.runtime", "declare_profile")
     imports.name(".", "wiring")
-    if wiring.produces:
+    if bindings.produces:
         imports.name("svcgen.runtime", "propagation_headers")
         imports.name(".clients", "Clients")
-    if wiring.mesh:
+    if bindings.mesh:
         imports.name("svcgen.runtime", "MeshHost")
         imports.name("svcgen.runtime", "MeshSettings")
-    if wiring.health:
+    if bindings.health:
         imports.name("svcgen.runtime", "HealthCheck")
         imports.name("svcgen.runtime", "HealthChecks")
         imports.name(".", "health")
-    for topic in wiring.topics:
+    for topic in bindings.topics:
         imports.name(".handlers", topic.module)
-    exprs = [expr for t in wiring.topics for expr in (t.request, t.response)]
-    exprs += [expr for p in wiring.produces for expr in (p.request, p.response)]
+    exprs = [expr for t in bindings.topics for expr in (t.request, t.response)]
+    exprs += [expr for p in bindings.produces for expr in (p.request, p.response)]
     _import_models(exprs, imports)
     topics = tuple(
         RegistrationRow(
@@ -179,17 +179,17 @@ def service_view(wiring: Wiring) -> ServiceView:
             None if t.success == (OK,) else t.success,
             t.failures,
         )
-        for t in wiring.topics
+        for t in bindings.topics
     )
     produces = tuple(
         ProducedRow(p.topic, p.version, type_text(p.request, imports), type_text(p.response, imports))
-        for p in wiring.produces
+        for p in bindings.produces
     )
-    routes = tuple(RouteRow(spec, t.topic, t.version) for t in wiring.topics for spec in t.routes)
+    routes = tuple(RouteRow(spec, t.topic, t.version) for t in bindings.topics for spec in t.routes)
     return ServiceView(imports.lines(), topics, routes, produces)
 
 
-def clients_view(wiring: Wiring) -> ClientsView:
+def clients_view(bindings: ServiceBindings) -> ClientsView:
     imports = Imports()
     imports.name("__future__", "annotations")
     imports.module("json")
@@ -198,12 +198,11 @@ def clients_view(wiring: Wiring) -> ClientsView:
     imports.name("types", "TracebackType")
     for name in ("Any", "Final", "Self", "TypeVar"):
         imports.name("typing", name)
-    imports.name("svcgen.runtime", "Result")
-    imports.name("svcgen.runtime", "codec_for")
-    imports.name("svcgen.runtime", "Sender")
+    for name in ("HttpSender", "NatsSender", "Result", "Sender", "codec_for"):
+        imports.name("svcgen.runtime", name)
     imports.name("svcgen.runtime", "open_sender")
     imports.name("svcgen.runtime", "propagation_headers")
-    _import_models([expr for p in wiring.produces for expr in (p.request, p.response)], imports)
+    _import_models([expr for p in bindings.produces for expr in (p.request, p.response)], imports)
     methods = tuple(
         ClientMethod(
             name=p.method,
@@ -214,7 +213,7 @@ def clients_view(wiring: Wiring) -> ClientsView:
             request=type_text(p.request, imports),
             response=type_text(p.response, imports),
         )
-        for p in wiring.produces
+        for p in bindings.produces
     )
     return ClientsView(imports.lines(), methods)
 

@@ -11,7 +11,7 @@ from ..runtime._topics import DEFAULT_PREFIX, normalize_prefix
 from .contract import CONTRACT_KEYWORDS
 from .loader import YamlDocument
 from .model import NO_DEFAULT, EnumDef, FieldDef, Manifest, MeshDef, RecordDef, RouteDef, TopicDef
-from .provider import provided_topic
+from .owner import owned_topic
 from .routes import parse_route
 from .schemaimport import import_json_schema
 from .typeexpr import parse_type
@@ -44,12 +44,12 @@ def build_manifest(document: YamlDocument, base_dir: Path) -> Manifest:
         if "from" not in entry:
             produces.append(_topic(entry))
             continue
-        provided = provided_topic(base_dir, entry["from"], entry["id"], entry.get("version"))
-        produces.append(replace(provided.topic, routes=(), summary=entry.get("summary", provided.topic.summary)))
+        owned = owned_topic(base_dir, entry["from"], entry["id"], entry.get("version"))
+        produces.append(replace(owned.topic, routes=(), summary=entry.get("summary", owned.topic.summary)))
         # A type already declared (here or by an earlier entry) is the same one: semantics checked they agree.
         known = {record.name for record in records} | {enum.name for enum in enums}
-        records += [record for record in provided.records if record.name not in known]
-        enums += [enum for enum in provided.enums if enum.name not in known]
+        records += [record for record in owned.records if record.name not in known]
+        enums += [enum for enum in owned.enums if enum.name not in known]
     return Manifest(
         path=document.file.replace("\\", "/"),
         service=service,

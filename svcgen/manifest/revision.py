@@ -51,7 +51,7 @@ def load_manifest_at(rev: str, path: str, cwd: Path | None = None) -> LoadedMani
     text = _show(rev, path, where)
     with tempfile.TemporaryDirectory(prefix="svcgen-rev-") as scratch:
         manifests, copied = [(path, text)], {path}
-        while manifests:  # the manifest, and each provider manifest a `from:` names, with what they name
+        while manifests:  # the manifest, and each owner's manifest a `from:` names, with what they name
             manifest, manifest_text = manifests.pop()
             for referenced, is_manifest in _referenced_paths(manifest_text, manifest):
                 if referenced in copied:
@@ -80,7 +80,7 @@ def load_manifest_at(rev: str, path: str, cwd: Path | None = None) -> LoadedMani
 
 def _referenced_paths(text: str, manifest: str) -> list[tuple[str, bool]]:
     """Repository paths of the files the manifest names (inside the repository): its jsonSchema files, and the
-    provider manifests its produces entries take types `from` (each with True)."""
+    owners' manifests its produces entries take types `from` (each with True)."""
     try:
         document: Any = yaml.safe_load(text)
     except yaml.YAMLError:

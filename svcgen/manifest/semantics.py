@@ -28,7 +28,7 @@ from .diagnostics import Diagnostic
 from .fits import RecordFields, ValueTypes
 from .loader import JsonPath, YamlDocument
 from .model import EnumDef, Position, RecordDef
-from .provider import ProvidedTopic, ProviderError, provided_topic
+from .owner import OwnedTopic, OwnerError, owned_topic
 from .routes import ParsedRoute, RouteSyntaxError, ShadowIndex, parse_route, well_known_collision
 from .schemaimport import SchemaImportError, import_json_schema, translate_json_schema
 from .spelling import canonical_camel, did_you_mean, is_pascal_identifier, pascal_case, suggestion
@@ -118,8 +118,8 @@ class _Checker:
         """Every record name is known, so a name missing from `records` is really undefined."""
         self.uses_known = True
         """Every type expression of topics, produces entries and fields was read, so every use is known."""
-        self.provided: list[tuple[int, ProvidedTopic]] = []
-        """The `from:` produces entries that resolved (by index), with what they take from their providers."""
+        self.owned: list[tuple[int, OwnedTopic]] = []
+        """The `from:` produces entries that resolved (by index), with what they take from their owners."""
 
     def error(self, position: Position, message: str) -> None:
         self.diagnostics.append(Diagnostic(position, message))
@@ -448,7 +448,7 @@ class _Checker:
                     f"type {name!r} is not used by any topic or produces entry; remove it or reference it",
                 )
 
-    # -- produces from a provider ---------------------------------------------------------------
+    # -- produces from an owner ---------------------------------------------------------------
 
     def check_produced_role(self, index: int, entry: Any, role: str) -> None:
         """Without `from:` a produces entry declares its own request and response."""
@@ -457,17 +457,17 @@ class _Checker:
             self.error(
                 self.doc.key_at(path),
                 f"missing required key {role!r} in each produces entry; add it: a type expression like string, "
-                "list[LineItem] or LineItem, or take the types from the provider with 'from: <its manifest>'",
+                "list[LineItem] or LineItem, or take the types from the owner with 'from: <its manifest>'",
             )
 
     def take_provided(self, index: int, entry: dict[str, Any]) -> None:
-        """A `from:` entry: the provider's topic and the types it reaches stand for request and response."""
+        """A `from:` entry: the owner's topic and the types it reaches stand for request and response."""
         path: JsonPath = ("produces", index)
         for role in ("request", "response"):
             if role in entry:
                 self.error(
                     self.doc.key_at((*path, role)),
-                    f"a produces entry with 'from' takes its {role} type from the provider's manifest; remove "
+                    f"a produces entry with 'from' takes its {role} type from the owner's manifest; remove "
                     f"{role!r}, or 'from' to declare the types here",
                 )
         relative, topic_id = self.read(entry, path, "from", str), self.read(entry, path, "id", str)
@@ -476,39 +476,39 @@ class _Checker:
             self.uses_known = False  # unreadable: what it takes is not known
             return
         try:
-            provided = provided_topic(self.base_dir, relative, topic_id, version)
-        except ProviderError as error:
+            owned = owned_topic(self.base_dir, relative, topic_id, version)
+        except OwnerError as error:
             self.uses_known = False
             self.error(self.doc.at((*path, error.key)), str(error))
             return
-        self.parsed[(*path, "request")] = provided.topic.request
-        self.parsed[(*path, "response")] = provided.topic.response
-        self.provided.append((index, provided))
+        self.parsed[(*path, "request")] = owned.topic.request
+        self.parsed[(*path, "response")] = owned.topic.response
+        self.owned.append((index, owned))
 
     def check_provided_clashes(self) -> None:
-        """A type a `from:` entry takes must not differ from a local type, or another provider's, of its name."""
-        taken: dict[str, tuple[RecordDef | EnumDef, int, ProvidedTopic]] = {}
-        for index, provided in self.provided:
-            label = f"produces entry {provided.topic.id}"
-            definitions: list[RecordDef | EnumDef] = [*provided.records, *provided.enums]
+        """A type a `from:` entry takes must not differ from a local type, or another owner's, of its name."""
+        taken: dict[str, tuple[RecordDef | EnumDef, int, OwnedTopic]] = {}
+        for index, owned in self.owned:
+            label = f"produces entry {owned.topic.id}"
+            definitions: list[RecordDef | EnumDef] = [*owned.records, *owned.enums]
             for definition in definitions:
                 name = definition.name
-                theirs = f"the {name!r} that {label} takes from {provided.provider} ({provided.positions[name]})"
-                earlier = taken.setdefault(name, (definition, index, provided))
+                theirs = f"the {name!r} that {label} takes from {owned.owner} ({owned.positions[name]})"
+                earlier = taken.setdefault(name, (definition, index, owned))
                 if earlier[0] is not definition and not same_definition(earlier[0], definition):
                     _, other_index, other = earlier
                     self.error(
                         self.doc.at(("produces", index, "from")),
                         f"{theirs} differs from the {name!r} that produces entry {other.topic.id} (line "
-                        f"{self.doc.at(('produces', other_index)).line}) takes from {other.provider} "
-                        f"({other.positions[name]}); the two providers must agree on it",
+                        f"{self.doc.at(('produces', other_index)).line}) takes from {other.owner} "
+                        f"({other.positions[name]}); the two owners must agree on it",
                     )
                 local = self.local_definition(name)
                 if local is not None and not same_definition(local, definition):
                     section = "enums" if name in self.enums else "types"
                     self.error(
                         self.doc.key_at((section, name)),
-                        f"type {name!r} differs from {theirs}; remove the local type to use the provider's, or "
+                        f"type {name!r} differs from {theirs}; remove the local type to use the owner's, or "
                         "rename it",
                     )
 
@@ -543,10 +543,10 @@ class _Checker:
         """(id, version) of an entry, each None when it cannot be read."""
         entry = self.sections[section][index]
         version = self.read(entry, (section, index), "version", str, "")
-        taken = dict(self.provided).get(index) if section == "produces" else None
+        taken = dict(self.owned).get(index) if section == "produces" else None
         return (
             self.read(entry, (section, index), "id", str),
-            version if taken is None else taken.topic.version,  # a `from:` entry has the provider's version
+            version if taken is None else taken.topic.version,  # a `from:` entry has the owner's version
         )
 
     def check_topic_ids(self, section: str) -> None:

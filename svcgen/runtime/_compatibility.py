@@ -4,7 +4,7 @@ A type is judged by the direction it travels in. A request must still accept wha
 must still decode in its receivers. The rules are declared once, here, as data (`RULES`): `svcgen diff` and
 `svcgen compat` classify manifest changes with them (svcgen.contractdiff), and `first_incompatibility` applies
 the same rules to the runtime's derived JSON Schemas (a spec document's or a descriptor's), so the mesh can
-judge a producer's copy of a topic against its provider without the manifests.
+judge a producer's copy of a topic against its owner without the manifests.
 """
 
 from __future__ import annotations
@@ -199,8 +199,8 @@ def first_incompatibility(sent: JsonSchema, accepted: JsonSchema, *, direction: 
     direction (`request.items[].quantity`, `[]` an item, `{}` a map value), the rule id and why. Only error-level
     rules count, at their default levels.
 
-    For a request, `sent` is the caller's copy and `accepted` the provider's; for a response, `sent` is the
-    provider's and `accepted` the caller's copy. The verdict is the contract diff's for the same change."""
+    For a request, `sent` is the caller's copy and `accepted` the owner's; for a response, `sent` is the
+    owner's and `accepted` the caller's copy. The verdict is the contract diff's for the same change."""
     old, new = (sent, accepted) if direction == "request" else (accepted, sent)
     for rule_id, path in _Walk(direction).types(direction, old, new):
         rule = RULES_BY_ID[rule_id]

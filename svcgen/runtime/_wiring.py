@@ -38,13 +38,13 @@ class WiringError(ValueError):
 
 
 class Sender(Protocol):
-    """What generated clients send through: `HttpSender`, `NatsSender`, or one routing each topic to either."""
+    """Anything that sends a message and reports the outcome: what generated clients send through (`HttpSender`,
+    `NatsSender`, or one routing each topic to either) and what the mesh feeds go out by. Whoever opens a sender
+    closes it."""
 
     async def send(self, topic: str, payload: Any = None, headers: Mapping[str, str] | None = None) -> Result[Any]:
         """Never raises: every failure on the way is a failed `Result`."""
         ...
-
-    async def aclose(self) -> None: ...
 
 
 def open_sender(url: str, *, extra_headers: HeaderHook | None = None) -> HttpSender | NatsSender:
@@ -59,7 +59,7 @@ def open_sender(url: str, *, extra_headers: HeaderHook | None = None) -> HttpSen
 class TopicSenders:
     """Sends each topic through the sender of its target's kind (HTTP or NATS); closes them all."""
 
-    def __init__(self, senders: Mapping[str, Sender]) -> None:
+    def __init__(self, senders: Mapping[str, HttpSender | NatsSender]) -> None:
         self._senders = dict(senders)
 
     async def send(self, topic: str, payload: Any = None, headers: Mapping[str, str] | None = None) -> Result[Any]:
@@ -152,7 +152,7 @@ class Wiring:
         over_nats = {topic: url for topic, url in targets.items() if url.startswith(NATS_SCHEMES)}
         urls = {topic: _join(_split_base(url), topic) for topic, url in targets.items() if topic not in over_nats}
         http = HttpSender(urls, extra_headers=extra_headers, transport=self.transport, **options)
-        sender: Sender = http
+        sender: HttpSender | TopicSenders = http
         if over_nats:
             nats = NatsSender(over_nats, connections=self.nats, extra_headers=extra_headers)
             sender = TopicSenders({topic: nats if topic in over_nats else http for topic in targets})

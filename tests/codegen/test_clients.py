@@ -153,7 +153,7 @@ async def handle(request: Entry, context: Context) -> Result[Receipt]:
 """
 
 
-def test_a_client_taken_from_the_provider_calls_it_with_its_types(tmp_path: Path) -> None:
+def test_a_client_taken_from_the_owner_calls_it_with_its_types(tmp_path: Path) -> None:
     (tmp_path / "ledger.yaml").write_text(PROVIDER, encoding="utf-8")
     (tmp_path / "booker.yaml").write_text(PRODUCER, encoding="utf-8")
     for name in ("ledger", "booker"):
@@ -175,6 +175,6 @@ def test_a_client_taken_from_the_provider_calls_it_with_its_types(tmp_path: Path
             return answers
 
         booked, refused = asyncio.run(scenario())
-    # The producer's Entry is the provider's, constraint and default included, and so its Receipt.
+    # The producer's Entry is the owner's, constraint and default included, and so its Receipt.
     assert booked.status == "ok" and booked.payload == models.Receipt(entry_id="e-m", amount=5)
     assert refused.status == "validation-error" and "amount" in (refused.detail or "")

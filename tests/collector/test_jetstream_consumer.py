@@ -18,7 +18,7 @@ from svcgen.collector import Collector, JsonFileStore, collector_service
 from svcgen.collector.jetstream import FeedConsumer
 from svcgen.collector.postgres import PostgresStore
 from svcgen.runtime._mesh.feeds import FeedSender, feed_envelope
-from svcgen.runtime._mesh.jetstream import JetStreamPublisher, MeshStream
+from svcgen.runtime._mesh.jetstream import JetStreamSender, MeshStream
 from tests.support import feeds as documents
 from tests.support.broker import ThrowawayNats, mesh_stream, nats_url
 from tests.support.databases import postgres_session_url, postgres_url
@@ -33,12 +33,12 @@ def consumer(url: str, collector: Collector, stream: MeshStream, **options: Any)
 
 
 async def publish(url: str, stream: MeshStream, send: Callable[[FeedSender], Awaitable[Any]]) -> None:
-    publisher = JetStreamPublisher(url, stream)
+    sender = JetStreamSender(url, stream)
     try:
-        answer = await send(FeedSender(publisher))
+        answer = await send(FeedSender(sender))
         assert answer.is_successful, answer
     finally:
-        await publisher.aclose()
+        await sender.aclose()
 
 
 async def pull_until(consumers: list[FeedConsumer], done: Callable[[], bool]) -> None:
@@ -150,7 +150,7 @@ def test_a_malformed_message_is_terminated_counted_and_logged_once_without_holdi
             await client.close()
         await publish(nats_url, mesh_stream, lambda f: f.traces([documents.event(1)], "b-1"))
         try:
-            with caplog.at_level(logging.WARNING, "svcgen.mesh.jetstream"):
+            with caplog.at_level(logging.WARNING, "svcgen.collector.jetstream"):
                 await pull_until([feeds], lambda: feeds.ingested + feeds.malformed == 5)
                 for _ in range(3):  # nothing comes back
                     await feeds.pull()
@@ -172,15 +172,15 @@ def test_replicas_on_one_database_share_one_durable_consumer_and_count_every_bat
     batches = 60
 
     async def run() -> tuple[FeedConsumer, FeedConsumer]:
-        publisher = JetStreamPublisher(nats_url, mesh_stream)
-        sender = FeedSender(publisher)
+        jetstream = JetStreamSender(nats_url, mesh_stream)
+        sender = FeedSender(jetstream)
         try:
             for number in range(batches):  # the last ten resent: published twice, counted once
                 await sender.traces([documents.event(number)], f"b-{number}")
             for number in range(batches - 10, batches):
                 await sender.traces([documents.event(number)], f"b-{number}")
         finally:
-            await publisher.aclose()
+            await jetstream.aclose()
         one = consumer(nats_url, replicas[0], mesh_stream, durable="shared", batch=5)
         two = consumer(nats_url, replicas[1], mesh_stream, durable="shared", batch=5)
         try:
@@ -226,11 +226,11 @@ def test_a_collector_whose_nats_server_is_down_says_so_once_and_takes_the_feeds_
             await feeds.stop()
 
     try:
-        with caplog.at_level(logging.WARNING, "svcgen.mesh.jetstream"):
+        with caplog.at_level(logging.WARNING, "svcgen.collector.jetstream"):
             asyncio.run(run())
     finally:
         server.remove()
-    messages = [record.getMessage() for record in caplog.records if record.name == "svcgen.mesh.jetstream"]
+    messages = [record.getMessage() for record in caplog.records if record.name == "svcgen.collector.jetstream"]
     back = next((n for n, text in enumerate(messages) if "again" in text), None)
     assert back is not None, messages
     # Once while the server was down, however many retries; a loaded machine may time a pull out after it is back,

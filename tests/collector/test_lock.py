@@ -17,7 +17,7 @@ from svcgen.collector.host import (
     exposed_without_token,
 )
 from svcgen.collector.poller import Poller
-from svcgen.runtime._mesh.feeds import EnvelopePublisher
+from svcgen.runtime._mesh.feeds import EnvelopeSender
 from svcgen.runtime._mesh.host import MeshSettings, _overridden
 from tests.support.feeds import descriptor, ok
 from tests.support.meshrun import TOKEN, locked_mesh
@@ -174,11 +174,11 @@ def test_a_publisher_with_the_token_is_accepted_and_one_without_is_unauthorized(
     host = CollectorHost(CollectorSettings(artifacts=tmp_path, token=TOKEN))
 
     async def publish(token: str | None) -> str:
-        publisher = EnvelopePublisher("http://collector", token=token, transport=httpx.ASGITransport(host.app))
+        sender = EnvelopeSender("http://collector", token=token, transport=httpx.ASGITransport(host.app))
         try:
-            return (await publisher.send("svc:mesh:register", descriptor("orders"))).status
+            return (await sender.send("svc:mesh:register", descriptor("orders"))).status
         finally:
-            await publisher.aclose()
+            await sender.aclose()
 
     assert asyncio.run(publish(None)) == "unauthorized"
     assert host.collector.snapshot()["catalog"] == []

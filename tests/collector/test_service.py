@@ -13,7 +13,7 @@ from svcgen.collector import Collector, collector_service
 from svcgen.runtime import Identity, Service
 from svcgen.runtime._codec import Codec, codec_for
 from svcgen.runtime._http.app import create_app
-from svcgen.runtime._mesh.feeds import EnvelopePublisher
+from svcgen.runtime._mesh.feeds import EnvelopeSender
 from svcgen.runtime._mesh.host import MeshHost, MeshSettings
 from svcgen.runtime._mesh.messages import Accepted, FleetAnswer, ServiceAnswer, TopicAnswer, TraceAnswer
 from tests.support.fakes import registry
@@ -67,8 +67,8 @@ def test_the_collector_over_the_invoke_surface() -> None:
 def test_a_hosted_services_reporter_feeds_a_real_collector() -> None:
     collector = Collector(clock=Clock())
     collector_app = create_app(collector_service(collector))
-    publisher = EnvelopePublisher("http://collector", transport=httpx.ASGITransport(collector_app))
-    host = MeshHost(Identity("orders"), MeshSettings(collector="http://collector"), publisher=publisher,
+    sender = EnvelopeSender("http://collector", transport=httpx.ASGITransport(collector_app))
+    host = MeshHost(Identity("orders"), MeshSettings(collector="http://collector"), sender=sender,
                     instance_id="i-1")
     service = Service(host.identity, registry(), middleware=host.middleware)
     app = host.attach(create_app(service, ["GET /orders/{orderId} -> orders:get"]))
@@ -105,7 +105,7 @@ def test_a_hosted_services_reporter_feeds_a_real_collector() -> None:
         await reporter.beat()
         assert reporter.needs_register is False
         assert collector.snapshot()["catalog"][0]["descriptorHash"] == service.descriptor.hash
-        await publisher.aclose()
+        await sender.aclose()
 
     asyncio.run(run())
 

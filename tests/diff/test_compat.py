@@ -1,4 +1,4 @@
-"""`svcgen compat`: each produces entry against its provider, by the diff's rules with the producer's copy as the
+"""`svcgen compat`: each produces entry against its owner, by the diff's rules with the producer's copy as the
 old contract; the verdicts agree with `first_incompatibility` on the built descriptor and spec documents."""
 
 from __future__ import annotations
@@ -63,9 +63,9 @@ def test_the_examples_are_compatible(monkeypatch: pytest.MonkeyPatch) -> None:
     result = run(*(f"examples/manifests/{name}.yaml" for name in ("inventory", "orders", "payments")))
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines() == [
-        "warning: payments -> ?: ledger:record: no provider among the given manifests; not checked",
-        "warning: payments -> ?: notifications:send@v2: no provider among the given manifests; not checked",
-        "1 produces entry checked, 2 without a provider: 0 errors, 0 warnings, 0 infos; compatible",
+        "warning: payments -> ?: ledger:record: no owner among the given manifests; not checked",
+        "warning: payments -> ?: notifications:send@v2: no owner among the given manifests; not checked",
+        "1 produces entry checked, 2 without an owner: 0 errors, 0 warnings, 0 infos; compatible",
     ]
 
 
@@ -79,16 +79,16 @@ def test_an_exact_copy_is_compatible(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("request_fields", "response_fields", "line"),
     [
-        # The producer does not send a property the provider requires.
+        # The producer does not send a property the owner requires.
         ({"orderId": "string"}, COPY_RESPONSE,
          "error: orders -> payments: payments:capture@v1.request.amount: request-property-added-required"),
-        # The producer sends what the provider's constraint refuses.
+        # The producer sends what the owner's constraint refuses.
         ({"orderId": "string", "amount": "integer"}, COPY_RESPONSE,
          "error: orders -> payments: payments:capture@v1.request.amount: request-constraint-tightened"),
-        # The producer decodes a narrower response than the provider answers.
+        # The producer decodes a narrower response than the owner answers.
         (COPY_REQUEST, {**COPY_RESPONSE, "status": "Status"},
          "error: orders -> payments: payments:capture@v1.response.status: response-type-widened"),
-        # The producer expects a property the provider never answers.
+        # The producer expects a property the owner never answers.
         (COPY_REQUEST, {**COPY_RESPONSE, "fee": "integer?"},
          "error: orders -> payments: payments:capture@v1.response.fee: response-property-removed"),
     ],
@@ -102,7 +102,7 @@ def test_a_broken_copy_fails_with_both_services_and_the_path(
     assert result.exit_code == 1, result.output
     assert any(text.startswith(line) for text in result.stdout.splitlines()), result.stdout
     assert result.stdout.splitlines()[-1].endswith("; incompatible")
-    # The runtime's verdict on the built documents (the producer's descriptor, the provider's spec) agrees.
+    # The runtime's verdict on the built documents (the producer's descriptor, the owner's spec) agrees.
     key, direction = "payments:capture@v1", line.split(".")[1]
     copy = produced_schemas(load_manifest(tmp_path / "orders.yaml"), tmp_path / "out")[key]
     served = topic_schemas(load_manifest(tmp_path / "payments.yaml"), tmp_path / "out")[key]
@@ -116,7 +116,7 @@ def test_a_broken_copy_fails_with_both_services_and_the_path(
 
 
 def test_what_only_loosens_is_compatible_but_reported(tmp_path: Path) -> None:
-    # The producer sends a property the provider ignores (a warning) and misses one the provider adds (info).
+    # The producer sends a property the owner ignores (a warning) and misses one the owner adds (info).
     result = compat(tmp_path, orders({**COPY_REQUEST, "note": "string?"}, {"captureId": "string", "amount": "integer"}))
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines() == [
@@ -128,7 +128,7 @@ def test_what_only_loosens_is_compatible_but_reported(tmp_path: Path) -> None:
     ]
 
 
-def test_a_version_the_provider_does_not_serve_is_an_error(tmp_path: Path) -> None:
+def test_a_version_the_owner_does_not_serve_is_an_error(tmp_path: Path) -> None:
     result = compat(tmp_path, orders(COPY_REQUEST, COPY_RESPONSE, version="v9"))
     assert result.exit_code == 1
     assert result.stdout.startswith(
@@ -144,8 +144,8 @@ def test_json_output(tmp_path: Path) -> None:
     assert document["summary"] == {"checked": 1, "error": 1, "warning": 0, "info": 0, "breaking": True}
     assert document["unmatched"] == []
     (finding,) = document["findings"]
-    assert {key: finding[key] for key in ("producer", "provider", "rule", "path")} == {
-        "producer": "orders", "provider": "payments", "rule": "request-property-added-required",
+    assert {key: finding[key] for key in ("producer", "owner", "rule", "path")} == {
+        "producer": "orders", "owner": "payments", "rule": "request-property-added-required",
         "path": "payments:capture@v1.request.amount",
     }
 
@@ -163,12 +163,12 @@ def test_a_levels_file_lowers_a_rule(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
 
 
-def test_a_producer_taking_its_types_from_the_provider_is_compatible_by_construction() -> None:
+def test_a_producer_taking_its_types_from_the_owner_is_compatible_by_construction() -> None:
     report = compat_manifests([load_manifest(EXAMPLES / "orders.yaml"), load_manifest(EXAMPLES / "payments.yaml")])
     assert (report.checked, report.findings) == (1, ())
 
 
-def test_rev_path_reads_the_provider_a_from_entry_names_at_the_same_revision(
+def test_rev_path_reads_the_owner_a_from_entry_names_at_the_same_revision(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write(tmp_path, "payments", PAYMENTS)

@@ -69,12 +69,12 @@ def test_a_request_missing_a_required_property_names_its_path() -> None:
 def test_directions_are_not_symmetric() -> None:
     integer = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
     number = {"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]}
-    # A caller sending integers to a provider accepting numbers is fine; numbers to integers is not.
+    # A caller sending integers to an owner accepting numbers is fine; numbers to integers is not.
     assert first_incompatibility(integer, number, direction="request") is None
     assert first_incompatibility(number, integer, direction="request") == (
         "request.n: request-type-narrowed: some values old callers send are refused"
     )
-    # A provider answering numbers to a caller decoding integers breaks it (a 2.5); the reverse is fine.
+    # An owner answering numbers to a caller decoding integers breaks it (a 2.5); the reverse is fine.
     assert first_incompatibility(number, integer, direction="response") is not None
     assert first_incompatibility(integer, number, direction="response") is None
 

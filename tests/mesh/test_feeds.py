@@ -6,7 +6,7 @@ from typing import Any
 import httpx
 
 from svcgen.runtime._health import HealthCheckResult, HealthReport
-from svcgen.runtime._mesh.feeds import EnvelopePublisher, FeedSender, heartbeat_document
+from svcgen.runtime._mesh.feeds import EnvelopeSender, FeedSender, heartbeat_document
 from svcgen.runtime._result import Result
 
 
@@ -32,8 +32,8 @@ def test_feeds_post_envelopes_to_the_collector_invoke_surface() -> None:
         "svc:mesh:traces": ("ok", {"accepted": 2}),
         "svc:mesh:issues": ("bad-request", {"status": "bad-request", "detail": "service is required"}),
     }
-    publisher = EnvelopePublisher("http://collector.test:8700/", "/ops", transport=collector_transport(answers, seen))
-    feeds = FeedSender(publisher)
+    sender = EnvelopeSender("http://collector.test:8700/", "/ops", transport=collector_transport(answers, seen))
+    feeds = FeedSender(sender)
 
     async def run() -> list[Result[Any]]:
         try:
@@ -44,7 +44,7 @@ def test_feeds_post_envelopes_to_the_collector_invoke_surface() -> None:
                 await feeds.issues({"issues": []}),
             ]
         finally:
-            await publisher.aclose()
+            await sender.aclose()
 
     register, heartbeat, traces, issues = asyncio.run(run())
     assert [s["url"] for s in seen] == ["http://collector.test:8700/ops/invoke"] * 4
@@ -67,11 +67,11 @@ def test_unreachable_or_broken_collector_is_a_result_never_an_exception() -> Non
         return httpx.Response(500, text="boom")
 
     async def send(handler: Any) -> Result[Any]:
-        publisher = EnvelopePublisher("http://c.test", transport=httpx.MockTransport(handler))
+        sender = EnvelopeSender("http://c.test", transport=httpx.MockTransport(handler))
         try:
-            return await FeedSender(publisher).register({"service": "s"})
+            return await FeedSender(sender).register({"service": "s"})
         finally:
-            await publisher.aclose()
+            await sender.aclose()
 
     assert asyncio.run(send(refuse)).status == "service-unavailable"
     assert asyncio.run(send(garbage)).status == "unexpected-error"

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from svcgen.runtime._http.app import create_app
-from svcgen.runtime._mesh.feeds import EnvelopePublisher
+from svcgen.runtime._mesh.feeds import EnvelopeSender
 from svcgen.runtime._mesh.host import MeshHost, MeshSettings
 from tests.support.sample import build_service
 from tests.support.server import free_port, running
@@ -75,7 +75,7 @@ def test_requests_are_never_held_by_the_feeds(collector: object) -> None:
     with collector() as url:  # type: ignore[operator]
         settings = MeshSettings(collector=url, heartbeat_seconds=0.01, trace_queue_cap=QUEUE_CAP)
         service_mesh = MeshHost(build_service().identity, settings,
-                                publisher=EnvelopePublisher(url, timeout=FEED_TIMEOUT))
+                                sender=EnvelopeSender(url, timeout=FEED_TIMEOUT))
         app = service_mesh.attach(create_app(build_service(middleware=service_mesh.middleware),
                                              ["GET /orders/{orderId} -> orders:get"]))
 

@@ -271,7 +271,7 @@ def test_with_both_the_collector_and_the_receiver_get_the_same_spans() -> None:
     collector = Collector()
     with otlp_receiver() as receiver:
         host = MeshHost(IDENTITY, MeshSettings("http://collector.test", otlp="http://unused.test"),
-                        publisher=collector, environ={ENDPOINT_ENV: receiver.url})
+                        sender=collector, environ={ENDPOINT_ENV: receiver.url})
         assert isinstance(host.tracer.exporter, FanOutExporter)
         run(lambda: serve_once(host))
         spans = receiver.spans

@@ -64,7 +64,7 @@ class Ids:
         return f"b-{self.issued}"
 
 
-def make(publisher: RecordingPublisher, events: list[dict[str, Any]] | Source | None = None,
+def make(sender: RecordingPublisher, events: list[dict[str, Any]] | Source | None = None,
          issues: list[dict[str, Any]] | None = None, **options: Any) -> Reporter:
     source = events if isinstance(events, Source) else Source(events)
     window = issues if issues is not None else []
@@ -79,41 +79,41 @@ def make(publisher: RecordingPublisher, events: list[dict[str, Any]] | Source | 
 
     options.setdefault("batch_ids", Ids())
     return Reporter(
-        FeedSender(publisher), DESCRIPTOR, service="orders", instance_id="i-1", health=health,
+        FeedSender(sender), DESCRIPTOR, service="orders", instance_id="i-1", health=health,
         traces=source.drain, backlog=lambda: len(source.queue), dropped=lambda: source.dropped,
         issues=flush_issues, clock=lambda: MOMENT, **options,
     )
 
 
-def sent(publisher: RecordingPublisher, feed: str) -> list[Any]:
-    return [payload for topic, payload in publisher.sent if topic == f"svc:mesh:{feed}"]
+def sent(sender: RecordingPublisher, feed: str) -> list[Any]:
+    return [payload for topic, payload in sender.sent if topic == f"svc:mesh:{feed}"]
 
 
 def test_beats_register_once_then_heartbeat_and_issues_with_a_batch_id() -> None:
-    publisher = RecordingPublisher()
-    reporter = make(publisher)
+    sender = RecordingPublisher()
+    reporter = make(sender)
 
     async def run() -> None:
         await reporter.beat()
         await reporter.beat()
 
     asyncio.run(run())
-    assert publisher.topics() == ["register", "heartbeat", "issues", "heartbeat", "issues"]
-    register, heartbeat = publisher.sent[0][1], publisher.sent[1][1]
+    assert sender.topics() == ["register", "heartbeat", "issues", "heartbeat", "issues"]
+    register, heartbeat = sender.sent[0][1], sender.sent[1][1]
     assert register == DESCRIPTOR.document
     assert heartbeat == {
         "service": "orders", "sentAt": "2026-11-22T10:00:00.000Z", "instanceId": "i-1",
         "descriptorHash": DESCRIPTOR.hash, "health": {"isHealthy": True, "healthChecks": {"db": {"status": "ok"}}},
     }
-    assert sent(publisher, "issues") == [{"service": "orders", "issues": [], "batchId": "b-1"},
+    assert sent(sender, "issues") == [{"service": "orders", "issues": [], "batchId": "b-1"},
                                          {"service": "orders", "issues": [], "batchId": "b-2"}]
 
 
 def test_trace_flush_sends_full_batches_each_with_its_own_id_until_a_partial_one() -> None:
-    publisher = RecordingPublisher()
-    reporter = make(publisher, [{"traceId": str(i)} for i in range(5)], batch_size=2)
+    sender = RecordingPublisher()
+    reporter = make(sender, [{"traceId": str(i)} for i in range(5)], batch_size=2)
     asyncio.run(reporter.flush_traces())
-    assert sent(publisher, "traces") == [
+    assert sent(sender, "traces") == [
         {"events": [{"traceId": "0"}, {"traceId": "1"}], "batchId": "b-1"},
         {"events": [{"traceId": "2"}, {"traceId": "3"}], "batchId": "b-2"},
         {"events": [{"traceId": "4"}], "batchId": "b-3"},
@@ -123,41 +123,41 @@ def test_trace_flush_sends_full_batches_each_with_its_own_id_until_a_partial_one
 def test_traces_flow_on_their_own_cadence_whatever_the_heartbeat() -> None:
     """A 1-hour heartbeat: events still reach the collector within the flush interval, and a full batch goes at
     the next tick; the heartbeat itself stays on its period (one beat at start)."""
-    publisher = RecordingPublisher()
+    sender = RecordingPublisher()
     source = Source()
-    reporter = make(publisher, source, interval=3600, flush_interval=0.2, batch_size=3)
+    reporter = make(sender, source, interval=3600, flush_interval=0.2, batch_size=3)
 
     async def run() -> None:
         await reporter.start()
         source.add({"traceId": "a"})
         for _ in range(100):
             await asyncio.sleep(0.02)
-            if sent(publisher, "traces"):
+            if sent(sender, "traces"):
                 break
         source.add({"traceId": "b"}, {"traceId": "c"}, {"traceId": "d"})
         for _ in range(100):
             await asyncio.sleep(0.02)
-            if len(sent(publisher, "traces")) == 2:
+            if len(sent(sender, "traces")) == 2:
                 break
         await reporter.stop()
 
     asyncio.run(run())
-    batches = [[e["traceId"] for e in batch["events"]] for batch in sent(publisher, "traces")]
+    batches = [[e["traceId"] for e in batch["events"]] for batch in sent(sender, "traces")]
     assert batches == [["a"], ["b", "c", "d"]]
-    assert publisher.topics().count("heartbeat") == 1
+    assert sender.topics().count("heartbeat") == 1
 
 
 def test_hash_mismatch_answer_makes_the_next_beat_register() -> None:
-    publisher = RecordingPublisher()
-    publisher.script("svc:mesh:heartbeat", Result.ok({"accepted": 1}), Result.ok({"accepted": 1, "reregister": True}))
-    reporter = make(publisher)
+    sender = RecordingPublisher()
+    sender.script("svc:mesh:heartbeat", Result.ok({"accepted": 1}), Result.ok({"accepted": 1, "reregister": True}))
+    reporter = make(sender)
 
     async def run() -> None:
         for _ in range(3):
             await reporter.beat()
 
     asyncio.run(run())
-    assert publisher.topics() == [
+    assert sender.topics() == [
         "register", "heartbeat", "issues",
         "heartbeat", "issues",
         "register", "heartbeat", "issues",
@@ -165,14 +165,14 @@ def test_hash_mismatch_answer_makes_the_next_beat_register() -> None:
 
 
 def test_failed_batches_are_resent_whole_with_the_same_id_timeouts_included() -> None:
-    publisher = RecordingPublisher()
+    sender = RecordingPublisher()
     down = Result.service_unavailable("cannot reach collector")
-    publisher.script("svc:mesh:register", down)
-    publisher.script("svc:mesh:heartbeat", down)
-    publisher.script("svc:mesh:traces", down, Result.timeout("collector did not answer"))
-    publisher.script("svc:mesh:issues", down)
+    sender.script("svc:mesh:register", down)
+    sender.script("svc:mesh:heartbeat", down)
+    sender.script("svc:mesh:traces", down, Result.timeout("collector did not answer"))
+    sender.script("svc:mesh:issues", down)
     issue = {"fingerprint": "f" * 32, "count": 1}
-    reporter = make(publisher, [{"traceId": "a"}, {"traceId": "b"}], issues=[issue])
+    reporter = make(sender, [{"traceId": "a"}, {"traceId": "b"}], issues=[issue])
 
     async def run() -> None:
         await reporter.flush_traces()
@@ -183,8 +183,8 @@ def test_failed_batches_are_resent_whole_with_the_same_id_timeouts_included() ->
         await reporter.beat()
 
     asyncio.run(run())
-    assert sent(publisher, "traces") == [{"events": [{"traceId": "a"}, {"traceId": "b"}], "batchId": "b-1"}] * 3
-    issues = sent(publisher, "issues")
+    assert sent(sender, "traces") == [{"events": [{"traceId": "a"}, {"traceId": "b"}], "batchId": "b-1"}] * 3
+    issues = sent(sender, "issues")
     assert issues == [
         {"service": "orders", "issues": [issue], "batchId": "b-2"},
         {"service": "orders", "issues": [issue], "batchId": "b-2"},  # resent first, same id
@@ -197,11 +197,11 @@ def test_failed_batches_are_resent_whole_with_the_same_id_timeouts_included() ->
 
 def test_while_a_batch_waits_to_be_resent_nothing_more_is_drained() -> None:
     """The queue stays the one place events wait (bounded, counting its drops); order is kept."""
-    publisher = RecordingPublisher()
+    sender = RecordingPublisher()
     down = Result.service_unavailable("cannot reach collector")
-    publisher.script("svc:mesh:traces", down, down, down)
+    sender.script("svc:mesh:traces", down, down, down)
     source = Source()
-    reporter = make(publisher, source, batch_size=3)
+    reporter = make(sender, source, batch_size=3)
 
     async def run() -> None:
         for n in range(3):
@@ -211,8 +211,8 @@ def test_while_a_batch_waits_to_be_resent_nothing_more_is_drained() -> None:
         await reporter.flush_traces()  # the collector is back
 
     asyncio.run(run())
-    assert [b["batchId"] for b in sent(publisher, "traces")] == ["b-1"] * 4 + ["b-2", "b-3"]
-    assert [e["traceId"] for b in sent(publisher, "traces")[3:] for e in b["events"]] == [
+    assert [b["batchId"] for b in sent(sender, "traces")] == ["b-1"] * 4 + ["b-2", "b-3"]
+    assert [e["traceId"] for b in sent(sender, "traces")[3:] for e in b["events"]] == [
         f"{n}.{i}" for n in range(3) for i in range(3)
     ]
     assert reporter.lost_trace_events == 0 and reporter.pending_trace_events == 0 and not source.queue
@@ -221,11 +221,11 @@ def test_while_a_batch_waits_to_be_resent_nothing_more_is_drained() -> None:
 def test_shutdown_counts_the_queue_and_the_retry_buffer_and_logs_the_true_total(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    publisher = RecordingPublisher()
+    sender = RecordingPublisher()
     source = Source([{"traceId": str(n)} for n in range(1200)])
     source.dropped = 7
-    reporter = make(publisher, source, batch_size=500, shutdown_timeout=0.2)
-    publisher.script("svc:mesh:traces", Result.service_unavailable("down"), Result.service_unavailable("down"))
+    reporter = make(sender, source, batch_size=500, shutdown_timeout=0.2)
+    sender.script("svc:mesh:traces", Result.service_unavailable("down"), Result.service_unavailable("down"))
 
     with caplog.at_level(logging.WARNING, logger="svcgen.mesh.reporter"):
         asyncio.run(reporter.stop())
@@ -237,25 +237,25 @@ def test_shutdown_counts_the_queue_and_the_retry_buffer_and_logs_the_true_total(
 
 
 def test_stop_flushes_everything_left_and_is_bounded_when_the_collector_hangs() -> None:
-    publisher = RecordingPublisher()
+    sender = RecordingPublisher()
     source = Source([{"traceId": str(n)} for n in range(1100)])
-    reporter = make(publisher, source, interval=3600, batch_size=500)
+    reporter = make(sender, source, interval=3600, batch_size=500)
     asyncio.run(reporter.stop())
-    assert [len(b["events"]) for b in sent(publisher, "traces")] == [500, 500, 100]
+    assert [len(b["events"]) for b in sent(sender, "traces")] == [500, 500, 100]
     assert reporter.lost_trace_events == 0
 
-    publisher = RecordingPublisher()
-    reporter = make(publisher, [{"traceId": "late"}], interval=3600, shutdown_timeout=0.05)
+    sender = RecordingPublisher()
+    reporter = make(sender, [{"traceId": "late"}], interval=3600, shutdown_timeout=0.05)
 
     async def run() -> None:
         await reporter.start()
-        while len(publisher.sent) < 3:
+        while len(sender.sent) < 3:
             await asyncio.sleep(0.001)
-        publisher.hang = True
+        sender.hang = True
         await asyncio.wait_for(reporter.stop(), timeout=5)
 
     asyncio.run(run())
-    assert publisher.topics()[:3] == ["register", "heartbeat", "issues"]
+    assert sender.topics()[:3] == ["register", "heartbeat", "issues"]
     assert reporter.lost_trace_events == 1  # queued, never sent
 
 

@@ -97,7 +97,7 @@ def build(tmp_path: Path, manifest: str, service: str, handler: str, module: str
 def app_of(package: ModuleType, setup: Wiring, recorder: Recorder) -> Any:
     service = importlib.import_module(f"{package.__name__}.service")
     mesh = MeshHost(service.identity(), MeshSettings("http://127.0.0.1:9", heartbeat_seconds=3600),
-                    publisher=recorder, environ={})
+                    sender=recorder, environ={})
     return service.create_app(setup=setup, mesh=mesh)
 
 

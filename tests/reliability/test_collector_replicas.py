@@ -17,7 +17,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from svcgen.runtime._mesh.feeds import EnvelopePublisher, FeedSender
+from svcgen.runtime._mesh.feeds import EnvelopeSender, FeedSender
 from svcgen.runtime._status import STATUS_CODES, is_success
 from tests.support.reliability import CollectorProcess, invoke, report
 
@@ -190,7 +190,7 @@ def test_replicas_fed_at_once_answer_alike_and_count_exactly(count: int, postgre
 def test_a_replica_killed_mid_stream_loses_nothing_acknowledged_and_counts_nothing_twice(
     postgres_url: str, tmp_path: Path
 ) -> None:
-    """Two replicas; three reporters (the runtime's FeedSender over EnvelopePublisher) send trace and issue
+    """Two replicas; three reporters (the runtime's FeedSender over EnvelopeSender) send trace and issue
     batches, each to its replica, and resend an unanswered or refused batch, same batchId, to the other; after a
     third of the batches the first replica is SIGKILLed. Every batch ends acknowledged and the counts equal the
     ground truth: nothing lost, nothing counted twice."""
@@ -209,7 +209,7 @@ def test_a_replica_killed_mid_stream_loses_nothing_acknowledged_and_counts_nothi
         resent = Counter[str]()
 
         async def reporter(share: list[tuple[str, dict[str, Any]]]) -> None:
-            senders = [FeedSender(EnvelopePublisher(base, timeout=5.0)) for base in bases]
+            senders = [FeedSender(EnvelopeSender(base, timeout=5.0)) for base in bases]
             try:
                 for feed, body in share:
                     for attempt in range(40):
@@ -227,7 +227,7 @@ def test_a_replica_killed_mid_stream_loses_nothing_acknowledged_and_counts_nothi
                     sent.release()
             finally:
                 for sender in senders:
-                    await sender.publisher.aclose()  # type: ignore[attr-defined]
+                    await sender.sender.aclose()  # type: ignore[attr-defined]
 
         threads = [threading.Thread(target=asyncio.run, args=(reporter(work[part::3]),)) for part in range(3)]
         for thread in threads:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import orjson
 
@@ -15,6 +15,7 @@ from .._health import HealthReport
 from .._http.sender import HttpSender
 from .._result import Result
 from .._topics import DEFAULT_PREFIX, HEARTBEAT_TOPIC, ISSUES_TOPIC, REGISTER_TOPIC, TRACES_TOPIC, normalize_prefix
+from .._wiring import Sender
 from .clock import rfc3339
 
 logger = logging.getLogger("svcgen.mesh.feeds")
@@ -26,10 +27,6 @@ REREGISTER_KEY = "reregister"
 """Set true in a heartbeat answer when the collector wants the service to register again."""
 
 
-class Publisher(Protocol):
-    """Anything that sends a message and reports the outcome: an HTTP sender, a queue, a bus."""
-
-    async def send(self, topic: str, payload: Any = None, headers: Mapping[str, str] | None = None) -> Result[Any]: ...
 
 
 def bearer(token: str | None) -> dict[str, str]:
@@ -42,7 +39,7 @@ def feed_envelope(topic: str, payload: Any = None, headers: Mapping[str, str] | 
     return {"topic": topic, "headers": dict(headers or {}), "body": orjson.dumps(payload).decode()}
 
 
-class EnvelopePublisher:
+class EnvelopeSender:
     """Publishes by HTTP POST of the message envelope to `{collector}{prefix}/invoke`, with `authorization: Bearer
     <token>` when given the collector's token."""
 
@@ -88,8 +85,8 @@ def _unwrap(answer: Any) -> Result[Any]:
 
 
 class FeedSender:
-    def __init__(self, publisher: Publisher) -> None:
-        self.publisher = publisher
+    def __init__(self, sender: Sender) -> None:
+        self.sender = sender
 
     async def register(self, descriptor: Mapping[str, Any]) -> Result[Any]:
         return await self._publish(REGISTER_TOPIC, descriptor)
@@ -107,7 +104,7 @@ class FeedSender:
 
     async def _publish(self, topic: str, body: Any) -> Result[Any]:
         try:
-            return await self.publisher.send(topic, body)
+            return await self.sender.send(topic, body)
         except Exception as exc:
             logger.warning("feed %s failed: %s", topic, type(exc).__name__)
             return Result.unexpected_error(f"feed {topic} failed ({type(exc).__name__})")

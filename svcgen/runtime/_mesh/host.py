@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from .._descriptor import Identity
 from .._http.app import HttpApp
 from .._pipeline import Middleware
-from .._wiring import WiringError
+from .._wiring import Sender, WiringError
 from .exporters import Exporter, FanOutExporter, QueueExporter
-from .feeds import TOKEN_ENV, EnvelopePublisher, FeedSender, Publisher
+from .feeds import TOKEN_ENV, EnvelopeSender, FeedSender
 from .issues import IssueAggregator
-from .jetstream import MESH_NATS_ENV, JetStreamPublisher, require_nats
+from .jetstream import MESH_NATS_ENV, JetStreamSender, require_nats
 from .otlp import DEFAULT_SCHEDULE_DELAY, SCHEDULE_DELAY_ENV, OtlpExporter, traces_endpoint
 from .reporter import DEFAULT_INTERVAL, Reporter
 from .traces import TraceMiddleware
@@ -93,7 +93,7 @@ class MeshHost:
         identity: Identity,
         settings: MeshSettings,
         *,
-        publisher: Publisher | None = None,
+        sender: Sender | None = None,
         instance_id: str | None = None,
         environ: Mapping[str, str] = os.environ,
     ) -> None:
@@ -122,7 +122,7 @@ class MeshHost:
         self.tracer = TraceMiddleware(
             self.identity, exporter, on_failure=[self.issues.observe] if self.issues is not None else []
         )
-        self._publisher = publisher
+        self._publisher = sender
         self.reporter: Reporter | None = None
 
     @property
@@ -140,9 +140,9 @@ class MeshHost:
             return app
         owned = self._publisher is None
         # The collector's surfaces are under the default prefix, whatever prefix this service uses.
-        publisher = self._publisher or self._feed_publisher()
+        sender = self._publisher or self._feed_sender()
         reporter = Reporter(
-            FeedSender(publisher),
+            FeedSender(sender),
             app.service.descriptor,
             service=self.identity.service,
             instance_id=self.instance_id,
@@ -156,16 +156,16 @@ class MeshHost:
 
         async def stop() -> None:
             await reporter.stop()
-            if owned and isinstance(publisher, EnvelopePublisher | JetStreamPublisher):
-                await publisher.aclose()
+            if owned and isinstance(sender, EnvelopeSender | JetStreamSender):
+                await sender.aclose()
 
         app.on_startup.append(reporter.start)
         app.on_shutdown.append(stop)
         self.reporter = reporter
         return app
 
-    def _feed_publisher(self) -> EnvelopePublisher | JetStreamPublisher:
+    def _feed_sender(self) -> EnvelopeSender | JetStreamSender:
         if self.settings.nats and self.settings.transport == "nats":
-            return JetStreamPublisher(self.settings.nats)
+            return JetStreamSender(self.settings.nats)
         assert self.settings.collector is not None  # `feeds` holds: not nats, so a collector
-        return EnvelopePublisher(self.settings.collector, token=self.settings.token)
+        return EnvelopeSender(self.settings.collector, token=self.settings.token)

@@ -6,7 +6,7 @@ has committed it. A collector that is down loses nothing within the stream's ret
 A message is the same envelope the HTTP feed posts to `{collector}/svc/invoke`; the collector hands it to the same
 invocation path (same checks, same batch-id deduplication), so a redelivered batch is counted once.
 
-nats-py is an extra (`svcgen[nats]`): imported only when a publisher or consumer is made.
+nats-py is an extra (`svcgen[nats]`): imported only when a sender or consumer is made.
 """
 
 from __future__ import annotations
@@ -145,8 +145,8 @@ class MeshConnection:
                 await client.close()
 
 
-class JetStreamPublisher:
-    """A feeds `Publisher`: each feed envelope is published to `<subject_prefix>.<feed>` and succeeds once JetStream
+class JetStreamSender:
+    """A feeds `Sender`: each feed envelope is published to `<subject_prefix>.<feed>` and succeeds once JetStream
     acknowledged it (stored), within `timeout`; anything else is a failed send the reporter keeps and resends. A
     body with a `batchId` is published with it as `Nats-Msg-Id`."""
 

@@ -3,7 +3,7 @@ go on their own cadence, as soon as a batch is full or about a second after the 
 period never limits how many trace events reach the collector.
 
 It runs in its own tasks, so nothing it does (a slow, refusing or broken collector) can block or fail a request;
-every send is bounded by its publisher's timeout.
+every send is bounded by its sender's timeout.
 
 Every batch carries a `batchId`, the same on every resend, so the collector can deduplicate a batch that arrived
 although its answer did not: any failed send (refused, unreachable, timed out) is kept whole and resent. What

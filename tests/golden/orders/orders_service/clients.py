@@ -24,7 +24,15 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, Final, Self, TypeVar
 
-from svcgen.runtime import Result, Sender, codec_for, open_sender, propagation_headers
+from svcgen.runtime import (
+    HttpSender,
+    NatsSender,
+    Result,
+    Sender,
+    codec_for,
+    open_sender,
+    propagation_headers,
+)
 
 from . import models
 
@@ -43,13 +51,15 @@ class Clients:
     """
 
     def __init__(self, target: str | Sender) -> None:
-        self._owns_sender = isinstance(target, str)
-        # The sender forwards the current trace, so the callee's span joins this invocation's trace.
-        self.sender = open_sender(target, extra_headers=propagation_headers) if isinstance(target, str) else target
+        self._owned: HttpSender | NatsSender | None = None
+        if isinstance(target, str):
+            # The sender forwards the current trace, so the callee's span joins this invocation's trace.
+            target = self._owned = open_sender(target, extra_headers=propagation_headers)
+        self.sender: Sender = target
 
     async def aclose(self) -> None:
-        if self._owns_sender:
-            await self.sender.aclose()
+        if self._owned is not None:
+            await self._owned.aclose()
 
     async def __aenter__(self) -> Self:
         return self

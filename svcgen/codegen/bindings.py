@@ -1,6 +1,6 @@
-"""The service's wiring as data: every (topic, version) binding, routes, produced topics, identity, health.
+"""The service's bindings as data: every (topic, version) binding, routes, produced topics, identity, health.
 
-One function over the manifest (`wiring_of`) feeds both service.py's template and the contract
+One function over the manifest (`service_bindings`) feeds both service.py's template and the contract
 derivation, and both spell request and response types with `type_text`, so the committed documents and
 the running registry cannot disagree.
 """
@@ -63,7 +63,7 @@ class HealthBinding:
 
 
 @dataclass(frozen=True)
-class Wiring:
+class ServiceBindings:
     service: str
     service_version: str | None
     placement: tuple[tuple[str, str], ...]
@@ -85,12 +85,12 @@ class Wiring:
         )
 
 
-def wiring_of(manifest: Manifest) -> Wiring:
+def service_bindings(manifest: Manifest) -> ServiceBindings:
     modules = handler_slugs(TopicKey(topic.id, topic.version) for topic in manifest.topics)
     methods = handler_slugs(TopicKey(topic.id, topic.version) for topic in manifest.produces)
     _check_identifiers(manifest.topics, modules, "handler module")
     _check_identifiers(manifest.produces, methods, "client method")
-    return Wiring(
+    return ServiceBindings(
         service=manifest.service,
         service_version=manifest.service_version,
         placement=tuple(sorted((manifest.placement or {}).items())),

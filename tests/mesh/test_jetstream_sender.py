@@ -1,4 +1,4 @@
-"""The JetStream feeds publisher against a real NATS server: the stream made when missing, each batch published
+"""The JetStream feeds sender against a real NATS server: the stream made when missing, each batch published
 with its batch id as `Nats-Msg-Id` and acknowledged by JetStream, a failed publish kept by the reporter and resent
 with the same id."""
 
@@ -19,7 +19,7 @@ from svcgen.manifest import load_manifest
 from svcgen.runtime._descriptor import Identity, build_descriptor
 from svcgen.runtime._mesh.feeds import FeedSender
 from svcgen.runtime._mesh.host import MeshHost, MeshSettings
-from svcgen.runtime._mesh.jetstream import MESH_NATS_ENV, JetStreamPublisher, MeshStream
+from svcgen.runtime._mesh.jetstream import MESH_NATS_ENV, JetStreamSender, MeshStream
 from svcgen.runtime._mesh.reporter import Reporter
 from svcgen.runtime._wiring import WiringError
 from tests.support import feeds as documents
@@ -56,18 +56,18 @@ def test_feeds_are_published_to_the_stream_it_creates_each_batch_with_its_id(
     nats_url: str, mesh_stream: MeshStream
 ) -> None:
     async def run() -> list[Any]:
-        publisher = JetStreamPublisher(nats_url, mesh_stream)
-        feeds = FeedSender(publisher)
+        sender = JetStreamSender(nats_url, mesh_stream)
+        feeds = FeedSender(sender)
         try:
             return [
                 await feeds.register(documents.descriptor()),
                 await feeds.traces([documents.event(1), documents.event(2)], "batch-1"),
                 await feeds.traces([documents.event(1), documents.event(2)], "batch-1"),  # a resend
                 await feeds.issues({"service": "orders", "issues": [documents.issue()], "batchId": "batch-2"}),
-                await publisher.send("svc:mesh:query:fleet", {}),
+                await sender.send("svc:mesh:query:fleet", {}),
             ]
         finally:
-            await publisher.aclose()
+            await sender.aclose()
 
     register, traces, resent, issues, query = asyncio.run(run())
     assert [answer.status for answer in (register, traces, resent, issues)] == ["ok"] * 4
@@ -103,9 +103,9 @@ def test_a_batch_jetstream_did_not_take_is_kept_and_resent_with_its_id(stopped_n
     ids = iter(["b-1", "b-2", "b-3", "b-4"])
 
     async def run() -> tuple[int, int, int]:
-        publisher = JetStreamPublisher(stopped_nats.url, stream, timeout=1.0)
+        sender = JetStreamSender(stopped_nats.url, stream, timeout=1.0)
         events = [documents.event(n) for n in range(3)]
-        reporter = Reporter(FeedSender(publisher), build_descriptor(Identity("orders"), None), service="orders",
+        reporter = Reporter(FeedSender(sender), build_descriptor(Identity("orders"), None), service="orders",
                             traces=lambda n: [events.pop()] if events else [], batch_ids=lambda: next(ids),
                             batch_size=1)  # fmt: skip
         try:
@@ -115,7 +115,7 @@ def test_a_batch_jetstream_did_not_take_is_kept_and_resent_with_its_id(stopped_n
             await reporter.flush_traces(until_empty=True)
             return kept, reporter.pending_trace_events, reporter.trace_batches_sent
         finally:
-            await publisher.aclose()
+            await sender.aclose()
 
     kept, pending, sent = asyncio.run(run())
     assert (kept, pending, sent) == (1, 0, 3)
@@ -130,10 +130,10 @@ def test_the_mesh_host_publishes_to_jetstream_when_told_so_by_its_settings_or_en
     by_manifest = MeshHost(identity, MeshSettings(None, transport="nats", nats="nats://127.0.0.1:4222"), environ={})
     by_environment = MeshHost(identity, MeshSettings("http://127.0.0.1:8700"), environ={MESH_NATS_ENV: "nats://n:4222"})
     plain = MeshHost(identity, MeshSettings("http://127.0.0.1:8700"), environ={})
-    assert isinstance(by_manifest._feed_publisher(), JetStreamPublisher)
+    assert isinstance(by_manifest._feed_sender(), JetStreamSender)
     assert (by_environment.settings.transport, by_environment.settings.nats) == ("nats", "nats://n:4222")
-    assert isinstance(by_environment._feed_publisher(), JetStreamPublisher)
-    assert not isinstance(plain._feed_publisher(), JetStreamPublisher)
+    assert isinstance(by_environment._feed_sender(), JetStreamSender)
+    assert not isinstance(plain._feed_sender(), JetStreamSender)
 
 
 def test_without_nats_py_the_mesh_host_fails_at_start_with_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -152,7 +152,7 @@ def test_a_service_built_with_mesh_transport_nats_publishes_to_jetstream(tmp_pat
         settings = service.MESH
         host = MeshHost(service.identity(), settings, environ={})
     assert settings == MeshSettings(None, 0.5, True, transport="nats", nats="nats://127.0.0.1:4222")
-    assert isinstance(host._feed_publisher(), JetStreamPublisher)
+    assert isinstance(host._feed_sender(), JetStreamSender)
 
 
 BOOKS = """svcgen: 1

@@ -1,6 +1,6 @@
-"""`produces: - from: <provider manifest>`: a produces entry that takes its topic's types from the provider.
+"""`produces: - from: <owner's manifest>`: a produces entry that takes its topic's types from the owner.
 
-The provider's manifest is loaded (and validated) like any other; the entry gets the provider's (topic, version)
+The owner's manifest is loaded (and validated) like any other; the entry gets the owner's (topic, version)
 and every record and enum its request and response reach, so the producer never re-declares them.
 """
 
@@ -19,11 +19,11 @@ from .spelling import suggestion
 
 EntryKey = Literal["from", "id", "version"]
 
-_loading: ContextVar[frozenset[str]] = ContextVar("svcgen_provider_loading", default=frozenset())
-"""The provider manifests being loaded above this one (a `from:` cycle would never end)."""
+_loading: ContextVar[frozenset[str]] = ContextVar("svcgen_owner_loading", default=frozenset())
+"""The owners' manifests being loaded above this one (a `from:` cycle would never end)."""
 
 
-class ProviderError(ValueError):
+class OwnerError(ValueError):
     """The entry cannot take its types: the message, and the entry key it is about (where it is reported)."""
 
     def __init__(self, message: str, key: EntryKey = "from") -> None:
@@ -32,82 +32,82 @@ class ProviderError(ValueError):
 
 
 @dataclass(frozen=True)
-class ProvidedTopic:
-    provider: str
-    """The provider manifest's path as the producer names it (relative to the working directory)."""
+class OwnedTopic:
+    owner: str
+    """The owner's manifest's path as the producer names it (relative to the working directory)."""
     service: str
     topic: TopicDef
     records: tuple[RecordDef, ...]
     """Every record the request and response reach; jsonSchema paths relative to the producer's directory."""
     enums: tuple[EnumDef, ...]
     positions: dict[str, Position]
-    """Where the provider declares each of the types."""
+    """Where the owner declares each of the types."""
 
 
-def provided_topic(base_dir: Path, relative: str, topic_id: str, version: str | None) -> ProvidedTopic:
-    """The topic `topic_id` (at `version`; None: its only version) of the provider manifest at `relative` (to
-    `base_dir`, the producer's directory), with the types it reaches. Raises ProviderError."""
+def owned_topic(base_dir: Path, relative: str, topic_id: str, version: str | None) -> OwnedTopic:
+    """The topic `topic_id` (at `version`; None: its only version) of the owner's manifest at `relative` (to
+    `base_dir`, the producer's directory), with the types it reaches. Raises OwnerError."""
     from .load import load_manifest  # load → semantics → here
 
     if PurePosixPath(relative).is_absolute() or PureWindowsPath(relative).is_absolute():
-        raise ProviderError(f"provider manifest path {relative!r} must be relative to the manifest's directory")
+        raise OwnerError(f"owner's manifest path {relative!r} must be relative to the manifest's directory")
     target = Path(posixpath.normpath((base_dir / relative).as_posix()))  # named without `dir/..` detours
     try:
         exists = target.is_file()
     except OSError:
         exists = False
     if not exists:
-        raise ProviderError(
-            f"provider manifest {relative!r} not found (looked for {target.as_posix()}); "
+        raise OwnerError(
+            f"owner's manifest {relative!r} not found (looked for {target.as_posix()}); "
             "the path is relative to the manifest's directory"
         )
     identity = str(target.resolve())
     if identity in _loading.get():
-        raise ProviderError(f"provider manifest {relative!r} takes types back from this manifest: a from: cycle")
+        raise OwnerError(f"owner's manifest {relative!r} takes types back from this manifest: a from: cycle")
     token = _loading.set(_loading.get() | {identity})
     try:
-        provider = load_manifest(target.as_posix())
+        owner = load_manifest(target.as_posix())
     except ManifestError as error:
         problems = [diagnostic for diagnostic in error.diagnostics if diagnostic.is_error]
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise ProviderError(f"provider manifest {relative!r} is invalid: {problems[0]}{more}") from None
+        raise OwnerError(f"owner's manifest {relative!r} is invalid: {problems[0]}{more}") from None
     finally:
         _loading.reset(token)
-    topic = _topic(provider, relative, topic_id, version)
-    records, enums = _reached(provider, topic)
+    topic = _topic(owner, relative, topic_id, version)
+    records, enums = _reached(owner, topic)
     folder = posixpath.dirname(relative.replace("\\", "/"))
     records = tuple(
         replace(record, json_schema=posixpath.normpath(posixpath.join(folder, record.json_schema)))
         if record.json_schema else record
         for record in records
     )
-    return ProvidedTopic(target.as_posix(), provider.service, topic, records, enums, _positions(target, provider))
+    return OwnedTopic(target.as_posix(), owner.service, topic, records, enums, _positions(target, owner))
 
 
-def _topic(provider: Manifest, relative: str, topic_id: str, version: str | None) -> TopicDef:
-    candidates = [topic for topic in provider.topics if topic.id == topic_id]
-    where = f"provider {provider.service} ({relative})"
+def _topic(owner: Manifest, relative: str, topic_id: str, version: str | None) -> TopicDef:
+    candidates = [topic for topic in owner.topics if topic.id == topic_id]
+    where = f"owner {owner.service} ({relative})"
     if not candidates:
-        ids = list(dict.fromkeys(topic.id for topic in provider.topics))
+        ids = list(dict.fromkeys(topic.id for topic in owner.topics))
         hint = suggestion(topic_id, ids) or (f"; it serves {', '.join(ids)}" if ids else "; it serves no topics")
-        raise ProviderError(f"{where} serves no topic {topic_id!r}{hint}", "id")
+        raise OwnerError(f"{where} serves no topic {topic_id!r}{hint}", "id")
     versions = ", ".join(repr(topic.version) for topic in candidates)
     if version is None:
         if len(candidates) > 1:
-            raise ProviderError(f"{where} serves {topic_id} in versions {versions}; name one with 'version'", "id")
+            raise OwnerError(f"{where} serves {topic_id} in versions {versions}; name one with 'version'", "id")
         return candidates[0]
     for topic in candidates:
         if topic.version == version:
             return topic
     if versions == "''":
         message = f"{where} serves {topic_id} without a version, not {version!r}; leave out 'version'"
-        raise ProviderError(message, "version")
-    raise ProviderError(f"{where} serves {topic_id} in versions {versions}, not {version!r}", "version")
+        raise OwnerError(message, "version")
+    raise OwnerError(f"{where} serves {topic_id} in versions {versions}, not {version!r}", "version")
 
 
-def _reached(provider: Manifest, topic: TopicDef) -> tuple[tuple[RecordDef, ...], tuple[EnumDef, ...]]:
-    """The provider's records and enums the topic's request and response reach, in the provider's order."""
-    records = {record.name: record for record in provider.types}
+def _reached(owner: Manifest, topic: TopicDef) -> tuple[tuple[RecordDef, ...], tuple[EnumDef, ...]]:
+    """The owner's records and enums the topic's request and response reach, in the owner's order."""
+    records = {record.name: record for record in owner.types}
     reached: set[str] = set()
     pending = [*topic.request.records(), *topic.response.records()]
     while pending:
@@ -118,12 +118,12 @@ def _reached(provider: Manifest, topic: TopicDef) -> tuple[tuple[RecordDef, ...]
         if name in records:
             pending += [ref for item in records[name].fields for ref in item.type.records()]
     return (
-        tuple(record for record in provider.types if record.name in reached),
-        tuple(enum for enum in provider.enums if enum.name in reached),
+        tuple(record for record in owner.types if record.name in reached),
+        tuple(enum for enum in owner.enums if enum.name in reached),
     )
 
 
-def _positions(target: Path, provider: Manifest) -> dict[str, Position]:
+def _positions(target: Path, owner: Manifest) -> dict[str, Position]:
     document = load_yaml(target.read_text(encoding="utf-8-sig"), target.as_posix())
-    positions = {record.name: document.key_at(("types", record.name)) for record in provider.types}
-    return positions | {enum.name: document.key_at(("enums", enum.name)) for enum in provider.enums}
+    positions = {record.name: document.key_at(("types", record.name)) for record in owner.types}
+    return positions | {enum.name: document.key_at(("enums", enum.name)) for enum in owner.enums}

@@ -1,4 +1,4 @@
-"""`produces: - from: <provider manifest>`: the entry takes the provider's topic and types; every way it can go wrong
+"""`produces: - from: <owner's manifest>`: the entry takes the owner's topic and types; every way it can go wrong
 is one error at the entry's position, reported with the manifest's other errors."""
 
 from __future__ import annotations
@@ -67,10 +67,10 @@ def errors_of(path: Path) -> list[str]:
     return [str(diagnostic) for diagnostic in info.value.diagnostics if diagnostic.is_error]
 
 
-def test_the_entry_takes_the_providers_topic_version_and_the_types_it_reaches(tmp_path: Path) -> None:
+def test_the_entry_takes_the_owners_topic_version_and_the_types_it_reaches(tmp_path: Path) -> None:
     model: Manifest = load_manifest(write(tmp_path).as_posix())
     (produced,) = model.produces
-    assert (produced.id, produced.version) == ("payments:capture", "v1")  # the provider's only version
+    assert (produced.id, produced.version) == ("payments:capture", "v1")  # the owner's only version
     assert (produced.request, produced.response) == (parse_type("CapturePayment"), parse_type("Capture"))
     assert [record.name for record in model.types] == ["Order", "Money", "CapturePayment", "Capture"]
     assert [enum.name for enum in model.enums] == ["CaptureStatus"]
@@ -90,7 +90,7 @@ def test_a_different_local_type_of_the_same_name_is_an_error_naming_both(tmp_pat
         f"{path.as_posix()}:7:3: type 'Money' differs from the 'Money' that produces entry payments:capture takes "
         f"from {tmp_path.as_posix()}/payments/payments.yaml "
         f"({tmp_path.as_posix()}/payments/payments.yaml:7:3); remove the local type to use the "
-        "provider's, or rename it"
+        "owner's, or rename it"
     ]
 
 
@@ -100,10 +100,10 @@ def test_a_local_record_named_like_a_provided_enum_clashes(tmp_path: Path) -> No
     assert ":7:3: type 'CaptureStatus' differs from the 'CaptureStatus' that produces entry" in error
 
 
-def test_a_missing_provider_file_is_one_error_at_from(tmp_path: Path) -> None:
+def test_a_missing_owner_file_is_one_error_at_from(tmp_path: Path) -> None:
     path = write(tmp_path, entry="    from: ../nowhere/payments.yaml\n")
     assert errors_of(path) == [
-        f"{path.as_posix()}:13:11: provider manifest '../nowhere/payments.yaml' not found (looked for "
+        f"{path.as_posix()}:13:11: owner's manifest '../nowhere/payments.yaml' not found (looked for "
         f"{tmp_path.as_posix()}/nowhere/payments.yaml); the path is relative to the manifest's directory"
     ]
 
@@ -111,7 +111,7 @@ def test_a_missing_provider_file_is_one_error_at_from(tmp_path: Path) -> None:
 def test_an_unknown_topic_is_one_error_at_the_id_with_a_suggestion(tmp_path: Path) -> None:
     path = write(tmp_path, topic="payments:captur")
     assert errors_of(path) == [
-        f"{path.as_posix()}:12:9: provider payments (../payments/payments.yaml) serves no topic 'payments:captur'; "
+        f"{path.as_posix()}:12:9: owner payments (../payments/payments.yaml) serves no topic 'payments:captur'; "
         "did you mean 'payments:capture'?"
     ]
 
@@ -119,12 +119,12 @@ def test_an_unknown_topic_is_one_error_at_the_id_with_a_suggestion(tmp_path: Pat
 def test_an_ambiguous_or_unknown_version_is_one_error(tmp_path: Path) -> None:
     path = write(tmp_path, topic="payments:refund")
     assert errors_of(path) == [
-        f"{path.as_posix()}:12:9: provider payments (../payments/payments.yaml) serves payments:refund in versions "
+        f"{path.as_posix()}:12:9: owner payments (../payments/payments.yaml) serves payments:refund in versions "
         "'v1', 'v2'; name one with 'version'"
     ]
     path = write(tmp_path, topic="payments:refund", entry="    version: v3\n    from: ../payments/payments.yaml\n")
     assert errors_of(path) == [
-        f"{path.as_posix()}:13:14: provider payments (../payments/payments.yaml) serves payments:refund in versions "
+        f"{path.as_posix()}:13:14: owner payments (../payments/payments.yaml) serves payments:refund in versions "
         "'v1', 'v2', not 'v3'"
     ]
     model = load_manifest(write(tmp_path, topic="payments:refund", entry="    version: v2\n    from: "
@@ -135,17 +135,17 @@ def test_an_ambiguous_or_unknown_version_is_one_error(tmp_path: Path) -> None:
 def test_from_with_its_own_request_is_an_error_and_without_from_request_is_required(tmp_path: Path) -> None:
     path = write(tmp_path, entry="    from: ../payments/payments.yaml\n    request: Order\n")
     assert errors_of(path) == [
-        f"{path.as_posix()}:14:5: a produces entry with 'from' takes its request type from the provider's manifest; "
+        f"{path.as_posix()}:14:5: a produces entry with 'from' takes its request type from the owner's manifest; "
         "remove 'request', or 'from' to declare the types here"
     ]
     path = write(tmp_path, entry="    request: Order\n")
     assert errors_of(path) == [
         f"{path.as_posix()}:12:5: missing required key 'response' in each produces entry; add it: a type expression "
-        "like string, list[LineItem] or LineItem, or take the types from the provider with 'from: <its manifest>'"
+        "like string, list[LineItem] or LineItem, or take the types from the owner with 'from: <its manifest>'"
     ]
 
 
-def test_the_providers_errors_and_the_manifests_own_come_in_one_pass(tmp_path: Path) -> None:
+def test_the_owners_errors_and_the_manifests_own_come_in_one_pass(tmp_path: Path) -> None:
     path = write(tmp_path, topic="payments:nothing")
     path.write_text(path.read_text().replace("orderId: string", "orderId: strin"), encoding="utf-8")
     found = errors_of(path)
@@ -153,26 +153,26 @@ def test_the_providers_errors_and_the_manifests_own_come_in_one_pass(tmp_path: P
     assert "unknown type 'strin'" in found[0] and "serves no topic 'payments:nothing'" in found[1]
 
 
-def test_an_invalid_provider_is_named_with_its_first_error(tmp_path: Path) -> None:
+def test_an_invalid_owner_is_named_with_its_first_error(tmp_path: Path) -> None:
     path = write(tmp_path)
-    provider = tmp_path / "payments" / "payments.yaml"
-    provider.write_text(PAYMENTS.replace("orderId: string", "orderId: strin"), encoding="utf-8")
+    owner = tmp_path / "payments" / "payments.yaml"
+    owner.write_text(PAYMENTS.replace("orderId: string", "orderId: strin"), encoding="utf-8")
     (error,) = errors_of(path)
-    assert error.startswith(f"{path.as_posix()}:13:11: provider manifest '../payments/payments.yaml' is invalid: ")
+    assert error.startswith(f"{path.as_posix()}:13:11: owner's manifest '../payments/payments.yaml' is invalid: ")
     assert "unknown type 'strin'" in error
 
 
 def test_a_from_cycle_is_an_error_not_a_recursion(tmp_path: Path) -> None:
     path = write(tmp_path)
-    provider = tmp_path / "payments" / "payments.yaml"
-    provider.write_text(
+    owner = tmp_path / "payments" / "payments.yaml"
+    owner.write_text(
         PAYMENTS + "produces:\n  - id: orders:get\n    from: ../orders/orders.yaml\n", encoding="utf-8"
     )
     (error,) = errors_of(path)
     assert "a from: cycle" in error
 
 
-def test_an_entry_taking_the_providers_version_repeats_one_that_names_it(tmp_path: Path) -> None:
+def test_an_entry_taking_the_owners_version_repeats_one_that_names_it(tmp_path: Path) -> None:
     entry = "    from: ../payments/payments.yaml\n  - id: payments:capture\n    version: v1\n    request: Order\n" \
             "    response: Order\n"  # fmt: skip
     path = write(tmp_path, entry=entry)
