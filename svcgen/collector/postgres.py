@@ -28,7 +28,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
@@ -44,7 +44,7 @@ from .catalog import Catalog, _entry_size, _json_size
 from .issuebook import IssueBook
 from .missingfeeds import FeedLog
 from .snapshot import CounterEntry, EdgeEntry, FeedEntry, Json
-from .store import Applied, StoreError, StoreUnavailable, Tables
+from .store import Applied, Rows, StoreError, StoreUnavailable, Tables
 from .tracelog import OTHER_STATUS, TraceLog, _event_bytes, is_failure
 from .wire import MAX_COUNT, Unstorable, saturated
 
@@ -90,6 +90,7 @@ CREATE TABLE IF NOT EXISTS collector_counters (
     PRIMARY KEY (service, topic, version, status)
 );
 CREATE INDEX IF NOT EXISTS collector_counters_touched ON collector_counters (touched);
+CREATE INDEX IF NOT EXISTS collector_counters_topic ON collector_counters (topic);
 CREATE TABLE IF NOT EXISTS collector_edges (
     client text COLLATE "C" NOT NULL,
     server text COLLATE "C" NOT NULL,
@@ -112,6 +113,7 @@ CREATE TABLE IF NOT EXISTS collector_catalog (
     PRIMARY KEY (kind, service, key)
 );
 CREATE INDEX IF NOT EXISTS collector_catalog_touched ON collector_catalog (kind, touched);
+CREATE INDEX IF NOT EXISTS collector_catalog_service ON collector_catalog (service);
 CREATE TABLE IF NOT EXISTS collector_issues (
     fingerprint text COLLATE "C" PRIMARY KEY,
     issue json NOT NULL,
@@ -173,7 +175,9 @@ class _Bound:
 
 
 class PostgresStore:
-    """The SharedStore on PostgreSQL (see the module docstring). `url` is a libpq connection URL."""
+    """The collector's `Backend` on PostgreSQL (see the module docstring). `url` is a libpq connection URL."""
+
+    blocking = True
 
     def __init__(
         self,
@@ -654,40 +658,49 @@ class PostgresStore:
 
     # --- reading --------------------------------------------------------------------------------------------
 
-    def tables(self, *, trace_id: str | None = None, everything: bool = False) -> Tables:
-        return self._transaction(lambda cursor: self._read(cursor, trace_id, everything), read_only=True)
+    @contextlib.contextmanager
+    def read(self, rows: Rows) -> Iterator[Tables]:
+        yield self._transaction(lambda cursor: self._read(cursor, rows), read_only=True)
 
-    def _read(self, cursor: Cursor, trace_id: str | None, everything: bool) -> Tables:
-        cursor.execute("SELECT name, value FROM collector_totals")
+    def holds_spec(self, service: str, spec: Json) -> bool:
+        return False  # telling would read the spec back: a poll writes it, and an unchanged row is not rewritten
+
+    def _read(self, cursor: Cursor, rows: Rows) -> Tables:
+        """The rows `rows` names, each table read by its index: a trace its events, a service its rows, the fleet
+        the catalog, feeds and issues with the counters summed per (service, topic)."""
+        kind, key = rows.kind, rows.key
+        cursor.execute("SELECT name, value FROM collector_totals WHERE name = ANY(%s)", (list(_DROPPED),))
         totals = dict(cursor.fetchall())
         catalog = Catalog(self.limits)
-        cursor.execute("SELECT kind, document::text FROM collector_catalog ORDER BY touched")
-        held: dict[str, list[Any]] = {kind: [] for kind in _KINDS}
-        for kind, text in cursor.fetchall():
-            held[kind].append(orjson.loads(text))
+        held: dict[str, list[Any]] = {kind_: [] for kind_ in _KINDS}
+        if kind in ("fleet", "topic", "everything"):
+            cursor.execute("SELECT kind, document::text FROM collector_catalog ORDER BY touched")
+        elif kind == "service":
+            cursor.execute("SELECT kind, document::text FROM collector_catalog WHERE service = %s ORDER BY touched",
+                           (key,))  # fmt: skip
+        if kind in ("fleet", "topic", "everything", "service"):
+            for kind_, text in cursor.fetchall():
+                held[kind_].append(orjson.loads(text))
         catalog.restore(held["catalog"], held["instances"], held["polls"])
-        for kind in _KINDS:
-            catalog.evicted[kind] = totals.get(kind, 0)
+        for kind_ in _KINDS:
+            catalog.evicted[kind_] = totals.get(kind_, 0)
         feeds = FeedLog(self.limits)
-        cursor.execute("SELECT service, traces, issue_batches, unexplained_failures FROM collector_feeds "
-                       "ORDER BY touched")  # fmt: skip
+        feed_rows: list[tuple[str, bool, int, int]] = []
+        if kind in ("fleet", "everything"):
+            cursor.execute("SELECT service, traces, issue_batches, unexplained_failures FROM collector_feeds "
+                           "ORDER BY touched")  # fmt: skip
+            feed_rows = cursor.fetchall()
+        elif kind == "service":
+            cursor.execute("SELECT service, traces, issue_batches, unexplained_failures FROM collector_feeds "
+                           "WHERE service = %s", (key,))  # fmt: skip
+            feed_rows = cursor.fetchall()
         feeds.restore([FeedEntry(service=service, traces=traces, issueBatches=batches, unexplainedFailures=failed)
-                       for service, traces, batches, failed in cursor.fetchall()])  # fmt: skip
+                       for service, traces, batches, failed in feed_rows])  # fmt: skip
         feeds.evicted = totals.get("services", 0)
-        cursor.execute("SELECT service, topic, version, status, count, total_duration_ms, timed_count, "
-                       "first_started_at, last_started_at FROM collector_counters ORDER BY touched")  # fmt: skip
-        counters = []
-        for service, topic, version, status, count, total, timed, first, last in cursor.fetchall():
-            counter = CounterEntry(service=service, topic=topic, version=version, status=status, count=count,
-                                   totalDurationMs=total, timedCount=timed)  # fmt: skip
-            if first is not None:
-                counter["firstStartedAt"] = first
-            if last is not None:
-                counter["lastStartedAt"] = last
-            counters.append(counter)
+        counters = self._read_counters(cursor, rows)
         edges: list[EdgeEntry] = []
         events: list[Json] = []
-        if everything:
+        if kind == "everything":
             cursor.execute("SELECT client, server, count, errors, recent_durations_ms::text, first_started_at, "
                            "last_started_at FROM collector_edges ORDER BY touched")  # fmt: skip
             for client, server, count, errors, durations, first, last in cursor.fetchall():
@@ -700,8 +713,8 @@ class PostgresStore:
                 edges.append(edge)
             cursor.execute("SELECT event::text FROM collector_events ORDER BY seq")
             events = [orjson.loads(text) for (text,) in cursor.fetchall()]
-        elif trace_id is not None:
-            cursor.execute("SELECT event::text FROM collector_events WHERE trace_id = %s ORDER BY seq", (trace_id,))
+        elif kind == "trace":
+            cursor.execute("SELECT event::text FROM collector_events WHERE trace_id = %s ORDER BY seq", (key,))
             events = [orjson.loads(text) for (text,) in cursor.fetchall()]
         trace_log = TraceLog(self.limits)
         trace_log.restore({"cap": self.limits.trace_window, "dropped": totals.get("traceWindow", 0),
@@ -710,15 +723,41 @@ class PostgresStore:
         trace_log.other_statuses = totals.get("otherStatuses", 0)
         trace_log.evicted_edges = totals.get("edges", 0)
         issue_book = IssueBook(self.limits)
-        cursor.execute("SELECT issue::text FROM collector_issues ORDER BY touched")
-        issue_book.restore([orjson.loads(text) for (text,) in cursor.fetchall()])
+        if kind in ("fleet", "everything"):
+            cursor.execute("SELECT issue::text FROM collector_issues ORDER BY touched")
+            issue_book.restore([orjson.loads(text) for (text,) in cursor.fetchall()])
         issue_book.dropped = totals.get("issues", 0)
         batches: list[tuple[str, str, int]] = []
-        if everything:
+        if kind == "everything":
             cursor.execute("SELECT feed, batch_id, accepted FROM collector_batches ORDER BY seq")
             batches = [(feed, batch_id, accepted) for feed, batch_id, accepted in cursor.fetchall()]
         return Tables(catalog, feeds, trace_log, issue_book, {name: totals.get(name, 0) for name in _DROPPED},
                       totals.get("skipped", 0), batches)  # fmt: skip
+
+    def _read_counters(self, cursor: Cursor, rows: Rows) -> list[CounterEntry]:
+        """The counter rows `rows` needs; the fleet's summed per (service, topic) in the database."""
+        if rows.kind == "fleet":
+            cursor.execute("SELECT service, topic, '', '', least(sum(count), %s)::bigint, 0, 0, NULL, NULL "
+                           "FROM collector_counters GROUP BY service, topic", (MAX_COUNT,))  # fmt: skip
+        elif rows.kind == "everything":
+            cursor.execute("SELECT service, topic, version, status, count, total_duration_ms, timed_count, "
+                           "first_started_at, last_started_at FROM collector_counters ORDER BY touched")  # fmt: skip
+        elif rows.kind in ("service", "topic"):
+            cursor.execute(f"SELECT service, topic, version, status, count, total_duration_ms, timed_count, "
+                           f"first_started_at, last_started_at FROM collector_counters WHERE {rows.kind} = %s "
+                           f"ORDER BY touched", (rows.key,))  # fmt: skip
+        else:
+            return []
+        counters = []
+        for service, topic, version, status, count, total, timed, first, last in cursor.fetchall():
+            counter = CounterEntry(service=service, topic=topic, version=version, status=status, count=count,
+                                   totalDurationMs=total, timedCount=timed)  # fmt: skip
+            if first is not None:
+                counter["firstStartedAt"] = first
+            if last is not None:
+                counter["lastStartedAt"] = last
+            counters.append(counter)
+        return counters
 
 
 _TOTAL_NAMES: Final = (*_DROPPED, _WINDOW_EVENTS, _WINDOW_BYTES, _WINDOW_PRUNED,

@@ -8,7 +8,7 @@ import tracemalloc
 import pytest
 
 from svcgen.collector import CollectorLimits
-from tests.support.feeds import collector, event, ok
+from tests.support.feeds import collector, event, memory, ok
 
 
 @pytest.mark.usefixtures("any_store")
@@ -53,11 +53,11 @@ def test_edges_are_found_whichever_span_arrives_first() -> None:
 def test_tables_are_bounded_and_count_what_they_evict() -> None:
     c = collector(limits=CollectorLimits(counters=2, span_index=10, pending_children=5))
     c.traces({"events": [event(n, topic_id=f"t:{n}", parent=f"{n + 10_000:016x}") for n in range(20)]})
-    assert len(c.trace_log.counters) == 2
-    assert c.trace_log.evicted_counters == 18
+    assert len(memory(c).trace_log.counters) == 2
+    assert memory(c).trace_log.evicted_counters == 18
     assert ok(c.query_fleet())["dropped"]["counters"] == 18
-    assert len(c.trace_log.spans) == 10
-    assert len(c.trace_log.pending) == 5
+    assert len(memory(c).trace_log.spans) == 10
+    assert len(memory(c).trace_log.pending) == 5
 
 
 def test_memory_is_flat_under_an_endless_trace_feed() -> None:
@@ -83,5 +83,5 @@ def test_memory_is_flat_under_an_endless_trace_feed() -> None:
     finally:
         tracemalloc.stop()
     assert after_10n - after_n < 256 * 1024, (after_n, after_10n)
-    assert c.trace_log.dropped == 55_000 - 1_000
+    assert memory(c).trace_log.dropped == 55_000 - 1_000
     assert sum(k["count"] for k in c.snapshot()["counters"]) == 55_000
