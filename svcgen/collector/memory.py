@@ -245,8 +245,12 @@ class MemoryBackend:
                 self.issue_book.file_drift(change["service"], at)
         elif op == "traces":
             failures: defaultdict[str, int] = defaultdict(int)
+            declared: dict[str, frozenset[str] | None] = {}
             for event in change["events"]:
-                if self.trace_log.add(event):
+                service = event["service"]
+                if service not in declared:
+                    declared[service] = self.catalog.records(service).declared()
+                if self.trace_log.add(event, declared[service]):
                     failures[event["service"]] += is_failure(event["status"])
             for service, failed in failures.items():
                 self.feeds.traced(service, failed)

@@ -40,12 +40,12 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ..runtime._status import STATUS_CODES
 from ..runtime._topics import DEFAULT_PREFIX
 from .caps import CollectorLimits
-from .catalog import Catalog, _entry_size, _json_size
+from .catalog import Catalog, ServiceRecords, _entry_size, _json_size
 from .issuebook import IssueBook
 from .missingfeeds import FeedLog
 from .snapshot import CounterEntry, EdgeEntry, FeedEntry, Json
 from .store import Applied, Rows, StoreError, StoreUnavailable, Tables
-from .tracelog import OTHER_STATUS, TraceLog, _event_bytes, is_failure
+from .tracelog import OTHER_STATUS, TraceLog, _event_bytes, counted_as, is_failure
 from .wire import MAX_COUNT, Unstorable, saturated
 
 SCHEMA_VERSION: Final = 1
@@ -431,14 +431,24 @@ class PostgresStore:
         )
         self._bound(cursor, _Bound("collector_edges", self.limits.edges, "edges"), totals)
 
+    def _declared(self, cursor: Cursor, services: list[str]) -> dict[str, frozenset[str] | None]:
+        """Per service, the topic ids its catalog entries declare (None while it is not described)."""
+        cursor.execute("SELECT service, document::text FROM collector_catalog WHERE kind = 'catalog' "
+                       "AND service = ANY(%s)", (services,))  # fmt: skip
+        entries: dict[str, list[Any]] = {service: [] for service in services}
+        for service, text in cursor.fetchall():
+            entries[service].append(orjson.loads(text))
+        return {service: ServiceRecords(entries=held).declared() for service, held in entries.items()}
+
     def _counters(self, cursor: Cursor, events: list[Json], totals: dict[str, int]) -> None:
         sums: dict[tuple[str, str, str, str], list[Any]] = {}
+        declared = self._declared(cursor, sorted({event["service"] for event in events}))
         for event in events:
             status = event["status"]
             if status not in STATUS_CODES:
                 status = OTHER_STATUS
                 totals["otherStatuses"] += 1
-            key = (event["service"], event["topic"], event.get("topicVersion", ""), status)
+            key = (event["service"], *counted_as(event, declared[event["service"]]), status)
             entry = sums.setdefault(key, [0, 0.0, 0, None, None])
             entry[0] += 1
             duration = event.get("durationMs")
