@@ -130,14 +130,7 @@ class Collector:
         except DecodeError as error:
             return _malformed("traces", error)
         events, batch_id = batch.events, batch.batch_id
-        accepted: list[Json] = []
-        try:
-            for index, raw in enumerate(events):
-                event = normalize_event(raw, f"events[{index}]")
-                if event is not None:
-                    accepted.append(event)
-        except Unstorable as exc:
-            return self._refuse(f"traces: {exc}")
+        accepted = [event for event in (normalize_event(raw) for raw in events) if event is not None]
         change: Json = {"op": "traces", "at": self._now(), "events": accepted, "skipped": len(events) - len(accepted)}
         return self._commit_batch(change, batch_id, len(accepted))
 
@@ -147,14 +140,7 @@ class Collector:
         except DecodeError as error:
             return _malformed("issues", error)
         service, entries, batch_id = batch.service, batch.issues, batch.batch_id
-        accepted: list[Json] = []
-        try:
-            for index, raw in enumerate(entries):
-                issue = normalize_issue(raw, service, f"issues[{index}]")
-                if issue is not None:
-                    accepted.append(issue)
-        except Unstorable as exc:
-            return self._refuse(f"issues: {exc}")
+        accepted = [issue for issue in (normalize_issue(raw, service) for raw in entries) if issue is not None]
         change: Json = {"op": "issues", "at": self._now(), "service": service, "issues": accepted,
                         "skipped": len(entries) - len(accepted)}  # fmt: skip
         return self._commit_batch(change, batch_id, len(accepted))
@@ -291,6 +277,8 @@ class Collector:
             return Result.bad_request(f"{change['op']}: a value cannot be stored ({exc})")
         if applied.seen is not None:
             return Result.ok({"accepted": applied.seen})
+        if applied.skipped:
+            answer = {**answer, "accepted": answer["accepted"] - applied.skipped}
         if applied.dropped:
             self._log_drops()
         if applied.reregister:

@@ -183,6 +183,9 @@ class Applied:
     """For a heartbeat: the instance should register again."""
     dropped: bool = False
     """A limit dropped or skipped something (the collector logs what, at most once per log interval)."""
+    skipped: int = 0
+    """Entries of a batch the backend could not hold (skipped and counted): the answer's `accepted` leaves them
+    out."""
 
 
 @runtime_checkable

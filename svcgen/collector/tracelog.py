@@ -11,8 +11,8 @@ Bounds: the window in events and bytes; counters and edges in entries, the least
 (counted in `evicted_counters`, `evicted_edges`). An event of a topic its (described) service does not declare is
 counted under UNKNOWN_TOPIC (`counted_as`), its name kept only in the window. A status outside the spec's status
 table is counted under `other` (`other_statuses` counts such events), so made-up statuses cannot fill the counter
-table. A duration above MAX_DURATION_MS makes the batch unstorable (its sums could overflow), so it is refused,
-never accepted.
+table. An event the store could not hold (a duration above MAX_DURATION_MS, whose sums could overflow; see
+`decode_entry`) is skipped and counted, never the batch refused.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from ..runtime._status import STATUS_CODES, is_success
 from ..runtime._topics import UNKNOWN_TOPIC
 from .caps import CollectorLimits
 from .snapshot import CounterEntry, EdgeEntry, Json, TraceWindow
-from .wire import MAX_COUNT, Unstorable, decode_entry, mesh_time, put_bounded, require, saturated
+from .wire import MAX_COUNT, decode_entry, mesh_time, put_bounded, require, saturated
 
 _DECODE_ENTRY = codec_for(TraceEntry).decode
 _ENCODE_ENTRY: Callable[[TraceEntry], Json] = codec_for(TraceEntry).encode
@@ -52,14 +52,14 @@ _EVENT_OVERHEAD: Final = 16
 """Bytes counted per event key besides its value's characters, for the window's byte budget."""
 
 
-def normalize_event(raw: Any, path: str = "event") -> Json | None:
-    """The event with only spec keys, read through its record (`TraceEntry`); None when malformed (skipped and
-    counted by the caller). Raises Unstorable, naming `path`, for a duration the counters could not sum."""
-    entry = decode_entry(_DECODE_ENTRY, raw, path)
+def normalize_event(raw: Any) -> Json | None:
+    """The event with only spec keys, read through its record (`TraceEntry`); None when malformed or unstorable,
+    a duration the counters could not sum among them (skipped and counted by the caller)."""
+    entry = decode_entry(_DECODE_ENTRY, raw)
     if entry is None:
         return None
     if entry.duration_ms is not None and entry.duration_ms > MAX_DURATION_MS:
-        raise Unstorable(f"{path}.durationMs {entry.duration_ms!r} is above the limit of {MAX_DURATION_MS:.0f}")
+        return None
     event = _ENCODE_ENTRY(entry)
     if entry.started_at is not None:
         event["startedAt"] = mesh_time(entry.started_at)  # the stored form: comparable as text
