@@ -64,6 +64,7 @@ bucket per service, so callers cannot fill those tables with made-up names. The 
 VERSION_HEADERS: Final = ("svc-version", "version", "x-version")
 """Caller headers that select a topic version, in order of precedence."""
 VERSION_ECHO_HEADER: Final = "svc-version"
+"""The header a response echoes the selected version in, and a client call selects its version with."""
 VERSION_PATH_PARAM: Final = "version"
 
 
