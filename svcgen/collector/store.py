@@ -105,13 +105,16 @@ class Rows:
     holds, the query picks its rows), never fewer. Build one with the class constants or `service`, `topic`,
     `trace`."""
 
-    kind: Literal["fleet", "service", "topic", "trace", "dropped", "everything"]
+    kind: Literal["fleet", "service", "topic", "trace", "dropped", "artifacts", "everything"]
     key: str = ""
 
     FLEET: ClassVar[Rows]
     """The fleet query: the catalog, feeds and issues, and the counters summed per (service, topic)."""
     DROPPED: ClassVar[Rows]
     """Only the `dropped` counts."""
+    ARTIFACTS: ClassVar[Rows]
+    """What the UI artifacts are written from: every table but the trace window's events and the batch ids (a
+    database backend reads it one replica at a time)."""
     EVERYTHING: ClassVar[Rows]
     """A snapshot: every table, the trace window, the edges and the batch ids."""
 
@@ -133,6 +136,7 @@ class Rows:
 
 Rows.FLEET = Rows("fleet")
 Rows.DROPPED = Rows("dropped")
+Rows.ARTIFACTS = Rows("artifacts")
 Rows.EVERYTHING = Rows("everything")
 
 
