@@ -827,7 +827,7 @@ class PostgresStore:
         issue_book = IssueBook(self.limits)
         if kind in ("fleet", "artifacts", "everything"):
             cursor.execute("SELECT issue::text FROM collector_issues ORDER BY touched")
-            issue_book.restore([orjson.loads(text) for (text,) in cursor.fetchall()])
+            issue_book.hold([orjson.loads(text) for (text,) in cursor.fetchall()])
         issue_book.dropped = totals.get("issues", 0)
         batches: list[tuple[str, str, int]] = []
         if kind == "everything":
