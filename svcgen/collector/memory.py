@@ -65,7 +65,9 @@ class MemoryBackend:
     # --- Backend --------------------------------------------------------------------------------------------
 
     def open(self, limits: CollectorLimits) -> None:
+        """Claim the store (StoreInUse when another collector holds it), load it, start writing."""
         self.limits = limits
+        self.store.claim()
         stored: Stored | None
         try:
             stored = self.store.load()

@@ -19,6 +19,8 @@ starts empty. A line cut short at the end of a segment is a write the collector 
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import os
 import re
 import threading
@@ -52,6 +54,10 @@ class StoreError(Exception):
     """The store cannot be read (corrupt, truncated, not a collector store); the message says why."""
 
 
+class StoreInUse(StoreError):
+    """Another collector writes to this store: two writers would each lose what the other acknowledged."""
+
+
 @dataclass(slots=True)
 class Stored:
     """What a store holds: the newest snapshot, and the changes logged after it, oldest first."""
@@ -61,6 +67,11 @@ class Stored:
 
 
 class Store(Protocol):
+    def claim(self) -> None:
+        """Take the store for this process alone, before `load`, until `close`; raises StoreInUse when another
+        collector holds it."""
+        ...
+
     def load(self) -> Stored:
         """Read the store without changing it; raises StoreError when it cannot be read."""
         ...
@@ -249,6 +260,9 @@ class MemoryStore:
         self.compactions = 0
         self.problem: str | None = None
 
+    def claim(self) -> None:
+        pass
+
     def load(self) -> Stored:
         return Stored(self.snapshot)
 
@@ -298,6 +312,28 @@ class JsonFileStore:
         self._retry_at = 0.0
         self._stop = threading.Event()
         self._syncer: threading.Thread | None = None
+        self._claim: int | None = None
+
+    def claim(self) -> None:
+        """An exclusive lock on `<path>.lock` (flock), held until `close`: a second collector on this store refuses
+        to start, naming the holder, instead of silently losing half of what both acknowledged."""
+        if self._claim is not None:
+            return
+        lock = self.path.with_name(self.path.name + ".lock")
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:
+            return  # no directory to write in yet: nothing to guard; the first write claims it (`_writable`)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise StoreInUse(f"another collector (pid {holder}) is using this store; one store takes one "
+                             "collector (for replicas, use a PostgreSQL store)") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._claim = fd
 
     # --- reading --------------------------------------------------------------------------------------------
 
@@ -382,6 +418,11 @@ class JsonFileStore:
             self._log_bytes += len(line)
 
     def _writable(self) -> int:
+        if self._claim is None:
+            try:
+                self.claim()
+            except StoreInUse as exc:
+                raise OSError(errno.EBUSY, str(exc)) from None
         if self._fd is not None and os.fstat(self._fd).st_nlink == 0:
             # Someone removed the segment we write to: what it held lives on only in memory, so the next
             # snapshot must come soon and hold everything.
@@ -482,6 +523,9 @@ class JsonFileStore:
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
+        if self._claim is not None:
+            os.close(self._claim)  # releases the lock
+            self._claim = None
 
     @property
     def problem(self) -> str | None:

@@ -7,6 +7,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,7 @@ from svcgen.collector import (
     JsonFileStore,
     MemoryStore,
     SnapshotError,
+    StoreInUse,
     collector_service,
 )
 from tests.support.feeds import Clock, collector, descriptor, event, heartbeat, issue, memory, ok, topic
@@ -50,7 +54,8 @@ def answers(c: Collector) -> list[Any]:
 
 
 def files(directory: Path) -> list[str]:
-    return sorted(path.name for path in directory.iterdir())
+    """The store's files but its lock file (held while a collector runs on it)."""
+    return sorted(path.name for path in directory.iterdir() if not path.name.endswith(".lock"))
 
 
 @pytest.mark.parametrize("flushed", [False, True], ids=["from-the-log", "from-the-snapshot"])
@@ -272,3 +277,30 @@ def test_changes_after_a_restart_on_a_compacted_store_survive_the_next_restart(t
         if n == 0:
             c.flush()  # the snapshot now says which log segments it holds; new ones must come after them
     assert ok(collector(JsonFileStore(path)).query_topic({"topic": "orders:get"}))["invocations"] == 3
+
+
+def test_a_second_collector_on_one_json_store_refuses_to_start(tmp_path: Path) -> None:
+    """Issue 31: two collectors on one JSON store silently lost half of what they acknowledged. The store is
+    locked: the second refuses to start, naming the first; once the first has stopped, a collector starts."""
+    path = tmp_path / "collector.json"
+    first = Collector(JsonFileStore(path))
+    ok(first.register(descriptor("orders")))
+    with pytest.raises(StoreInUse, match=rf"another collector \(pid {os.getpid()}\) is using this store"):
+        Collector(JsonFileStore(path))
+    first.flush()
+    again = Collector(JsonFileStore(path))
+    assert [entry["service"] for entry in ok(again.query_fleet())["services"]] == ["orders"]
+    again.flush()
+
+
+def test_svcgen_collector_serve_on_a_store_in_use_exits_with_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "collector.json"
+    first = Collector(JsonFileStore(path))
+    try:
+        result = subprocess.run([sys.executable, "-m", "svcgen", "collector", "serve", "--port", "0", "--store",
+                                 str(path)], capture_output=True, text=True, timeout=60)  # fmt: skip
+    finally:
+        first.flush()
+    assert result.returncode == 1
+    (line,) = result.stderr.strip().splitlines()
+    assert "another collector" in line and "is using this store" in line
