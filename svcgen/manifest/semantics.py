@@ -30,6 +30,7 @@ from .loader import JsonPath, YamlDocument
 from .model import EnumDef, Position, RecordDef
 from .owner import OwnedTopic, OwnerError, owned_topic
 from .routes import ParsedRoute, RouteSyntaxError, ShadowIndex, parse_route, well_known_collision
+from .security import check_security
 from .schemaimport import SchemaImportError, import_json_schema, translate_json_schema
 from .spelling import canonical_camel, did_you_mean, is_pascal_identifier, pascal_case, suggestion
 from .typeexpr import CONTAINERS, SCALARS, TypeExpr, TypeExprError, parse_type
@@ -169,6 +170,7 @@ class _Checker:
         self.check_topic_ids("produces")
         self.check_routes()
         self.check_statuses()
+        check_security(self.doc, self.findings, self.error)
 
     # -- identity -------------------------------------------------------------------------------
 
