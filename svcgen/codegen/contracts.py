@@ -25,10 +25,12 @@ from ..runtime._mesh.host import MeshHost, MeshSettings
 from ..runtime._mesh.profile import declare_profile
 from ..runtime._registry import Registry
 from ..runtime._result import Result
+from ..runtime._security import ApiKeyScheme, JwtScheme, Security
 from ..runtime._service import Service
 from .bindings import MODELS_MODULE, ServiceBindings, type_text
 from .errors import CodegenError
 from .imports import Imports
+from .views import security_view, requirement_literals
 
 DESCRIPTOR = "contracts/descriptor.json"
 HTTP_API = "contracts/http-api.json"
@@ -52,7 +54,7 @@ def contract_documents(bindings: ServiceBindings, models_source: str, package: s
         mesh = _mesh_host(bindings)
         service = _placeholder_service(bindings, module, mesh)
         # The app create_app builds over the same routes, so it declares the same profile and HTTP API.
-        app = HttpApp(service, _routes(bindings))
+        app = HttpApp(service, _routes(bindings), invoke=bindings.invoke)
         declare_profile(app, mesh)
         return {
             DESCRIPTOR: document_bytes(service.descriptor.document),
@@ -76,6 +78,7 @@ def _placeholder_service(bindings: ServiceBindings, models: types.ModuleType, me
             summary=topic.summary,
             success=topic.success,
             failures=topic.failures,
+            security=None if topic.security is None else requirement_literals(topic.security),
         )
     produces = [
         ProducedTopic(
@@ -97,7 +100,18 @@ def _placeholder_service(bindings: ServiceBindings, models: types.ModuleType, me
         title=bindings.title,
         api_version=bindings.api_version,
         prefix=bindings.prefix,
+        security=_security(bindings),
     )
+
+
+def _security(bindings: ServiceBindings) -> Security | None:
+    """The same declaration service.py's SECURITY makes (its keys are never read here)."""
+    view = security_view(bindings.security)
+    if view is None:
+        return None
+    kinds: dict[str, Any] = {"JwtScheme": JwtScheme, "ApiKeyScheme": ApiKeyScheme}
+    schemes = [kinds[row.kind](row.name, **dict(row.options)) for row in view.schemes]
+    return Security.declare(schemes, default=view.default, well_known=view.well_known)
 
 
 def _routes(bindings: ServiceBindings) -> list[Route]:

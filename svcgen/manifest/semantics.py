@@ -30,8 +30,8 @@ from .loader import JsonPath, YamlDocument
 from .model import EnumDef, Position, RecordDef
 from .owner import OwnedTopic, OwnerError, owned_topic
 from .routes import ParsedRoute, RouteSyntaxError, ShadowIndex, parse_route, well_known_collision
-from .security import check_security
 from .schemaimport import SchemaImportError, import_json_schema, translate_json_schema
+from .security import check_security
 from .spelling import canonical_camel, did_you_mean, is_pascal_identifier, pascal_case, suggestion
 from .typeexpr import CONTAINERS, SCALARS, TypeExpr, TypeExprError, parse_type
 from .validate import SchemaFindings
