@@ -142,6 +142,11 @@ class TestStatusMapping:
         assert response.json() == {
             "status": "validation-error",
             "detail": "customerId: required; items: required; placedAt: required",
+            "errors": [
+                {"path": "customerId", "message": "required"},
+                {"path": "items", "message": "required"},
+                {"path": "placedAt", "message": "required"},
+            ],
         }
 
     def test_validation_is_422_with_field_path(self) -> None:
