@@ -145,6 +145,11 @@ def create_app(*, mesh: MeshHost | None = None, setup: Wiring | None = None, **o
     setup = setup if setup is not None else Wiring()
     wiring.wire(setup)
     mesh = mesh if mesh is not None else MeshHost(identity(), MESH, environ=setup.environ)
-    app = HttpApp(build_service(mesh=mesh, dependencies=setup.dependencies), ROUTES, **options)
+    service = build_service(
+        mesh=mesh,
+        dependencies=setup.dependencies,
+        middleware=setup.middleware,
+    )
+    app = HttpApp(service, ROUTES, **options)
     declare_profile(app, mesh)
     return setup.attach(mesh.attach(app))

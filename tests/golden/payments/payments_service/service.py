@@ -133,6 +133,11 @@ def create_app(*, mesh: MeshHost | None = None, setup: Wiring | None = None, **o
         sender = setup.sender((produced.topic for produced in PRODUCES), extra_headers=propagation_headers)
         setup.dependencies.value(Clients, Clients(sender))
     mesh = mesh if mesh is not None else MeshHost(identity(), MESH, environ=setup.environ)
-    app = HttpApp(build_service(mesh=mesh, dependencies=setup.dependencies), ROUTES, **options)
+    service = build_service(
+        mesh=mesh,
+        dependencies=setup.dependencies,
+        middleware=setup.middleware,
+    )
+    app = HttpApp(service, ROUTES, **options)
     declare_profile(app, mesh)
     return setup.attach(mesh.attach(app))
