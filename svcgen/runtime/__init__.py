@@ -5,13 +5,15 @@ without notice. `API_LEVEL` rises when generated code needs something this names
 before; a generated package checks it at import (docs/runtime.md, "API level").
 """
 
+from ._assembly import ServiceDefinition, ServiceOptions
+from ._clients import ClientCall, ClientsBase
 from ._codec import Codec, DecodeError, codec_for
 from ._context import Context
 from ._credentials import ApiKey, BearerToken
 from ._dependencies import Dependencies, DependencyError, Scope
 from ._descriptor import Identity, ProducedTopic
 from ._health import HealthCheck, HealthCheckResult, HealthChecks
-from ._http.app import HttpApp, create_app
+from ._http.app import AppOptions, HttpApp, create_app
 from ._http.cors import Cors
 from ._http.limits import Limits
 from ._http.routing import Route
@@ -35,7 +37,10 @@ __all__ = [
     "API_LEVEL",
     "ApiKey",
     "ApiKeyScheme",
+    "AppOptions",
     "BearerToken",
+    "ClientCall",
+    "ClientsBase",
     "Codec",
     "Context",
     "Cors",
@@ -73,6 +78,8 @@ __all__ = [
     "SecurityError",
     "Sender",
     "Service",
+    "ServiceDefinition",
+    "ServiceOptions",
     "TopicKey",
     "TraceContext",
     "Wiring",
