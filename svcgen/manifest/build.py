@@ -17,6 +17,7 @@ from .model import (
     Manifest,
     MeshDef,
     RecordDef,
+    Requirement,
     Requirements,
     RouteDef,
     SchemeDef,
@@ -162,7 +163,7 @@ def _scheme(name: str, spec: dict[str, Any]) -> SchemeDef:
 def requirements(entries: list[Any]) -> Requirements:
     """`[staff, {partner: [], staff: [patients:read]}]` → ((("staff", ()),), (("partner", ()), ("staff", ...)));
     each entry's schemes sorted by name, scopes sorted, so equal requirements compare equal."""
-    parsed = []
+    parsed: list[Requirement] = []
     for entry in entries:
         if isinstance(entry, str):
             parsed.append(((entry, ()),))

@@ -58,7 +58,7 @@ def check_security(document: YamlDocument, findings: SchemaFindings, error: Repo
 def _check_scheme(
     document: YamlDocument, findings: SchemaFindings, error: Report, path: JsonPath, name: str, scheme: dict[str, Any]
 ) -> str:
-    kind = scheme.get("type")
+    kind = str(scheme.get("type"))
     if kind not in ("jwt", "apiKey") or (*path, "type") in findings.rejected:
         return ""
     where = document.key_at(path)

@@ -81,7 +81,8 @@ def test_every_hostile_token_is_401_and_reaches_no_handler(
     client, calls = clinic
     for name, bad in hostile_tokens(signing_key, other_key).items():
         for method, path in (("GET", "/patients/p-1"), ("POST", "/notes")):
-            answer = client.request(method, path, headers={"authorization": f"Bearer {bad}".strip()}, json={"patientId": "p"})
+            sent = {"authorization": f"Bearer {bad}".strip()}
+            answer = client.request(method, path, headers=sent, json={"patientId": "p"})
             assert answer.status_code == 401, (name, path, answer.status_code, answer.text[:200])
             assert answer.headers["www-authenticate"].startswith("Bearer realm="), name
             assert answer.json()["status"] == "unauthorized", name
