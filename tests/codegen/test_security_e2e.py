@@ -90,7 +90,8 @@ def test_generated_service_enforces_and_generated_clients_authenticate(
                     clients = clients_module.Clients(sender)
                     try:
                         answers = [await clients.patients_get(models.PatientRef(patient_id="p")) for _ in range(3)]
-                        answers.append(await clients.results_record(models.LabResult(patient_id="p", test="hb", value=13.5)))
+                        lab = models.LabResult(patient_id="p", test="hb", value=13.5)
+                        answers.append(await clients.results_record(lab))
                         bare = clients_module.Clients(f"{url}/svc/invoke")
                         answers.append(await bare.patients_get(models.PatientRef(patient_id="p")))
                         await bare.aclose()
