@@ -17,6 +17,7 @@ import dataclasses
 import statistics
 import tempfile
 import time
+from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +65,7 @@ async def per_request_us(served: HttpApp, headers: list[tuple[bytes, bytes]], ca
     async def receive() -> dict[str, Any]:
         return message
 
-    async def send(sent: dict[str, Any]) -> None:
+    async def send(sent: MutableMapping[str, Any]) -> None:
         return None
 
     started = time.perf_counter()
