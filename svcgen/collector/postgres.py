@@ -26,7 +26,10 @@ database, so health reports the loss while no feed arrives, and the pool reconne
 from __future__ import annotations
 
 import contextlib
+import logging
+import math
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -182,6 +185,36 @@ def _bytes_total(kind: str) -> str:
 
 T = TypeVar("T")
 Cursor = psycopg.Cursor[Any]
+
+POOL_LOG_INTERVAL: Final = 60.0
+"""Seconds between two warnings of psycopg's pool: while the database is away it warns on every attempt."""
+
+
+class PoolWarnings(logging.Filter):
+    """Lets one warning of psycopg's pool through per `interval` and says how many it held back meanwhile; the
+    collector's own health check and warning say what is wrong, once a minute."""
+
+    def __init__(self, interval: float = POOL_LOG_INTERVAL, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self.interval = interval
+        self.clock = clock
+        self.held_back = 0
+        self._last = -math.inf
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        now = self.clock()
+        if now - self._last < self.interval:
+            self.held_back += 1
+            return False
+        self._last = now
+        if self.held_back:
+            record.msg = f"{record.msg} ({self.held_back} similar warning(s) of the pool held back since the last)"
+            self.held_back = 0
+        return True
+
+
+_POOL_WARNINGS = PoolWarnings()
+logging.getLogger("psycopg.pool").addFilter(_POOL_WARNINGS)
 
 
 @dataclass(frozen=True, slots=True)

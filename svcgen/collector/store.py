@@ -433,11 +433,17 @@ class JsonFileStore:
         return self._fd
 
     def _retire_segment(self) -> None:
+        """Later lines go to a fresh segment, unless nothing reached this one (a full disk refuses every write):
+        then it is reused, so failing writes do not leave a trail of empty segments."""
+        written = False
         if self._fd is not None:
+            with contextlib.suppress(OSError):
+                written = os.fstat(self._fd).st_size > 0
             with contextlib.suppress(OSError):
                 os.close(self._fd)
             self._fd = None
-        self._segment += 1
+        if written:
+            self._segment += 1
 
     def _sync_loop(self) -> None:
         while not self._stop.wait(self.sync_interval):

@@ -5,6 +5,7 @@ unreachable database answered `service-unavailable` with the reason in health.""
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from typing import Any
 
@@ -13,7 +14,7 @@ import psycopg
 import pytest
 
 from svcgen.collector import CollectorLimits, StoreError, collector_service
-from svcgen.collector.postgres import SCHEMA_VERSION, PostgresStore
+from svcgen.collector.postgres import SCHEMA_VERSION, PoolWarnings, PostgresStore
 from svcgen.runtime._http.app import create_app
 from svcgen.runtime._mesh.feeds import REREGISTER_KEY
 from tests.collector.test_service import invoke
@@ -239,3 +240,29 @@ def test_a_heartbeat_writes_its_own_instance_row_only(postgres_url: str) -> None
     drifted = c.heartbeat(heartbeat("orders", instance="i-3", digest="sha256:other"))
     assert ok(drifted)[REREGISTER_KEY] is True  # the descriptor hashes were read: drift is still found
     c.flush()
+
+
+def test_psycopg_pool_warnings_are_throttled() -> None:
+    """Issue 31: while the database was away psycopg's pool logged a warning on every connection attempt."""
+    clock = Clock(0.0)
+    throttle = PoolWarnings(interval=60.0, clock=clock)
+
+    def passes(message: str) -> bool:
+        return throttle.filter(logging.LogRecord("psycopg.pool", logging.WARNING, "", 0, message, None, None))
+
+    assert [passes("error connecting") for _ in range(5)] == [True, False, False, False, False]
+    clock.advance(61)
+    record = logging.LogRecord("psycopg.pool", logging.WARNING, "", 0, "error connecting", None, None)
+    assert throttle.filter(record) and "4 similar warning(s) of the pool held back" in record.getMessage()
+
+
+def test_an_unreachable_database_logs_few_pool_warnings(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="psycopg.pool")
+    store = PostgresStore(f"postgresql://postgres@127.0.0.1:{free_port()}/none", timeout=0.3, probe_interval=0.05)
+    c = collector(store)
+    try:
+        for n in range(20):
+            assert c.traces({"events": [event(n)]}).status == "service-unavailable"
+    finally:
+        c.flush()
+    assert sum(record.name == "psycopg.pool" for record in caplog.records) <= 1

@@ -5,6 +5,7 @@ the feed fail and the collector unhealthy; compaction leaves one snapshot and no
 from __future__ import annotations
 
 import asyncio
+import errno
 import itertools
 import logging
 import os
@@ -25,6 +26,7 @@ from svcgen.collector import (
     StoreInUse,
     collector_service,
 )
+from svcgen.collector import store as store_module
 from tests.support.feeds import Clock, collector, descriptor, event, heartbeat, issue, memory, ok, topic
 
 
@@ -304,3 +306,25 @@ def test_svcgen_collector_serve_on_a_store_in_use_exits_with_one_line(tmp_path: 
     assert result.returncode == 1
     (line,) = result.stderr.strip().splitlines()
     assert "another collector" in line and "is using this store" in line
+
+
+def test_a_full_disk_reuses_the_empty_segment_and_loses_nothing_acknowledged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 31: under a full disk every refused write left one more empty log segment behind."""
+    path = tmp_path / "collector.json"
+    c = collector(JsonFileStore(path))
+    ok(c.register(descriptor("orders")))
+
+    def full(fd: int, data: bytes) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(store_module, "_write_all", full)
+        answers = {c.traces({"events": [event(n)]}).status for n in range(50)}
+    assert answers == {"service-unavailable"}
+    segments = [name for name in files(tmp_path) if name.endswith(".log")]
+    assert len(segments) <= 2, segments  # the register's segment and at most one fresh one, reused
+    assert ok(c.traces({"events": [event(99)]})) == {"accepted": 1}  # space again: taken at once
+    again = collector(JsonFileStore(path))
+    assert ok(again.query_topic({"topic": "orders:get"}))["invocations"] == 1
