@@ -27,7 +27,7 @@ from svcgen.collector import (
     collector_service,
 )
 from svcgen.collector import store as store_module
-from tests.support.feeds import Clock, collector, descriptor, event, heartbeat, issue, memory, ok, topic
+from tests.support.feeds import Clock, collector, crash, descriptor, event, heartbeat, issue, memory, ok, topic
 
 
 def populate(c: Collector) -> None:
@@ -328,3 +328,38 @@ def test_a_full_disk_reuses_the_empty_segment_and_loses_nothing_acknowledged(
     assert ok(c.traces({"events": [event(99)]})) == {"accepted": 1}  # space again: taken at once
     again = collector(JsonFileStore(path))
     assert ok(again.query_topic({"topic": "orders:get"}))["invocations"] == 1
+
+
+def test_a_damaged_log_line_replays_up_to_the_damage_and_repair_recovers_the_rest(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 31: one damaged byte moved the whole store aside, with no way to repair it. The collector starts with
+    everything before the damage and keeps the rest aside; `svcgen collector repair` replays what it still holds."""
+    path = tmp_path / "collector.json"
+    store = JsonFileStore(path)
+    c = collector(store)
+    ok(c.register(descriptor("orders")))
+    for n in range(1, 4):
+        ok(c.traces({"events": [event(n)]}))
+    crash(store)  # killed: the four changes are in the log only
+    (segment,) = [tmp_path / name for name in files(tmp_path) if name.endswith(".log")]
+    lines = segment.read_bytes().split(b"\n")
+    lines[2] = b"#" + lines[2][1:]  # one damaged byte in the third change (the second traces batch)
+    segment.write_bytes(b"\n".join(lines))
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        started = collector(JsonFileStore(path))
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert "line 3 is not valid JSON" in warning and "svcgen collector repair" in warning
+    assert [s["service"] for s in ok(started.query_fleet())["services"]] == ["orders"]
+    assert ok(started.query_topic({"topic": "orders:get"}))["invocations"] == 1  # what came before the damage
+    assert [name for name in files(tmp_path) if ".damaged-" in name]
+    started.flush()
+    repaired = subprocess.run([sys.executable, "-m", "svcgen", "collector", "repair", "--store", str(path)],
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert repaired.returncode == 0, repaired.stderr
+    assert "replayed 1 change(s) from 1 damaged segment(s)" in repaired.stdout and "skipped 1" in repaired.stdout
+    again = collector(JsonFileStore(path))
+    assert ok(again.query_topic({"topic": "orders:get"}))["invocations"] == 2  # the damaged batch alone is lost
+    assert not [name for name in files(tmp_path) if ".damaged-" in name]
+    again.flush()
