@@ -23,7 +23,8 @@ polled health).
 
 Health of a service (`health`), from the instances heard within `stale_after` and the polls:
 - `unknown`: no health data (no fresh heartbeat, no poll);
-- `healthy`: every fresh instance and every poll reports healthy;
+- `healthy`: every fresh instance and every poll reports healthy (a successful poll of a service with no health
+  checks to report counts as healthy, as the service's artifact status says);
 - `unhealthy`: none does (a failed poll counts as unhealthy: the service is unreachable);
 - `degraded`: some do, some do not.
 """
@@ -133,8 +134,8 @@ class ServiceRecords:
         for poll in self.polls:
             if not poll["ok"]:
                 seen.append(False)
-            elif "health" in poll:
-                seen.append(poll["health"].get("isHealthy") is not False)
+            else:  # a service that answered with no health checks to report is healthy, as its artifact says
+                seen.append(poll.get("health", {}).get("isHealthy") is not False)
         if not seen:
             return "unknown"
         if all(seen):
