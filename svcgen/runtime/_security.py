@@ -476,7 +476,8 @@ class _Jwks(_KeySource):
     async def key_for(self, token: str, kid: str | None) -> Any:
         now = self._clock()
         stale = self._fetched_at is None or now - self._fetched_at >= self._cache_seconds
-        if (stale or self._lookup(kid) is None) and self._may_fetch(now):
+        # A fetch in flight is awaited by every caller (the first requests after startup included).
+        if self._fetching is not None or ((stale or self._lookup(kid) is None) and self._may_fetch(now)):
             await self._refresh()
         key = self._lookup(kid)
         if key is not None:

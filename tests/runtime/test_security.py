@@ -207,3 +207,22 @@ def test_wiring_refuses_credentials_for_a_topic_it_does_not_produce() -> None:
     wiring.credentials["x:y"] = ApiKey("x-api-key", "k")
     with pytest.raises(WiringError, match="x:y"):
         wiring.sender(["a:b"])
+
+
+def test_callers_during_the_first_fetch_wait_for_it() -> None:
+    key = rsa_key()
+
+    class SlowJwks(JwksTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            await asyncio.sleep(0.05)
+            return await super().handle_async_request(request)
+
+    transport = SlowJwks(jwks_of(key))
+    guard = Guard(Security.declare([staff_scheme(jwks="https://id.test/jwks")], default=["staff"]), transport=transport)
+    good = bearer(token(key))
+
+    async def burst() -> list[Any]:
+        return await asyncio.gather(*(guard.check(guard.security.default, good) for _ in range(20)))
+
+    assert all(isinstance(answer, Principal) for answer in run(burst()))
+    assert transport.requests == 1
