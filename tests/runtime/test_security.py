@@ -222,7 +222,8 @@ def test_callers_during_the_first_fetch_wait_for_it() -> None:
     good = bearer(token(key))
 
     async def burst() -> list[Any]:
-        return await asyncio.gather(*(guard.check(guard.security.default, good) for _ in range(20)))
+        answers: list[Any] = await asyncio.gather(*(guard.check(guard.security.default, good) for _ in range(20)))
+        return answers
 
     assert all(isinstance(answer, Principal) for answer in run(burst()))
     assert transport.requests == 1
