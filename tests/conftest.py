@@ -29,6 +29,15 @@ SLOW: dict[str, str] = {
     "collector/test_host.py": "svcgen collector serve in subprocesses",
     "collector/test_mismatches.py": "a running collector and dashboard",
     "collector/test_traces.py::test_memory_is_flat_under_an_endless_trace_feed": "a memory soak",
+    "collector/test_lock.py::test_a_generated_service_given_the_token_reports_to_a_locked_collector": (
+        "a generated service and a collector, served"
+    ),
+    "collector/test_postgres.py::test_an_unreachable_database_is_service_unavailable_and_unhealthy": (
+        "waits out a database connect timeout"
+    ),
+    "mesh/test_two_services.py": "two generated services and a collector under uvicorn, waiting for their feeds",
+    "nats/test_nats_serve.py": "svcgen serve over NATS in subprocesses",
+    "diff/test_cli.py::test_check_against_a_revision_in_a_git_repository_as_ci_runs_it": "git in subprocesses",
 }
 """Path under tests/ (a folder, a module, or a module::test) → why it is slow."""
 
