@@ -48,7 +48,7 @@ from .issuebook import IssueBook
 from .missingfeeds import FeedLog
 from .snapshot import CounterEntry, EdgeEntry, FeedEntry, Json
 from .store import Applied, Rows, StoreError, StoreUnavailable, Tables
-from .tracelog import OTHER_STATUS, TraceLog, _event_bytes, counted_as, is_failure
+from .tracelog import OTHER_STATUS, TraceLog, _event_bytes, counted_as, held_topics, is_failure
 from .wire import MAX_COUNT, Unstorable, saturated
 
 SCHEMA_VERSION: Final = 2
@@ -542,13 +542,22 @@ class PostgresStore:
         self._bound(cursor, _Bound("collector_edges", self.limits.edges, "edges"), totals)
 
     def _declared(self, cursor: Cursor, services: list[str]) -> dict[str, frozenset[str] | None]:
-        """Per service, the topic ids its catalog entries declare (None while it is not described)."""
+        """Per service, what its events are held against (`held_topics`): the topic ids its catalog entries
+        declare, or for a service not described yet the topics it is counted under once they reach the limit."""
         cursor.execute("SELECT service, document::text FROM collector_catalog WHERE kind = 'catalog' "
                        "AND service = ANY(%s)", (services,))  # fmt: skip
         entries: dict[str, list[Any]] = {service: [] for service in services}
         for service, text in cursor.fetchall():
             entries[service].append(orjson.loads(text))
-        return {service: ServiceRecords(entries=held).declared() for service, held in entries.items()}
+        declared = {service: ServiceRecords(entries=held).declared() for service, held in entries.items()}
+        undescribed = sorted(service for service, topics in declared.items() if topics is None)
+        counted: dict[str, frozenset[str]] = {}
+        if undescribed:
+            cursor.execute("SELECT service, array_agg(DISTINCT topic) FROM collector_counters WHERE service = "
+                           "ANY(%s) GROUP BY service", (undescribed,))  # fmt: skip
+            counted = {service: frozenset(topics) for service, topics in cursor.fetchall()}
+        return {service: held_topics(topics, counted.get(service, frozenset()), self.limits.undescribed_topics)
+                for service, topics in declared.items()}  # fmt: skip
 
     def _counters(self, cursor: Cursor, events: list[Json], totals: dict[str, int]) -> None:
         sums: dict[tuple[str, str, str, str], list[Any]] = {}
