@@ -50,6 +50,8 @@ def build_manifest(document: YamlDocument, base_dir: Path) -> Manifest:
         known = {record.name for record in records} | {enum.name for enum in enums}
         records += [record for record in owned.records if record.name not in known]
         enums += [enum for enum in owned.enums if enum.name not in known]
+    known = {record.name for record in records} | {enum.name for enum in enums}
+    events, subscribes, taken_records, taken_enums = build_events(data, base_dir, known)
     return Manifest(
         path=document.file.replace("\\", "/"),
         service=service,
@@ -61,11 +63,19 @@ def build_manifest(document: YamlDocument, base_dir: Path) -> Manifest:
         placement=dict(data["placement"]) if "placement" in data else None,
         health=tuple(data.get("health", ())),
         mesh=None if mesh is None else _mesh(mesh),
-        types=tuple(records),
-        enums=tuple(enums),
+        types=tuple(records + taken_records),
+        enums=tuple(enums + taken_enums),
         topics=tuple(_topic(entry) for entry in data.get("topics", ())),
         produces=tuple(produces),
+        events=events,
+        subscribes=subscribes,
     )
+
+
+def build_events(data: dict[str, Any], base_dir: Path, known: set[str]) -> Any:
+    from .events import build_events as build  # events → build (same_definition): imported when used
+
+    return build(data, base_dir, known)
 
 
 def same_definition(one: RecordDef | EnumDef, other: RecordDef | EnumDef) -> bool:

@@ -47,6 +47,16 @@ class OwnedTopic:
 def owned_topic(base_dir: Path, relative: str, topic_id: str, version: str | None) -> OwnedTopic:
     """The topic `topic_id` (at `version`; None: its only version) of the owner's manifest at `relative` (to
     `base_dir`, the producer's directory), with the types it reaches. Raises OwnerError."""
+    target, owner = load_owner(base_dir, relative)
+    topic = _topic(owner, relative, topic_id, version)
+    records, enums = _reached(owner, topic)
+    return OwnedTopic(target.as_posix(), owner.service, topic, *relocated(relative, records, enums),
+                      _positions(target, owner))  # fmt: skip
+
+
+def load_owner(base_dir: Path, relative: str) -> tuple[Path, Manifest]:
+    """The manifest at `relative` (to `base_dir`), loaded and validated like any other, and where it is; raises
+    OwnerError (a missing file, an invalid manifest, a `from:` cycle)."""
     from .load import load_manifest  # load → semantics → here
 
     if PurePosixPath(relative).is_absolute() or PureWindowsPath(relative).is_absolute():
@@ -73,15 +83,20 @@ def owned_topic(base_dir: Path, relative: str, topic_id: str, version: str | Non
         raise OwnerError(f"owner's manifest {relative!r} is invalid: {problems[0]}{more}") from None
     finally:
         _loading.reset(token)
-    topic = _topic(owner, relative, topic_id, version)
-    records, enums = _reached(owner, topic)
+    return target, owner
+
+
+def relocated(
+    relative: str, records: tuple[RecordDef, ...], enums: tuple[EnumDef, ...]
+) -> tuple[tuple[RecordDef, ...], tuple[EnumDef, ...]]:
+    """The owner's records with their jsonSchema paths relative to the taker's directory."""
     folder = posixpath.dirname(relative.replace("\\", "/"))
-    records = tuple(
+    moved = tuple(
         replace(record, json_schema=posixpath.normpath(posixpath.join(folder, record.json_schema)))
         if record.json_schema else record
         for record in records
     )
-    return OwnedTopic(target.as_posix(), owner.service, topic, records, enums, _positions(target, owner))
+    return moved, enums
 
 
 def _topic(owner: Manifest, relative: str, topic_id: str, version: str | None) -> TopicDef:
@@ -107,9 +122,14 @@ def _topic(owner: Manifest, relative: str, topic_id: str, version: str | None) -
 
 def _reached(owner: Manifest, topic: TopicDef) -> tuple[tuple[RecordDef, ...], tuple[EnumDef, ...]]:
     """The owner's records and enums the topic's request and response reach, in the owner's order."""
+    return reached_types(owner, [*topic.request.records(), *topic.response.records()])
+
+
+def reached_types(owner: Manifest, names: list[str]) -> tuple[tuple[RecordDef, ...], tuple[EnumDef, ...]]:
+    """The owner's records and enums the type names reach, in the owner's order."""
     records = {record.name: record for record in owner.types}
     reached: set[str] = set()
-    pending = [*topic.request.records(), *topic.response.records()]
+    pending = list(names)
     while pending:
         name = pending.pop()
         if name in reached:
