@@ -81,8 +81,9 @@ def build_events(
 ) -> tuple[tuple[EventDef, ...], tuple[SubscriptionDef, ...], list[RecordDef], list[EnumDef]]:
     """(events, subscriptions, records and enums taken from publishers that `known` names do not cover yet)."""
     events = tuple(
-        EventDef(entry["id"], entry.get("version", ""), parse_type(entry["payload"]), entry.get("key"),
-                 entry.get("summary"))  # fmt: skip
+        EventDef(
+            entry["id"], entry.get("version", ""), parse_type(entry["payload"]), entry.get("key"), entry.get("summary")
+        )
         for entry in data.get("events", ())
     )
     subscriptions: list[SubscriptionDef] = []
@@ -91,17 +92,24 @@ def build_events(
     for entry in data.get("subscribes", ()):
         delivery = delivery_def(entry.get("delivery"))
         if "from" not in entry:
-            subscriptions.append(SubscriptionDef(entry["id"], entry.get("version", ""), entry["publisher"],
-                                                 parse_type(entry["payload"]), delivery, entry.get("summary")))  # fmt: skip
+            payload = parse_type(entry["payload"])
+            subscriptions.append(
+                SubscriptionDef(entry["id"], entry.get("version", ""), entry["publisher"], payload, delivery,
+                                entry.get("summary"))
+            )
             continue
         taken = published_event(base_dir, entry["from"], entry["id"], entry.get("version"))
         subscriptions.append(SubscriptionDef(taken.event.id, taken.event.version, taken.publisher,
                                              taken.event.payload, delivery,
                                              entry.get("summary", taken.event.summary), entry["from"]))  # fmt: skip
-        for definition in (*taken.records, *taken.enums):
-            if definition.name not in known:
-                known.add(definition.name)
-                (records if isinstance(definition, RecordDef) else enums).append(definition)  # type: ignore[arg-type]
+        for record in taken.records:
+            if record.name not in known:
+                known.add(record.name)
+                records.append(record)
+        for enum in taken.enums:
+            if enum.name not in known:
+                known.add(enum.name)
+                enums.append(enum)
     return events, tuple(subscriptions), records, enums
 
 
@@ -170,13 +178,15 @@ def _check_subscribed(checker: _Checker) -> None:
             published = published_event(checker.base_dir, relative, event_id, version)
         except OwnerError as error:
             checker.uses_known = False
-            checker.error(checker.doc.at((*path, error.key)), str(error).replace("owner's manifest", "publisher's manifest"))
+            message = str(error).replace("owner's manifest", "publisher's manifest")
+            checker.error(checker.doc.at((*path, error.key)), message)
             continue
         checker.parsed[(*path, "payload")] = published.event.payload
         taken.append((index, published))
         _check_id(checker, path, {**entry, "version": published.event.version}, seen, "subscription")
     for index, published in taken:
-        for definition in (*published.records, *published.enums):
+        definitions: list[RecordDef | EnumDef] = [*published.records, *published.enums]
+        for definition in definitions:
             local = checker.local_definition(definition.name)
             if local is not None and not same_definition(local, definition):
                 section = "enums" if definition.name in checker.enums else "types"

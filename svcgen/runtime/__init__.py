@@ -9,6 +9,20 @@ from ._codec import Codec, DecodeError, codec_for
 from ._context import Context
 from ._dependencies import Dependencies, DependencyError, Scope
 from ._descriptor import Identity, ProducedTopic
+from ._events import (
+    Delivered,
+    Delivery,
+    DeliveryInfo,
+    EventBroker,
+    EventBus,
+    EventHandler,
+    EventsError,
+    EventSpec,
+    Retention,
+    Subscription,
+    Subscriptions,
+    Verdict,
+)
 from ._health import HealthCheck, HealthCheckResult, HealthChecks
 from ._http.app import HttpApp, create_app
 from ._http.limits import Limits
@@ -19,6 +33,7 @@ from ._mesh.host import MeshHost, MeshSettings
 from ._mesh.profile import declare_profile, self_check
 from ._mesh.tracecontext import TraceContext, current_trace, propagation_headers
 from ._meta import Meta
+from ._nats.events import JetStreamBroker
 from ._nats.requester import NatsSender
 from ._nats.responder import NatsBinding
 from ._pipeline import Middleware, Next
@@ -33,8 +48,16 @@ __all__ = [
     "Codec",
     "Context",
     "DecodeError",
+    "Delivered",
+    "Delivery",
+    "DeliveryInfo",
     "Dependencies",
     "DependencyError",
+    "EventBroker",
+    "EventBus",
+    "EventHandler",
+    "EventSpec",
+    "EventsError",
     "Handler",
     "HandlerBindingError",
     "HealthCheck",
@@ -43,6 +66,7 @@ __all__ = [
     "HttpApp",
     "HttpSender",
     "Identity",
+    "JetStreamBroker",
     "JsonLimits",
     "Limits",
     "MeshHost",
@@ -56,13 +80,17 @@ __all__ = [
     "Registry",
     "RegistryError",
     "Result",
+    "Retention",
     "Route",
     "RuntimeMismatch",
     "Scope",
     "Sender",
     "Service",
+    "Subscription",
+    "Subscriptions",
     "TopicKey",
     "TraceContext",
+    "Verdict",
     "Wiring",
     "WiringError",
     "codec_for",
