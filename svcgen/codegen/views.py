@@ -16,6 +16,7 @@ from ..runtime._status import OK
 from ..runtime._topics import DEFAULT_PREFIX
 from ..runtime._wiring import NATS_ENV, target_variable
 from .bindings import MODELS_MODULE, ServiceBindings, TopicBinding, type_text
+from .events import ServiceEvents, service_events
 from .imports import Imports
 from .typehints import annotation
 
@@ -64,6 +65,7 @@ class ServiceView:
     topics: tuple[RegistrationRow, ...]
     routes: tuple[RouteRow, ...]
     produces: tuple[ProducedRow, ...]
+    events: ServiceEvents | None = None
 
 
 @dataclass(frozen=True)
@@ -186,7 +188,8 @@ def service_view(bindings: ServiceBindings) -> ServiceView:
         for p in bindings.produces
     )
     routes = tuple(RouteRow(spec, t.topic, t.version) for t in bindings.topics for spec in t.routes)
-    return ServiceView(imports.lines(), topics, routes, produces)
+    events = service_events(bindings.events, bindings.subscriptions, imports)
+    return ServiceView(imports.lines(), topics, routes, produces, events)
 
 
 def clients_view(bindings: ServiceBindings) -> ClientsView:

@@ -25,7 +25,7 @@ from svcgen.runtime import (
     Service,
     Subscriptions,
 )
-from svcgen.runtime._eventnames import DEAD_LETTER_STREAM, event_subject, stream_name
+from svcgen.runtime._eventnames import event_subject, stream_name
 
 DEADLINE = 30.0
 
@@ -77,28 +77,6 @@ async def cleanup(url: str, publisher: str) -> None:
     async with connected(url) as client:
         with contextlib.suppress(Exception):
             await client.jetstream().delete_stream(stream_name(publisher))
-
-
-async def dead_letters(client: Client, subscriber: str) -> list[Any]:
-    """The dead letters of `subscriber` in SVC_DEAD_LETTERS, oldest first."""
-    js = client.jetstream()
-    found = []
-    seq = 1
-    try:
-        info = await js.stream_info(DEAD_LETTER_STREAM)
-    except Exception:
-        return []
-    last = info.state.last_seq
-    first = info.state.first_seq
-    subject = f"svc.dead.{subscriber}."
-    for seq in range(max(first, 1), last + 1):
-        try:
-            message = await js.get_msg(DEAD_LETTER_STREAM, seq)
-        except Exception:
-            continue
-        if message.subject.startswith(subject):
-            found.append(message)
-    return found
 
 
 async def publish_raw(client: Client, publisher: str, data: bytes, headers: dict[str, str] | None = None) -> None:
