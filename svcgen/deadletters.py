@@ -144,3 +144,27 @@ async def drop(client: Client, letter: DeadLetter) -> None:
 
 def _new_id() -> str:
     return f"replay:{uuid.uuid4()}"
+
+
+async def run(action: str, url: str, subscriber: str | None, event: str | None,
+              echo: Callable[[str], None]) -> int:  # fmt: skip
+    """The CLI's work: list, replay or drop the matching dead letters, one line each; the count handled."""
+    from .runtime._nats.connections import open_connection
+
+    client = await open_connection(url)
+    try:
+        count = 0
+        async for letter in dead_letters(client, subscriber=subscriber, event=event):
+            if action == "replay":
+                sequence = await replay(client, letter)
+                echo(f"replayed #{letter.sequence} to {letter.original_subject} (stream sequence {sequence})")
+            elif action == "drop":
+                await drop(client, letter)
+                echo(f"dropped #{letter.sequence} ({letter.subscriber} {letter.event})")
+            else:
+                echo(letter.line())
+            count += 1
+        return count
+    finally:
+        await client.close()
+

@@ -23,6 +23,7 @@ from tests.events.harness import (
     wait_for,
 )
 from tests.support.broker import unique_name
+from tests.support.codegen import REPO, run_cli
 
 FAST = Delivery(max_deliver=3, backoff=(0.05,), ack_wait=5.0)
 
@@ -263,3 +264,44 @@ def test_a_service_with_events_and_no_nats_refuses_to_start_with_one_line() -> N
         wiring.events("notify", [], subscriptions)
     message = str(caught.value)
     assert "\n" not in message and "SVCGEN_NATS" in message and "subscribes to 1 event" in message
+
+
+def test_the_dead_letters_command_lists_replays_and_drops(nats_url: str) -> None:
+    publisher, name = unique_name("pub"), unique_name("sub")
+    handled: list[str] = []
+
+    async def handle(event: Placed, context: Context) -> Result[None]:
+        handled.append(event.order_id)
+        return Result.service_unavailable("down") if len(handled) <= 2 else Result.ok()
+
+    async def dead_letter_two() -> None:
+        async with connected(nats_url) as client:
+            sender = publisher_bus(client, publisher)
+            await sender.start(None)  # type: ignore[arg-type]
+            bus, service = subscriber(client, name, publisher, handle, Delivery(max_deliver=1, backoff=(0.05,)))
+            await bus.start(service)
+            await sender.publish("orders:placed", Placed("o-1", 10))
+            await sender.publish("orders:placed", Placed("o-2", 20))
+
+            async def poll() -> None:
+                while len(await _letters(client, name)) < 2:
+                    await asyncio.sleep(0.1)
+
+            await asyncio.wait_for(poll(), 30)
+            listed = run_cli("events", "dead-letters", "list", "--nats", nats_url, "--subscriber", name, cwd=REPO)
+            assert listed.returncode == 0, listed.stderr
+            lines = listed.stdout.splitlines()
+            assert len(lines) == 2 and all("orders:placed attempts=1 status=service-unavailable" in x for x in lines)
+            assert '"orderId":"o-1"' in lines[0] and "2 dead letter(s)" in listed.stderr
+            replayed = run_cli("events", "dead-letters", "replay", "--nats", nats_url, "--subscriber", name,
+                               "--event", "orders:placed", cwd=REPO)  # fmt: skip
+            assert replayed.returncode == 0 and "2 replayed" in replayed.stderr, replayed.stderr
+            await wait_for(lambda: sorted(handled[2:]) == ["o-1", "o-2"], "both replayed events handled")
+            await bus.stop()
+        dropped = run_cli("events", "dead-letters", "drop", "--nats", nats_url, "--subscriber", name, cwd=REPO)
+        assert dropped.returncode == 0 and "0 dropped" in dropped.stderr
+
+    try:
+        asyncio.run(dead_letter_two())
+    finally:
+        asyncio.run(cleanup(nats_url, publisher))
