@@ -28,8 +28,10 @@ from ..runtime._result import Result
 from ..runtime._service import Service
 from .bindings import MODELS_MODULE, ServiceBindings, type_text
 from .errors import CodegenError
+from .events import asyncapi_bytes
 from .imports import Imports
 
+ASYNCAPI = "contracts/asyncapi.json"
 DESCRIPTOR = "contracts/descriptor.json"
 HTTP_API = "contracts/http-api.json"
 OPENAPI = "contracts/openapi.json"
@@ -54,12 +56,15 @@ def contract_documents(bindings: ServiceBindings, models_source: str, package: s
         # The app create_app builds over the same routes, so it declares the same profile and HTTP API.
         app = HttpApp(service, _routes(bindings))
         declare_profile(app, mesh)
-        return {
+        documents = {
             DESCRIPTOR: document_bytes(service.descriptor.document),
             HTTP_API: app.http_api_body,
             OPENAPI: document_bytes(service.openapi),
             SPEC: document_bytes(service.spec),
         }
+        if bindings.events or bindings.subscriptions:
+            documents[ASYNCAPI] = asyncapi_bytes(bindings, lambda expr: _resolve(expr, module))
+        return documents
     finally:
         del sys.modules[name]
 

@@ -7,14 +7,21 @@ the manifest's payload, and the runtime checks the handler's annotations again a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ..manifest.model import DeliveryDef, Manifest
 from ..manifest.typeexpr import TypeExpr
+from ..runtime._asyncapi import build_asyncapi
 from ..runtime._collisions import handler_slugs
+from ..runtime._context import Context
 from ..runtime._eventnames import event_handler_module
+from ..runtime._events import EventSpec, Subscriptions
+from ..runtime._jsontext import document_bytes
 from ..runtime._registry import TopicKey
-from .bindings import MODELS_MODULE, type_text
+from ..runtime._result import Result
+from .bindings import MODELS_MODULE, ServiceBindings, type_text
 from .imports import Imports
 from .typehints import annotation
 
@@ -179,3 +186,19 @@ def event_stub_view(entry: SubscriptionBinding) -> EventStubView:
     one_line = f"async def handle(event: {payload}, context: Context) -> Result[None]:"
     return EventStubView(entry.topic, entry.label, entry.publisher, entry.summary, imports.lines(), payload,
                          len(one_line) > STUB_WRAP_AT)  # fmt: skip
+
+
+def asyncapi_bytes(bindings: ServiceBindings, resolve: Callable[[TypeExpr], Any]) -> bytes:
+    """contracts/asyncapi.json: the runtime's own document over the same payload types service.py binds."""
+    published = [EventSpec(event.topic, resolve(event.payload), event.version, event.key) for event in bindings.events]
+    subscriptions = Subscriptions()
+    for entry in bindings.subscriptions:
+        subscriptions.add(entry.topic, _placeholder, publisher=entry.publisher, payload=resolve(entry.payload),
+                          version=entry.version)  # fmt: skip
+    document = build_asyncapi(bindings.service, published, subscriptions, title=bindings.title,
+                              version=bindings.api_version)  # fmt: skip
+    return document_bytes(document)
+
+
+async def _placeholder(event: Any, context: Context) -> Result[None]:
+    return Result.ok()

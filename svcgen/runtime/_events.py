@@ -399,6 +399,12 @@ class EventBus:
     async def stop(self) -> None:
         await self.broker.close()
 
+    def asyncapi(self, *, title: str, version: str) -> dict[str, Any]:
+        """The AsyncAPI 3.0.0 document of these events (contracts/asyncapi.json)."""
+        from ._asyncapi import build_asyncapi
+
+        return build_asyncapi(self.service_name, self.published, self.subscriptions, title=title, version=version)
+
     async def publish(
         self, event: str, payload: Any, *, version: str = "", headers: Mapping[str, str] | None = None
     ) -> Result[None]:

@@ -20,6 +20,7 @@ from ._dependencies import Dependencies
 from ._events import EventBroker, EventBus, EventSpec, Retention, Subscriptions, events_need_broker
 from ._http.app import HttpApp
 from ._http.sender import HeaderHook, HttpSender, _join, _split_base
+from ._jsontext import document_bytes
 from ._naming import slug
 from ._nats.connections import NATS_MISSING, ConnectFactory, NatsConnections, NatsError, nats_installed, server_of
 from ._nats.events import JetStreamBroker
@@ -31,6 +32,8 @@ TARGET_ENV_PREFIX = "SVCGEN_TARGET_"
 NATS_ENV = "SVCGEN_NATS"
 """The NATS server to serve the topics on as well (`svcgen serve --nats URL` sets it); overrides `nats_url`."""
 NATS_SCHEMES = ("nats://", "tls://")
+ASYNCAPI_DOCUMENT = "asyncapi.json"
+"""Served at `{prefix}/asyncapi.json` by a service with events, as committed to contracts/asyncapi.json."""
 Hook = TypeVar("Hook", bound=Callable[[], Awaitable[None]])
 
 
@@ -219,6 +222,8 @@ class Wiring:
             app.on_shutdown.insert(0, binding.stop)
         events = self._events
         if events is not None:
+            document = events.asyncapi(title=app.service.title, version=app.service.api_version)
+            app.serve_document(ASYNCAPI_DOCUMENT, document_bytes(document))
 
             async def start_events() -> None:
                 await events.start(app.service, json_limits=app.limits.json)

@@ -164,6 +164,11 @@ class HttpApp:
             if (handler := handlers[name]) is not None
         }
 
+    def serve_document(self, name: str, body: bytes) -> None:
+        """Serve `body` (JSON) at `GET {prefix}/<name>`: a derived document beside the service's own, like the
+        events' asyncapi.json."""
+        self.surfaces[("GET", f"{self.service.prefix}/{name}")] = _constant(body)
+
     def _check_topic(self, route: Route) -> None:
         if is_reserved_topic(route.topic):
             return

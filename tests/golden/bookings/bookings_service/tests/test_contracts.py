@@ -55,3 +55,7 @@ def test_descriptor_is_committed() -> None:
     served = dict(create_app().service.descriptor.document)
     served.pop("instanceId", None)  # per running instance, never committed
     assert served == committed
+
+
+def test_served_asyncapi_is_committed() -> None:
+    assert asyncio.run(_served("/asyncapi.json")) == (CONTRACTS / "asyncapi.json").read_bytes()
