@@ -98,6 +98,12 @@ class SubscribeRow:
     backoff: tuple[float, ...]
     ack_wait: float
 
+    @property
+    def backoff_text(self) -> str:
+        """The backoff as a Python tuple literal."""
+        steps = ", ".join(repr(step) for step in self.backoff)
+        return f"({steps},)" if len(self.backoff) == 1 else f"({steps})"
+
 
 @dataclass(frozen=True)
 class ServiceEvents:
@@ -112,12 +118,11 @@ def service_events(published: tuple[EventBinding, ...], subscribed: tuple[Subscr
     """The rows service.py writes, adding what they need to its `imports`; None for a service without events."""
     if not published and not subscribed:
         return None
-    imports.name("svcgen.runtime", "propagation_headers")
-    imports.name("svcgen.runtime", "EventSpec")
     if published:
+        imports.name("svcgen.runtime", "EventSpec")
         imports.name(".events", "Events")
-    imports.name("svcgen.runtime", "Subscriptions")
     if subscribed:
+        imports.name("svcgen.runtime", "Subscriptions")
         imports.name("svcgen.runtime", "Delivery")
         imports.name("svcgen.runtime", "EventHandler")
     for entry in subscribed:

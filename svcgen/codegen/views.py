@@ -149,14 +149,13 @@ def wiring_stub_view(bindings: ServiceBindings) -> WiringStubView:
 def service_view(bindings: ServiceBindings) -> ServiceView:
     imports = Imports()
     imports.name("__future__", "annotations")
-    imports.name("typing", "Any")
     imports.name("typing", "Final")
-    for name in ("Handler", "HttpApp", "Identity", "ProducedTopic", "Registry", "Route", "Service", "Wiring"):
+    imports.name("typing", "Unpack")
+    for name in ("AppOptions", "Handler", "HttpApp", "Identity", "ProducedTopic", "Registry", "Route", "Service",
+                 "ServiceDefinition", "ServiceOptions", "Wiring"):
         imports.name("svcgen.runtime", name)
-    imports.name("svcgen.runtime", "declare_profile")
     imports.name(".", "wiring")
     if bindings.produces:
-        imports.name("svcgen.runtime", "propagation_headers")
         imports.name(".clients", "Clients")
     if bindings.mesh:
         imports.name("svcgen.runtime", "MeshHost")
@@ -195,16 +194,10 @@ def service_view(bindings: ServiceBindings) -> ServiceView:
 def clients_view(bindings: ServiceBindings) -> ClientsView:
     imports = Imports()
     imports.name("__future__", "annotations")
-    imports.module("json")
-    imports.name("collections.abc", "Callable")
     imports.name("collections.abc", "Mapping")
-    imports.name("types", "TracebackType")
-    for name in ("Any", "Final", "Self", "TypeVar"):
-        imports.name("typing", name)
-    for name in ("HttpSender", "NatsSender", "Result", "Sender", "codec_for"):
+    imports.name("typing", "Final")
+    for name in ("ClientCall", "ClientsBase", "Result", "codec_for"):
         imports.name("svcgen.runtime", name)
-    imports.name("svcgen.runtime", "open_sender")
-    imports.name("svcgen.runtime", "propagation_headers")
     _import_models([expr for p in bindings.produces for expr in (p.request, p.response)], imports)
     methods = tuple(
         ClientMethod(

@@ -9,11 +9,12 @@ from typing import Any
 from ..runtime._status import OK
 from ..runtime._topics import DEFAULT_PREFIX, normalize_prefix
 from .contract import CONTRACT_KEYWORDS
+from .events import build_events
 from .loader import YamlDocument
 from .model import NO_DEFAULT, EnumDef, FieldDef, Manifest, MeshDef, RecordDef, RouteDef, TopicDef
 from .owner import owned_topic
 from .routes import parse_route
-from .schemaimport import import_json_schema
+from .sources import Sources
 from .typeexpr import parse_type
 
 
@@ -22,9 +23,10 @@ def default_package(service: str) -> str:
     return service.replace("-", "_") + "_service"
 
 
-def build_manifest(document: YamlDocument, base_dir: Path) -> Manifest:
-    """Build the model; the document must already have passed the schema and semantic stages. A jsonSchema
-    type becomes records and enums of the same model (its own, then any nested ones)."""
+def build_manifest(document: YamlDocument, base_dir: Path, sources: Sources) -> Manifest:
+    """Build the model; the document must already have passed the schema and semantic stages, whose owners'
+    manifests and jsonSchema files `sources` holds. A jsonSchema type becomes records and enums of the same
+    model (its own, then any nested ones)."""
     data: dict[str, Any] = document.data
     service: str = data["service"]
     mesh = data.get("mesh")
@@ -34,7 +36,7 @@ def build_manifest(document: YamlDocument, base_dir: Path) -> Manifest:
     ]
     for name, spec in data.get("types", {}).items():
         if "jsonSchema" in spec:
-            imported = import_json_schema(name, spec["jsonSchema"], base_dir)
+            imported = sources.imported_types(name, spec["jsonSchema"], base_dir)
             records += imported.records
             enums += imported.enums
         else:
@@ -44,14 +46,14 @@ def build_manifest(document: YamlDocument, base_dir: Path) -> Manifest:
         if "from" not in entry:
             produces.append(_topic(entry))
             continue
-        owned = owned_topic(base_dir, entry["from"], entry["id"], entry.get("version"))
+        owned = owned_topic(sources, base_dir, entry["from"], entry["id"], entry.get("version"))
         produces.append(replace(owned.topic, routes=(), summary=entry.get("summary", owned.topic.summary)))
         # A type already declared (here or by an earlier entry) is the same one: semantics checked they agree.
         known = {record.name for record in records} | {enum.name for enum in enums}
         records += [record for record in owned.records if record.name not in known]
         enums += [enum for enum in owned.enums if enum.name not in known]
     known = {record.name for record in records} | {enum.name for enum in enums}
-    events, subscribes, taken_records, taken_enums = build_events(data, base_dir, known)
+    events, subscribes, taken_records, taken_enums = build_events(data, base_dir, known, sources)
     return Manifest(
         path=document.file.replace("\\", "/"),
         service=service,
@@ -70,12 +72,6 @@ def build_manifest(document: YamlDocument, base_dir: Path) -> Manifest:
         events=events,
         subscribes=subscribes,
     )
-
-
-def build_events(data: dict[str, Any], base_dir: Path, known: set[str]) -> Any:
-    from .events import build_events as build  # events → build (same_definition): imported when used
-
-    return build(data, base_dir, known)
 
 
 def same_definition(one: RecordDef | EnumDef, other: RecordDef | EnumDef) -> bool:

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..runtime._eventnames import parse_duration
 from ..runtime._naming import slug
-from .build import same_definition
 from .model import DeliveryDef, EnumDef, EventDef, Manifest, RecordDef, SubscriptionDef
 from .owner import OwnerError, load_owner, reached_types, relocated
 from .spelling import suggestion
@@ -22,8 +21,10 @@ from .typeexpr import parse_type
 if TYPE_CHECKING:
     from .loader import JsonPath
     from .semantics import _Checker
+    from .sources import Sources
 
 DEFAULT_DELIVERY = DeliveryDef()
+MAX_DELIVER = 1000
 
 
 @dataclass(frozen=True)
@@ -38,10 +39,13 @@ class PublishedEvent:
     """The publisher's manifest as loaded, for messages."""
 
 
-def published_event(base_dir: Path, relative: str, event_id: str, version: str | None) -> PublishedEvent:
+def published_event(
+    sources: Sources, base_dir: Path, relative: str, event_id: str, version: str | None
+) -> PublishedEvent:
     """The event `event_id` (at `version`; None: its only version) the manifest at `relative` publishes; raises
     OwnerError keyed to the entry key it is about."""
-    target, owner = load_owner(base_dir, relative)
+    target, loaded = load_owner(sources, base_dir, relative)
+    owner = loaded.manifest
     event = _event(owner, relative, event_id, version)
     records, enums = reached_types(owner, sorted(event.payload.records()))
     return PublishedEvent(owner.service, event, *relocated(relative, records, enums), target.as_posix())
@@ -77,7 +81,7 @@ def delivery_def(spec: dict[str, Any] | None) -> DeliveryDef:
 
 
 def build_events(
-    data: dict[str, Any], base_dir: Path, known: set[str]
+    data: dict[str, Any], base_dir: Path, known: set[str], sources: Sources
 ) -> tuple[tuple[EventDef, ...], tuple[SubscriptionDef, ...], list[RecordDef], list[EnumDef]]:
     """(events, subscriptions, records and enums taken from publishers that `known` names do not cover yet)."""
     events = tuple(
@@ -98,7 +102,7 @@ def build_events(
                                 entry.get("summary"))
             )
             continue
-        taken = published_event(base_dir, entry["from"], entry["id"], entry.get("version"))
+        taken = published_event(sources, base_dir, entry["from"], entry["id"], entry.get("version"))
         subscriptions.append(SubscriptionDef(taken.event.id, taken.event.version, taken.publisher,
                                              taken.event.payload, delivery,
                                              entry.get("summary", taken.event.summary), entry["from"]))  # fmt: skip
@@ -175,7 +179,7 @@ def _check_subscribed(checker: _Checker) -> None:
             checker.uses_known = False
             continue
         try:
-            published = published_event(checker.base_dir, relative, event_id, version)
+            published = published_event(checker.sources, checker.base_dir, relative, event_id, version)
         except OwnerError as error:
             checker.uses_known = False
             message = str(error).replace("owner's manifest", "publisher's manifest")
@@ -184,6 +188,8 @@ def _check_subscribed(checker: _Checker) -> None:
         checker.parsed[(*path, "payload")] = published.event.payload
         taken.append((index, published))
         _check_id(checker, path, {**entry, "version": published.event.version}, seen, "subscription")
+    from .build import same_definition  # build imports this module for build_events
+
     for index, published in taken:
         definitions: list[RecordDef | EnumDef] = [*published.records, *published.enums]
         for definition in definitions:
@@ -218,6 +224,11 @@ def _check_delivery(checker: _Checker, path: JsonPath, spec: Any) -> None:
     if not isinstance(spec, dict):
         return
     where: JsonPath = (*path, "delivery")
+    attempts = spec.get("maxDeliver")
+    if isinstance(attempts, int) and attempts > MAX_DELIVER:
+        checker.error(checker.doc.at((*where, "maxDeliver")),
+                      f"maxDeliver {attempts} is more than {MAX_DELIVER} attempts; a message that fails that often "
+                      "belongs in the dead-letter stream sooner")  # fmt: skip
     steps = spec.get("backoff")
     if isinstance(steps, list):
         for number, step in enumerate(steps):

@@ -20,9 +20,12 @@ from .._meta import Meta
 MAX_TEXT: Final = 256
 """Longest id, name or status a feed may carry."""
 
-Text = Annotated[str, Meta(min_length=1, max_length=MAX_TEXT)]
-"""An id or a name: non-empty, bounded."""
-StatusText = Annotated[str, Meta(max_length=MAX_TEXT)]
+NO_NUL: Final = r"^[^\x00]*$"
+"""No NUL character: no store's text can hold one (PostgreSQL refuses it), so a feed never carries one."""
+
+Text = Annotated[str, Meta(min_length=1, max_length=MAX_TEXT, pattern=NO_NUL)]
+"""An id or a name: non-empty, bounded, without NUL."""
+StatusText = Annotated[str, Meta(max_length=MAX_TEXT, pattern=NO_NUL)]
 """A result status as sent (an empty or unknown one is counted as a failure)."""
 Count = Annotated[int, Meta(minimum=0)]
 
@@ -38,7 +41,7 @@ class TopicDescriptor:
 
     __svcgen_meta__: ClassVar[Meta] = _MESH
     id: Text
-    version: Annotated[str, Meta(max_length=MAX_TEXT)] | None = None
+    version: Annotated[str, Meta(max_length=MAX_TEXT, pattern=NO_NUL)] | None = None
     request_schema: Any = None
     response_schema: Any = None
 
