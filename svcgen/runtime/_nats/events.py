@@ -193,7 +193,7 @@ class JetStreamBroker:
             )  # fmt: skip
         except Exception:
             delivered = Delivered(bytes(msg.data or b""), {}, 1, datetime.now(UTC), msg.subject, subscription.stream)
-        keep_alive = asyncio.create_task(_in_progress(msg, subscription.delivery.ack_wait / 2))
+        keep_alive = _KeepAlive(msg, subscription.delivery.ack_wait / 2)
         try:
             verdict = await deliver(delivered)
         finally:
@@ -243,8 +243,26 @@ class JetStreamBroker:
         self._subscriptions = []
 
 
-async def _in_progress(msg: Msg, every: float) -> None:
-    with contextlib.suppress(Exception):
-        while True:
-            await asyncio.sleep(every)
-            await msg.in_progress()
+class _KeepAlive:
+    """Tells JetStream every `every` seconds that the delivery is still being handled; a timer, not a task, so a
+    handler that ends in time costs nothing more."""
+
+    def __init__(self, msg: Msg, every: float) -> None:
+        self._msg = msg
+        self._every = every
+        self._loop = asyncio.get_running_loop()
+        self._timer: asyncio.TimerHandle | None = self._loop.call_later(every, self._fire)
+        self._sending: asyncio.Task[None] | None = None
+
+    def _fire(self) -> None:
+        self._sending = self._loop.create_task(self._send())
+        self._timer = self._loop.call_later(self._every, self._fire)
+
+    async def _send(self) -> None:
+        with contextlib.suppress(Exception):
+            await self._msg.in_progress()
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
