@@ -27,7 +27,6 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import nats
 from pydantic import BaseModel
@@ -65,9 +64,9 @@ class Placed:
 
 
 class PlacedModel(BaseModel):
-    orderId: str  # noqa: N815  # the wire names, as svcgen's codec writes them
-    customerId: str  # noqa: N815
-    totalMinor: int  # noqa: N815
+    orderId: str  # the wire names, as svcgen's codec writes them
+    customerId: str
+    totalMinor: int
     lines: list[str]
 
 
