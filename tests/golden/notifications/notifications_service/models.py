@@ -5,6 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Annotated
+
+from svcgen.runtime import Meta
+
+
+@dataclass(kw_only=True)
+class SentQuery:
+    patient_id: Annotated[str | None, Meta(description="Only this patient's confirmations")] = None
 
 
 @dataclass(kw_only=True)

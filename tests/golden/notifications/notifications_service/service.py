@@ -77,11 +77,11 @@ def build_registry() -> Registry:
     Each handler is typed `Handler[request, response]` first, so mypy holds it to the manifest's types; the
     registry checks its annotations again when the service starts."""
     registry = Registry()
-    _notifications_sent: Handler[models.SentCount, models.SentCount] = notifications_sent.handle
+    _notifications_sent: Handler[models.SentQuery, models.SentCount] = notifications_sent.handle
     registry.add(
         "notifications:sent",
         _notifications_sent,
-        request=models.SentCount,
+        request=models.SentQuery,
         response=models.SentCount,
         summary="How many confirmations were sent",
         source="handlers/notifications_sent.py",

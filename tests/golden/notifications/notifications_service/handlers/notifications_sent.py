@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from svcgen.runtime import Context, Result
 
-from ..models import SentCount
+from ..models import SentCount, SentQuery
 
 
-async def handle(request: SentCount, context: Context) -> Result[SentCount]:
+async def handle(request: SentQuery, context: Context) -> Result[SentCount]:
     return Result.not_implemented("notifications:sent is not implemented yet")
