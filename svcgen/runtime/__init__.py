@@ -9,6 +9,7 @@ from ._assembly import ServiceDefinition, ServiceOptions
 from ._clients import ClientCall, ClientsBase
 from ._codec import Codec, DecodeError, codec_for
 from ._context import Context
+from ._credentials import ApiKey, BearerToken
 from ._dependencies import Dependencies, DependencyError, Scope
 from ._descriptor import Identity, ProducedTopic
 from ._events import (
@@ -27,6 +28,7 @@ from ._events import (
 )
 from ._health import HealthCheck, HealthCheckResult, HealthChecks
 from ._http.app import AppOptions, HttpApp, create_app
+from ._http.cors import Cors
 from ._http.limits import Limits
 from ._http.routing import Route
 from ._http.sender import HttpSender
@@ -41,17 +43,22 @@ from ._nats.responder import NatsBinding
 from ._pipeline import Middleware, Next
 from ._registry import Handler, HandlerBindingError, Registry, RegistryError, TopicKey
 from ._result import Result
+from ._security import ApiKeyScheme, Guard, JwtScheme, Principal, Security, SecurityError
 from ._service import Service
 from ._version import API_LEVEL, RuntimeMismatch, require_api_level
 from ._wiring import Sender, Wiring, WiringError, open_sender, target_variable
 
 __all__ = [
     "API_LEVEL",
+    "ApiKey",
+    "ApiKeyScheme",
     "AppOptions",
+    "BearerToken",
     "ClientCall",
     "ClientsBase",
     "Codec",
     "Context",
+    "Cors",
     "DecodeError",
     "Delivered",
     "Delivery",
@@ -63,6 +70,7 @@ __all__ = [
     "EventHandler",
     "EventSpec",
     "EventsError",
+    "Guard",
     "Handler",
     "HandlerBindingError",
     "HealthCheck",
@@ -73,6 +81,7 @@ __all__ = [
     "Identity",
     "JetStreamBroker",
     "JsonLimits",
+    "JwtScheme",
     "Limits",
     "MeshHost",
     "MeshSettings",
@@ -81,6 +90,7 @@ __all__ = [
     "NatsBinding",
     "NatsSender",
     "Next",
+    "Principal",
     "ProducedTopic",
     "Registry",
     "RegistryError",
@@ -89,6 +99,8 @@ __all__ = [
     "Route",
     "RuntimeMismatch",
     "Scope",
+    "Security",
+    "SecurityError",
     "Sender",
     "Service",
     "ServiceDefinition",

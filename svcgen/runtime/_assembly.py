@@ -32,6 +32,7 @@ from ._mesh.profile import declare_profile
 from ._mesh.tracecontext import propagation_headers
 from ._pipeline import Middleware
 from ._registry import Registry
+from ._security import Guard, Security
 from ._service import DEFAULT_API_VERSION, DEFAULT_TITLE, Service
 from ._topics import DEFAULT_PREFIX
 from ._wiring import Wiring
@@ -44,6 +45,8 @@ class ServiceOptions(TypedDict, total=False):
     """After the mesh's trace middleware, when there is a mesh."""
     dependencies: Dependencies | None
     json_limits: JsonLimits
+    security: Guard | Security | None
+    """Enforces who may call each topic; default: the definition's `security` (without API keys)."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,10 @@ class ServiceDefinition:
     """Builds the events the service handles, each bound to its handler."""
     publisher: Callable[[EventBus], Any] | None = None
     """The generated `Events` (typed publish methods): `create_app` provides one over the service's event bus."""
+    security: Security | None = None
+    """Who may call each topic; `create_app` enforces it with the wiring's API keys (`Wiring.guard`)."""
+    invoke: bool = True
+    """Serve `{prefix}/invoke` and the per-topic invoke faces (the manifest's `invoke:`)."""
 
     def build_service(self, *, mesh: MeshHost | None = None, **options: Unpack[ServiceOptions]) -> Service:
         """The service; with `mesh`, its trace middleware goes first and its identity names this instance."""
@@ -88,13 +95,23 @@ class ServiceDefinition:
             api_version=self.api_version,
             prefix=self.prefix,
             json_limits=options.get("json_limits", DEFAULT_JSON_LIMITS),
+            security=options.get("security", self.security),
         )
 
     def build_app(
-        self, *, mesh: MeshHost | None = None, dependencies: Dependencies | None = None, **options: Unpack[AppOptions]
+        self,
+        *,
+        mesh: MeshHost | None = None,
+        service: ServiceOptions | None = None,
+        dependencies: Dependencies | None = None,
+        **options: Unpack[AppOptions],
     ) -> HttpApp:
-        """The HTTP app over `build_service`, its profile self-check in the descriptor; no lifespan yet."""
-        app = HttpApp(self.build_service(mesh=mesh, dependencies=dependencies), self.routes, **options)
+        """The HTTP app over `build_service` (`service` adds its options), its profile self-check in the
+        descriptor; no lifespan yet."""
+        settings: ServiceOptions = {**(service or {}), "dependencies": dependencies}
+        built = self.build_service(mesh=mesh, **settings)
+        options.setdefault("invoke", self.invoke)
+        app = HttpApp(built, self.routes, **options)
         declare_profile(app, mesh)
         return app
 
@@ -126,5 +143,8 @@ class ServiceDefinition:
             mesh = MeshHost(self.identity, self.mesh, environ=setup.environ)
         if bus is not None and mesh is not None:
             bus.on_dead_letter.append(mesh.observe_dead_letter)  # each dead letter is an issue
-        app = self.build_app(mesh=mesh, dependencies=setup.dependencies, **options)
+        service: ServiceOptions = {"middleware": setup.middleware}
+        if self.security is not None:
+            service["security"] = setup.guard(self.security)
+        app = self.build_app(mesh=mesh, service=service, dependencies=setup.dependencies, **options)
         return setup.attach(mesh.attach(app) if mesh is not None else app)
