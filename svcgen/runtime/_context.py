@@ -32,3 +32,6 @@ class Context:
     version, which the pipeline answers with `not-found`."""
     items: dict[str, Any] = field(default_factory=dict)
     """Free room for middleware to pass values along one invocation."""
+    encoded: tuple[Any, bytes] | None = None
+    """(the Result, its payload's JSON): the pipeline encodes a success where the trace sees a failure to; the
+    service frames these bytes when the middleware handed back that very Result."""

@@ -20,6 +20,9 @@ from .._meta import Meta
 MAX_TEXT: Final = 256
 """Longest id, name or status a feed may carry."""
 
+MAX_DETAIL: Final = 1024
+"""Longest failure detail a trace event may carry."""
+
 Text = Annotated[str, Meta(min_length=1, max_length=MAX_TEXT)]
 """An id or a name: non-empty, bounded."""
 StatusText = Annotated[str, Meta(max_length=MAX_TEXT)]
@@ -112,6 +115,10 @@ class TraceEntry:
     correlation_id: Text | None = None
     duration_ms: Annotated[float, Meta(minimum=0)] | None = None
     started_at: datetime | None = None
+    transport: Text | None = None
+    """What carried the call: `http`, `nats`, `envelope` or `event`."""
+    failure_detail: Annotated[str, Meta(min_length=1, max_length=MAX_DETAIL)] | None = None
+    """The runtime's own reason for a failure (e.g. a response that did not fit its type), never a handler's text."""
 
 
 @dataclass(frozen=True, slots=True)
