@@ -45,7 +45,7 @@ from .issuebook import IssueBook
 from .missingfeeds import FeedLog
 from .snapshot import CounterEntry, EdgeEntry, FeedEntry, Json
 from .store import Applied, StoreError, StoreUnavailable, Tables
-from .tracelog import OTHER_STATUS, TraceLog, _event_bytes, is_failure
+from .tracelog import OTHER_STATUS, TraceLog, _event_bytes, is_client_failure, is_failure, is_server_failure
 from .wire import MAX_COUNT, Unstorable, saturated
 
 SCHEMA_VERSION: Final = 1
@@ -102,6 +102,7 @@ CREATE TABLE IF NOT EXISTS collector_edges (
     PRIMARY KEY (client, server)
 );
 CREATE INDEX IF NOT EXISTS collector_edges_touched ON collector_edges (touched);
+ALTER TABLE collector_edges ADD COLUMN IF NOT EXISTS client_errors bigint NOT NULL DEFAULT 0;
 CREATE TABLE IF NOT EXISTS collector_catalog (
     kind text COLLATE "C" NOT NULL CHECK (kind IN {_KINDS!r}),
     service text COLLATE "C" NOT NULL,
@@ -401,17 +402,18 @@ class PostgresStore:
         )
         totals[_rows_total("collector_edges")] += cursor.rowcount
         cursor.execute(
-            "SELECT client, server, count, errors, recent_durations_ms::text, first_started_at, last_started_at "
-            "FROM collector_edges WHERE (client, server) IN (SELECT * FROM unnest(%s::text[], %s::text[])) "
+            "SELECT client, server, count, errors, client_errors, recent_durations_ms::text, first_started_at, "
+            "last_started_at FROM collector_edges WHERE (client, server) IN (SELECT * FROM unnest(%s::text[], %s::text[])) "
             "ORDER BY client, server FOR UPDATE",
             ([client for client, _ in keys], [server for _, server in keys]),
         )
         rows = []
-        for client, server, count, errors, durations_text, first, last in cursor.fetchall():
+        for client, server, count, errors, client_errors, durations_text, first, last in cursor.fetchall():
             durations = orjson.loads(durations_text)
             for child in calls[(client, server)]:
                 count = saturated(count + 1)
-                errors = saturated(errors + is_failure(child["status"]))
+                errors = saturated(errors + is_server_failure(child["status"]))
+                client_errors = saturated(client_errors + is_client_failure(child["status"]))
                 if "durationMs" in child:
                     durations.append(child["durationMs"])
                 started = child.get("startedAt")
@@ -419,9 +421,10 @@ class PostgresStore:
                     first = started if first is None or started < first else first
                     last = started if last is None or started > last else last
             recent = orjson.dumps(durations[-self.limits.recent_durations :]).decode()
-            rows.append((count, errors, recent, first, last, client, server))
+            rows.append((count, errors, client_errors, recent, first, last, client, server))
         cursor.executemany(
-            "UPDATE collector_edges SET count = %s, errors = %s, recent_durations_ms = %s, first_started_at = %s, "
+            "UPDATE collector_edges SET count = %s, errors = %s, client_errors = %s, recent_durations_ms = %s, "
+            "first_started_at = %s, "
             "last_started_at = %s, touched = nextval('collector_touch') WHERE client = %s AND server = %s",
             rows,
         )
@@ -688,10 +691,10 @@ class PostgresStore:
         edges: list[EdgeEntry] = []
         events: list[Json] = []
         if everything:
-            cursor.execute("SELECT client, server, count, errors, recent_durations_ms::text, first_started_at, "
-                           "last_started_at FROM collector_edges ORDER BY touched")  # fmt: skip
-            for client, server, count, errors, durations, first, last in cursor.fetchall():
-                edge = EdgeEntry(client=client, server=server, count=count, errors=errors,
+            cursor.execute("SELECT client, server, count, errors, client_errors, recent_durations_ms::text, "
+                           "first_started_at, last_started_at FROM collector_edges ORDER BY touched")  # fmt: skip
+            for client, server, count, errors, client_errors, durations, first, last in cursor.fetchall():
+                edge = EdgeEntry(client=client, server=server, count=count, errors=errors, clientErrors=client_errors,
                                  recentDurationsMs=orjson.loads(durations))  # fmt: skip
                 if first is not None:
                     edge["firstStartedAt"] = first

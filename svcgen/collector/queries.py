@@ -13,7 +13,9 @@ sends `payments:capture` and payments handles it, the topic's providers are `[or
   the catalog (mismatches.py), most recently seen first.
 - service `{service}` → `{service, health, instances: [{instanceId, healthy?, hashMatches, registerExpected, ...}],
   invocations, missingFeeds}`.
-- topic `{topic}` → `{topic, providers, consumers, invocations, errors, statusCounts, versions}`; `versions` has one
+- topic `{topic}` → `{topic, providers, consumers, invocations, errors, clientErrors, errorRate, clientErrorRate,
+  statusCounts, versions}`: `errors` counts server-side failures (5xx statuses, exceptions, statuses outside the
+  table), `clientErrors` client answers (4xx), each rate over `invocations` (null without calls); `versions` has one
   `{version, providers, consumers, invocations, lastInvokedAt}` per version some service declared, once declared or
   invoked (`lastInvokedAt`: the newest `startedAt` of its trace events, null when none carried one), so a reviewer
   can tell whether an old version still has senders, handlers or traffic.
@@ -35,7 +37,7 @@ from .issuebook import IssueBook, mismatch_issue
 from .mismatches import find_mismatches
 from .missingfeeds import FeedLog
 from .snapshot import CounterEntry, Json
-from .tracelog import TraceLog, is_failure
+from .tracelog import TraceLog, is_client_failure, is_server_failure
 
 
 def fleet(catalog: Catalog, feeds: FeedLog, traces: TraceLog, issues: IssueBook, fresh_since: str) -> Json:
@@ -94,14 +96,25 @@ def topic(catalog: Catalog, traces: TraceLog, name: str) -> Json | None:
             counters.append(counter)
     if name not in index.known and not status_counts:
         return None
+    invocations = sum(status_counts.values())
+    errors = sum(count for status, count in status_counts.items() if is_server_failure(status))
+    client_errors = sum(count for status, count in status_counts.items() if is_client_failure(status))
     return {
         "topic": name,
         **index.parties(name),
-        "invocations": sum(status_counts.values()),
-        "errors": sum(count for status, count in status_counts.items() if is_failure(status)),
+        "invocations": invocations,
+        "errors": errors,
+        "clientErrors": client_errors,
+        "errorRate": rate(errors, invocations),
+        "clientErrorRate": rate(client_errors, invocations),
         "statusCounts": dict(sorted(status_counts.items())),
         "versions": index.versions(name, counters),
     }
+
+
+def rate(part: int, whole: int) -> float | None:
+    """`part / whole`; None (null on the wire) when there were no calls."""
+    return part / whole if whole > 0 else None
 
 
 @dataclass(slots=True)

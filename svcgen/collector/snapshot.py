@@ -114,7 +114,9 @@ class EdgeEntry(TypedDict):
     server: str
     count: int
     errors: int
-    """Calls whose status is a failure."""
+    """Calls that failed on the server's side (5xx statuses, exceptions, statuses outside the table)."""
+    clientErrors: NotRequired[int]
+    """Calls answered with a client failure (4xx); absent in snapshots written before it was counted."""
     recentDurationsMs: list[float]
     """The newest durations, bounded; percentiles are computed from these."""
     firstStartedAt: NotRequired[str]

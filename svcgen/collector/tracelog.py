@@ -68,6 +68,21 @@ def is_failure(status: str) -> bool:
     return not is_success(status)
 
 
+def is_server_failure(status: str) -> bool:
+    """A failure of the serving side (DESIGN §13): a 5xx status (unexpected-error, not-implemented,
+    service-unavailable, timeout; a handler's exception is traced as one) or a failure status outside the table
+    (answered 500). What `errorRate` counts."""
+    code = STATUS_CODES.get(status)
+    return not is_success(status) and (code is None or code >= 500)
+
+
+def is_client_failure(status: str) -> bool:
+    """A client answer (4xx: bad-request, not-found, conflict, validation-error, ...): the caller's to fix, counted
+    in `clientErrorRate`, never in `errorRate`."""
+    code = STATUS_CODES.get(status)
+    return code is not None and 400 <= code < 500
+
+
 @dataclass(slots=True)
 class _Edge:
     client: str
@@ -75,8 +90,11 @@ class _Edge:
     durations: deque[float]
     count: int = 0
     errors: int = 0
+    """Server-side failures (`is_server_failure`)."""
     first: str | None = None
     last: str | None = None
+    client_errors: int = 0
+    """Client answers (`is_client_failure`)."""
 
     def entry(self) -> EdgeEntry:
         entry = EdgeEntry(
@@ -84,6 +102,7 @@ class _Edge:
             server=self.server,
             count=self.count,
             errors=self.errors,
+            clientErrors=self.client_errors,
             recentDurationsMs=list(self.durations),
         )
         if self.first is not None:
@@ -214,8 +233,10 @@ class TraceLog:
         else:
             self.edges.move_to_end(key)
         edge.count = saturated(edge.count + 1)
-        if is_failure(child.status):
+        if is_server_failure(child.status):
             edge.errors = saturated(edge.errors + 1)
+        elif is_client_failure(child.status):
+            edge.client_errors = saturated(edge.client_errors + 1)
         if child.duration is not None:
             edge.durations.append(child.duration)
         if child.started is not None:
@@ -246,7 +267,7 @@ class TraceLog:
         for entry in edges:
             require(entry, _EDGE_FIELDS)
             durations = [float(d) for d in entry["recentDurationsMs"]]
-            _require_storable(counts=(entry["count"], entry["errors"]), sums=durations)
+            _require_storable(counts=(entry["count"], entry["errors"], entry.get("clientErrors", 0)), sums=durations)
             edge = _Edge(
                 entry["client"],
                 entry["server"],
@@ -255,6 +276,7 @@ class TraceLog:
                 int(entry["errors"]),
                 entry.get("firstStartedAt"),
                 entry.get("lastStartedAt"),
+                int(entry.get("clientErrors", 0)),
             )
             put_bounded(self.edges, (edge.client, edge.server), edge, self.limits.edges)
         require(window, {"dropped": int, "events": list})

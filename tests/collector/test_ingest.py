@@ -138,7 +138,7 @@ def test_queries_answer_the_design_shapes() -> None:
     assert {"healthy": True, "hashMatches": True}.items() <= service["instances"][0].items()
     assert ok(c.query_topic({"topic": "pay:charge"})) == {
         "topic": "pay:charge", "providers": ["shop"], "consumers": ["pay"], "invocations": 1, "errors": 1,
-        "statusCounts": {"timeout": 1},
+        "clientErrors": 0, "errorRate": 1.0, "clientErrorRate": 0.0, "statusCounts": {"timeout": 1},
         "versions": [{"version": "", "providers": ["shop"], "consumers": ["pay"], "invocations": 1,
                       "lastInvokedAt": "2027-01-15T08:00:00.000Z"}],
     }

@@ -89,8 +89,8 @@ def test_a_topic_once_declared_stays_known_with_its_counters() -> None:
     c.traces({"events": [event(1, topic_id="orders:cancel", status="conflict"), event(2, topic_id="orders:cancel")]})
     c.register(descriptor(topics=[topic("orders:get")]))
     assert ok(c.query_topic({"topic": "orders:cancel"})) == {
-        "topic": "orders:cancel", "providers": [], "consumers": [], "invocations": 2, "errors": 1,
-        "statusCounts": {"conflict": 1, "ok": 1},
+        "topic": "orders:cancel", "providers": [], "consumers": [], "invocations": 2, "errors": 0,
+        "clientErrors": 1, "errorRate": 0.0, "clientErrorRate": 0.5, "statusCounts": {"conflict": 1, "ok": 1},
         "versions": [{"version": "", "providers": [], "consumers": [], "invocations": 2,
                       "lastInvokedAt": "2027-01-15T08:00:00.000Z"}],
     }

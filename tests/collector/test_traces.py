@@ -8,6 +8,7 @@ import tracemalloc
 import pytest
 
 from svcgen.collector import CollectorLimits
+from svcgen.collector.artifacts import build_topology
 from tests.support.feeds import collector, event, ok
 
 
@@ -85,3 +86,24 @@ def test_memory_is_flat_under_an_endless_trace_feed() -> None:
     assert after_10n - after_n < 256 * 1024, (after_n, after_10n)
     assert c.trace_log.dropped == 55_000 - 1_000
     assert sum(k["count"] for k in c.snapshot()["counters"]) == 55_000
+
+
+@pytest.mark.usefixtures("any_store")
+def test_server_side_failures_and_client_answers_are_counted_apart_on_edges_topics_and_topology() -> None:
+    c = collector()
+    calls = [("ok", 1), ("not-found", 2), ("not-found", 3), ("validation-error", 4), ("service-unavailable", 5),
+             ("made-up", 6)]  # fmt: skip
+    events = []
+    for status, n in calls:
+        events.append(event(n, service="shop", topic_id="shop:buy", span=f"{n:015x}c"))
+        events.append(event(n, service="pay", topic_id="pay:charge", span=f"{n:015x}s", parent=f"{n:015x}c",
+                            status=status))  # fmt: skip
+    c.traces({"events": events})
+    (edge,) = c.snapshot()["edges"]
+    assert (edge["count"], edge["errors"], edge["clientErrors"]) == (6, 2, 3)
+    charge = ok(c.query_topic({"topic": "pay:charge"}))
+    assert (charge["errors"], charge["clientErrors"]) == (2, 3)
+    assert (charge["errorRate"], charge["clientErrorRate"]) == (2 / 6, 3 / 6)
+    (figures,) = build_topology(c.snapshot(), generated_at="2027-01-15T08:00:00Z")["edges"]
+    assert (figures["errorRate"], figures["clientErrorRate"]) == (2 / 6, 3 / 6)
+    assert ok(c.query_topic({"topic": "shop:buy"}))["errorRate"] == 0.0

@@ -293,6 +293,11 @@ class TopicAnswer:
     consumers: list[str]
     invocations: Count
     errors: Count
+    """Server-side failures: 5xx statuses, exceptions, statuses outside the table."""
+    client_errors: Count
+    """Client answers (4xx)."""
+    error_rate: float | None
+    client_error_rate: float | None
     status_counts: dict[str, Count]
     versions: list[TopicVersion]
 
