@@ -21,6 +21,9 @@ polled health).
   of its serviceVersion, else to the one of its descriptor hash, else to the service's newest; a poll to the entry
   it updated (same base URL), else to the newest.
 
+An instance that has missed three heartbeats (silent for the collector's `stale_after`) is `stale`: listed with
+`stale: true`, never counted healthy; one silent for longer than the retention is no longer listed (`listed`).
+
 Health of a service (`health`), from the instances heard within `stale_after` and the polls:
 - `unknown`: no health data (no fresh heartbeat, no poll);
 - `healthy`: every fresh instance and every poll reports healthy;
@@ -108,6 +111,11 @@ class ServiceRecords:
                     version = item.get("version")
                     topics.add((item["topic"], version if isinstance(version, str) else ""))
         return topics
+
+    def listed(self, retained_since: str) -> list[InstanceEntry]:
+        """The named instances heard within the retention (or never heartbeating: registered only)."""
+        return [instance for instance in self.named_instances
+                if instance.get("lastHeartbeatAt", retained_since) >= retained_since]  # fmt: skip
 
     def produced(self) -> set[tuple[str, str]]:
         """(topic, version) the service's descriptors say it sends."""
@@ -467,11 +475,19 @@ def _instance_id(document: Json) -> str:
     return value if isinstance(value, str) else NO_INSTANCE_ID
 
 
-def instance_view(instance: InstanceEntry) -> dict[str, Any]:
+def is_stale(instance: InstanceEntry, fresh_since: str) -> bool:
+    """Heartbeated once and silent since before `fresh_since` (three missed heartbeats)."""
+    return instance.get("lastHeartbeatAt", fresh_since) < fresh_since
+
+
+def instance_view(instance: InstanceEntry, fresh_since: str) -> dict[str, Any]:
+    """`healthy` only for a live instance: a stale one says `stale: true` and nothing about its health."""
     view: dict[str, Any] = {"instanceId": instance["instanceId"]}
     health = instance.get("health")
-    if health is not None:
+    stale = is_stale(instance, fresh_since)
+    if health is not None and not stale:
         view["healthy"] = health.get("isHealthy") is not False
+    view["stale"] = stale
     view["hashMatches"] = instance["hashMatches"]
     view["registerExpected"] = instance["registerExpected"]
     if "serviceVersion" in instance:

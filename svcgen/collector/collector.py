@@ -48,6 +48,7 @@ from ..runtime._mesh.messages import (
     TopicQuery,
     TraceQuery,
 )
+from ..runtime._mesh.reporter import DEFAULT_INTERVAL
 from ..runtime._result import Result
 from ..runtime._topics import DEFAULT_PREFIX
 from . import queries
@@ -62,8 +63,12 @@ from .wire import Unstorable, put_bounded, stored_size
 
 logger = logging.getLogger("svcgen.mesh.collector")
 
-DEFAULT_STALE_AFTER: Final = 600.0
-"""Seconds after its last heartbeat an instance stops counting towards its service's health."""
+HEARTBEAT_MISSES: Final = 3
+DEFAULT_STALE_AFTER: Final = HEARTBEAT_MISSES * DEFAULT_INTERVAL
+"""Seconds after its last heartbeat an instance is `stale` (three heartbeats missed at the reporter's default
+interval) and stops counting towards its service's health."""
+DEFAULT_RETENTION: Final = 24 * 3600.0
+"""Seconds of history the collector keeps: the time buckets' span; an instance silent for longer is not listed."""
 DEFAULT_LOG_INTERVAL: Final = 60.0
 
 Answer = Result[dict[str, Any]]
@@ -94,6 +99,7 @@ class Collector:
         limits: CollectorLimits | None = None,
         clock: WallClock = wall_clock,
         stale_after: float = DEFAULT_STALE_AFTER,
+        retention: float = DEFAULT_RETENTION,
         log_interval: float = DEFAULT_LOG_INTERVAL,
     ) -> None:
         self.shared: SharedStore | None = store if isinstance(store, SharedStore) else None
@@ -101,6 +107,7 @@ class Collector:
         self.limits = limits or CollectorLimits()
         self.clock = clock
         self.stale_after = stale_after
+        self.retention = retention
         self.log_interval = log_interval
         self.store_failures = 0
         """Changes the store refused (each answered `service-unavailable`)."""
@@ -227,7 +234,7 @@ class Collector:
         try:
             with self._tables() as tables:
                 answer = queries.fleet(tables.catalog, tables.feeds, tables.trace_log, tables.issue_book,
-                                       self._fresh())  # fmt: skip
+                                       self._fresh(), self._retained())  # fmt: skip
                 answer["dropped"] = tables.dropped
         except StoreUnavailable as exc:
             return _unreadable(exc)
@@ -240,7 +247,8 @@ class Collector:
             return _malformed("query service", error)
         try:
             with self._tables() as tables:
-                found = queries.service(tables.catalog, tables.feeds, tables.trace_log, name, self._fresh())
+                found = queries.service(tables.catalog, tables.feeds, tables.trace_log, name, self._fresh(),
+                                        self._retained())  # fmt: skip
         except StoreUnavailable as exc:
             return _unreadable(exc)
         return Result.ok(found) if found is not None else Result.not_found(f"no service {name}")
@@ -305,6 +313,8 @@ class Collector:
             return Snapshot(
                 format=SNAPSHOT_FORMAT,
                 savedAt=self._now(),
+                staleSince=self._fresh(),
+                retainedSince=self._retained(),
                 catalog=catalog,
                 instances=instances,
                 polls=polls,
@@ -557,6 +567,9 @@ class Collector:
 
     def _fresh(self) -> str:
         return rfc3339(self.clock() - self.stale_after)
+
+    def _retained(self) -> str:
+        return rfc3339(self.clock() - self.retention)
 
 
 def _unreadable(exc: StoreUnavailable) -> Answer:

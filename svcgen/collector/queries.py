@@ -7,11 +7,13 @@ sends `payments:capture` and payments handles it, the topic's providers are `[or
 
 - fleet `{}` → `{services: [{service, serviceVersion?, topics, health, instances, missingFeeds}], topics: [{topic,
   providers, consumers, invocations}], issues}`: one service entry per (service, serviceVersion), with
-  `serviceVersion` when known; `topics` counts the topic ids the entry handles, `instances` its named instances;
+  `serviceVersion` when known; `topics` counts the topic ids the entry handles, `instances` its named instances
+  heard within the retention, `staleInstances` those of them that missed three heartbeats;
   `missingFeeds` is the service's (feeds are not per version). `invocations` counts every trace event of the topic
   (all services, versions, statuses); `issues` are the merged issues and the `contract-mismatch` issues derived from
   the catalog (mismatches.py), most recently seen first.
-- service `{service}` → `{service, health, instances: [{instanceId, healthy?, hashMatches, registerExpected, ...}],
+- service `{service}` → `{service, health, instances: [{instanceId, healthy?, stale, hashMatches, registerExpected,
+  ...}],
   invocations, missingFeeds}`.
 - topic `{topic}` → `{topic, providers, consumers, invocations, errors, clientErrors, errorRate, clientErrorRate,
   statusCounts, versions}`: `errors` counts server-side failures (5xx statuses, exceptions, statuses outside the
@@ -32,7 +34,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from .catalog import Catalog, Member, ServiceRecords, instance_view
+from .catalog import Catalog, Member, ServiceRecords, instance_view, is_stale
 from .issuebook import IssueBook, mismatch_issue
 from .mismatches import find_mismatches
 from .missingfeeds import FeedLog
@@ -40,7 +42,9 @@ from .snapshot import CounterEntry, Json
 from .tracelog import TraceLog, is_client_failure, is_server_failure
 
 
-def fleet(catalog: Catalog, feeds: FeedLog, traces: TraceLog, issues: IssueBook, fresh_since: str) -> Json:
+def fleet(
+    catalog: Catalog, feeds: FeedLog, traces: TraceLog, issues: IssueBook, fresh_since: str, retained_since: str = ""
+) -> Json:
     groups = catalog.grouped()
     members = catalog.members()
     invocations: defaultdict[str, int] = defaultdict(int)
@@ -60,7 +64,9 @@ def fleet(catalog: Catalog, feeds: FeedLog, traces: TraceLog, issues: IssueBook,
             entry["serviceVersion"] = member.version
         entry["topics"] = len({topic for topic, _ in records.provided()})
         entry["health"] = records.health(fresh_since)
-        entry["instances"] = len(records.named_instances)
+        listed = records.listed(retained_since)
+        entry["instances"] = len(listed)
+        entry["staleInstances"] = sum(is_stale(instance, fresh_since) for instance in listed)
         entry["missingFeeds"] = feeds.missing(member.service, described=whole.described, health=whole.has_health)
         services.append(entry)
     index = TopicIndex(groups)
@@ -71,7 +77,9 @@ def fleet(catalog: Catalog, feeds: FeedLog, traces: TraceLog, issues: IssueBook,
     return {"services": services, "topics": topics, "issues": newest_issues(issues, catalog)}
 
 
-def service(catalog: Catalog, feeds: FeedLog, traces: TraceLog, name: str, fresh_since: str) -> Json | None:
+def service(
+    catalog: Catalog, feeds: FeedLog, traces: TraceLog, name: str, fresh_since: str, retained_since: str = ""
+) -> Json | None:
     records = catalog.grouped().get(name)
     counted = [counter["count"] for counter in traces.counters.values() if counter["service"] == name]
     if records is None and name not in feeds.entries and not counted:
@@ -80,7 +88,7 @@ def service(catalog: Catalog, feeds: FeedLog, traces: TraceLog, name: str, fresh
     return {
         "service": name,
         "health": records.health(fresh_since),
-        "instances": [instance_view(instance) for instance in records.named_instances],
+        "instances": [instance_view(instance, fresh_since) for instance in records.listed(retained_since)],
         "invocations": sum(counted),
         "missingFeeds": feeds.missing(name, described=records.described, health=records.has_health),
     }

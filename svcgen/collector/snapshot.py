@@ -144,6 +144,10 @@ class BatchEntry(TypedDict):
 class Snapshot(TypedDict):
     format: int
     savedAt: str
+    staleSince: NotRequired[str]
+    """Instances whose last heartbeat is older are stale (three missed heartbeats when the snapshot was taken)."""
+    retainedSince: NotRequired[str]
+    """Instances silent since before it are no longer shown."""
     catalog: list[CatalogEntry]
     instances: list[InstanceEntry]
     polls: list[PollEntry]

@@ -125,7 +125,7 @@ def test_queries_answer_the_design_shapes() -> None:
     assert set(fleet) == {"services", "topics", "issues", "dropped"}
     assert [s["service"] for s in fleet["services"]] == ["pay", "shop"]
     shop = fleet["services"][1]
-    assert set(shop) == {"service", "topics", "health", "instances", "missingFeeds"}
+    assert set(shop) == {"service", "topics", "health", "instances", "staleInstances", "missingFeeds"}
     assert shop["topics"] == 1
     # The messaging sense: shop sends pay:charge (its provider), pay handles it (its consumer).
     assert fleet["topics"] == [

@@ -220,6 +220,9 @@ class FleetService:
     health: str
     """`unknown`, `healthy`, `degraded` or `unhealthy`."""
     instances: Count
+    """Named instances heard within the collector's retention."""
+    stale_instances: Count = 0
+    """Of them, those that missed three heartbeats (not counted healthy)."""
     missing_feeds: list[str]
     """In the order descriptor, health, traces, issues."""
 
@@ -258,6 +261,9 @@ class InstanceView:
     __svcgen_meta__: ClassVar[Meta] = _MESH
     instance_id: str
     healthy: bool | None = None
+    """Absent for a stale instance, or one that never sent health."""
+    stale: bool = False
+    """It missed three heartbeats."""
     hash_matches: bool
     """False when the instance's heartbeat carries another descriptor hash than the registered one."""
     register_expected: bool
