@@ -404,7 +404,8 @@ class PostgresStore:
         cursor.execute(
             "SELECT client, server, count, errors, client_errors, recent_durations_ms::text, first_started_at, "
             "last_started_at FROM collector_edges "
-            "WHERE (client, server) IN (SELECT * FROM unnest(%s::text[], %s::text[])) ORDER BY client, server FOR UPDATE",
+            "WHERE (client, server) IN (SELECT * FROM unnest(%s::text[], %s::text[])) "
+            "ORDER BY client, server FOR UPDATE",
             ([client for client, _ in keys], [server for _, server in keys]),
         )
         rows = []
