@@ -39,6 +39,7 @@ from ..runtime._codec import DecodeError, codec_for
 from ..runtime._mesh.clock import WallClock, rfc3339, wall_clock
 from ..runtime._mesh.feeds import REREGISTER_KEY
 from ..runtime._mesh.messages import (
+    FleetQuery,
     HealthDocument,
     Heartbeat,
     RawIssueBatch,
@@ -52,6 +53,7 @@ from ..runtime._mesh.reporter import DEFAULT_INTERVAL
 from ..runtime._result import Result
 from ..runtime._topics import DEFAULT_PREFIX
 from . import queries
+from .buckets import minute_of, parse_window
 from .caps import CollectorLimits
 from .catalog import Catalog
 from .issuebook import IssueBook, normalize_issue
@@ -232,10 +234,20 @@ class Collector:
 
     def query_fleet(self, body: Any = None) -> Answer:
         try:
+            window = _FLEET_QUERY({} if body is None else body).window
+            minutes = None if window is None else parse_window(window)
+        except DecodeError as error:
+            return _malformed("query fleet", error)
+        except ValueError as exc:
+            return Result.bad_request(f"query fleet: {exc}")
+        try:
             with self._tables() as tables:
                 answer = queries.fleet(tables.catalog, tables.feeds, tables.trace_log, tables.issue_book,
                                        self._fresh(), self._retained())  # fmt: skip
                 answer["dropped"] = tables.dropped
+                if window is not None and minutes is not None:
+                    answer["window"] = window
+                    answer["ranking"] = queries.ranking(tables.trace_log.buckets, minutes, self._minute())
         except StoreUnavailable as exc:
             return _unreadable(exc)
         return Result.ok(answer)
@@ -255,12 +267,19 @@ class Collector:
 
     def query_topic(self, body: Any) -> Answer:
         try:
-            name = _TOPIC_QUERY(body).topic
+            asked = _TOPIC_QUERY(body)
+            name, window = asked.topic, asked.window
+            minutes = None if window is None else parse_window(window)
         except DecodeError as error:
             return _malformed("query topic", error)
+        except ValueError as exc:
+            return Result.bad_request(f"query topic: {exc}")
         try:
             with self._tables() as tables:
                 found = queries.topic(tables.catalog, tables.trace_log, name)
+                if found is not None and window is not None and minutes is not None:
+                    found["window"] = queries.topic_window(tables.trace_log.buckets, name, window, minutes,
+                                                           self._minute())  # fmt: skip
         except StoreUnavailable as exc:
             return _unreadable(exc)
         return Result.ok(found) if found is not None else Result.not_found(f"no topic {name}")
@@ -321,6 +340,7 @@ class Collector:
                 feeds=tables.feeds.snapshot(),
                 issues=tables.issue_book.snapshot(),
                 counters=tables.trace_log.counter_snapshot(),
+                buckets=tables.trace_log.buckets.snapshot(),
                 edges=tables.trace_log.edge_snapshot(),
                 traces=tables.trace_log.window_snapshot(),
                 skipped=tables.skipped,
@@ -341,6 +361,7 @@ class Collector:
                 self.catalog.restore(snapshot["catalog"], snapshot["instances"], snapshot["polls"])
                 self.feeds.restore(snapshot["feeds"])
                 self.trace_log.restore(snapshot["traces"], snapshot["counters"], snapshot["edges"])
+                self.trace_log.buckets.restore(snapshot.get("buckets", []))
                 self.issue_book.restore(snapshot["issues"])
                 self.skipped = int(snapshot["skipped"])
                 for entry in snapshot.get("batches", []):
@@ -513,7 +534,7 @@ class Collector:
         elif op == "traces":
             failures: defaultdict[str, int] = defaultdict(int)
             for event in change["events"]:
-                if self.trace_log.add(event):
+                if self.trace_log.add(event, at):
                     failures[event["service"]] += is_failure(event["status"])
             for service, failed in failures.items():
                 self.feeds.traced(service, failed)
@@ -568,6 +589,9 @@ class Collector:
     def _fresh(self) -> str:
         return rfc3339(self.clock() - self.stale_after)
 
+    def _minute(self) -> int:
+        return minute_of(self.clock())
+
     def _retained(self) -> str:
         return rfc3339(self.clock() - self.retention)
 
@@ -582,6 +606,7 @@ _TRACE_BATCH = codec_for(RawTraceBatch).decode
 _ISSUE_BATCH = codec_for(RawIssueBatch).decode
 _SERVICE_QUERY = codec_for(ServiceQuery).decode
 _TOPIC_QUERY = codec_for(TopicQuery).decode
+_FLEET_QUERY = codec_for(FleetQuery).decode
 _TRACE_QUERY = codec_for(TraceQuery).decode
 _DECODE_HEALTH = codec_for(HealthDocument).decode
 _ENCODE_HEALTH: Callable[[HealthDocument], Json] = codec_for(HealthDocument).encode

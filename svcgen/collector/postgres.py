@@ -39,13 +39,14 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..runtime._status import STATUS_CODES
 from ..runtime._topics import DEFAULT_PREFIX
+from .buckets import is_client_failure, is_server_failure
 from .caps import CollectorLimits
 from .catalog import Catalog, _entry_size, _json_size
 from .issuebook import IssueBook
 from .missingfeeds import FeedLog
 from .snapshot import CounterEntry, EdgeEntry, FeedEntry, Json
 from .store import Applied, StoreError, StoreUnavailable, Tables
-from .tracelog import OTHER_STATUS, TraceLog, _event_bytes, is_client_failure, is_failure, is_server_failure
+from .tracelog import OTHER_STATUS, TraceLog, _event_bytes, is_failure
 from .wire import MAX_COUNT, Unstorable, saturated
 
 SCHEMA_VERSION: Final = 1

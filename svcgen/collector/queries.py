@@ -22,6 +22,9 @@ sends `payments:capture` and payments handles it, the topic's providers are `[or
   invoked (`lastInvokedAt`: the newest `startedAt` of its trace events, null when none carried one), so a reviewer
   can tell whether an old version still has senders, handlers or traffic.
 - trace `{traceId}` → `{traceId, events}`: the events still in the trace window, in arrival order.
+- with `window` (`5m`, `1h`, `24h`, ending at the collector's current minute), from the time buckets (buckets.py):
+  the topic answer adds `window` (exact counts, rates, p50/p95/p99, per version, a sparkline); the fleet answer adds
+  `ranking`, every (service, topic, version) with calls in the window by impact.
 
 A topic some service once declared stays known: its answer is `ok`, with empty consumers and providers once
 nobody handles or sends it, and its counters. Each query returns None for an unknown service, topic or trace
@@ -34,12 +37,14 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..runtime._mesh.clock import rfc3339
+from .buckets import BucketBook, Figures, is_client_failure, is_server_failure
 from .catalog import Catalog, Member, ServiceRecords, instance_view, is_stale
 from .issuebook import IssueBook, mismatch_issue
 from .mismatches import find_mismatches
 from .missingfeeds import FeedLog
 from .snapshot import CounterEntry, Json
-from .tracelog import TraceLog, is_client_failure, is_server_failure
+from .tracelog import TraceLog
 
 
 def fleet(
@@ -113,16 +118,10 @@ def topic(catalog: Catalog, traces: TraceLog, name: str) -> Json | None:
         "invocations": invocations,
         "errors": errors,
         "clientErrors": client_errors,
-        "errorRate": rate(errors, invocations),
-        "clientErrorRate": rate(client_errors, invocations),
+        **({"errorRate": errors / invocations, "clientErrorRate": client_errors / invocations} if invocations else {}),
         "statusCounts": dict(sorted(status_counts.items())),
         "versions": index.versions(name, counters),
     }
-
-
-def rate(part: int, whole: int) -> float | None:
-    """`part / whole`; None (null on the wire) when there were no calls."""
-    return part / whole if whole > 0 else None
 
 
 @dataclass(slots=True)
@@ -187,3 +186,48 @@ def newest_issues(issues: IssueBook, catalog: Catalog) -> list[Json]:
     listed.extend(mismatch_issue(mismatch) for mismatch in find_mismatches(catalog.entries.values()))
     listed.sort(key=lambda issue: issue["lastSeen"], reverse=True)
     return listed
+
+
+SPARK_POINTS = 60
+"""Most points a sparkline has: a 24 h window is drawn in 24-minute steps."""
+
+
+def topic_window(book: BucketBook, name: str, window: str, minutes: int, now_minute: int) -> Json:
+    first, last = book.span(minutes, now_minute)
+    step = max(1, -(-minutes // SPARK_POINTS))
+    points = -(-minutes // step)
+    calls, errors = [0] * points, [0] * points
+    total = Figures()
+    by_version: dict[str, Figures] = {}
+    for key, minute, cell in book.topic_cells(name, first, last):
+        status = key[4]
+        total.add(status, cell)
+        by_version.setdefault(key[2], Figures()).add(status, cell)
+        point = (minute - first) // step
+        calls[point] += int(cell[0])
+        if is_server_failure(status):
+            errors[point] += int(cell[0])
+    return {
+        "window": window,
+        "since": rfc3339(first * 60),
+        "until": rfc3339((last + 1) * 60),
+        **total.wire(minutes),
+        "statusCounts": dict(sorted(total.status_counts.items())),
+        "versions": [{"version": version, **figures.wire(minutes)} for version, figures in sorted(by_version.items())],
+        "sparkline": {"stepMinutes": step, "calls": calls, "errors": errors},
+    }
+
+
+def ranking(book: BucketBook, minutes: int, now_minute: int) -> list[Json]:
+    """(service, topic, version) with calls in the window: server-side failures first, then share of call time."""
+    first, last = book.span(minutes, now_minute)
+    groups: dict[tuple[str, str, str], Figures] = {}
+    for key, _, cell in book.all_topic_cells(first, last):
+        group = groups.get(key[:3])
+        if group is None:
+            group = groups[key[:3]] = Figures()
+        group.add(key[4], cell)
+    time_spent = sum(figures.total_ms for figures in groups.values()) or 1.0
+    ranked = sorted(groups.items(), key=lambda item: (-item[1].errors, -item[1].total_ms, item[0]))
+    return [{"service": service, "topic": topic, "version": version, **figures.wire(minutes),
+             "impact": figures.total_ms / time_spent} for (service, topic, version), figures in ranked]  # fmt: skip

@@ -156,6 +156,10 @@ class Snapshot(TypedDict):
     """Merged issues in the wire shape of docs/mesh-view.md (Issues), including the collector's own `contract-drift`."""
     counters: list[CounterEntry]
     edges: list[EdgeEntry]
+    buckets: NotRequired[list[list[Any]]]
+    """Per-minute cells of the time buckets (buckets.py), `[kind, key..., minute, count, timed, totalMs, bins...]`:
+    kind `t` for a topic series (service, topic, version, transport, status), `e` for an edge (client, server,
+    status)."""
     traces: TraceWindow
     skipped: int
     """Malformed trace or issue entries skipped since the collector started."""

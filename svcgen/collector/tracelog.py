@@ -24,6 +24,7 @@ from typing import Any, Final
 from ..runtime._codec import codec_for
 from ..runtime._mesh.messages import TraceEntry
 from ..runtime._status import STATUS_CODES, is_success
+from .buckets import BucketBook, MinuteReader, is_client_failure, is_server_failure
 from .caps import CollectorLimits
 from .snapshot import CounterEntry, EdgeEntry, Json, TraceWindow
 from .wire import MAX_COUNT, Unstorable, decode_entry, mesh_time, put_bounded, require, saturated
@@ -68,21 +69,6 @@ def is_failure(status: str) -> bool:
     return not is_success(status)
 
 
-def is_server_failure(status: str) -> bool:
-    """A failure of the serving side (DESIGN §13): a 5xx status (unexpected-error, not-implemented,
-    service-unavailable, timeout; a handler's exception is traced as one) or a failure status outside the table
-    (answered 500). What `errorRate` counts."""
-    code = STATUS_CODES.get(status)
-    return not is_success(status) and (code is None or code >= 500)
-
-
-def is_client_failure(status: str) -> bool:
-    """A client answer (4xx: bad-request, not-found, conflict, validation-error, ...): the caller's to fix, counted
-    in `clientErrorRate`, never in `errorRate`."""
-    code = STATUS_CODES.get(status)
-    return code is not None and 400 <= code < 500
-
-
 @dataclass(slots=True)
 class _Edge:
     client: str
@@ -120,6 +106,7 @@ class _Child:
     status: str
     duration: float | None
     started: str | None
+    minute: int | None
 
 
 @dataclass
@@ -142,15 +129,21 @@ class TraceLog:
         self.edges: OrderedDict[tuple[str, str], _Edge] = OrderedDict()
         self.spans: OrderedDict[str, str] = OrderedDict()
         self.pending: OrderedDict[str, list[_Child]] = OrderedDict()
+        self.buckets = BucketBook(self.limits.bucket_minutes, self.limits.bucket_series)
+        self._minute = MinuteReader()
 
-    def add(self, event: Json) -> bool:
-        """One normalised event: into the window, the counters and the edges. False, and nothing counted, for an
-        event the window holds already (the same traceId and spanId): a resent event is counted once."""
+    def add(self, event: Json, arrived_at: str | None = None) -> bool:
+        """One normalised event: into the window, the counters, the time buckets and the edges. False, and nothing
+        counted, for an event the window holds already (the same traceId and spanId): a resent event is counted
+        once. It is bucketed in the minute it started, else the minute it arrived (`arrived_at`, RFC 3339)."""
         if any(held["spanId"] == event["spanId"] for held in self.by_trace.get(event["traceId"], ())):
             return False
+        minute = self._minute(event.get("startedAt"))
+        if minute is None:
+            minute = self._minute(arrived_at)
         self._window_add(event)
-        self._count(event)
-        self._link(event)
+        self._count(event, minute)
+        self._link(event, minute)
         return True
 
     def trace(self, trace_id: str) -> list[Json]:
@@ -172,12 +165,15 @@ class TraceLog:
                 if not siblings:
                     del self.by_trace[old["traceId"]]
 
-    def _count(self, event: Json) -> None:
+    def _count(self, event: Json, minute: int | None) -> None:
         status = event["status"]
         if status not in STATUS_CODES:
             status = OTHER_STATUS
             self.other_statuses += 1
         key = (event["service"], event["topic"], event.get("topicVersion", ""), status)
+        duration = event.get("durationMs")
+        if minute is not None:
+            self.buckets.count_topic((key[0], key[1], key[2], event.get("transport", ""), status), minute, duration)
         counter = self.counters.get(key)
         if counter is None:
             while len(self.counters) >= self.limits.counters:
@@ -189,7 +185,6 @@ class TraceLog:
         else:
             self.counters.move_to_end(key)
         counter["count"] = saturated(counter["count"] + 1)
-        duration = event.get("durationMs")
         if duration is not None:
             counter["totalDurationMs"] += duration
             counter["timedCount"] = saturated(counter["timedCount"] + 1)
@@ -200,11 +195,11 @@ class TraceLog:
             if started > counter.get("lastStartedAt", ""):
                 counter["lastStartedAt"] = started
 
-    def _link(self, event: Json) -> None:
+    def _link(self, event: Json, minute: int | None) -> None:
         service = event["service"]
         parent = event.get("parentSpanId")
         if parent is not None:
-            child = _Child(service, event["status"], event.get("durationMs"), event.get("startedAt"))
+            child = _Child(service, event["status"], event.get("durationMs"), event.get("startedAt"), minute)
             client = self.spans.get(parent)
             if client is not None:
                 self._edge(client, child)
@@ -239,6 +234,9 @@ class TraceLog:
             edge.client_errors = saturated(edge.client_errors + 1)
         if child.duration is not None:
             edge.durations.append(child.duration)
+        if child.minute is not None:
+            status = child.status if child.status in STATUS_CODES else OTHER_STATUS
+            self.buckets.count_edge((client, child.service, status), child.minute, child.duration)
         if child.started is not None:
             if edge.first is None or child.started < edge.first:
                 edge.first = child.started
