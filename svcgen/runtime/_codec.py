@@ -276,16 +276,22 @@ _RFC3339 = re.compile(
 
 
 def decode_datetime(value: Any) -> datetime:
-    """The one RFC 3339 reader: `T` and an offset (`Z` or `±hh:mm`), valid field ranges; raises DecodeError."""
+    """The one RFC 3339 reader: `T` and an offset (`Z` or `±hh:mm`), valid field ranges, a moment within years
+    0001–9999 in UTC too (`9999-12-31T23:59:59-14:00` is not: no UTC form, no timestamp to store or compare);
+    raises DecodeError."""
     match = _RFC3339.fullmatch(value) if isinstance(value, str) else None
     if match is None:
         raise DecodeError("expected RFC 3339 date-time")
     if match.group(1) is None:
         raise DecodeError("expected RFC 3339 date-time with offset")
     try:
-        return datetime.fromisoformat(value.upper())
+        moment = datetime.fromisoformat(value.upper())
+        moment.astimezone(UTC)
     except ValueError:
         raise DecodeError("expected RFC 3339 date-time") from None
+    except OverflowError:
+        raise DecodeError("expected a date-time within years 0001-9999 UTC") from None
+    return moment
 
 
 def _decode_bytes(value: Any) -> bytes:

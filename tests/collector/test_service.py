@@ -17,7 +17,7 @@ from svcgen.runtime._mesh.feeds import EnvelopeSender
 from svcgen.runtime._mesh.host import MeshHost, MeshSettings
 from svcgen.runtime._mesh.messages import Accepted, FleetAnswer, ServiceAnswer, TopicAnswer, TraceAnswer
 from tests.support.fakes import registry
-from tests.support.feeds import Clock, descriptor, event, heartbeat, issue, ok
+from tests.support.feeds import Clock, descriptor, event, heartbeat, issue, memory, ok
 
 
 async def invoke(client: httpx.AsyncClient, topic: str, body: Any) -> tuple[str, Any]:
@@ -83,7 +83,8 @@ def test_a_hosted_services_reporter_feeds_a_real_collector() -> None:
         await reporter.beat()
         fleet = collector.query_fleet().payload
         assert fleet is not None
-        assert collector.skipped == 0  # the reporter's events and issues fit the records the collector reads
+        # The reporter's events and issues fit the records the collector reads.
+        assert collector.dropped()["skipped"] == 0
         (orders,) = fleet["services"]
         assert orders["service"] == "orders"
         assert orders["topics"] == 4  # orders:explode, orders:get, orders:place, orders:sync
@@ -98,7 +99,7 @@ def test_a_hosted_services_reporter_feeds_a_real_collector() -> None:
         assert reporter.needs_register is False
 
         # The collector loses its state: the next heartbeat asks for a register, which the beat after sends.
-        collector.restore(Collector().snapshot())
+        memory(collector).restore(Collector().snapshot())
         await reporter.beat()
         assert reporter.needs_register is True
         assert collector.snapshot()["catalog"] == []

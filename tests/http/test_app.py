@@ -123,8 +123,10 @@ class TestStatusMapping:
         assert response.status_code == 404
         assert response.json() == {"status": "not-found", "detail": "no route for GET /nowhere"}
 
-    def test_method_mismatch_is_404(self) -> None:
-        assert call(make_app(), "PUT", "/orders").status_code == 404
+    def test_method_mismatch_is_405_with_allow(self) -> None:
+        response = call(make_app(), "PUT", "/orders")
+        assert response.status_code == 405
+        assert response.headers["allow"] == "POST, OPTIONS"
 
     def test_invalid_json_is_400(self) -> None:
         response = call(make_app(), "POST", "/orders", content=b"{nope")
@@ -140,6 +142,11 @@ class TestStatusMapping:
         assert response.json() == {
             "status": "validation-error",
             "detail": "customerId: required; items: required; placedAt: required",
+            "errors": [
+                {"path": "customerId", "message": "required"},
+                {"path": "items", "message": "required"},
+                {"path": "placedAt", "message": "required"},
+            ],
         }
 
     def test_validation_is_422_with_field_path(self) -> None:

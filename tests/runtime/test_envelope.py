@@ -40,7 +40,11 @@ def test_failure_envelope_drops_payload() -> None:
 def test_headers_and_body_are_optional() -> None:
     answer = apply(build_service(), {"topic": "orders:get"})
     assert answer["statusCode"] == "validation-error"
-    assert json.loads(answer["body"]) == {"status": "validation-error", "detail": "orderId: required"}
+    assert json.loads(answer["body"]) == {
+        "status": "validation-error",
+        "detail": "orderId: required",
+        "errors": [{"path": "orderId", "message": "required"}],
+    }
 
 
 def test_selected_version_is_echoed() -> None:

@@ -31,6 +31,7 @@ from .._status import (
     UNEXPECTED_ERROR,
     VALIDATION_ERROR,
 )
+from .._topics import UNKNOWN_TOPIC
 from .clock import WallClock, rfc3339, wall_clock
 
 if TYPE_CHECKING:
@@ -186,11 +187,12 @@ class IssueAggregator:
                 exemplars.append(trace_id)
 
     def observe(self, event: TraceEvent, context: Context) -> None:
-        """A trace middleware observer: records the event when its invocation failed."""
+        """A trace middleware observer: records the event when its invocation failed; a topic the service does not
+        have under UNKNOWN_TOPIC, so made-up names cannot crowd real issues out of the window."""
         if event.successful:
             return
         self.record(
-            event.topic,
+            event.topic if event.routed else UNKNOWN_TOPIC,
             event.status,
             event.topic_version or "",
             context.transport,

@@ -23,9 +23,12 @@ MAX_TEXT: Final = 256
 MAX_DETAIL: Final = 1024
 """Longest failure detail a trace event may carry."""
 
-Text = Annotated[str, Meta(min_length=1, max_length=MAX_TEXT)]
-"""An id or a name: non-empty, bounded."""
-StatusText = Annotated[str, Meta(max_length=MAX_TEXT)]
+NO_NUL: Final = r"^[^\x00]*$"
+"""No NUL character: no store's text can hold one (PostgreSQL refuses it), so a feed never carries one."""
+
+Text = Annotated[str, Meta(min_length=1, max_length=MAX_TEXT, pattern=NO_NUL)]
+"""An id or a name: non-empty, bounded, without NUL."""
+StatusText = Annotated[str, Meta(max_length=MAX_TEXT, pattern=NO_NUL)]
 """A result status as sent (an empty or unknown one is counted as a failure)."""
 Count = Annotated[int, Meta(minimum=0)]
 
@@ -41,7 +44,7 @@ class TopicDescriptor:
 
     __svcgen_meta__: ClassVar[Meta] = _MESH
     id: Text
-    version: Annotated[str, Meta(max_length=MAX_TEXT)] | None = None
+    version: Annotated[str, Meta(max_length=MAX_TEXT, pattern=NO_NUL)] | None = None
     request_schema: Any = None
     response_schema: Any = None
 
@@ -117,7 +120,7 @@ class TraceEntry:
     started_at: datetime | None = None
     transport: Text | None = None
     """What carried the call: `http`, `nats`, `envelope` or `event`."""
-    failure_detail: Annotated[str, Meta(min_length=1, max_length=MAX_DETAIL)] | None = None
+    failure_detail: Annotated[str, Meta(min_length=1, max_length=MAX_DETAIL, pattern=NO_NUL)] | None = None
     """The runtime's own reason for a failure (e.g. a response that did not fit its type), never a handler's text."""
 
 

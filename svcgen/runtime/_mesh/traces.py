@@ -108,6 +108,9 @@ class TraceEvent:
     handler_answered: bool = False
     """Not a wire key: the status is the answer of the handler (or a middleware) of a routed call, not one the
     binding made (unknown topic, undecodable request, handler raised)."""
+    routed: bool = True
+    """Not a wire key: the service has the topic (and version). An unrouted event's topic is the caller's text:
+    it is counted under UNKNOWN_TOPIC."""
 
     @classmethod
     def from_record(cls, record: TraceRecord) -> TraceEvent:
@@ -132,6 +135,7 @@ class TraceEvent:
             successful,
             transport or None,
             _cut(failure_detail) if failure_detail else None,
+            routed=routed,
         )
 
     def to_record(self) -> TraceRecord:
@@ -140,7 +144,7 @@ class TraceEvent:
         duration = (self.duration_ms or 0.0) / 1000.0
         held, number = (self.trace, 0) if isinstance(self.trace, TraceContext) else self.trace
         return (
-            held, number, origin, self.topic, True, self.status, self.successful, self.topic_version or "",
+            held, number, origin, self.topic, self.routed, self.status, self.successful, self.topic_version or "",
             self.exception_type, 0.0, duration, self.correlation_id, self.transport or "", self.failure_detail,
         )
 
