@@ -32,7 +32,7 @@ import re
 import time
 from array import array
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Final, TypeAlias
 
@@ -141,7 +141,7 @@ class Figures:
     histogram: Cell = field(default_factory=lambda: array("d", bytes(8 * BINS)))
     status_counts: dict[str, int] = field(default_factory=dict)
 
-    def add(self, status: str, cell: Cell) -> None:
+    def add(self, status: str, cell: Sequence[float]) -> None:
         calls = int(cell[_COUNT])
         self.invocations += calls
         if is_server_failure(status):

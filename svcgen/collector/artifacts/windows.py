@@ -57,9 +57,9 @@ def build_windows(snapshot: Snapshot, *, generated_at: str) -> Json:
                  "impact": figures.total_ms / spent,
                  "sparkline": {"stepMinutes": step, "calls": calls, "errors": errors}}
                 for (service, topic, version), (figures, calls, errors) in ranked
-            ],  # fmt: skip
+            ],
             "edges": [{"client": client, "server": server, **figures.wire(minutes)}
-                      for (client, server), figures in sorted(edges.items())],  # fmt: skip
+                      for (client, server), figures in sorted(edges.items())],
         }
     return {"generatedAtUtc": generated_at, "windowEndUtc": rfc3339((now + 1) * 60), "windows": windows}
 
