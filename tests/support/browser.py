@@ -35,7 +35,8 @@ VIRTUAL_TIME_BUDGET_MS = 15_000
 SERVER_DEADLINE_SECONDS = 180.0
 
 # The artifact files the dashboard fetches besides one detail file per service.
-ARTIFACT_FILES = ("manifest.json", "topics.json", "topology.json", "usage.json", "annotations.json", "issues.json")
+ARTIFACT_FILES = ("manifest.json", "topics.json", "topology.json", "usage.json", "annotations.json", "issues.json",
+                  "windows.json")
 
 
 def dashboard_source() -> str:
