@@ -16,9 +16,10 @@ batchId), so a resent event or batch is never counted twice; the PostgreSQL form
 ingest's transaction (`collector_buckets`, `INSERT ... ON CONFLICT DO UPDATE` adding counts), so replicas sharing a
 database add exactly.
 
-Bounds: cells older than the retention (`CollectorLimits.bucket_minutes`, 24 h by default) go as the clock moves
-on; past `CollectorLimits.bucket_series` series the least recently counted series goes (counted in `evicted`).
-A cell costs about `CELL_BYTES` (docs/collector.md gives the figure for a large fleet).
+Bounds: a series holds the last hour by minute and the retention (`CollectorLimits.bucket_minutes`, 24 h by
+default) by ten minutes, in fixed rings (`SERIES_BYTES` each, however busy); a series silent past the retention
+goes, and past `CollectorLimits.bucket_series` series the least recently counted goes (counted in `evicted`).
+docs/collector.md gives the figure for a large fleet.
 
 Pure: no clock, no I/O; the caller says what minute it is (`now_minute`).
 """
@@ -122,12 +123,6 @@ def count_into(cell: Cell, duration_ms: float | None, calls: int = 1) -> None:
         cell[_HIST + bin_of(duration_ms)] += calls
 
 
-def merge_into(total: Cell, cell: Iterable[float]) -> None:
-    for index, value in enumerate(cell):
-        if value:
-            total[index] += value
-
-
 @dataclass(slots=True)
 class Figures:
     """A window's totals for one group of series (a topic version, an edge, ...)."""
@@ -190,50 +185,141 @@ class Figures:
         return {name: value for name, value in figures.items() if value is not None}
 
 
-class _Series:
-    """One series' cells by minute."""
+RECENT_MINUTES: Final = 60
+"""Minutes kept at one-minute resolution (the 5m and 1h windows)."""
+BLOCK_MINUTES: Final = 10
+"""Beyond the last hour, cells cover ten minutes each (the 24h window is read in ten-minute steps)."""
 
-    __slots__ = ("cells",)
 
-    def __init__(self) -> None:
-        self.cells: dict[int, Cell] = {}
+class _Ring:
+    """Fixed slots of cells, one per `step` minutes, reused as time moves on: a slot holds the cell of the period
+    its stamp names. Two typed arrays, so a cell costs its numbers and nothing else."""
 
-    def cell(self, minute: int) -> Cell:
-        cell = self.cells.get(minute)
-        if cell is None:
-            cell = self.cells[minute] = new_cell()
-        return cell
+    __slots__ = ("stamps", "step", "values")
 
-    def prune(self, oldest: int) -> int:
-        """Drop cells before minute `oldest`; how many went."""
-        cells = self.cells
-        stale = [minute for minute in cells if minute < oldest]
-        for minute in stale:
-            del cells[minute]
-        return len(stale)
+    def __init__(self, slots: int, step: int) -> None:
+        self.step = step
+        self.stamps = array("q", [-1]) * slots
+        self.values = array("d", bytes(8 * CELL_WIDTH * slots))
+
+    def cell(self, minute: int) -> int | None:
+        """Offset of the cell holding `minute` in `values` (reset when its slot held an older period); None when the
+        slot already holds a newer period (`minute` is older than the ring reaches)."""
+        period = minute // self.step
+        slot = period % len(self.stamps)
+        held = self.stamps[slot]
+        offset = slot * CELL_WIDTH
+        if held != period:
+            if held > period:
+                return None
+            self.stamps[slot] = period
+            self.values[offset : offset + CELL_WIDTH] = _ZEROS
+        return offset
+
+    def count(self, minute: int, duration_ms: float | None, calls: int, histogram_bin: int) -> None:
+        offset = self.cell(minute)
+        if offset is None:
+            return
+        values = self.values
+        values[offset + _COUNT] += calls
+        if duration_ms is not None:
+            values[offset + _TIMED] += calls
+            values[offset + _SUM] += duration_ms * calls
+            values[offset + _HIST + histogram_bin] += calls
+
+    def merge(self, minute: int, cell: Sequence[float]) -> None:
+        offset = self.cell(minute)
+        if offset is not None:
+            values = self.values
+            for index, value in enumerate(cell):
+                if value:
+                    values[offset + index] += value
 
     def window(self, first: int, last: int) -> Iterator[tuple[int, Cell]]:
-        for minute, cell in self.cells.items():
-            if first <= minute <= last:
-                yield minute, cell
+        """(first minute of the period, cell) of every held period that overlaps [first, last]."""
+        step = self.step
+        for slot, period in enumerate(self.stamps):
+            if period >= 0 and first <= period * step + step - 1 and period * step <= last:
+                yield period * step, self.values[slot * CELL_WIDTH : (slot + 1) * CELL_WIDTH]
+
+    def newest(self) -> int:
+        return max(self.stamps) * self.step
+
+    def held(self) -> int:
+        return sum(1 for period in self.stamps if period >= 0)
+
+
+_ZEROS: Final = array("d", bytes(8 * CELL_WIDTH))
+
+
+class _Series:
+    """One series: the last hour by minute, the retention by ten minutes (allocated once the series is older than
+    the hour ring holds, or when asked to keep an older period)."""
+
+    __slots__ = ("blocks", "older", "recent")
+
+    def __init__(self, blocks: int) -> None:
+        self.recent = _Ring(RECENT_MINUTES, 1)
+        self.older: _Ring | None = None
+        self.blocks = blocks
+
+    def _older(self) -> _Ring:
+        if self.older is None:
+            self.older = _Ring(self.blocks, BLOCK_MINUTES)
+        return self.older
+
+    def count(self, minute: int, duration_ms: float | None, calls: int) -> None:
+        histogram_bin = bin_of(duration_ms) if duration_ms is not None else 0
+        self.recent.count(minute, duration_ms, calls, histogram_bin)
+        self._older().count(minute, duration_ms, calls, histogram_bin)
+
+    def merge(self, minute: int, cell: Sequence[float], step: int | None = None) -> None:
+        """Add a cell of `minute`: into both rings (a minute's cell), or only the ring of `step` (a snapshot's)."""
+        if step in (None, 1):
+            self.recent.merge(minute, cell)
+        if step in (None, BLOCK_MINUTES):
+            self._older().merge(minute, cell)
+
+    def window(self, first: int, last: int) -> Iterator[tuple[int, Cell]]:
+        if last - first < RECENT_MINUTES:
+            return self.recent.window(first, last)
+        return self.older.window(first, last) if self.older is not None else iter(())
+
+    def newest(self) -> int:
+        return max(self.recent.newest(), self.older.newest() if self.older is not None else -1)
+
+    def rows(self) -> Iterator[tuple[int, int, Cell]]:
+        """(step, minute, cell) of every period held."""
+        for ring in (self.recent, self.older):
+            if ring is not None:
+                for minute, cell in ring.window(0, 2**62):
+                    yield ring.step, minute, cell
+
+    def held(self) -> int:
+        return self.recent.held() + (self.older.held() if self.older is not None else 0)
 
 
 @dataclass
 class BucketBook:
-    """The memory form: topic and edge series, bounded in minutes (`retention`) and in series (`max_series`)."""
+    """The memory form: topic and edge series, bounded in time (`retention` minutes) and in series (`max_series`).
+
+    A series is two rings of fixed size (`_Ring`): the newest 60 minutes by minute and the retention by ten
+    minutes, so its memory does not grow with traffic; the 5m and 1h windows read minutes, the 24h window
+    ten-minute periods."""
 
     retention: int = 1440
     """Minutes kept."""
-    max_series: int = 20_000
+    max_series: int = 10_000
     evicted: int = 0
     """Series dropped past `max_series`, least recently counted first."""
     newest: int | None = None
-    """The newest minute counted or asked about: cells before `newest - retention + 1` are gone."""
+    """The newest minute counted: a series silent since `newest - retention` goes."""
 
     def __post_init__(self) -> None:
         self.topics: OrderedDict[TopicKey, _Series] = OrderedDict()
         self.edges: OrderedDict[EdgeKey, _Series] = OrderedDict()
         self.by_topic: dict[str, set[TopicKey]] = {}
+        self._blocks = max(1, math.ceil(self.retention / BLOCK_MINUTES))
 
     # --- counting -------------------------------------------------------------------------------------------
 
@@ -241,52 +327,49 @@ class BucketBook:
         """Count calls of a topic series in `minute`; False (nothing counted) for a minute past the retention."""
         if not self._advance(minute):
             return False
-        series = self.topics.get(key)
-        if series is None:
-            series = self.topics[key] = _Series()
-            self.by_topic.setdefault(key[1], set()).add(key)
-            self._bound()
-        else:
-            self.topics.move_to_end(key)
-        count_into(series.cell(minute), duration_ms, calls)
+        self._topic(key).count(minute, duration_ms, calls)
         return True
 
     def count_edge(self, key: EdgeKey, minute: int, duration_ms: float | None, calls: int = 1) -> bool:
         if not self._advance(minute):
             return False
+        self._edge(key).count(minute, duration_ms, calls)
+        return True
+
+    def merge_topic(self, key: TopicKey, minute: int, cell: Sequence[float], step: int | None = None) -> None:
+        """Add a whole cell (a minute's from PostgreSQL rows; a snapshot's with its `step`)."""
+        if self._advance(minute):
+            self._topic(key).merge(minute, cell, step)
+
+    def merge_edge(self, key: EdgeKey, minute: int, cell: Sequence[float], step: int | None = None) -> None:
+        if self._advance(minute):
+            self._edge(key).merge(minute, cell, step)
+
+    def _topic(self, key: TopicKey) -> _Series:
+        series = self.topics.get(key)
+        if series is None:
+            series = self.topics[key] = _Series(self._blocks)
+            self.by_topic.setdefault(key[1], set()).add(key)
+            self._bound()
+        else:
+            self.topics.move_to_end(key)
+        return series
+
+    def _edge(self, key: EdgeKey) -> _Series:
         series = self.edges.get(key)
         if series is None:
-            series = self.edges[key] = _Series()
+            series = self.edges[key] = _Series(self._blocks)
             self._bound()
         else:
             self.edges.move_to_end(key)
-        count_into(series.cell(minute), duration_ms, calls)
-        return True
-
-    def merge_topic(self, key: TopicKey, minute: int, cell: Iterable[float]) -> None:
-        """Add a whole cell (restoring a snapshot, reading PostgreSQL rows)."""
-        if self._advance(minute):
-            series = self.topics.get(key)
-            if series is None:
-                series = self.topics[key] = _Series()
-                self.by_topic.setdefault(key[1], set()).add(key)
-                self._bound()
-            merge_into(series.cell(minute), cell)
-
-    def merge_edge(self, key: EdgeKey, minute: int, cell: Iterable[float]) -> None:
-        if self._advance(minute):
-            series = self.edges.get(key)
-            if series is None:
-                series = self.edges[key] = _Series()
-                self._bound()
-            merge_into(series.cell(minute), cell)
+        return series
 
     def _advance(self, minute: int) -> bool:
         newest = self.newest
         if newest is None or minute > newest:
             self.newest = minute
             if newest is not None and minute // 60 != newest // 60:
-                self.prune()  # once an hour of clock, drop what every series holds past the retention
+                self.prune()  # once an hour of clock, drop the series silent past the retention
             return True
         return minute > newest - self.retention
 
@@ -294,10 +377,10 @@ class BucketBook:
         if self.newest is None:
             return
         oldest = self.newest - self.retention + 1
-        for key in [key for key, series in self.topics.items() if series.prune(oldest) and not series.cells]:
+        for key in [key for key, series in self.topics.items() if series.newest() < oldest]:
             del self.topics[key]
             self._unindex(key)
-        for edge in [key for key, series in self.edges.items() if series.prune(oldest) and not series.cells]:
+        for edge in [key for key, series in self.edges.items() if series.newest() < oldest]:
             del self.edges[edge]
 
     def _bound(self) -> None:
@@ -323,6 +406,11 @@ class BucketBook:
         last = now_minute if now_minute is not None else (self.newest if self.newest is not None else 0)
         return last - minutes + 1, last
 
+    @staticmethod
+    def step(minutes: int) -> int:
+        """The resolution a window of `minutes` is read at."""
+        return 1 if minutes <= RECENT_MINUTES else BLOCK_MINUTES
+
     def topic_cells(self, topic: str, first: int, last: int) -> Iterator[tuple[TopicKey, int, Cell]]:
         for key in sorted(self.by_topic.get(topic, ())):
             for minute, cell in self.topics[key].window(first, last):
@@ -339,17 +427,19 @@ class BucketBook:
                 yield key, minute, cell
 
     def cells(self) -> int:
-        return sum(len(series.cells) for table in (self.topics, self.edges) for series in table.values())
+        """Periods held, both resolutions."""
+        return sum(series.held() for table in (self.topics, self.edges) for series in table.values())
 
     # --- snapshot -------------------------------------------------------------------------------------------
 
     def snapshot(self) -> list[list[object]]:
-        """`[kind, key..., minute, cell...]` rows: kind `t` (topic) or `e` (edge)."""
+        """`[kind, key..., step, minute, cell...]` rows: kind `t` (topic) or `e` (edge), `step` 1 for a minute's
+        cell, 10 for a ten-minute period's."""
         rows: list[list[object]] = []
         for key, series in self.topics.items():
-            rows.extend(["t", *key, minute, *cell.tolist()] for minute, cell in series.cells.items())
+            rows.extend(["t", *key, step, minute, *cell.tolist()] for step, minute, cell in series.rows())
         for edge_key, series in self.edges.items():
-            rows.extend(["e", *edge_key, minute, *cell.tolist()] for minute, cell in series.cells.items())
+            rows.extend(["e", *edge_key, step, minute, *cell.tolist()] for step, minute, cell in series.rows())
         return rows
 
     def restore(self, rows: Iterable[list[object]]) -> None:
@@ -357,9 +447,9 @@ class BucketBook:
             kind = row[0]
             if kind == "t":
                 topic_key = (str(row[1]), str(row[2]), str(row[3]), str(row[4]), str(row[5]))
-                self.merge_topic(topic_key, _int(row[6]), _cell(row[7:]))
+                self.merge_topic(topic_key, _int(row[7]), _cell(row[8:]), _step(row[6]))
             elif kind == "e":
-                self.merge_edge((str(row[1]), str(row[2]), str(row[3])), _int(row[4]), _cell(row[5:]))
+                self.merge_edge((str(row[1]), str(row[2]), str(row[3])), _int(row[5]), _cell(row[6:]), _step(row[4]))
             else:
                 raise ValueError(f"unknown bucket row kind {kind!r}")
 
@@ -368,6 +458,12 @@ def _int(value: object) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
         raise ValueError(f"{value!r} is not a minute")
     return value
+
+
+def _step(value: object) -> int:
+    if value == 1 or value == BLOCK_MINUTES:
+        return BLOCK_MINUTES if value == BLOCK_MINUTES else 1
+    raise ValueError(f"{value!r} is not a bucket step (1 or {BLOCK_MINUTES})")
 
 
 def _cell(values: list[object]) -> list[float]:
@@ -379,5 +475,5 @@ def _cell(values: list[object]) -> list[float]:
     return cell
 
 
-CELL_BYTES: Final = 8 * CELL_WIDTH + 64 + 100
-"""About what one cell costs in memory: its numbers, the array's header, its place in the series' dict."""
+SERIES_BYTES: Final = 8 * (RECENT_MINUTES + 144) * (1 + CELL_WIDTH)
+"""What one series costs at the default retention, whatever its traffic: its two rings' stamps and numbers."""

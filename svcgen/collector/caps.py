@@ -25,7 +25,7 @@ class CollectorLimits:
     """Newest durations kept per edge for percentiles."""
     bucket_minutes: int = 1_440
     """Minutes of per-minute counters and latency histograms kept (24 h); older cells go as the clock moves on."""
-    bucket_series: int = 20_000
+    bucket_series: int = 10_000
     """Distinct topic (service, topic, version, transport, status) and edge (client, server, status) series of
     time buckets; past it the least recently counted goes (counted in `buckets`)."""
     issues: int = 1_000

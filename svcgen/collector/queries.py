@@ -189,12 +189,18 @@ def newest_issues(issues: IssueBook, catalog: Catalog) -> list[Json]:
 
 
 SPARK_POINTS = 60
-"""Most points a sparkline has: a 24 h window is drawn in 24-minute steps."""
+"""Most points a sparkline has: a 24 h window is drawn in 30-minute steps (its cells cover ten minutes)."""
+
+
+def spark_step(minutes: int) -> int:
+    """Minutes per sparkline point: a whole number of the window's cells, at most SPARK_POINTS points."""
+    resolution = BucketBook.step(minutes)
+    return resolution * max(1, -(-minutes // (SPARK_POINTS * resolution)))
 
 
 def topic_window(book: BucketBook, name: str, window: str, minutes: int, now_minute: int) -> Json:
     first, last = book.span(minutes, now_minute)
-    step = max(1, -(-minutes // SPARK_POINTS))
+    step = spark_step(minutes)
     points = -(-minutes // step)
     calls, errors = [0] * points, [0] * points
     total = Figures()
@@ -203,7 +209,7 @@ def topic_window(book: BucketBook, name: str, window: str, minutes: int, now_min
         status = key[4]
         total.add(status, cell)
         by_version.setdefault(key[2], Figures()).add(status, cell)
-        point = (minute - first) // step
+        point = min(max(minute - first, 0) // step, points - 1)
         calls[point] += int(cell[0])
         if is_server_failure(status):
             errors[point] += int(cell[0])

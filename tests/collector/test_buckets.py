@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from svcgen.collector import CollectorLimits
-from svcgen.collector.buckets import BINS, BucketBook, Figures, MinuteReader, parse_window
+from svcgen.collector.buckets import BINS, SERIES_BYTES, BucketBook, Figures, MinuteReader, parse_window
 from tests.support.feeds import Clock, collector, event, ok
 
 MINUTE0 = 29_000_000
@@ -68,14 +68,29 @@ def test_server_side_failures_and_client_answers_are_apart_in_a_window() -> None
     assert "p50LatencyMs" not in wire  # no durations: not known, so not said
 
 
-def test_cells_past_the_retention_go_and_a_call_older_than_it_is_not_counted() -> None:
-    book = BucketBook(retention=60)
-    key = ("orders", "orders:get", "", "", "ok")
+def test_a_window_sees_only_its_minutes_a_call_past_the_retention_is_not_counted_and_silent_series_go() -> None:
+    book = BucketBook(retention=120)
+    key, silent = ("orders", "orders:get", "", "", "ok"), ("orders", "orders:old", "", "", "ok")
     book.count_topic(key, MINUTE0, 1.0)
-    book.count_topic(key, MINUTE0 + 200, 1.0)  # the clock moved past the retention (and an hour boundary)
-    assert book.cells() == 1
-    assert not book.count_topic(key, MINUTE0 + 100, 1.0)
-    assert book.cells() == 1
+    book.count_topic(silent, MINUTE0, 1.0)
+    assert book.count_topic(key, MINUTE0 + 200, 1.0)  # the clock moved past the retention (and an hour boundary)
+    assert [minute for _, minute, _ in book.topic_cells("orders:get", *book.span(60))] == [MINUTE0 + 200]
+    assert not book.count_topic(key, MINUTE0 + 50, 1.0)  # older than the retention: not counted
+    assert "orders:old" not in book.by_topic and silent not in book.topics
+    # A long window is read in ten-minute periods, and holds no more than the retention: the newest call only.
+    assert sum(cell[0] for _, _, cell in book.topic_cells("orders:get", *book.span(1440))) == 1
+
+
+def test_memory_per_series_is_fixed_whatever_the_traffic() -> None:
+    book = BucketBook()
+    for minute in range(MINUTE0, MINUTE0 + 1440):
+        book.count_topic(("orders", "orders:get", "", "", "ok"), minute, 3.0)
+    (series,) = book.topics.values()
+    size = series.recent.values.buffer_info()[1] * 8 + series.recent.stamps.buffer_info()[1] * 8
+    assert series.older is not None
+    size += series.older.values.buffer_info()[1] * 8 + series.older.stamps.buffer_info()[1] * 8
+    assert size == SERIES_BYTES
+    assert book.cells() == 60 + 144
 
 
 def test_series_are_bounded_least_recently_counted_first() -> None:
@@ -93,9 +108,9 @@ def test_a_snapshot_restores_the_same_cells() -> None:
     again = BucketBook()
     again.restore(book.snapshot())
     assert again.snapshot() == book.snapshot()
-    assert len(book.snapshot()[0]) == 7 + 3 + BINS
+    assert len(book.snapshot()[0]) == 8 + 3 + BINS  # kind, key, step, minute; count, timed, total; the bins
     with pytest.raises(ValueError):
-        again.restore([["t", "a", "b", "", "", "ok", MINUTE0, -1.0] + [0.0] * (2 + BINS)])
+        again.restore([["t", "a", "b", "", "", "ok", 1, MINUTE0, -1.0] + [0.0] * (2 + BINS)])
 
 
 @pytest.mark.usefixtures("any_store")

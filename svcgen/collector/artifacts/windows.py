@@ -4,8 +4,9 @@
 topic entry is one (service, topic, version) with calls in the window: exact `invocations`, `errors` (server-side:
 5xx, exceptions), `clientErrors` (4xx), their rates, `requestsPerMinute`, p50/p95/p99 from the histograms, `impact`
 (its share of the window's call time) and a `sparkline` (calls and server-side failures per step, at most 60
-steps); ranked by server-side failures, then impact. Each edge entry is one client → server pair with the same
-figures. A window ends with the minute the snapshot was taken; figures not known are omitted.
+steps), ranked by server-side failures, then impact. Each edge entry is one client → server pair with the same
+figures. The 5m and 1h windows are read by minute, the 24h one by ten minutes. A window ends with the minute the
+snapshot was taken; figures not known are omitted.
 """
 
 from __future__ import annotations
@@ -14,10 +15,9 @@ import math
 from typing import Any
 
 from ...runtime._mesh.clock import parse_rfc3339, rfc3339
-from ..buckets import CELL_WIDTH, WINDOWS, Figures, is_server_failure, minute_of
+from ..buckets import CELL_WIDTH, WINDOWS, BucketBook, Figures, is_server_failure, minute_of
+from ..queries import spark_step
 from ..snapshot import Json, Snapshot
-
-SPARK_POINTS = 60
 
 
 def build_windows(snapshot: Snapshot, *, generated_at: str) -> Json:
@@ -26,26 +26,27 @@ def build_windows(snapshot: Snapshot, *, generated_at: str) -> Json:
     rows = [row for row in snapshot.get("buckets", []) if _well_formed(row)]
     for name, minutes in WINDOWS.items():
         first = now - minutes + 1
-        step = max(1, math.ceil(minutes / SPARK_POINTS))
+        resolution = BucketBook.step(minutes)
+        step = spark_step(minutes)
         points = math.ceil(minutes / step)
         topics: dict[tuple[str, str, str], tuple[Figures, list[int], list[int]]] = {}
         edges: dict[tuple[str, str], Figures] = {}
         for row in rows:
             if row[0] == "t":
-                minute, cell, status = row[6], row[7:], row[5]
-                if not first <= minute <= now:
+                minute, cell, status = row[7], row[8:], row[5]
+                if row[6] != resolution or not first - resolution < minute <= now:
                     continue
                 group = topics.get((row[1], row[2], row[3]))
                 if group is None:
                     group = topics[(row[1], row[2], row[3])] = (Figures(), [0] * points, [0] * points)
                 group[0].add(status, cell)
-                point = (minute - first) // step
+                point = min(max(minute - first, 0) // step, points - 1)
                 group[1][point] += int(cell[0])
                 if is_server_failure(status):
                     group[2][point] += int(cell[0])
             else:
-                minute, cell = row[4], row[5:]
-                if first <= minute <= now:
+                minute, cell = row[5], row[6:]
+                if row[4] == resolution and first - resolution < minute <= now:
                     edges.setdefault((row[1], row[2]), Figures()).add(row[3], cell)
         spent = sum(figures.total_ms for figures, _, _ in topics.values()) or 1.0
         ranked = sorted(topics.items(), key=lambda item: (-item[1][0].errors, -item[1][0].total_ms, item[0]))
@@ -67,5 +68,5 @@ def build_windows(snapshot: Snapshot, *, generated_at: str) -> Json:
 def _well_formed(row: Any) -> bool:
     if not isinstance(row, list) or not row or row[0] not in ("t", "e"):
         return False
-    width = (7 if row[0] == "t" else 5) + CELL_WIDTH
-    return len(row) == width and isinstance(row[width - CELL_WIDTH - 1], int)
+    width = (8 if row[0] == "t" else 6) + CELL_WIDTH
+    return len(row) == width and isinstance(row[width - CELL_WIDTH - 1], int) and row[width - CELL_WIDTH - 2] in (1, 10)
