@@ -163,6 +163,8 @@ class Guard:
     - `clock` (monotonic seconds) paces refetches and key-cache expiry; `now` (epoch seconds) dates the cache of
       verified tokens (PyJWT checks `exp` and `nbf` against the system clock itself).
     - `realm`: named in `WWW-Authenticate`.
+    - `remember_tokens`: keep verified tokens until they expire (`VERIFIED_CACHE_SECONDS` at most), so a repeated
+      token costs a lookup; False verifies the signature on every request.
     """
 
     def __init__(
@@ -177,6 +179,7 @@ class Guard:
         clock: Callable[[], float] = time.monotonic,
         now: Callable[[], float] = time.time,
         realm: str = "svc",
+        remember_tokens: bool = True,
     ) -> None:
         self.security = security
         self.realm = realm
@@ -190,9 +193,9 @@ class Guard:
             elif scheme.jwks:
                 jwks = _Jwks(scheme, transport, fetch_timeout, refetch_seconds, cache_seconds, clock)
                 self._jwks.append(jwks)
-                self._verifiers[scheme.name] = _JwtVerifier(scheme, jwks, now)
+                self._verifiers[scheme.name] = _JwtVerifier(scheme, jwks, now, remember_tokens)
             else:
-                self._verifiers[scheme.name] = _JwtVerifier(scheme, _StaticKey(scheme), now)
+                self._verifiers[scheme.name] = _JwtVerifier(scheme, _StaticKey(scheme), now, remember_tokens)
         for name in keys.keys() - self._verifiers.keys():
             raise SecurityError(f"wiring.api_keys names {name!r}, which is not an apiKey scheme of the manifest")
         self._challenges: dict[Requirements, tuple[str, str]] = {}
@@ -314,7 +317,7 @@ class _KeySource:
 
 
 class _JwtVerifier(_Verifier):
-    def __init__(self, scheme: JwtScheme, keys: _KeySource, now: Callable[[], float]) -> None:
+    def __init__(self, scheme: JwtScheme, keys: _KeySource, now: Callable[[], float], remember: bool) -> None:
         import jwt
 
         self._jwt = jwt
@@ -323,6 +326,7 @@ class _JwtVerifier(_Verifier):
         self.algorithms = list(scheme.algorithms)
         self.audience = list(scheme.audience)
         self._now = now
+        self._remember_tokens = remember
         self._verified: OrderedDict[str, tuple[float, Principal]] = OrderedDict()
 
     async def verify(self, credentials: Mapping[str, str]) -> Principal | None:
@@ -377,7 +381,7 @@ class _JwtVerifier(_Verifier):
 
     def _remember(self, token: str, principal: Principal, claims: Mapping[str, Any], now: float) -> None:
         expires = claims.get("exp")
-        if not isinstance(expires, int | float):
+        if not self._remember_tokens or not isinstance(expires, int | float):
             return
         cache = self._verified
         cache[token] = (min(float(expires), now + VERIFIED_CACHE_SECONDS), principal)

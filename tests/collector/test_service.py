@@ -10,11 +10,8 @@ import httpx
 import orjson
 
 from svcgen.collector import Collector, collector_service
-from svcgen.runtime import Identity, Service
-from svcgen.runtime._codec import Codec, codec_for
-from svcgen.runtime._http.app import create_app
+from svcgen.runtime import Codec, Identity, MeshHost, MeshSettings, Service, codec_for, create_app
 from svcgen.runtime._mesh.feeds import EnvelopeSender
-from svcgen.runtime._mesh.host import MeshHost, MeshSettings
 from svcgen.runtime._mesh.messages import Accepted, FleetAnswer, ServiceAnswer, TopicAnswer, TraceAnswer
 from tests.support.fakes import registry
 from tests.support.feeds import Clock, descriptor, event, heartbeat, issue, memory, ok

@@ -3,13 +3,8 @@ from typing import Any
 
 import pytest
 
-from svcgen.runtime._context import Context
-from svcgen.runtime._descriptor import Identity
-from svcgen.runtime._http.app import HttpApp, create_app
-from svcgen.runtime._http.routing import Route, RouteError
-from svcgen.runtime._registry import Registry
-from svcgen.runtime._result import Result
-from svcgen.runtime._service import Service
+from svcgen.runtime import Context, HttpApp, Identity, Registry, Result, Route, Service, create_app
+from svcgen.runtime._http.routing import RouteError
 from tests.support.client import call
 from tests.support.sample import GetOrder, build_registry, build_service
 

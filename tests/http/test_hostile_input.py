@@ -6,7 +6,7 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from svcgen.runtime._http.app import HttpApp
+from svcgen.runtime import HttpApp
 from tests.support.asgi import raw_request
 
 from .test_app import make_app

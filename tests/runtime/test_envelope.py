@@ -4,13 +4,8 @@ from typing import Any
 
 import pytest
 
-from svcgen.runtime._context import Context
-from svcgen.runtime._descriptor import Identity
+from svcgen.runtime import Context, Identity, Next, Registry, Result, Service
 from svcgen.runtime._envelope import EnvelopeError
-from svcgen.runtime._pipeline import Next
-from svcgen.runtime._registry import Registry
-from svcgen.runtime._result import Result
-from svcgen.runtime._service import Service
 from tests.support.sample import GetOrder, build_service
 
 

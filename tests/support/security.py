@@ -103,7 +103,7 @@ class Calls:
     seen: list[tuple[str, Principal | None]] = field(default_factory=list)
 
 
-def clinic_service(guard: Guard | Security, calls: Calls) -> Service:
+def clinic_service(guard: Guard | Security, calls: Calls, name: str = "clinic") -> Service:
     registry = Registry()
 
     async def get(request: PatientQuery, context: Context) -> Result[Patient]:
@@ -121,7 +121,7 @@ def clinic_service(guard: Guard | Security, calls: Calls) -> Service:
                  security=[{"staff": ["patients:read"]}, "partner"])  # fmt: skip
     registry.add("patients:directory", directory, request=PatientQuery, response=Patient, security=[])
     registry.add("patients:note", get, request=PatientQuery, response=Patient)  # the default: staff
-    return Service(Identity("clinic"), registry, security=guard)
+    return Service(Identity(name), registry, security=guard)
 
 
 CLINIC_ROUTES = [

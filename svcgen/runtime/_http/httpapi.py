@@ -44,6 +44,7 @@ from .routing import Route
 
 OPENAPI_VERSION: Final = "3.1.0"
 FAILURE_COMPONENT: Final = "Failure"
+VALIDATION_FAILURE_COMPONENT: Final = "ValidationFailure"
 _QUERY_METHODS: Final = frozenset({"GET", "HEAD"})
 _METHOD_ORDER: Final = ("get", "put", "post", "delete", "options", "head", "patch")
 """Operations of one path in the order of OpenAPI's path item fields."""
@@ -193,6 +194,8 @@ class _Names:
                 self._collect(shape_of(registration.response_type))
         self.failure = self._fresh(FAILURE_COMPONENT)
         self._definitions[self.failure] = error_schema()
+        self.validation_failure = self._fresh(VALIDATION_FAILURE_COMPONENT)
+        self._definitions[self.validation_failure] = _validation_failure_schema()
 
     def refer(self, shape: Shape) -> JsonSchema | None:
         named = _named_class(shape)
@@ -366,15 +369,29 @@ def _responses(
         failure_codes.setdefault(code, status)
     responses: dict[str, Any] = {}
     failure_content = {JSON_MEDIA_TYPE: {"schema": ref(names.failure)}}
+    validation_content = {JSON_MEDIA_TYPE: {"schema": ref(names.validation_failure)}}
     for code in sorted({*described, *failure_codes}):
         if code in described:
             answer: dict[str, Any] = {"description": ", ".join(described[code])}
             if code not in st.NO_BODY_CODES:
                 answer["content"] = {JSON_MEDIA_TYPE: {"schema": response}}
         else:
-            answer = {"description": failure_codes[code], "content": failure_content}
+            content = validation_content if code == st.FAILURE_CODES[st.VALIDATION_ERROR] else failure_content
+            answer = {"description": failure_codes[code], "content": content}
         responses[str(code)] = answer
     return responses
+
+
+def _validation_failure_schema() -> JsonSchema:
+    """The 422 body: the failure body plus `errors`, one `{path, message}` per field (wire-name paths, at most
+    20), for a form to show each message at its field."""
+    base = error_schema()
+    item = {
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "message": {"type": "string"}},
+        "required": ["path", "message"],
+    }
+    return {**base, "properties": {**base["properties"], "errors": {"type": "array", "items": item, "maxItems": 20}}}
 
 
 def _can_miss(operation: _Operation) -> bool:

@@ -3,7 +3,8 @@ and the four collector queries, each request and answer (spec "Reserved topics",
 
 The reporter encodes its feeds through the runtime codec and the collector decodes them through it, so both sides
 hold one rule, and the collector's served spec publishes these schemas for its eight topics. Wire names are the
-camelCase of the attributes; a value that is not known is omitted, never null (`Meta(omit_null=True)`).
+camelCase of the attributes; a value that is not known is omitted, never null (`Meta(omit_null=True)`), and a time
+is written in the mesh's one form, UTC to the millisecond with `Z` (`Meta(utc_millis=True)`, docs/wire.md).
 
 The collector reads a batch entry by entry: a malformed entry is skipped and counted, not the batch refused (spec
 "Collector ingest"), so a batch is first read with its entries still raw (`RawTraceBatch`, `RawIssueBatch`).
@@ -32,7 +33,7 @@ StatusText = Annotated[str, Meta(max_length=MAX_TEXT, pattern=NO_NUL)]
 """A result status as sent (an empty or unknown one is counted as a failure)."""
 Count = Annotated[int, Meta(minimum=0)]
 
-_MESH = Meta(omit_null=True)
+_MESH = Meta(omit_null=True, utc_millis=True)
 
 
 # --- register: the service descriptor ------------------------------------------------------------------------
@@ -115,9 +116,9 @@ class TraceEntry:
     instance_id: Text | None = None
     topic_version: Text | None = None
     exception_type: Text | None = None
-    correlation_id: Text | None = None
     duration_ms: Annotated[float, Meta(minimum=0)] | None = None
     started_at: datetime | None = None
+    correlation_id: Text | None = None
     transport: Text | None = None
     """What carried the call: `http`, `nats`, `envelope` or `event`."""
     failure_detail: Annotated[str, Meta(min_length=1, max_length=MAX_DETAIL, pattern=NO_NUL)] | None = None
