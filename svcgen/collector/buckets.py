@@ -253,8 +253,9 @@ _ZEROS: Final = array("d", bytes(8 * CELL_WIDTH))
 
 
 class _Series:
-    """One series: the last hour by minute, the retention by ten minutes (allocated once the series is older than
-    the hour ring holds, or when asked to keep an older period)."""
+    """One series: the last hour by minute (`recent`), older minutes folded into ten-minute periods (`older`, made
+    when the first minute is folded). A minute's cell is folded when its slot is needed again an hour later, so
+    the two rings never hold the same call twice and a call costs one cell update."""
 
     __slots__ = ("blocks", "older", "recent")
 
@@ -268,22 +269,55 @@ class _Series:
             self.older = _Ring(self.blocks, BLOCK_MINUTES)
         return self.older
 
+    def _slot(self, minute: int) -> int | None:
+        """Offset of `minute`'s cell in the recent ring, folding out the older minute its slot held; None when
+        `minute` is older than the hour the ring holds (it goes to the ten-minute ring)."""
+        recent = self.recent
+        slot = minute % RECENT_MINUTES
+        held = recent.stamps[slot]
+        offset = slot * CELL_WIDTH
+        if held != minute:
+            if held > minute:
+                return None
+            if held >= 0:
+                self._older().merge(held, recent.values[offset : offset + CELL_WIDTH])
+                recent.values[offset : offset + CELL_WIDTH] = _ZEROS
+            recent.stamps[slot] = minute
+        return offset
+
     def count(self, minute: int, duration_ms: float | None, calls: int) -> None:
-        histogram_bin = bin_of(duration_ms) if duration_ms is not None else 0
-        self.recent.count(minute, duration_ms, calls, histogram_bin)
-        self._older().count(minute, duration_ms, calls, histogram_bin)
+        offset = self._slot(minute)
+        if offset is None:
+            self._older().count(minute, duration_ms, calls, bin_of(duration_ms) if duration_ms is not None else 0)
+            return
+        values = self.recent.values
+        values[offset] += calls
+        if duration_ms is not None:
+            values[offset + _TIMED] += calls
+            values[offset + _SUM] += duration_ms * calls
+            values[offset + _HIST + bisect.bisect_left(LATENCY_BOUNDS_MS, duration_ms)] += calls
 
     def merge(self, minute: int, cell: Sequence[float], step: int | None = None) -> None:
-        """Add a cell of `minute`: into both rings (a minute's cell), or only the ring of `step` (a snapshot's)."""
-        if step in (None, 1):
-            self.recent.merge(minute, cell)
-        if step in (None, BLOCK_MINUTES):
+        """Add a cell: a minute's (`step` None or 1) where that minute is held, a ten-minute period's (`step` 10,
+        from a snapshot) into the older ring."""
+        if step == BLOCK_MINUTES:
             self._older().merge(minute, cell)
+            return
+        offset = self._slot(minute)
+        if offset is None:
+            self._older().merge(minute, cell)
+            return
+        values = self.recent.values
+        for index, value in enumerate(cell):
+            if value:
+                values[offset + index] += value
 
     def window(self, first: int, last: int) -> Iterator[tuple[int, Cell]]:
-        if last - first < RECENT_MINUTES:
-            return self.recent.window(first, last)
-        return self.older.window(first, last) if self.older is not None else iter(())
+        """The cells overlapping [first, last]: minutes for a window within the hour, else the ten-minute periods
+        and the minutes not folded yet."""
+        yield from self.recent.window(first, last)
+        if last - first >= RECENT_MINUTES and self.older is not None:
+            yield from self.older.window(first, last)
 
     def newest(self) -> int:
         return max(self.recent.newest(), self.older.newest() if self.older is not None else -1)
@@ -303,9 +337,9 @@ class _Series:
 class BucketBook:
     """The memory form: topic and edge series, bounded in time (`retention` minutes) and in series (`max_series`).
 
-    A series is two rings of fixed size (`_Ring`): the newest 60 minutes by minute and the retention by ten
-    minutes, so its memory does not grow with traffic; the 5m and 1h windows read minutes, the 24h window
-    ten-minute periods."""
+    A series is two rings of fixed size (`_Ring`): the newest 60 minutes by minute and, once it is older than
+    that, the retention by ten minutes, so its memory does not grow with traffic; the 5m and 1h windows read
+    minutes, the 24h window ten-minute periods and the minutes not folded into them yet."""
 
     retention: int = 1440
     """Minutes kept."""
@@ -420,6 +454,14 @@ class BucketBook:
         for key, series in self.topics.items():
             for minute, cell in series.window(first, last):
                 yield key, minute, cell
+
+    def topic_totals(self, first: int, last: int) -> Iterator[tuple[TopicKey, list[float]]]:
+        """Per topic series with calls in [first, last], its cells summed (column sums in C: the fleet's ranking
+        reads every series)."""
+        for key, series in self.topics.items():
+            cells = [cell for _, cell in series.window(first, last)]
+            if cells:
+                yield key, list(map(math.fsum, zip(*cells, strict=True)))
 
     def edge_cells(self, first: int, last: int) -> Iterator[tuple[EdgeKey, int, Cell]]:
         for key, series in self.edges.items():

@@ -228,7 +228,7 @@ def ranking(book: BucketBook, minutes: int, now_minute: int) -> list[Json]:
     """(service, topic, version) with calls in the window: server-side failures first, then share of call time."""
     first, last = book.span(minutes, now_minute)
     groups: dict[tuple[str, str, str], Figures] = {}
-    for key, _, cell in book.all_topic_cells(first, last):
+    for key, cell in book.topic_totals(first, last):
         group = groups.get(key[:3])
         if group is None:
             group = groups[key[:3]] = Figures()

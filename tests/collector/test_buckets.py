@@ -90,7 +90,7 @@ def test_memory_per_series_is_fixed_whatever_the_traffic() -> None:
     assert series.older is not None
     size += series.older.values.buffer_info()[1] * 8 + series.older.stamps.buffer_info()[1] * 8
     assert size == SERIES_BYTES
-    assert book.cells() == 60 + 144
+    assert book.cells() <= 60 + 144
 
 
 def test_series_are_bounded_least_recently_counted_first() -> None:

@@ -34,7 +34,7 @@ def build_windows(snapshot: Snapshot, *, generated_at: str) -> Json:
         for row in rows:
             if row[0] == "t":
                 minute, cell, status = row[7], row[8:], row[5]
-                if row[6] != resolution or not first - resolution < minute <= now:
+                if row[6] > resolution or not first - row[6] < minute <= now:
                     continue
                 group = topics.get((row[1], row[2], row[3]))
                 if group is None:
@@ -46,7 +46,7 @@ def build_windows(snapshot: Snapshot, *, generated_at: str) -> Json:
                     group[2][point] += int(cell[0])
             else:
                 minute, cell = row[5], row[6:]
-                if row[4] == resolution and first - resolution < minute <= now:
+                if row[4] <= resolution and first - row[4] < minute <= now:
                     edges.setdefault((row[1], row[2]), Figures()).add(row[3], cell)
         spent = sum(figures.total_ms for figures, _, _ in topics.values()) or 1.0
         ranked = sorted(topics.items(), key=lambda item: (-item[1][0].errors, -item[1][0].total_ms, item[0]))
