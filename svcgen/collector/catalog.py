@@ -89,6 +89,19 @@ class ServiceRecords:
         """Whether the service ever sent or answered health (drives `missingFeeds`)."""
         return any("health" in item for item in (*self.instances, *self.polls))
 
+    def names(self, topic_id: str) -> bool:
+        """Whether any of the service's documents (descriptors, specs, removed topics) mention `topic_id`: a cheap
+        test before reading its topics."""
+        for entry in self.entries:
+            for document, key in ((entry.get("descriptor"), "topics"), (entry.get("descriptor"), "produces"),
+                                  (entry.get("spec"), "topics")):  # fmt: skip
+                listed = document.get(key) if document else None
+                if isinstance(listed, list) and any(isinstance(t, dict) and t.get("id") == topic_id for t in listed):
+                    return True
+            if any(item.get("topic") == topic_id for item in entry.get("removedTopics", ())):
+                return True
+        return False
+
     def provided(self) -> set[tuple[str, str]]:
         """(topic, version) the service's descriptors and specs list."""
         topics: set[tuple[str, str]] = set()

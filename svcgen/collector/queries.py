@@ -74,7 +74,7 @@ def fleet(
         entry["staleInstances"] = sum(is_stale(instance, fresh_since) for instance in listed)
         entry["missingFeeds"] = feeds.missing(member.service, described=whole.described, health=whole.has_health)
         services.append(entry)
-    index = TopicIndex(groups)
+    index = TopicIndex(groups, versions=False)
     topics = [
         {"topic": name, **index.parties(name), "invocations": invocations.get(name, 0)}
         for name in sorted(index.known | invocations.keys())
@@ -100,7 +100,7 @@ def service(
 
 
 def topic(catalog: Catalog, traces: TraceLog, name: str) -> Json | None:
-    index = TopicIndex(catalog.grouped())
+    index = TopicIndex(catalog.grouped(), only=name)
     status_counts: defaultdict[str, int] = defaultdict(int)
     counters: list[CounterEntry] = []
     for counter in traces.counters.values():
@@ -124,6 +124,10 @@ def topic(catalog: Catalog, traces: TraceLog, name: str) -> Json | None:
     }
 
 
+def _sorted(names: set[str]) -> list[str]:
+    return list(names) if len(names) < 2 else sorted(names)  # most topics have one sender and one handler
+
+
 @dataclass(slots=True)
 class Parties:
     providers: set[str] = field(default_factory=set)
@@ -133,27 +137,36 @@ class Parties:
 class TopicIndex:
     """Per topic id and per (topic id, version), the services that send it (providers) and those that handle it
     (consumers), and every topic id some service handles, sends or once handled (`known`); built in one pass over
-    the catalog."""
+    the catalog. With `only`, just that topic id's: a service whose documents do not name it is passed over
+    without reading its topics (the topic query on a large catalog)."""
 
-    def __init__(self, groups: dict[str, ServiceRecords]) -> None:
+    def __init__(self, groups: dict[str, ServiceRecords], only: str | None = None, *, versions: bool = True) -> None:
         self.by_topic: defaultdict[str, Parties] = defaultdict(Parties)
         self.by_version: defaultdict[tuple[str, str], Parties] = defaultdict(Parties)
         self.known: set[str] = set()
+        by_topic, by_version = self.by_topic, self.by_version
         for service_name, records in groups.items():
+            if only is not None and not records.names(only):
+                continue
             for key in records.produced():
-                self.by_topic[key[0]].providers.add(service_name)
-                self.by_version[key].providers.add(service_name)
+                by_topic[key[0]].providers.add(service_name)
+                if versions:
+                    by_version[key].providers.add(service_name)
             for key in records.provided():
-                self.by_topic[key[0]].consumers.add(service_name)
-                self.by_version[key].consumers.add(service_name)
+                by_topic[key[0]].consumers.add(service_name)
+                if versions:
+                    by_version[key].consumers.add(service_name)
             for key in records.removed():
-                self.by_version.setdefault(key, Parties())  # once declared, a version stays listed
+                if versions:
+                    by_version.setdefault(key, Parties())  # once declared, a version stays listed
             self.known.update(topic_id for topic_id, _ in records.removed())
         self.known.update(self.by_topic)
 
     def parties(self, topic_id: str) -> Json:
-        parties = self.by_topic.get(topic_id) or Parties()
-        return {"providers": sorted(parties.providers), "consumers": sorted(parties.consumers)}
+        parties = self.by_topic.get(topic_id)
+        if parties is None:
+            return {"providers": [], "consumers": []}
+        return {"providers": _sorted(parties.providers), "consumers": _sorted(parties.consumers)}
 
     def versions(self, topic_id: str, counters: list[CounterEntry]) -> list[Json]:
         """Per version of `topic_id` declared, once declared or invoked: who declares it, and its traffic."""
