@@ -150,7 +150,7 @@ class _Checker:
         self.check_topic_ids("produces")
         self.check_routes()
         self.check_statuses()
-        check_security(self.doc, self.findings, self.error)
+        check_security(self.doc, self.findings, self.error, self.warn)
 
     # -- identity -------------------------------------------------------------------------------
 
