@@ -83,6 +83,12 @@ BENCHES = (
           "httpx (what `HttpSender` uses), through a raw keep-alive HTTP socket (no client library), and as a "
           "nats-py request on the per-topic subject (what `NatsSender` uses), taking turns in every round; and "
           "the server's CPU per request over HTTP and over NATS."),
+    Bench("events", "Events over JetStream (bench/events.py)",
+          "svcgen's events against FastStream's on the same JetStream server in the same run: each publishes 2000 "
+          "events (64 publishes awaiting their acknowledgement at once) to a stream of its own, keyed, and handles "
+          "them with a durable pull consumer that decodes the typed payload and acknowledges after the handler; "
+          "throughput from the first publish to the last handling, publish→handle latency per event; the systems "
+          "take turns in every round, who goes first alternating."),
     Bench("hostile", "Hostile bodies (bench/hostile.py)",
           "CPU per request of 1 MiB bodies built to be expensive under the limits (arrays nested 62 deep, runs of "
           "empty arrays or objects, numbers, strings of brackets or escapes, 88,000 keys, a duplicate key at the "
