@@ -6,8 +6,8 @@ import pytest
 
 from svcgen.collector import CollectorLimits
 from svcgen.collector.artifacts import build_windows
-from svcgen.runtime._mesh.clock import rfc3339
 from svcgen.collector.buckets import BINS, SERIES_BYTES, BucketBook, Figures, MinuteReader, parse_window
+from svcgen.runtime._mesh.clock import rfc3339
 from tests.support.feeds import Clock, collector, event, ok
 
 MINUTE0 = 29_000_000

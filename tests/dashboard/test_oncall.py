@@ -6,6 +6,7 @@ screenshots of the last run are kept in tests/dashboard/screenshots/ (git-ignore
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -185,6 +186,11 @@ def test_the_on_call_view_puts_what_needs_a_person_first_and_every_view_renders(
     rows_ = ordered.by_id("trace").by_class("waterfall-row")
     assert [(row.attrs["data-span"], row.attrs["data-depth"]) for row in rows_] == [("1" * 16, "0"), ("2" * 16, "1")]
     assert "exception TimeoutError" in ordered.by_id("trace").text() and "via nats" in ordered.by_id("trace").text()
+
+    # The service's own log line about the raising handler carries the trace and span ids of its invocation.
+    log = (tmp_path / "mesh" / "shelf.log").read_text().splitlines()
+    raised = [line for line in log if "raised LookupError" in line]
+    assert raised and all(re.search(r" trace=[0-9a-f]{32} span=[0-9a-f]{16}$", line) for line in raised), raised
 
     # usage.json says what carried the calls.
     assert {entry["transport"] for entry in usage["entries"] if entry["service"] == "shelf"} == {"http"}
