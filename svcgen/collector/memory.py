@@ -274,6 +274,7 @@ class MemoryBackend:
                     declared[service] = self.catalog.records(service).declared()
                 if self.trace_log.add(event, declared[service], at):
                     failures[event["service"]] += is_failure(event["status"])
+            self.trace_log.count_buckets()
             for service, failed in failures.items():
                 self.feeds.traced(service, failed)
             self._batch_done(change, len(change["events"]))
