@@ -6,6 +6,7 @@ screenshots of the last run are kept in tests/dashboard/screenshots/ (git-ignore
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -210,3 +211,27 @@ def test_an_unlocked_collector_says_so_on_the_dashboard(tmp_path: Path) -> None:
         dom = parse_dom(chromium_dump_dom(base + "/", tmp_path / "chromium", SCREENSHOTS / "unlocked.png"))
     notice = dom.by_id("lock-notice")
     assert "hidden" not in notice.attrs and "Collector unlocked" in notice.text()
+
+
+def test_problems_from_written_artifacts_dead_letters_in_the_window_only(tmp_path: Path) -> None:
+    from tests.dashboard.test_dashboard import render, write_fixture_artifacts
+
+    def write(target: Path) -> None:
+        write_fixture_artifacts(target)
+        issues = json.loads((target / "issues.json").read_text())
+        dead = {**issues["issues"][0], "classification": "dead-letter", "topic": "orders:placed", "count": 4,
+                "exceptionType": None, "status": "unexpected-error"}  # fmt: skip
+        recent = {**dead, "fingerprint": "d" * 32, "lastSeen": "2024-05-01T11:50:00Z"}
+        old = {**dead, "fingerprint": "e" * 32, "topic": "orders:old", "lastSeen": "2024-04-01T00:00:00Z"}
+        issues["issues"] += [recent, old]
+        (target / "issues.json").write_text(json.dumps(issues))
+
+    rendered = render(tmp_path, write)
+    assert (rendered.state(), rendered.errors()) == ("ready", [])
+    found = problems(rendered.dom)
+    (dead_letter,) = found["dead-letter"]  # the one from before the window is not a problem now
+    assert dead_letter == "dead-letterdead letters on orders:placed [v2]: 4 (last 2024-05-01T11:50:00Z)issues"
+    assert any("inventory" in text for text in found["unreachable"])
+    assert any("payments is unhealthy" in text for text in found["unhealthy"])
+    assert any("payments:charge" in text and "3 server-side failure(s)" in text for text in found["failures"])
+    assert not any("orders:get" in text for texts in found.values() for text in texts)  # 4xx only: not a problem
