@@ -275,6 +275,7 @@ class MemoryBackend:
                                                     self.trace_log.topics_of(service), self.limits.undescribed_topics)
                 if self.trace_log.add(event, declared[service], at):
                     failures[event["service"]] += is_failure(event["status"])
+            self.trace_log.count_buckets()
             for service, failed in failures.items():
                 self.feeds.traced(service, failed)
             self._batch_done(change, len(change["events"]))

@@ -27,7 +27,7 @@ from ..runtime._codec import codec_for
 from ..runtime._mesh.messages import TraceEntry
 from ..runtime._status import STATUS_CODES, is_success
 from ..runtime._topics import UNKNOWN_TOPIC
-from .buckets import BucketBook, MinuteReader, is_client_failure, is_server_failure
+from .buckets import BucketBook, Cell, MinuteReader, count_into, is_client_failure, is_server_failure, new_cell
 from .caps import CollectorLimits
 from .snapshot import CounterEntry, EdgeEntry, Json, TraceWindow
 from .wire import MAX_COUNT, decode_entry, mesh_time, put_bounded, require, saturated
@@ -156,6 +156,11 @@ class TraceLog:
         self.pending: OrderedDict[str, list[_Child]] = OrderedDict()
         self.buckets = BucketBook(self.limits.bucket_minutes, self.limits.bucket_series)
         self._minute = MinuteReader()
+        self._topic_cells: dict[tuple[CounterKey, str, int], Cell] = {}
+        self._edge_cells: dict[tuple[str, str, str, int], Cell] = {}
+        """The calls of the batch being added, per (counter key, transport, minute) and (client, server, status,
+        minute), summed before they reach the book (`count_buckets`): a batch's events share a few series and
+        minutes."""
 
     def add(self, event: Json, declared: Collection[str] | None = None, arrived_at: str | None = None) -> bool:
         """One normalised event: into the window, the counters and time buckets (`counted_as` against the topics
@@ -199,7 +204,11 @@ class TraceLog:
         key = (event["service"], *counted, status)
         duration = event.get("durationMs")
         if minute is not None:
-            self.buckets.count_topic((key[0], key[1], key[2], event.get("transport", ""), status), minute, duration)
+            cell_key = (key, event.get("transport", ""), minute)
+            cell = self._topic_cells.get(cell_key)
+            if cell is None:
+                cell = self._topic_cells[cell_key] = new_cell()
+            count_into(cell, duration)
         counter = self.counters.get(key)
         if counter is None:
             while len(self.counters) >= self.limits.counters:
@@ -276,12 +285,28 @@ class TraceLog:
             edge.durations.append(child.duration)
         if child.minute is not None:
             status = child.status if child.status in STATUS_CODES else OTHER_STATUS
-            self.buckets.count_edge((client, child.service, status), child.minute, child.duration)
+            edge_key = (client, child.service, status, child.minute)
+            cell = self._edge_cells.get(edge_key)
+            if cell is None:
+                cell = self._edge_cells[edge_key] = new_cell()
+            count_into(cell, child.duration)
         if child.started is not None:
             if edge.first is None or child.started < edge.first:
                 edge.first = child.started
             if edge.last is None or child.started > edge.last:
                 edge.last = child.started
+
+    def count_buckets(self) -> None:
+        """Hand the time buckets what `add` counted since the last call (the caller calls it after each batch)."""
+        book = self.buckets
+        if self._topic_cells:
+            topic_cells, self._topic_cells = self._topic_cells, {}
+            for ((service, topic, version, status), transport, minute), cell in topic_cells.items():
+                book.merge_topic((service, topic, version, transport, status), minute, cell)
+        if self._edge_cells:
+            edge_cells, self._edge_cells = self._edge_cells, {}
+            for (client, server, status, minute), cell in edge_cells.items():
+                book.merge_edge((client, server, status), minute, cell)
 
     # --- snapshot -------------------------------------------------------------------------------------------
 
