@@ -250,3 +250,16 @@ def test_without_the_jwt_extra_the_start_says_what_to_install(monkeypatch: pytes
     assert answer.status == "unauthorized"
     api_only = Security.declare([ApiKeyScheme("partner")], default=["partner"])
     Wiring(environ={}).guard(api_only)  # API-key schemes need nothing more
+
+
+def test_api_keys_from_the_environment_add_to_the_wiring() -> None:
+    security = Security.declare([ApiKeyScheme("lab-partner")], default=["lab-partner"])
+    wiring = Wiring(environ={"SVCGEN_API_KEYS_LAB_PARTNER": "acme=k-1==, beta=k-2"})
+    wiring.api_keys["lab-partner"] = {"k-0": "gamma"}
+    guard = wiring.guard(security)
+    for key, subject in (("k-0", "gamma"), ("k-1==", "acme"), ("k-2", "beta")):
+        assert run(guard.check(guard.security.default, {"x-api-key": key})) == Principal("lab-partner", subject)
+    broken = Wiring(environ={"SVCGEN_API_KEYS_LAB_PARTNER": "acme=k-1,secret-without-subject"})
+    with pytest.raises(WiringError, match="entry 2 is not subject=key") as raised:
+        broken.guard(security)
+    assert "secret-without-subject" not in str(raised.value)
