@@ -354,14 +354,18 @@ class _JwtVerifier(_Verifier):
         except SecurityError as error:
             logger.error("%s", error)
             raise _Refused("JWT verification is not installed") from None
-        try:
-            header = jwt.get_unverified_header(token)
-        except jwt.PyJWTError:
-            raise _Refused("malformed token") from None
-        if header.get("alg") not in self.algorithms:
-            raise _Refused("algorithm not accepted")
-        kid = header.get("kid")
-        key = await self.keys.key_for(token, kid if isinstance(kid, str) else None)
+        keys = self.keys
+        if isinstance(keys, _StaticKey):  # one key: no need to read the header first (decode checks `alg`)
+            key = await keys.key_for(token, None)
+        else:
+            try:
+                header = jwt.get_unverified_header(token)
+            except jwt.PyJWTError:
+                raise _Refused("malformed token") from None
+            if header.get("alg") not in self.algorithms:
+                raise _Refused("algorithm not accepted")
+            kid = header.get("kid")
+            key = await keys.key_for(token, kid if isinstance(kid, str) else None)
         try:
             claims = jwt.decode(
                 token, key, algorithms=self.algorithms, audience=self.audience, issuer=self.scheme.issuer,
@@ -377,6 +381,8 @@ class _JwtVerifier(_Verifier):
             raise _Refused("wrong audience") from None
         except jwt.InvalidSignatureError:
             raise _Refused("bad signature") from None
+        except jwt.InvalidAlgorithmError:
+            raise _Refused("algorithm not accepted") from None
         except jwt.MissingRequiredClaimError as error:
             raise _Refused(f"missing claim {error.claim}") from None
         except (jwt.PyJWTError, ValueError, TypeError):

@@ -26,7 +26,18 @@ from svcgen.runtime import (
     WiringError,
 )
 from svcgen.runtime._credentials import SenderWithCredentials
-from tests.support.security import AUDIENCE, ISSUER, jwks_of, public_pem, rsa_key, staff_scheme, token
+from tests.support.security import (
+    AUDIENCE,
+    ISSUER,
+    hs256_with_public_key,
+    jwks_of,
+    public_pem,
+    rsa_key,
+    staff_scheme,
+    tampered,
+    token,
+    unsigned,
+)
 
 SECRET = b"s3cret-that-is-long-enough-for-hs256-!!"
 
@@ -63,6 +74,9 @@ def test_pem_public_key_file_and_startup_errors(tmp_path: Path) -> None:
     pem.write_bytes(public_pem(key))
     guard = Guard(Security.declare([staff_scheme(key=str(pem))], default=["staff"])).load()
     assert isinstance(run(guard.check(guard.security.default, bearer(token(key)))), Principal)
+    for hostile in (hs256_with_public_key(key), unsigned(), token(rsa_key()), tampered(token(key))):
+        refused = run(guard.check(guard.security.default, bearer(hostile)))
+        assert isinstance(refused, Result) and refused.status == "unauthorized"
     missing = Security.declare([staff_scheme(key=str(tmp_path / "nope.pem"))])
     with pytest.raises(SecurityError, match=r"nope\.pem cannot be read"):
         Guard(missing).load()
