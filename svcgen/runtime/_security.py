@@ -187,7 +187,6 @@ class Guard:
         self.security = security
         self.realm = realm
         keys = api_keys or {}
-        self._now = now
         self._verifiers: dict[str, _Verifier] = {}
         self._jwks: list[_Jwks] = []
         for scheme in security.schemes:
@@ -201,7 +200,14 @@ class Guard:
                 self._verifiers[scheme.name] = _JwtVerifier(scheme, _StaticKey(scheme), now, remember_tokens)
         for name in keys.keys() - self._verifiers.keys():
             raise SecurityError(f"wiring.api_keys names {name!r}, which is not an apiKey scheme of the manifest")
-        self._challenges: dict[Requirements, tuple[str, str]] = {}
+
+    def check_registrations(self, registrations: Iterable[Registration]) -> None:
+        """SecurityError for a topic whose requirements name a scheme the declaration does not have."""
+        for registration in registrations:
+            for requirement in registration.security or ():
+                for name, _ in requirement:
+                    if name not in self._verifiers:
+                        raise SecurityError(f"{registration.key} requires scheme {name!r}, which is not declared")
 
     def load(self) -> Guard:
         """Read every key file now, so a missing or unreadable one stops the service at startup (SecurityError)."""

@@ -277,3 +277,13 @@ def test_api_keys_from_the_environment_add_to_the_wiring() -> None:
     with pytest.raises(WiringError, match="entry 2 is not subject=key") as raised:
         broken.guard(security)
     assert "secret-without-subject" not in str(raised.value)
+
+
+def test_a_topic_naming_an_undeclared_scheme_stops_the_start() -> None:
+    async def handle(request: dict[str, Any], context: Any) -> Result[dict[str, Any]]:
+        return Result.ok({})
+
+    registry = Registry()
+    registry.add("a:b", handle, security=["staf"])
+    with pytest.raises(SecurityError, match="requires scheme 'staf'"):
+        Service(Identity("s"), registry, security=Security.declare([ApiKeyScheme("staff")]))
