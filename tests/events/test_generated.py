@@ -15,9 +15,9 @@ import httpx
 import pytest
 
 from svcgen.codegen.ownership import write_package
+from svcgen.codegen.render import render_package
 from svcgen.collector import Collector
 from svcgen.collector.artifacts import build_topology
-from svcgen.codegen.render import render_package
 from svcgen.manifest import load_manifest
 from svcgen.runtime import HandlerBindingError, MeshHost, MeshSettings, Result, Wiring, WiringError
 from tests.events.harness import cleanup, wait_for
