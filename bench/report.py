@@ -103,6 +103,15 @@ BENCHES = (
           "query p50 at the cap within 2x of the empty store's; trace ingest on PostgreSQL (one and two replica "
           "processes on one database) beside the in-memory store at both sizes: throughput flat, and the two "
           "replicas' against one's."),
+    Bench("fullstore", "Collector at fleet scale on PostgreSQL (bench/fullstore.py)",
+          "A full store built in the database with generate_series (10,000 services, 1,000,000 trace events, "
+          "100,000 counters and 100,000 issue fingerprints), then one collector replica over HTTP (uvicorn, its "
+          "own process): the p50 of each query, trace ingest (2 senders, batches of 100) alone and with 6 query "
+          "clients in the same run, the replica's RSS after the run, and the heartbeat's p50 at 10 and at 10,000 "
+          "instances of one service."),
+    Bench("catalogrss", "What the byte budgets cost in memory (bench/catalogrss.py)",
+          "A memory collector's catalog filled to its 32 MiB JSON budget with descriptors decoded from JSON text, "
+          "and its trace window to its cap: the RSS growth beside the budget each fills."),
 )  # fmt: skip
 
 
