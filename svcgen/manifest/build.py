@@ -8,10 +8,12 @@ from typing import Any
 
 from ..runtime._status import OK
 from ..runtime._topics import DEFAULT_PREFIX, normalize_prefix
+from .composition import CompositionError, Template, TypeSpace, qualified
 from .contract import CONTRACT_KEYWORDS
+from .diagnostics import Diagnostic, ManifestError
 from .loader import YamlDocument
-from .model import NO_DEFAULT, EnumDef, FieldDef, Manifest, MeshDef, RecordDef, RouteDef, TopicDef
-from .owner import owned_topic
+from .model import NO_DEFAULT, EnumDef, FieldDef, Manifest, MeshDef, Position, RecordDef, RouteDef, TopicDef
+from .owner import owned_topic, owner_manifest, relocated
 from .routes import parse_route
 from .schemaimport import import_json_schema
 from .typeexpr import parse_type
@@ -24,32 +26,65 @@ def default_package(service: str) -> str:
 
 def build_manifest(document: YamlDocument, base_dir: Path) -> Manifest:
     """Build the model; the document must already have passed the schema and semantic stages. A jsonSchema
-    type becomes records and enums of the same model (its own, then any nested ones)."""
+    type becomes records and enums of the same model (its own, then any nested ones); imported, composed, generic
+    and versioned types become concrete records (composition.py)."""
     data: dict[str, Any] = document.data
     service: str = data["service"]
     mesh = data.get("mesh")
-    records: list[RecordDef] = []
-    enums = [
-        EnumDef(name, tuple(spec["values"]), spec.get("description")) for name, spec in data.get("enums", {}).items()
-    ]
+    templates: dict[str, Template] = {}
+    enums = {
+        name: EnumDef(name, tuple(spec["values"]), spec.get("description"))
+        for name, spec in data.get("enums", {}).items()
+    }
     for name, spec in data.get("types", {}).items():
         if "jsonSchema" in spec:
             imported = import_json_schema(name, spec["jsonSchema"], base_dir)
-            records += imported.records
-            enums += imported.enums
+            for record in imported.records:
+                templates[record.name] = Template(
+                    record.name, record.fields, record.description, record.deprecated, record.closed, record.json_schema
+                )
+            enums |= {enum.name: enum for enum in imported.enums}
         else:
-            records.append(record_def(name, spec))
-    produces: list[TopicDef] = []
-    for entry in data.get("produces", ()):
-        if "from" not in entry:
-            produces.append(_topic(entry))
-            continue
-        owned = owned_topic(base_dir, entry["from"], entry["id"], entry.get("version"))
-        produces.append(replace(owned.topic, routes=(), summary=entry.get("summary", owned.topic.summary)))
-        # A type already declared (here or by an earlier entry) is the same one: semantics checked they agree.
-        known = {record.name for record in records} | {enum.name for enum in enums}
-        records += [record for record in owned.records if record.name not in known]
-        enums += [enum for enum in owned.enums if enum.name not in known]
+            templates[name] = template_def(name, spec)
+    namespaces, aliases = imported_namespaces(base_dir, data.get("imports", {}))
+    versions = tuple(data.get("versions", ()))
+    owned = {
+        index: owned_topic(base_dir, entry["from"], entry["id"], entry.get("version"))
+        for index, entry in enumerate(data.get("produces", ()))
+        if "from" in entry
+    }
+    for taken in owned.values():  # a from: entry's owner is a namespace too (semantics checked they are apart)
+        namespaces.setdefault(aliases.get(taken.owner, taken.namespace), taken.manifest)
+    space = TypeSpace(templates, enums, namespaces, versions, bool(data.get("closed", False)))
+    try:
+        space.declared()
+        topics = tuple(
+            replace(topic, request=space.resolve(topic.request, topic.version),
+                    response=space.resolve(topic.response, topic.version))
+            for entry in data.get("topics", ())
+            for topic in _topics(entry)
+        )
+        produces: list[TopicDef] = []
+        for index, entry in enumerate(data.get("produces", ())):
+            if index not in owned:
+                produces += [
+                    replace(topic, request=space.resolve(topic.request, topic.version),
+                            response=space.resolve(topic.response, topic.version))
+                    for topic in _topics(entry)
+                ]
+                continue
+            taken = owned[index]
+            namespace = aliases.get(taken.owner, taken.namespace)
+            produces.append(replace(
+                taken.topic,
+                routes=(),
+                summary=entry.get("summary", taken.topic.summary),
+                request=space.resolve(qualified(taken.topic.request, namespace), None),
+                response=space.resolve(qualified(taken.topic.response, namespace), None),
+            ))
+    except CompositionError as error:
+        raise ManifestError([Diagnostic(Position(document.file, 1, 1), str(error))]) from None
+    records, all_enums = space.model()
     return Manifest(
         path=document.file.replace("\\", "/"),
         service=service,
@@ -61,10 +96,37 @@ def build_manifest(document: YamlDocument, base_dir: Path) -> Manifest:
         placement=dict(data["placement"]) if "placement" in data else None,
         health=tuple(data.get("health", ())),
         mesh=None if mesh is None else _mesh(mesh),
-        types=tuple(records),
-        enums=tuple(enums),
-        topics=tuple(_topic(entry) for entry in data.get("topics", ())),
+        types=records,
+        enums=all_enums,
+        topics=topics,
         produces=tuple(produces),
+        versions=versions,
+    )
+
+
+def imported_namespaces(base_dir: Path, imports: dict[str, str]) -> tuple[dict[str, Manifest], dict[str, str]]:
+    """`imports:` → (namespace → the owner's model, the owner's manifest path → its namespace)."""
+    namespaces: dict[str, Manifest] = {}
+    aliases: dict[str, str] = {}
+    for alias, relative in imports.items():
+        target, owner = owner_manifest(base_dir, relative)
+        namespaces[alias] = relocated(owner, relative)
+        aliases.setdefault(target.as_posix(), alias)
+    return namespaces, aliases
+
+
+def template_def(name: str, spec: dict[str, Any]) -> Template:
+    """A record the manifest declares with `fields` (and `extends`, `params`, ...), in the manifest's terms."""
+    return Template(
+        name,
+        fields=tuple(_field(wire, field_spec) for wire, field_spec in spec.get("fields", {}).items()),
+        description=spec.get("description"),
+        deprecated=spec.get("deprecated", False),
+        closed=spec.get("closed"),
+        params=tuple(spec.get("params", ())),
+        extends=tuple(parse_type(base) for base in spec.get("extends", ())),
+        omit=tuple(spec.get("omit", ())),
+        partial=spec.get("partial", False),
     )
 
 
@@ -103,12 +165,13 @@ def _field(wire: str, spec: str | dict[str, Any]) -> FieldDef:
     expr = parse_type(spec["type"])
     default = spec.get("default", None if expr.is_nullable else NO_DEFAULT)
     contract = {key: value for key, value in spec.items() if key in CONTRACT_KEYWORDS}
-    return FieldDef(wire, expr, default, spec.get("description"), contract)
+    return FieldDef(wire, expr, default, spec.get("description"), contract, spec.get("added"), spec.get("removed"))
 
 
-def _topic(entry: dict[str, Any]) -> TopicDef:
+def _topics(entry: dict[str, Any]) -> list[TopicDef]:
+    """The entry's (topic, version) definitions: one per version of `versions:`, else the one."""
     routes = tuple(parse_route(text) for text in entry.get("routes", ()))
-    return TopicDef(
+    topic = TopicDef(
         id=entry["id"],
         version=entry.get("version", ""),
         request=parse_type(entry["request"]),
@@ -118,3 +181,4 @@ def _topic(entry: dict[str, Any]) -> TopicDef:
         success=tuple(entry.get("success", (OK,))),
         failures=tuple(entry.get("failures", ())),
     )
+    return [replace(topic, version=version) for version in entry.get("versions", [topic.version])]

@@ -32,6 +32,10 @@ class FieldDef:
     description: str | None = None
     contract: dict[str, Any] = field(default_factory=dict)
     """JSON Schema constraint keywords (`minLength`, ...), `examples` and `deprecated`, as the manifest writes them."""
+    added: str | None = None
+    """The version (of the manifest's `versions`) the field first appears in; None: from the first."""
+    removed: str | None = None
+    """The version the field is gone from; None: never removed."""
 
     @property
     def attr(self) -> str:
@@ -113,4 +117,6 @@ class Manifest:
     enums: tuple[EnumDef, ...] = ()
     topics: tuple[TopicDef, ...] = ()
     produces: tuple[TopicDef, ...] = ()
+    versions: tuple[str, ...] = ()
+    """The service's ordered versions (per-field versions); the records above are already projected."""
     extras: dict[str, Any] = field(default_factory=dict)

@@ -21,6 +21,9 @@ EntryKey = Literal["from", "id", "version"]
 
 _loading: ContextVar[frozenset[str]] = ContextVar("svcgen_owner_loading", default=frozenset())
 """The owners' manifests being loaded above this one (a `from:` cycle would never end)."""
+_loaded: dict[tuple[str, str, int, int], Manifest] = {}
+"""Owners' models by file and version on disk: a manifest's check and build, and its several entries naming the
+same owner, load it once."""
 
 
 class OwnerError(ValueError):
@@ -42,11 +45,39 @@ class OwnedTopic:
     enums: tuple[EnumDef, ...]
     positions: dict[str, Position]
     """Where the owner declares each of the types."""
+    manifest: Manifest
+    """The owner's whole model (jsonSchema paths relative to the producer's directory): its namespace."""
+
+    @property
+    def namespace(self) -> str:
+        """The namespace its types are reached under when no `imports:` alias names the owner."""
+        return self.service.replace("-", "_")
 
 
 def owned_topic(base_dir: Path, relative: str, topic_id: str, version: str | None) -> OwnedTopic:
     """The topic `topic_id` (at `version`; None: its only version) of the owner's manifest at `relative` (to
     `base_dir`, the producer's directory), with the types it reaches. Raises OwnerError."""
+    target, owner = owner_manifest(base_dir, relative)
+    topic = _topic(owner, relative, topic_id, version)
+    records, enums = _reached(owner, topic)
+    return OwnedTopic(
+        target.as_posix(), owner.service, topic, records, enums, _positions(target, owner), relocated(owner, relative)
+    )
+
+
+def relocated(owner: Manifest, relative: str) -> Manifest:
+    """The owner's model with its jsonSchema paths relative to the producer's directory (`relative` names it)."""
+    folder = posixpath.dirname(relative.replace("\\", "/"))
+    records = tuple(
+        replace(record, json_schema=posixpath.normpath(posixpath.join(folder, record.json_schema)))
+        if record.json_schema else record
+        for record in owner.types
+    )
+    return replace(owner, types=records)
+
+
+def owner_manifest(base_dir: Path, relative: str) -> tuple[Path, Manifest]:
+    """The owner's manifest at `relative` (to `base_dir`), loaded and validated. Raises OwnerError."""
     from .load import load_manifest  # load → semantics → here
 
     if PurePosixPath(relative).is_absolute() or PureWindowsPath(relative).is_absolute():
@@ -63,25 +94,26 @@ def owned_topic(base_dir: Path, relative: str, topic_id: str, version: str | Non
         )
     identity = str(target.resolve())
     if identity in _loading.get():
-        raise OwnerError(f"owner's manifest {relative!r} takes types back from this manifest: a from: cycle")
+        cycle = "an imports or from: cycle"
+        raise OwnerError(f"owner's manifest {relative!r} takes types back from this manifest: {cycle}")
+    stat = target.stat()
+    key = (identity, target.as_posix(), stat.st_mtime_ns, stat.st_size)
+    cached = _loaded.get(key)
+    if cached is not None:
+        return target, cached
     token = _loading.set(_loading.get() | {identity})
     try:
         owner = load_manifest(target.as_posix())
+        if len(_loaded) >= 64:  # bounded: a long-running reload loop sees many versions of a file
+            _loaded.clear()
+        _loaded[key] = owner
     except ManifestError as error:
         problems = [diagnostic for diagnostic in error.diagnostics if diagnostic.is_error]
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise OwnerError(f"owner's manifest {relative!r} is invalid: {problems[0]}{more}") from None
     finally:
         _loading.reset(token)
-    topic = _topic(owner, relative, topic_id, version)
-    records, enums = _reached(owner, topic)
-    folder = posixpath.dirname(relative.replace("\\", "/"))
-    records = tuple(
-        replace(record, json_schema=posixpath.normpath(posixpath.join(folder, record.json_schema)))
-        if record.json_schema else record
-        for record in records
-    )
-    return OwnedTopic(target.as_posix(), owner.service, topic, records, enums, _positions(target, owner))
+    return target, owner
 
 
 def _topic(owner: Manifest, relative: str, topic_id: str, version: str | None) -> TopicDef:

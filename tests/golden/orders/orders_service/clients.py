@@ -38,8 +38,8 @@ from . import models
 
 T = TypeVar("T")
 VERSION_HEADER: Final = "svc-version"
-_PAYMENTS_CAPTURE_REQUEST: Final = codec_for(models.CapturePayment)
-_PAYMENTS_CAPTURE_RESPONSE: Final = codec_for(models.Capture)
+_PAYMENTS_CAPTURE_REQUEST: Final = codec_for(models.payments_CapturePayment)
+_PAYMENTS_CAPTURE_RESPONSE: Final = codec_for(models.payments_Capture)
 
 
 class Clients:
@@ -70,8 +70,8 @@ class Clients:
         await self.aclose()
 
     async def payments_capture(
-        self, request: models.CapturePayment, *, headers: Mapping[str, str] | None = None
-    ) -> Result[models.Capture]:
+        self, request: models.payments_CapturePayment, *, headers: Mapping[str, str] | None = None
+    ) -> Result[models.payments_Capture]:
         """Send payments:capture: Capture the payment of a placed order."""
         return await _send(
             self.sender,
