@@ -54,8 +54,11 @@ def build_manifest(document: YamlDocument, base_dir: Path) -> Manifest:
         if "from" in entry
     }
     for taken in owned.values():  # a from: entry's owner is a namespace too (semantics checked they are apart)
-        namespaces.setdefault(aliases.get(taken.owner, taken.namespace), taken.manifest)
-    space = TypeSpace(templates, enums, namespaces, versions, bool(data.get("closed", False)))
+        namespace = aliases.get(taken.owner, taken.namespace)
+        namespaces.setdefault(namespace, taken.manifest)
+        aliases.setdefault(taken.owner, namespace)
+    files = {alias: str(Path(path).resolve()) for path, alias in aliases.items()}
+    space = TypeSpace(templates, enums, namespaces, versions, bool(data.get("closed", False)), files)
     try:
         space.declared()
         topics = tuple(
@@ -101,6 +104,7 @@ def build_manifest(document: YamlDocument, base_dir: Path) -> Manifest:
         topics=topics,
         produces=tuple(produces),
         versions=versions,
+        namespaces=tuple(sorted(files.items())),
     )
 
 

@@ -170,6 +170,8 @@ class TypeSpace:
     namespaces: dict[str, Manifest]
     versions: tuple[str, ...] = ()
     closed: bool = False
+    files: dict[str, str] = field(default_factory=dict)
+    """Namespace → the owner's manifest file (resolved): an owner's own imports of the same file are the same types."""
     records: dict[str, RecordDef | None] = field(default_factory=dict)
     """Concrete name → record (None while its fields are being resolved)."""
     reached_enums: dict[str, EnumDef] = field(default_factory=dict)
@@ -238,6 +240,10 @@ class TypeSpace:
             raise CompositionError(f"unknown namespace {namespace!r}")
         if ref.args:
             raise CompositionError(f"{ref.name} is not a generic record")
+        ours = {file: alias for alias, file in self.files.items()}
+        for inner, file in owner.namespaces:  # a type the owner imports from an owner this manifest imports too
+            if local.startswith(inner + SEPARATOR) and file in ours:
+                return self._imported(TypeExpr("record", f"{ours[file]}.{local[len(inner) + 1:]}"))
         name = f"{namespace}{SEPARATOR}{local}"
         for enum in owner.enums:
             if enum.name == local:

@@ -119,4 +119,7 @@ class Manifest:
     produces: tuple[TopicDef, ...] = ()
     versions: tuple[str, ...] = ()
     """The service's ordered versions (per-field versions); the records above are already projected."""
+    namespaces: tuple[tuple[str, str], ...] = ()
+    """(namespace, the owner's manifest file, resolved) of every owner whose types the records above reach: a
+    manifest importing this one names those types under its own namespace for the same owner."""
     extras: dict[str, Any] = field(default_factory=dict)
