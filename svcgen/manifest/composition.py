@@ -134,8 +134,18 @@ def extends_cycle(name: str, bases: Mapping[str, Iterable[str]]) -> list[str] | 
     return walk(name, [name])
 
 
+class _Absent:
+    def __repr__(self) -> str:
+        return "absent"
+
+
+ABSENT: Any = _Absent()
+"""A key one side does not have, as `first_difference` reports it."""
+
+
 def first_difference(one: Any, other: Any, path: str = "") -> tuple[str, Any, Any] | None:
-    """The first place two JSON-like values (or model definitions) differ: (path, one's value, other's)."""
+    """The first place two JSON-like values (or model definitions) differ: (path, one's value, other's), a missing
+    key as ABSENT."""
     if hasattr(one, "__dataclass_fields__") and type(one) is type(other):
         for name in one.__dataclass_fields__:
             found = first_difference(getattr(one, name), getattr(other, name), f"{path}.{name}" if path else name)
@@ -153,7 +163,8 @@ def first_difference(one: Any, other: Any, path: str = "") -> tuple[str, Any, An
         return None
     if isinstance(one, dict) and isinstance(other, dict):
         for key in dict.fromkeys([*one, *other]):
-            found = first_difference(one.get(key), other.get(key), f"{path}.{key}" if path else str(key))
+            where = f"{path}.{key}" if path else str(key)
+            found = first_difference(one.get(key, ABSENT), other.get(key, ABSENT), where)
             if found is not None:
                 return found
         return None

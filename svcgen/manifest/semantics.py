@@ -9,7 +9,7 @@ import json
 import keyword
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, TypeVar
 
@@ -23,8 +23,17 @@ from ..runtime._topics import (
     is_reserved_topic,
     normalize_prefix,
 )
-from .build import template_def
-from .composition import CompositionError, Problem, TypeSpace, composed_fields, extends_cycle, qualified
+from .build import record_def, template_def
+from .composition import (
+    ABSENT,
+    CompositionError,
+    Problem,
+    TypeSpace,
+    composed_fields,
+    extends_cycle,
+    first_difference,
+    qualified,
+)
 from .contract import CONTRACT_KEYWORDS, check_enum, check_field_contract
 from .diagnostics import Diagnostic
 from .fits import RecordFields, ValueTypes
@@ -181,6 +190,7 @@ class _Checker:
                         self.check_produced_role(index, entry, role)
                     self.parsed[path] = self.parse(self.read(entry, (section, index), role, str), path)
         self.check_composition(types or {})
+        self.check_local_copies(types or {})
         self.check_type_names_known()
         self.check_defaults()
         self.check_unused()
@@ -446,7 +456,8 @@ class _Checker:
             message = f"{ref.name} is not a generic record; write it without arguments"
         else:
             example = f"{ref.name}[{', '.join(params)}]"
-            message = f"{ref.name} takes {len(params)} type argument(s), like {example}, not {len(ref.args)}"
+            count = f"{len(params)} type argument{'s' if len(params) > 1 else ''}"
+            message = f"{ref.name} takes {count}, like {example}, not {len(ref.args)}"
         self.error(self.doc.at(item.path), message)
 
     def check_versions(self, types: dict[str, Any]) -> None:
@@ -661,6 +672,42 @@ class _Checker:
             return
         self.namespaces[namespace] = owned.manifest
         self.namespace_files[namespace] = owned.owner
+
+    def check_local_copies(self, types: dict[str, Any]) -> None:
+        """A local record named like an owner's type is a type of its own (the two live apart); say so, naming the
+        first difference, since a copy is usually meant to be the owner's."""
+        for name, spec in types.items():
+            record = self.records.get(name)
+            if record is None or record.external or not (record.names_known and record.shape_known):
+                continue
+            if not isinstance(spec, dict) or set(spec) & {"extends", "params"}:
+                continue
+            for namespace, owner in self.namespaces.items():
+                theirs = next((r for r in owner.types if r.name == name), None)
+                if theirs is None:
+                    continue
+                try:
+                    ours = record_def(name, spec)
+                except (KeyError, TypeError, ValueError):
+                    continue
+                ours = replace(ours, closed=bool(spec.get("closed", self.data.get("closed", False))))
+                mine = replace(ours, fields=tuple(replace(f, type=qualified(f.type, namespace)) for f in ours.fields))
+                owned = replace(theirs, json_schema=None, fields=tuple(
+                    replace(f, type=qualified(f.type, namespace)) for f in theirs.fields
+                ))
+                difference = first_difference(mine, owned)
+                if difference is None:
+                    message = (
+                        f"type {name!r} repeats {namespace}.{name}; they are two types: use {namespace}.{name} "
+                        "and remove this copy"
+                    )
+                else:
+                    path, here, there = difference[0], _shown(difference[1]), _shown(difference[2])
+                    message = (
+                        f"type {name!r} is not {namespace}.{name}: they differ first at {path} ({here} here, "
+                        f"{there} in {owner.service}); use {namespace}.{name} to take the owner's, or rename this one"
+                    )
+                self.warn(self.doc.key_at(("types", name)), message)
 
     def type_space(self, types: dict[str, Any], excluded: set[str]) -> TypeSpace:
         """The readable records as composition sees them (for checking what they compose into)."""
@@ -925,6 +972,16 @@ def _topic_label(topic_id: str | None, version: str | None, position: Position) 
 def _json(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _shown(value: Any) -> str:
+    """A value of a definition in a message: absent, a type expression as written, or JSON."""
+    if value is ABSENT or isinstance(value, TypeExpr):
+        return str(value)
+    try:
+        return _json(value)
+    except TypeError:
+        return str(value)
 
 
 def _reason(error: DecodeError) -> str:

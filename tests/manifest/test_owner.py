@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from svcgen.manifest import ManifestError, load_manifest
+from svcgen.manifest import ManifestError, load_manifest, load_manifest_with_warnings
 from svcgen.manifest.model import Manifest
 from svcgen.manifest.typeexpr import parse_type
 from tests.support.manifests import MINIMAL
@@ -88,9 +88,15 @@ def test_a_local_type_of_the_owners_name_lives_apart_from_it(tmp_path: Path) -> 
     text = write(tmp_path, local=local).read_text().replace("total: integer", "total: Money")
     path = tmp_path / "orders" / "orders.yaml"
     path.write_text(text, encoding="utf-8")
-    model = load_manifest(path.as_posix())
+    loaded = load_manifest_with_warnings(path.as_posix())
+    model = loaded.manifest
     names = [record.name for record in model.types]
     assert "Money" in names and "payments_Money" in names
+    # The copy is a type of its own; the warning names the first difference, with both values, and the way out.
+    assert (
+        "warning: type 'Money' is not payments.Money: they differ first at fields[amountMinor].contract.minimum "
+        "(absent here, 0 in payments); use payments.Money to take the owner's, or rename this one"
+    ) in [str(w).split(": ", 1)[1] for w in loaded.warnings]
     local_money = next(r for r in model.types if r.name == "Money")
     assert local_money.fields[0].contract == {}
 
