@@ -212,23 +212,23 @@ class TypeSpace:
     # -- references ------------------------------------------------------------------------------
 
     def _reference(self, ref: TypeExpr, version: str | None) -> TypeExpr:
-        if not ref.args and (ref.name in self.records or ref.name in self.reached_enums):
-            return ref  # concrete already (a generic record's argument, resolved before it was substituted)
+        if not ref.args and (ref.name in self.records or ref.name in self.reached_enums or ref.name in self.enums):
+            return ref  # concrete already (or a generic record's argument, resolved before it was substituted)
         if "." in ref.name:
             return self._imported(ref)
-        if ref.name in self.enums:
-            return ref
         template = self.templates.get(ref.name)
         if template is None:
             raise CompositionError(f"unknown type {ref.name!r}")
         if len(ref.args) != len(template.params):
             raise CompositionError(f"{ref.name} takes {len(template.params)} type arguments, got {len(ref.args)}")
         args = tuple(self.resolve(arg, version) for arg in ref.args)
-        name = SEPARATOR.join([ref.name, *(_mangled(arg) for arg in args)])
         at = self._at(version) if self._is_versioned(ref.name) else None
-        if at is not None:
-            name = f"{name}{SEPARATOR}{slug(at)}"
-        self._claim(name, (ref.name, args, at))
+        name = ref.name
+        if args or at is not None:  # a plain record keeps its name: it has no '_', so it claims nothing
+            name = SEPARATOR.join([ref.name, *(_mangled(arg) for arg in args)])
+            if at is not None:
+                name = f"{name}{SEPARATOR}{slug(at)}"
+            self._claim(name, (ref.name, args, at))
         if name not in self.records:
             self.records[name] = None  # placed now: recursion and later references find it
             arguments = dict(zip(template.params, args, strict=True))
@@ -236,8 +236,11 @@ class TypeSpace:
             for f in self._fields(template):
                 if at is not None and not self._present(f, at):
                     continue
-                concrete = self.resolve(substituted(f.type, arguments), version)
-                fields.append(replace(f, type=concrete, added=None, removed=None))
+                concrete = self.resolve(substituted(f.type, arguments) if arguments else f.type, version)
+                if concrete is f.type and f.added is None and f.removed is None:
+                    fields.append(f)
+                else:
+                    fields.append(replace(f, type=concrete, added=None, removed=None))
             closed = self.closed if template.closed is None else template.closed
             self.records[name] = RecordDef(
                 name, tuple(fields), template.description, template.json_schema, template.deprecated, closed

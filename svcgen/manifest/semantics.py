@@ -726,6 +726,8 @@ class _Checker:
     def check_composition(self, types: dict[str, Any]) -> None:
         """extends/omit/partial: cycles, omitted fields that do not exist, fields defined twice differently; a
         composed record's fields are then known (route placeholders, unused types)."""
+        if not self.bases:
+            return
         graph = {name: [base.name for base in bases] for name, bases in self.bases.items()}
         cyclic: set[str] = set()
         for name in self.bases:

@@ -158,4 +158,7 @@ def rename_records(expr: TypeExpr, rename: Callable[[TypeExpr], TypeExpr]) -> Ty
         return rename(expr)
     if not expr.args:
         return expr
-    return TypeExpr(expr.kind, expr.name, tuple(rename_records(arg, rename) for arg in expr.args))
+    args = tuple(rename_records(arg, rename) for arg in expr.args)
+    if all(new is old for new, old in zip(args, expr.args, strict=True)):
+        return expr  # unchanged: the same object (a large manifest resolves thousands of plain fields)
+    return TypeExpr(expr.kind, expr.name, args)
