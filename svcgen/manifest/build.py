@@ -36,16 +36,23 @@ def build_manifest(document: YamlDocument, base_dir: Path) -> Manifest:
         name: EnumDef(name, tuple(spec["values"]), spec.get("description"))
         for name, spec in data.get("enums", {}).items()
     }
+    twins: list[Template] = []
+    """Records named like an earlier one (a jsonSchema file's helper record and a manifest type): kept, so the
+    generator names the clash instead of one silently replacing the other."""
     for name, spec in data.get("types", {}).items():
+        made = [template_def(name, spec)] if "jsonSchema" not in spec else []
         if "jsonSchema" in spec:
             imported = import_json_schema(name, spec["jsonSchema"], base_dir)
-            for record in imported.records:
-                templates[record.name] = Template(
-                    record.name, record.fields, record.description, record.deprecated, record.closed, record.json_schema
-                )
+            made = [
+                Template(r.name, r.fields, r.description, r.deprecated, r.closed, r.json_schema)
+                for r in imported.records
+            ]
             enums |= {enum.name: enum for enum in imported.enums}
-        else:
-            templates[name] = template_def(name, spec)
+        for template in made:
+            if template.name in templates:
+                twins.append(template)
+            else:
+                templates[template.name] = template
     namespaces, aliases = imported_namespaces(base_dir, data.get("imports", {}))
     versions = tuple(data.get("versions", ()))
     owned = {
@@ -88,6 +95,11 @@ def build_manifest(document: YamlDocument, base_dir: Path) -> Manifest:
     except CompositionError as error:
         raise ManifestError([Diagnostic(Position(document.file, 1, 1), str(error))]) from None
     records, all_enums = space.model()
+    records += tuple(
+        RecordDef(t.name, tuple(replace(f, type=space.resolve(f.type, None)) for f in t.fields), t.description,
+                  t.json_schema, t.deprecated, bool(t.closed))
+        for t in twins
+    )
     return Manifest(
         path=document.file.replace("\\", "/"),
         service=service,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 import httpx
@@ -118,7 +119,7 @@ def test_the_estate_serves_its_versions_and_refuses_unknown_properties(tmp_path:
     manifest = estate("patients")
     write_package(render_package(manifest, tmp_path), tmp_path / manifest.package)
 
-    async def call(app: object, version: str, body: dict[str, object]) -> dict[str, object]:
+    async def call(app: object, version: str, body: Mapping[str, object]) -> dict[str, object]:
         transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
         async with httpx.AsyncClient(transport=transport, base_url="http://service") as client:
             envelope = {"topic": "patients:register", "headers": {"svc-version": version}, "body": json.dumps(body)}

@@ -239,7 +239,7 @@ def test_composed_generic_and_closed_records_agree(
     assert (schema_of(module.Derived).get("additionalProperties") is False) == closed
     for value in values:
         agree(module.Derived, value)
-        page = {"items": data.draw(st.lists(estate_values, max_size=2))}
+        page: dict[str, Any] = {"items": data.draw(st.lists(estate_values, max_size=2))}
         if data.draw(st.booleans()):
             page["unknown"] = 1
         agree(module.Page_Base, page)
