@@ -197,4 +197,9 @@ def _topics(entry: dict[str, Any]) -> list[TopicDef]:
         success=tuple(entry.get("success", (OK,))),
         failures=tuple(entry.get("failures", ())),
     )
-    return [replace(topic, version=version) for version in entry.get("versions", [topic.version])]
+    versions = entry.get("versions", [topic.version])
+    # A route serves the newest version (a `{version}` segment serves each): it is bound once, to the last.
+    return [
+        replace(topic, version=version, routes=topic.routes if version == versions[-1] else ())
+        for version in versions
+    ]

@@ -792,22 +792,25 @@ class _Checker:
 
     def check_topic_ids(self, section: str) -> None:
         seen: dict[tuple[str, str], int] = {}
+        checked: set[int] = set()
         for index, topic_id, version in self.each_key(section):
             if topic_id is None:
                 continue
             position = self.doc.at((section, index, "id"))
-            if section == "topics" and is_reserved_topic(topic_id):
+            first = index not in checked  # an entry with `versions:` has several keys; its id is checked once
+            checked.add(index)
+            if first and section == "topics" and is_reserved_topic(topic_id):
                 self.error(
                     position,
                     f"topic id {topic_id!r} is reserved: ids starting with {RESERVED_TOPIC_PREFIX!r} belong to "
                     "the runtime; choose another id",
                 )
             # The id and version name the handler module and the operations, so they need a letter or digit.
-            if not slug(topic_id):
+            if first and not slug(topic_id):
                 self.error(position, f"topic id {topic_id!r} needs at least one letter or digit, like orders:place")
             if version is None:
                 continue  # unreadable: whether it repeats another entry is not known
-            if version and not slug(version):
+            if version and not slug(version) and "versions" not in self.sections[section][index]:
                 self.error(
                     self.doc.at((section, index, "version")),
                     f"version {version!r} needs at least one letter or digit, like v1",

@@ -33,7 +33,6 @@ API_VERSION: Final = "1.0.0"
 PREFIX: Final = "/svc"
 
 ROUTES: Final[tuple[Route, ...]] = (
-    Route.parse("GET /patients/{patientId}", "patients:get", "v1"),
     Route.parse("GET /patients/{patientId}", "patients:get", "v2"),
     Route.parse("GET /patients", "patients:list"),
 )
