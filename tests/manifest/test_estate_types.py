@@ -15,6 +15,7 @@ import pytest
 
 from svcgen.codegen.ownership import write_package
 from svcgen.codegen.render import render_package
+from svcgen.contractdiff import compat_manifests, diff_manifests
 from svcgen.manifest import ManifestError, load_manifest, load_manifest_text
 from svcgen.manifest.model import Manifest, RecordDef
 from tests.support.codegen import REPO, imported
@@ -137,3 +138,10 @@ def test_the_estate_serves_its_versions_and_refuses_unknown_properties(tmp_path:
         del body["nmae"]
         accepted = asyncio.run(call(app, "v2", body))  # the stub answers not-implemented once the body decoded
         assert accepted["statusCode"] == "not-implemented"
+
+
+def test_the_estate_is_compatible_and_each_manifest_diffs_clean_against_itself() -> None:
+    manifests = [estate(service) for service in ("patients", "billing", "bookings")]
+    report = compat_manifests(manifests)
+    assert report.checked == 2 and report.findings == ()  # bookings sends patients:get@v2 and billing:bill
+    assert all(not diff_manifests(m, m).findings for m in manifests)
