@@ -12,10 +12,24 @@ from .composition import CompositionError, Template, TypeSpace, qualified
 from .contract import CONTRACT_KEYWORDS
 from .diagnostics import Diagnostic, ManifestError
 from .loader import YamlDocument
-from .model import NO_DEFAULT, EnumDef, FieldDef, Manifest, MeshDef, Position, RecordDef, RouteDef, TopicDef
+from .model import (
+    NO_DEFAULT,
+    EnumDef,
+    FieldDef,
+    Manifest,
+    MeshDef,
+    Position,
+    RecordDef,
+    Requirement,
+    Requirements,
+    RouteDef,
+    SchemeDef,
+    SecurityDef,
+    TopicDef,
+)
 from .owner import owned_topic, owner_manifest, relocated
 from .routes import parse_route
-from .schemaimport import import_json_schema
+from .sources import Sources
 from .typeexpr import parse_type
 
 
@@ -24,10 +38,11 @@ def default_package(service: str) -> str:
     return service.replace("-", "_") + "_service"
 
 
-def build_manifest(document: YamlDocument, base_dir: Path) -> Manifest:
-    """Build the model; the document must already have passed the schema and semantic stages. A jsonSchema
-    type becomes records and enums of the same model (its own, then any nested ones); imported, composed, generic
-    and versioned types become concrete records (composition.py)."""
+def build_manifest(document: YamlDocument, base_dir: Path, sources: Sources) -> Manifest:
+    """Build the model; the document must already have passed the schema and semantic stages, whose owners'
+    manifests and jsonSchema files `sources` holds. A jsonSchema type becomes records and enums of the same
+    model (its own, then any nested ones); imported, composed, generic and versioned types become concrete records
+    (composition.py)."""
     data: dict[str, Any] = document.data
     service: str = data["service"]
     mesh = data.get("mesh")
@@ -42,7 +57,7 @@ def build_manifest(document: YamlDocument, base_dir: Path) -> Manifest:
     for name, spec in data.get("types", {}).items():
         made = [template_def(name, spec)] if "jsonSchema" not in spec else []
         if "jsonSchema" in spec:
-            imported = import_json_schema(name, spec["jsonSchema"], base_dir)
+            imported = sources.imported_types(name, spec["jsonSchema"], base_dir)
             made = [
                 Template(r.name, r.fields, r.description, r.deprecated, r.closed, r.json_schema)
                 for r in imported.records
@@ -53,10 +68,10 @@ def build_manifest(document: YamlDocument, base_dir: Path) -> Manifest:
                 twins.append(template)
             else:
                 templates[template.name] = template
-    namespaces, aliases = imported_namespaces(base_dir, data.get("imports", {}))
+    namespaces, aliases = imported_namespaces(sources, base_dir, data.get("imports", {}))
     versions = tuple(data.get("versions", ()))
     owned = {
-        index: owned_topic(base_dir, entry["from"], entry["id"], entry.get("version"))
+        index: owned_topic(sources, base_dir, entry["from"], entry["id"], entry.get("version"))
         for index, entry in enumerate(data.get("produces", ()))
         if "from" in entry
     }
@@ -111,6 +126,8 @@ def build_manifest(document: YamlDocument, base_dir: Path) -> Manifest:
         placement=dict(data["placement"]) if "placement" in data else None,
         health=tuple(data.get("health", ())),
         mesh=None if mesh is None else _mesh(mesh),
+        security=_security(data["security"]) if "security" in data else None,
+        invoke=bool(data.get("invoke", True)),
         types=records,
         enums=all_enums,
         topics=topics,
@@ -120,13 +137,15 @@ def build_manifest(document: YamlDocument, base_dir: Path) -> Manifest:
     )
 
 
-def imported_namespaces(base_dir: Path, imports: dict[str, str]) -> tuple[dict[str, Manifest], dict[str, str]]:
+def imported_namespaces(
+    sources: Sources, base_dir: Path, imports: dict[str, str]
+) -> tuple[dict[str, Manifest], dict[str, str]]:
     """`imports:` → (namespace → the owner's model, the owner's manifest path → its namespace)."""
     namespaces: dict[str, Manifest] = {}
     aliases: dict[str, str] = {}
     for alias, relative in imports.items():
-        target, owner = owner_manifest(base_dir, relative)
-        namespaces[alias] = relocated(owner, relative)
+        target, owner = owner_manifest(sources, base_dir, relative)
+        namespaces[alias] = relocated(owner.manifest, relative)
         aliases.setdefault(target.as_posix(), alias)
     return namespaces, aliases
 
@@ -196,6 +215,7 @@ def _topics(entry: dict[str, Any]) -> list[TopicDef]:
         routes=tuple(RouteDef(route.method, route.path) for route in routes),
         success=tuple(entry.get("success", (OK,))),
         failures=tuple(entry.get("failures", ())),
+        security=requirements(entry["security"]) if "security" in entry else None,
     )
     versions = entry.get("versions", [topic.version])
     # A route serves the newest version (a `{version}` segment serves each): it is bound once, to the last.
@@ -203,3 +223,38 @@ def _topics(entry: dict[str, Any]) -> list[TopicDef]:
         replace(topic, version=version, routes=topic.routes if version == versions[-1] else ())
         for version in versions
     ]
+
+
+def _security(spec: dict[str, Any]) -> SecurityDef:
+    return SecurityDef(
+        schemes=tuple(_scheme(name, scheme) for name, scheme in spec.get("schemes", {}).items()),
+        default=requirements(spec.get("default", [])),
+        well_known=requirements(spec.get("wellKnown", [])),
+    )
+
+
+def _scheme(name: str, spec: dict[str, Any]) -> SchemeDef:
+    audience = spec.get("audience", ())
+    return SchemeDef(
+        name,
+        spec["type"],
+        description=spec.get("description"),
+        issuer=spec.get("issuer", ""),
+        audience=(audience,) if isinstance(audience, str) else tuple(audience),
+        jwks=spec.get("jwks", ""),
+        key=spec.get("key", ""),
+        algorithms=tuple(spec.get("algorithms", ())),
+        header=spec.get("header", "").lower(),
+    )
+
+
+def requirements(entries: list[Any]) -> Requirements:
+    """`[staff, {partner: [], staff: [patients:read]}]` → ((("staff", ()),), (("partner", ()), ("staff", ...)));
+    each entry's schemes sorted by name, scopes sorted, so equal requirements compare equal."""
+    parsed: list[Requirement] = []
+    for entry in entries:
+        if isinstance(entry, str):
+            parsed.append(((entry, ()),))
+        else:
+            parsed.append(tuple((name, tuple(sorted(set(scopes)))) for name, scopes in sorted(entry.items())))
+    return tuple(parsed)

@@ -16,7 +16,7 @@ from svcgen.manifest import load_manifest
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "tests" / "golden"
-EXAMPLES = ("inventory", "orders", "payments")
+EXAMPLES = ("clinic", "inventory", "orders", "payments")
 ESTATE = ("patients", "billing", "bookings")
 """examples/estate/<service>/<service>.yaml: three services whose types cross by `imports:` (built into
 tests/golden/estate/<service>/)."""

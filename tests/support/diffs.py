@@ -29,6 +29,8 @@ def manifest_document(fragment: dict[str, Any]) -> dict[str, Any]:
             document[key] = fragment[key]
     if "enums" in fragment:
         document["enums"] = fragment["enums"]
+    if "security" in fragment:
+        document["security"] = fragment["security"]
     document["types"] = types
     document["topics"] = fragment.get("topics", BASE_TOPICS)
     return document

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final, Unpack
 
 from svcgen.runtime import (
+    AppOptions,
     Handler,
     HttpApp,
     Identity,
@@ -13,8 +14,9 @@ from svcgen.runtime import (
     Registry,
     Route,
     Service,
+    ServiceDefinition,
+    ServiceOptions,
     Wiring,
-    declare_profile,
 )
 
 from . import models, wiring
@@ -115,25 +117,26 @@ def identity() -> Identity:
     )
 
 
-def build_service(**options: Any) -> Service:
-    """The service as the manifest declares it; `options` go to `Service` (middleware, dependencies, ...)."""
-    settings: dict[str, Any] = {
-        "produces": PRODUCES,
-        "title": TITLE,
-        "api_version": API_VERSION,
-        "prefix": PREFIX,
-    }
-    settings.update(options)
-    return Service(identity(), build_registry(), **settings)
+DEFINITION: Final = ServiceDefinition(
+    identity(),
+    build_registry,
+    ROUTES,
+    PRODUCES,
+    title=TITLE,
+    api_version=API_VERSION,
+    prefix=PREFIX,
+)
+"""The service as the manifest declares it; the runtime assembles it in one order (docs/generated-package.md)."""
 
 
-def create_app(*, setup: Wiring | None = None, **options: Any) -> HttpApp:
+def build_service(**options: Unpack[ServiceOptions]) -> Service:
+    """The service as the manifest declares it; `options` add middleware, dependencies and JSON limits."""
+    return DEFINITION.build_service(**options)
+
+
+def create_app(*, setup: Wiring | None = None, **options: Unpack[AppOptions]) -> HttpApp:
     """The HTTP app over `build_service()`, wired by
     wiring.py: `wire(setup)` adds dependencies, startup and shutdown hooks and produced-topic targets to
     `setup` (default `Wiring()`, over os.environ), and the app runs them in its lifespan. `options` go to
     `HttpApp`. The descriptor carries the profile self-check of the app as built."""
-    setup = setup if setup is not None else Wiring()
-    wiring.wire(setup)
-    app = HttpApp(build_service(dependencies=setup.dependencies), ROUTES, **options)
-    declare_profile(app)
-    return setup.attach(app)
+    return DEFINITION.create_app(wiring.wire, setup=setup, **options)
