@@ -18,6 +18,7 @@ from svcgen.codegen.render import render_package
 from svcgen.contractdiff import compat_manifests, diff_manifests
 from svcgen.manifest import ManifestError, load_manifest, load_manifest_text
 from svcgen.manifest.model import Manifest, RecordDef
+from svcgen.runtime._http.docspage import docs_page
 from tests.support.codegen import REPO, imported
 
 ESTATE = REPO / "examples" / "estate"
@@ -145,3 +146,14 @@ def test_the_estate_is_compatible_and_each_manifest_diffs_clean_against_itself()
     report = compat_manifests(manifests)
     assert report.checked == 2 and report.findings == ()  # bookings sends patients:get@v2 and billing:bill
     assert all(not diff_manifests(m, m).findings for m in manifests)
+
+
+def test_a_fields_default_is_the_same_on_its_query_parameter_and_its_component() -> None:
+    manifest = estate("patients")
+    files = {f.relpath: f.data for f in render_package(manifest, Path("."))}
+    document = json.loads(files["contracts/http-api.json"])
+    (limit,) = [p for p in document["paths"]["/patients"]["get"]["parameters"] if p["name"] == "limit"]
+    component = document["components"]["schemas"]["ListPatients"]["properties"]["limit"]
+    assert limit["required"] is False
+    assert limit["schema"]["default"] == component["default"] == 50
+    assert b"default 50." in docs_page(document)  # the docs page says it too
