@@ -656,8 +656,9 @@ class _Checker:
         self.namespace_files[namespace] = owned.owner
 
     def check_local_copies(self, types: dict[str, Any]) -> None:
-        """A local record named like an owner's type is a type of its own (the two live apart); say so, naming the
-        first difference, since a copy is usually meant to be the owner's."""
+        """A local record named like an owner's type, with the same fields, is a copy of it: a type of its own (the
+        two live apart), which was usually meant to be the owner's. Say so, naming the first difference when it
+        drifted. A same-named record with other fields is just another type (two owners may both have a Ref)."""
         for name, spec in types.items():
             record = self.records.get(name)
             if record is None or record.external or not (record.names_known and record.shape_known):
@@ -671,6 +672,8 @@ class _Checker:
                 try:
                     ours = record_def(name, spec)
                 except (KeyError, TypeError, ValueError):
+                    continue
+                if [f.wire for f in ours.fields] != [f.wire for f in theirs.fields]:
                     continue
                 ours = replace(ours, closed=bool(spec.get("closed", self.data.get("closed", False))))
                 mine = replace(ours, fields=tuple(replace(f, type=qualified(f.type, namespace)) for f in ours.fields))

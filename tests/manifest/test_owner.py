@@ -250,3 +250,14 @@ def test_an_owner_two_entries_name_and_a_schema_file_are_read_once(tmp_path: Pat
     taken = [(topic.id, topic.version) for topic in model.produces]
     assert taken == [("payments:capture", "v1"), ("payments:refund", "v2")]
     assert "Note" in {record.name for record in model.types}
+
+
+def test_an_identical_local_copy_warns_that_it_repeats_the_owners_type(tmp_path: Path) -> None:
+    local = "  Money:\n    fields:\n      amountMinor: {type: integer, minimum: 0}\n"
+    text = write(tmp_path, local=local).read_text()
+    path = tmp_path / "orders" / "orders.yaml"
+    path.write_text(text.replace("response: Order\n", "response: Money\n", 1), encoding="utf-8")
+    warnings = [str(w).split(": ", 1)[1] for w in load_manifest_with_warnings(path.as_posix()).warnings]
+    assert warnings == [
+        "warning: type 'Money' repeats payments.Money; they are two types: use payments.Money and remove this copy"
+    ]
