@@ -157,3 +157,16 @@ def test_a_fields_default_is_the_same_on_its_query_parameter_and_its_component()
     assert limit["required"] is False
     assert limit["schema"]["default"] == component["default"] == 50
     assert b"default 50." in docs_page(document)  # the docs page says it too
+
+
+def test_manifests_importing_each_other_are_one_error_not_a_recursion(tmp_path: Path) -> None:
+    for name, other in (("a", "b"), ("b", "a")):
+        (tmp_path / f"{name}.yaml").write_text(
+            f"svcgen: 1\nservice: {name}\nimports:\n  {other}: {other}.yaml\ntypes:\n  Thing:\n    fields:\n"
+            f"      id: string\ntopics:\n  - id: {name}:get\n    request: Thing\n    response: Thing\n",
+            encoding="utf-8",
+        )
+    with pytest.raises(ManifestError) as info:
+        load_manifest((tmp_path / "a.yaml").as_posix())
+    (error,) = [str(d) for d in info.value.diagnostics if d.is_error]
+    assert ":4:6: owner's manifest 'b.yaml' is invalid: " in error and "an imports or from: cycle" in error
