@@ -104,6 +104,10 @@ def composed_fields(template: Template, fields_of: FieldsOf, problems: list[Prob
     for index, wire in enumerate(template.omit):
         if wire in merged:
             del merged[wire]
+        elif not template.extends:
+            problems.append(Problem(("omit", index), (
+                f"omit needs 'extends': {template.name} has no base to leave {wire!r} out of; remove 'omit'"
+            )))
         elif known:
             names = ", ".join(merged) or "none"
             problems.append(Problem(("omit", index), (

@@ -255,6 +255,13 @@ class _Checker:
             path: JsonPath = ("types", name)
             readable = self.read(types, ("types",), name, dict)
             if readable is not None and "jsonSchema" in readable:
+                for key in ("closed", "omit", "partial", "params"):
+                    if key in readable:  # (`fields` and `extends` beside jsonSchema are the schema stage's)
+                        self.error(
+                            self.doc.key_at((*path, key)),
+                            f"{key!r} does not apply to a type from a jsonSchema file (the file says what the type "
+                            f"is: closed by its additionalProperties: false); remove {key!r}",
+                        )
                 record.external = True
                 relative = self.read(readable, path, "jsonSchema", str)
                 if relative is None:
@@ -270,10 +277,12 @@ class _Checker:
                 self.uses_known = False
                 self.params = ()
                 continue
+            if bases or "omit" in readable or "partial" in readable:
+                self.bases.setdefault(name, [])  # composed: checked, and its fields known, once all are read
             for index, base in enumerate(bases):
                 expr = self.parse(base if isinstance(base, str) else None, (*path, "extends", index))
                 if expr is not None:
-                    self.bases.setdefault(name, []).append(expr)
+                    self.bases[name].append(expr)
             for wire, field_spec in fields.items():
                 self.check_field(record, (*path, "fields", wire), wire, field_spec)
             self.params = ()
