@@ -277,7 +277,7 @@ class _Checker:
                 self.uses_known = False
                 self.params = ()
                 continue
-            if bases or "omit" in readable or "partial" in readable:
+            if bases or (readable is not None and ("omit" in readable or "partial" in readable)):
                 self.bases.setdefault(name, [])  # composed: checked, and its fields known, once all are read
             for index, base in enumerate(bases):
                 expr = self.parse(base if isinstance(base, str) else None, (*path, "extends", index))
