@@ -71,7 +71,12 @@ def substituted(expr: TypeExpr, arguments: Mapping[str, TypeExpr]) -> TypeExpr:
 
 def made_optional(f: FieldDef) -> FieldDef:
     """`partial: true`: the field as `T?` defaulting to null, so an absent field reads as None."""
-    expr = f.type if f.type.is_nullable else TypeExpr("nullable", args=(f.type,))
+    expr = f.type
+    if expr.kind == "union":  # `A | B` → `A | B?`, the form a manifest writes (and parses back)
+        if not any(member.is_nullable for member in expr.args):
+            expr = replace(expr, args=(*expr.args[:-1], TypeExpr("nullable", args=(expr.args[-1],))))
+    elif not expr.is_nullable:
+        expr = TypeExpr("nullable", args=(expr,))
     return replace(f, type=expr, default=None)
 
 
