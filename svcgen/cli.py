@@ -313,9 +313,13 @@ def collector_repair(store: Path) -> None:
 @click.option("--nats", metavar="URL",
               help="Also take the feeds from this NATS server's JetStream stream SVC_MESH, through the durable "
                    "consumer svc-collector that replicas share (needs svcgen[nats]).")
+@click.option("--heartbeat-seconds", default=30.0, show_default=True, type=click.FloatRange(min=0.1),
+              help="The services' heartbeat interval (their manifests' mesh.heartbeatSeconds): an instance that "
+                   "missed three heartbeats shows as stale.")
 def collector_serve(
     host: str, port: int, store: str | None, polls: tuple[str, ...], poll_interval: float,
     artifacts: Path | None, artifacts_interval: float, token_file: Path | None, nats: str | None,
+    heartbeat_seconds: float,
 ) -> None:
     """Run the collector: envelope invoke surface with the collector topics, its health and spec, the
     poller, the UI artifacts and the dashboard at /."""
@@ -355,7 +359,8 @@ def collector_serve(
             "collector bound to %s without a token: anyone who can reach it can write to it and read it "
             "(lock it with --token-file FILE or SVCGEN_COLLECTOR_TOKEN)", host)
     settings = CollectorSettings(store=store_file, database=database, fleet=fleet, poll_interval=poll_interval,
-                                 artifacts=artifacts, artifacts_interval=artifacts_interval, token=token, nats=nats)
+                                 artifacts=artifacts, artifacts_interval=artifacts_interval, token=token, nats=nats,
+                                 heartbeat_seconds=heartbeat_seconds)
     try:
         collector_host = CollectorHost(settings)
     except StoreError as error:
@@ -539,3 +544,33 @@ def _fail(lines: Iterable[str], status: int = 1) -> NoReturn:
     for line in lines:
         click.echo(line, err=True)
     raise SystemExit(status)
+
+
+
+@main.group()
+def events() -> None:
+    """Events over JetStream (docs/events.md)."""
+
+
+@events.command("dead-letters")
+@click.argument("action", type=click.Choice(["list", "replay", "drop"]))
+@click.option("--nats", "url", metavar="URL", envvar="SVCGEN_NATS", required=True,
+              help="The NATS server (nats://host:port); default $SVCGEN_NATS.")
+@click.option("--subscriber", metavar="SERVICE", help="Only the dead letters of this subscribing service.")
+@click.option("--event", metavar="EVENT", help="Only those of this event id (every version); needs --subscriber.")
+def dead_letters_command(action: str, url: str, subscriber: str | None, event: str | None) -> None:
+    """List (one line each, with its payload), replay (republish to the original subject under a new message id,
+    then remove) or drop what subscribers gave up on."""
+    from .deadletters import run
+    from .runtime._nats.connections import NatsError
+
+    if event is not None and subscriber is None:
+        _fail(["--event needs --subscriber: dead letters are kept per subscriber"], status=2)
+    try:
+        count = asyncio.run(run(action, url, subscriber, event, click.echo))
+    except NatsError as error:
+        _fail([str(error)])
+    except Exception as error:
+        _fail([f"dead letters at {url}: {type(error).__name__}: {error}"])
+    done = {"list": "dead letter(s)", "replay": "replayed", "drop": "dropped"}[action]
+    click.echo(f"{count} {done}", err=True)

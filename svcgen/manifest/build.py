@@ -11,6 +11,7 @@ from ..runtime._topics import DEFAULT_PREFIX, normalize_prefix
 from .composition import CompositionError, Template, TypeSpace, qualified
 from .contract import CONTRACT_KEYWORDS
 from .diagnostics import Diagnostic, ManifestError
+from .events import build_events, publisher_namespace, subscribed_events
 from .loader import YamlDocument
 from .model import (
     NO_DEFAULT,
@@ -27,7 +28,7 @@ from .model import (
     SecurityDef,
     TopicDef,
 )
-from .owner import owned_topic, owner_manifest, relocated
+from .owner import load_owner, owned_topic, owner_model
 from .routes import parse_route
 from .sources import Sources
 from .typeexpr import parse_type
@@ -79,6 +80,11 @@ def build_manifest(document: YamlDocument, base_dir: Path, sources: Sources) -> 
         namespace = aliases.get(taken.owner, taken.namespace)
         namespaces.setdefault(namespace, taken.manifest)
         aliases.setdefault(taken.owner, namespace)
+    subscribed = subscribed_events(data, base_dir, sources)
+    for published in subscribed.values():  # and a subscription's publisher
+        namespace = publisher_namespace(published, aliases)
+        namespaces.setdefault(namespace, published.manifest)
+        aliases.setdefault(published.where, namespace)
     files = {alias: str(Path(path).resolve()) for path, alias in aliases.items()}
     space = TypeSpace(templates, enums, namespaces, versions, bool(data.get("closed", False)), files)
     try:
@@ -107,6 +113,7 @@ def build_manifest(document: YamlDocument, base_dir: Path, sources: Sources) -> 
                 request=space.resolve(qualified(taken.topic.request, namespace), None),
                 response=space.resolve(qualified(taken.topic.response, namespace), None),
             ))
+        events, subscribes = build_events(data, space, subscribed, aliases)
     except CompositionError as error:
         raise ManifestError([Diagnostic(Position(document.file, 1, 1), str(error))]) from None
     records, all_enums = space.model()
@@ -132,6 +139,8 @@ def build_manifest(document: YamlDocument, base_dir: Path, sources: Sources) -> 
         enums=all_enums,
         topics=topics,
         produces=tuple(produces),
+        events=events,
+        subscribes=subscribes,
         versions=versions,
         namespaces=tuple(sorted(files.items())),
     )
@@ -144,8 +153,8 @@ def imported_namespaces(
     namespaces: dict[str, Manifest] = {}
     aliases: dict[str, str] = {}
     for alias, relative in imports.items():
-        target, owner = owner_manifest(sources, base_dir, relative)
-        namespaces[alias] = relocated(owner.manifest, relative)
+        target, owner = load_owner(sources, base_dir, relative)
+        namespaces[alias] = owner_model(owner.manifest, relative)
         aliases.setdefault(target.as_posix(), alias)
     return namespaces, aliases
 

@@ -53,24 +53,24 @@ def owned_topic(sources: Sources, base_dir: Path, relative: str, topic_id: str, 
     """The topic `topic_id` (at `version`; None: its only version) of the owner's manifest at `relative` (to
     `base_dir`, the producer's directory), with the types it reaches; the manifest comes from `sources`, loaded
     once however many entries name it. Raises OwnerError."""
-    target, loaded = owner_manifest(sources, base_dir, relative)
+    target, loaded = load_owner(sources, base_dir, relative)
     owner = loaded.manifest
     topic = _topic(owner, relative, topic_id, version)
-    records, enums = _reached(owner, topic)
-    folder = posixpath.dirname(relative.replace("\\", "/"))
-    records = tuple(
-        replace(record, json_schema=posixpath.normpath(posixpath.join(folder, record.json_schema)))
-        if record.json_schema else record
-        for record in records
-    )
+    records, enums = relocated(relative, *_reached(owner, topic))
     return OwnedTopic(
         target.as_posix(), owner.service, topic, records, enums, _positions(loaded.document, owner),
-        relocated(owner, relative),
+        owner_model(owner, relative),
     )
 
 
-def owner_manifest(sources: Sources, base_dir: Path, relative: str) -> tuple[Path, LoadedOwner]:
-    """The owner's manifest at `relative` (to `base_dir`), from `sources` (loaded once); raises OwnerError."""
+def owner_model(owner: Manifest, relative: str) -> Manifest:
+    """The owner's model as a namespace of the taker's: jsonSchema paths relative to the taker's directory."""
+    return replace(owner, types=relocated(relative, owner.types, ())[0])
+
+
+def load_owner(sources: Sources, base_dir: Path, relative: str) -> tuple[Path, LoadedOwner]:
+    """The manifest at `relative` (to `base_dir`) from `sources`, and where it is; raises OwnerError (a missing
+    file, an invalid manifest, a `from:` cycle)."""
     if PurePosixPath(relative).is_absolute() or PureWindowsPath(relative).is_absolute():
         raise OwnerError(f"owner's manifest path {relative!r} must be relative to the manifest's directory")
     target = Path(posixpath.normpath((base_dir / relative).as_posix()))  # named without `dir/..` detours
@@ -84,7 +84,7 @@ def owner_manifest(sources: Sources, base_dir: Path, relative: str) -> tuple[Pat
             "the path is relative to the manifest's directory"
         )
     try:
-        return target, sources.owner(target)
+        loaded = sources.owner(target)
     except FromCycle:
         cycle = "an imports or from: cycle"
         raise OwnerError(f"owner's manifest {relative!r} takes types back from this manifest: {cycle}") from None
@@ -92,17 +92,20 @@ def owner_manifest(sources: Sources, base_dir: Path, relative: str) -> tuple[Pat
         problems = [diagnostic for diagnostic in error.diagnostics if diagnostic.is_error]
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise OwnerError(f"owner's manifest {relative!r} is invalid: {problems[0]}{more}") from None
+    return target, loaded
 
 
-def relocated(owner: Manifest, relative: str) -> Manifest:
-    """The owner's model with its jsonSchema paths relative to the producer's directory (`relative` names it)."""
+def relocated(
+    relative: str, records: tuple[RecordDef, ...], enums: tuple[EnumDef, ...]
+) -> tuple[tuple[RecordDef, ...], tuple[EnumDef, ...]]:
+    """The owner's records with their jsonSchema paths relative to the taker's directory."""
     folder = posixpath.dirname(relative.replace("\\", "/"))
-    records = tuple(
+    moved = tuple(
         replace(record, json_schema=posixpath.normpath(posixpath.join(folder, record.json_schema)))
         if record.json_schema else record
-        for record in owner.types
+        for record in records
     )
-    return replace(owner, types=records)
+    return moved, enums
 
 
 def _topic(owner: Manifest, relative: str, topic_id: str, version: str | None) -> TopicDef:
@@ -128,9 +131,14 @@ def _topic(owner: Manifest, relative: str, topic_id: str, version: str | None) -
 
 def _reached(owner: Manifest, topic: TopicDef) -> tuple[tuple[RecordDef, ...], tuple[EnumDef, ...]]:
     """The owner's records and enums the topic's request and response reach, in the owner's order."""
+    return reached_types(owner, [*topic.request.records(), *topic.response.records()])
+
+
+def reached_types(owner: Manifest, names: list[str]) -> tuple[tuple[RecordDef, ...], tuple[EnumDef, ...]]:
+    """The owner's records and enums the type names reach, in the owner's order."""
     records = {record.name: record for record in owner.types}
     reached: set[str] = set()
-    pending = [*topic.request.records(), *topic.response.records()]
+    pending = list(names)
     while pending:
         name = pending.pop()
         if name in reached:

@@ -36,10 +36,11 @@ from .composition import (
 )
 from .contract import CONTRACT_KEYWORDS, check_enum, check_field_contract
 from .diagnostics import Diagnostic
+from .events import check_events
 from .fits import RecordFields, ValueTypes
 from .loader import JsonPath, YamlDocument
 from .model import EnumDef, FieldDef, Manifest, Position
-from .owner import OwnedTopic, OwnerError, owned_topic, owner_manifest
+from .owner import OwnedTopic, OwnerError, load_owner, owned_topic
 from .routes import ParsedRoute, RouteSyntaxError, ShadowIndex, parse_route, well_known_collision
 from .schemaimport import SchemaImportError
 from .security import check_security
@@ -171,6 +172,7 @@ class _Checker:
                         self.check_produced_role(index, entry, role)
                     self.parsed[path] = self.parse(self.read(entry, (section, index), role, str), path)
         self.check_composition(types or {})
+        check_events(self)
         self.check_local_copies(types or {})
         self.check_type_names_known()
         self.check_defaults()
@@ -542,7 +544,7 @@ class _Checker:
         pending = [
             name
             for path, expr in self.parsed.items()
-            if path[0] in ("topics", "produces") and expr is not None
+            if path[0] in ("topics", "produces", "events", "subscribes") and expr is not None
             for name in expr.records()
         ]
         while pending:
@@ -593,8 +595,7 @@ class _Checker:
             self.uses_known = False
             self.error(self.doc.at((*path, error.key)), str(error))
             return
-        self.take_namespace(index, owned)
-        namespace = self.aliases.get(owned.owner, owned.namespace)
+        namespace = self.take_namespace(path, owned.service, owned.owner, owned.manifest) or owned.namespace
         self.parsed[(*path, "request")] = qualified(owned.topic.request, namespace)
         self.parsed[(*path, "response")] = qualified(owned.topic.response, namespace)
         self.owned.append((index, owned))
@@ -623,7 +624,7 @@ class _Checker:
                 self.unreadable_namespaces.add(alias)
                 continue
             try:
-                target, loaded = owner_manifest(self.sources, self.base_dir, relative)
+                target, loaded = load_owner(self.sources, self.base_dir, relative)
             except OwnerError as error:
                 self.unreadable_namespaces.add(alias)
                 self.error(self.doc.at(path), str(error))
@@ -648,21 +649,25 @@ class _Checker:
         self.generics[name] = tuple(params)
         return tuple(params)
 
-    def take_namespace(self, index: int, owned: OwnedTopic) -> None:
-        """A `from:` entry's types are reached under its owner's namespace: the `imports:` alias naming the
-        owner's file, else the owner's service name."""
-        namespace = self.aliases.get(owned.owner, owned.namespace)
+    def take_namespace(self, path: JsonPath, service: str, owner: str, model: Manifest) -> str | None:
+        """The namespace a `from:` entry's types are reached under (the `imports:` alias naming the owner's file,
+        else the owner's service name), taken for `model`; None (reported at the entry's `from`) when it already
+        names another manifest."""
+        namespace = self.aliases.get(owner, service.replace("-", "_"))
         earlier = self.namespace_files.get(namespace)
-        if earlier is not None and earlier != owned.owner:
+        if earlier is not None and earlier != owner:
+            entries = self.read(self.data, (), str(path[0]), list, []) or []
+            entry = entries[path[1]] if isinstance(path[1], int) and path[1] < len(entries) else None
+            relative = self.read(entry, path, "from", str)
             self.error(
-                self.doc.at(("produces", index, "from")),
-                f"the owner {owned.service} ({owned.owner}) would take the namespace {namespace!r}, which already "
-                f"names {earlier}; import it under another name with 'imports: {{<name>: "
-                f"{self.read(self.sections['produces'][index], ('produces', index), 'from', str)}}}'",
+                self.doc.at((*path, "from")),
+                f"the owner {service} ({owner}) would take the namespace {namespace!r}, which already names "
+                f"{earlier}; import it under another name with 'imports: {{<name>: {relative or '<its path>'}}}'",
             )
-            return
-        self.namespaces[namespace] = owned.manifest
-        self.namespace_files[namespace] = owned.owner
+            return None
+        self.namespaces[namespace] = model
+        self.namespace_files[namespace] = owner
+        return namespace
 
     def check_local_copies(self, types: dict[str, Any]) -> None:
         """A local record named like an owner's type, with the same fields, is a copy of it: a type of its own (the

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
-API_LEVEL: Final = 6
+API_LEVEL: Final = 7
 """Raised when generated code starts to need something the public runtime did not offer before.
 
 2: typed handler binding (`Handler`, `HandlerBindingError`) and the user's wiring module (`Wiring`).

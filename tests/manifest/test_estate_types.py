@@ -37,14 +37,14 @@ def fields(manifest: Manifest, name: str) -> dict[str, str]:
 
 
 def test_two_owners_types_of_one_name_live_apart_and_a_shared_owner_is_one_namespace() -> None:
-    bookings = estate("bookings")
-    # patients.Ref and billing.Ref are both reachable; billing's own import of patients is bookings' patients.
-    assert fields(bookings, "billing_Ref") == {"invoiceId": "string"}
-    assert fields(bookings, "patients_Ref") == {"patientId": "string"}
-    assert fields(bookings, "billing_Invoice")["patient"] == "patients_Ref"
-    assert fields(bookings, "billing_Invoice")["sex"] == "patients_Sex"
-    assert not any(r.name.startswith("billing_patients") for r in bookings.types)
-    produced = {topic.id: (str(topic.request), str(topic.response)) for topic in bookings.produces}
+    appointments = estate("appointments")
+    # patients.Ref and billing.Ref are both reachable; billing's own import of patients is appointments' patients.
+    assert fields(appointments, "billing_Ref") == {"invoiceId": "string"}
+    assert fields(appointments, "patients_Ref") == {"patientId": "string"}
+    assert fields(appointments, "billing_Invoice")["patient"] == "patients_Ref"
+    assert fields(appointments, "billing_Invoice")["sex"] == "patients_Sex"
+    assert not any(r.name.startswith("billing_patients") for r in appointments.types)
+    produced = {topic.id: (str(topic.request), str(topic.response)) for topic in appointments.produces}
     assert produced == {
         "patients:get": ("patients_Ref", "patients_Patient_v2"),
         "billing:bill": ("billing_Bill", "billing_Invoice"),
@@ -52,33 +52,33 @@ def test_two_owners_types_of_one_name_live_apart_and_a_shared_owner_is_one_names
 
 
 def test_extends_puts_the_bases_fields_first_and_omit_and_partial_apply() -> None:
-    bookings = estate("bookings")
-    assert fields(bookings, "Booking") == {
+    appointments = estate("appointments")
+    assert fields(appointments, "Booking") == {
         "patientId": "string", "bookingId": "string", "slot": "datetime", "invoice": "billing_Ref?"
     }  # fmt: skip
-    assert fields(bookings, "BookVisit") == {"patientId": "string", "slot": "datetime"}
-    reschedule = record(bookings, "Reschedule")
+    assert fields(appointments, "BookVisit") == {"patientId": "string", "slot": "datetime"}
+    reschedule = record(appointments, "Reschedule")
     assert [(f.wire, str(f.type), f.default) for f in reschedule.fields] == [
         ("bookingId", "string?", None), ("slot", "datetime?", None), ("invoice", "billing_Ref?", None)
     ]  # fmt: skip
     # A constraint of the base comes along with its field.
-    assert record(bookings, "BookVisit").fields[0].contract == {"minLength": 1}
+    assert record(appointments, "BookVisit").fields[0].contract == {"minLength": 1}
 
 
 def test_a_generic_record_becomes_one_concrete_record_per_argument() -> None:
-    bookings = estate("bookings")
-    assert fields(bookings, "Page_Booking") == {"items": "list[Booking]", "total": "integer"}
-    (listing,) = [topic for topic in bookings.topics if topic.id == "bookings:list"]
+    appointments = estate("appointments")
+    assert fields(appointments, "Page_Booking") == {"items": "list[Booking]", "total": "integer"}
+    (listing,) = [topic for topic in appointments.topics if topic.id == "appointments:list"]
     assert str(listing.response) == "Page_Booking"
-    assert not any(r.name == "Page" for r in bookings.types)  # the template itself is no record
+    assert not any(r.name == "Page" for r in appointments.types)  # the template itself is no record
 
 
 def test_closed_is_per_record_and_the_manifests_default() -> None:
-    bookings, billing = estate("bookings"), estate("billing")
-    assert record(bookings, "Booking").closed and record(bookings, "Page_Booking").closed
+    appointments, billing = estate("appointments"), estate("billing")
+    assert record(appointments, "Booking").closed and record(appointments, "Page_Booking").closed
     assert record(billing, "Bill").closed and not record(billing, "Invoice").closed
     # An imported record keeps its owner's closedness, whatever the importer's default.
-    assert not record(bookings, "billing_Ref").closed
+    assert not record(appointments, "billing_Ref").closed
 
 
 def test_a_topic_with_versions_is_registered_once_per_version_with_its_types_at_that_version() -> None:
@@ -142,9 +142,9 @@ def test_the_estate_serves_its_versions_and_refuses_unknown_properties(tmp_path:
 
 
 def test_the_estate_is_compatible_and_each_manifest_diffs_clean_against_itself() -> None:
-    manifests = [estate(service) for service in ("patients", "billing", "bookings")]
+    manifests = [estate(service) for service in ("patients", "billing", "appointments")]
     report = compat_manifests(manifests)
-    assert report.checked == 2 and report.findings == ()  # bookings sends patients:get@v2 and billing:bill
+    assert report.checked == 2 and report.findings == ()  # appointments sends patients:get@v2 and billing:bill
     assert all(not diff_manifests(m, m).findings for m in manifests)
 
 

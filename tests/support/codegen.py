@@ -16,8 +16,8 @@ from svcgen.manifest import load_manifest
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "tests" / "golden"
-EXAMPLES = ("clinic", "inventory", "orders", "payments")
-ESTATE = ("patients", "billing", "bookings")
+EXAMPLES = ("bookings", "clinic", "inventory", "notifications", "orders", "payments")
+ESTATE = ("patients", "billing", "appointments")
 """examples/estate/<service>/<service>.yaml: three services whose types cross by `imports:` (built into
 tests/golden/estate/<service>/)."""
 CLI = "from svcgen.cli import main; main()"
