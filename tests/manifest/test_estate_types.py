@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -170,3 +171,19 @@ def test_manifests_importing_each_other_are_one_error_not_a_recursion(tmp_path: 
         load_manifest((tmp_path / "a.yaml").as_posix())
     (error,) = [str(d) for d in info.value.diagnostics if d.is_error]
     assert ":4:6: owner's manifest 'b.yaml' is invalid: " in error and "an imports or from: cycle" in error
+
+
+def test_imported_types_serve_as_topic_produces_and_event_types_directly(tmp_path: Path) -> None:
+    patients = Path(os.path.relpath(ESTATE / "patients" / "patients.yaml", tmp_path)).as_posix()
+    text = (
+        f"svcgen: 1\nservice: desk\nimports:\n  patients: {patients}\n"
+        "topics:\n  - id: desk:find\n    request: patients.Ref\n    response: patients.Patient_v2\n"
+        "produces:\n  - id: patients:list\n    request: patients.ListPatients\n    response: patients.Page_Patient_v2\n"
+        "events:\n  - id: desk:seen\n    payload: patients.Ref\n    key: patientId\n"
+    )
+    model = load_manifest_text(text, (tmp_path / "desk.yaml").as_posix())
+    (topic,), (produced,), (event,) = model.topics, model.produces, model.events
+    assert (str(topic.request), str(topic.response)) == ("patients_Ref", "patients_Patient_v2")
+    assert str(produced.response) == "patients_Page_Patient_v2"
+    assert str(event.payload) == "patients_Ref"
+    assert fields(model, "patients_Page_Patient_v2")["items"] == "list[patients_Patient_v2]"
