@@ -109,7 +109,11 @@ def build(tmp_path: Path, pub: str, sub: str) -> tuple[str, str]:
         write_package(render_package(model, tmp_path), tmp_path / model.package)
         packages.append(model.package)
     (tmp_path / packages[0] / "handlers" / "bookings_book.py").write_text(BOOK)
-    (tmp_path / packages[1] / "handlers" / "on_bookings_booked.py").write_text(ON_BOOKED)
+    # The subscriber reaches the publisher's Booked under the publisher's namespace (its service name).
+    namespaced = f"from ..models import {pub.replace('-', '_')}_Booked as Booked"
+    (tmp_path / packages[1] / "handlers" / "on_bookings_booked.py").write_text(
+        ON_BOOKED.replace("from ..models import Booked", namespaced)
+    )
     return packages[0], packages[1]
 
 

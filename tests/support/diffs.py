@@ -24,6 +24,9 @@ def manifest_document(fragment: dict[str, Any]) -> dict[str, Any]:
     fragment's types and enums over empty Req and Res."""
     types = {"Req": {"fields": {}}, "Res": {"fields": {}}, **fragment.get("types", {})}
     document: dict[str, Any] = {"svcgen": 1, "service": "orders"}
+    for key in ("imports", "closed", "versions"):  # the estate's keys (types for an estate)
+        if key in fragment:
+            document[key] = fragment[key]
     if "enums" in fragment:
         document["enums"] = fragment["enums"]
     if "security" in fragment:
