@@ -16,7 +16,6 @@ from typing import Any
 from .diagnostics import Diagnostic, ManifestError
 from .load import LoadedManifest, load_manifest_text_with_warnings
 from .loader import load_yaml
-from .model import Position
 
 
 class RevisionError(Exception):
@@ -71,11 +70,13 @@ def load_manifest_at(rev: str, path: str, cwd: Path | None = None) -> LoadedMani
         root = Path(scratch).as_posix()
         copy = f"{root}/{path}"
         try:
-            return load_manifest_text_with_warnings(text, copy)
+            loaded = load_manifest_text_with_warnings(text, copy)
         except ManifestError as error:
             raise ManifestError(
                 _at_revision(diagnostic, rev, root, unreadable) for diagnostic in error.diagnostics
             ) from None
+        warnings = tuple(_at_revision(warning, rev, root, unreadable) for warning in loaded.warnings)
+        return replace(loaded, manifest=replace(loaded.manifest, path=f"{rev}:{path}"), warnings=warnings)
 
 
 def _at_revision(diagnostic: Diagnostic, rev: str, root: str, unreadable: dict[str, str]) -> Diagnostic:
