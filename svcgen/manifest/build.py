@@ -10,7 +10,7 @@ from ..runtime._status import OK
 from ..runtime._topics import DEFAULT_PREFIX, normalize_prefix
 from .contract import CONTRACT_KEYWORDS
 from .loader import YamlDocument
-from .model import NO_DEFAULT, EnumDef, FieldDef, Manifest, MeshDef, RecordDef, RouteDef, TopicDef
+from .model import NO_DEFAULT, Deprecation, EnumDef, FieldDef, Manifest, MeshDef, RecordDef, RouteDef, TopicDef
 from .owner import owned_topic
 from .routes import parse_route
 from .schemaimport import import_json_schema
@@ -103,7 +103,17 @@ def _field(wire: str, spec: str | dict[str, Any]) -> FieldDef:
     expr = parse_type(spec["type"])
     default = spec.get("default", None if expr.is_nullable else NO_DEFAULT)
     contract = {key: value for key, value in spec.items() if key in CONTRACT_KEYWORDS}
-    return FieldDef(wire, expr, default, spec.get("description"), contract)
+    lifecycle = spec.get("deprecated")
+    if isinstance(lifecycle, dict):  # the schemas say `deprecated: true`; the dates are the contract diff's
+        contract["deprecated"] = True
+    return FieldDef(wire, expr, default, spec.get("description"), contract, deprecation(lifecycle))
+
+
+def deprecation(spec: Any) -> Deprecation | None:
+    """`deprecated: {since, sunset, successor}` as the model holds it; None for anything else."""
+    if not isinstance(spec, dict):
+        return None
+    return Deprecation(spec.get("since"), spec.get("sunset"), spec.get("successor"))
 
 
 def _topic(entry: dict[str, Any]) -> TopicDef:
@@ -117,4 +127,5 @@ def _topic(entry: dict[str, Any]) -> TopicDef:
         routes=tuple(RouteDef(route.method, route.path) for route in routes),
         success=tuple(entry.get("success", (OK,))),
         failures=tuple(entry.get("failures", ())),
+        deprecated=deprecation(entry.get("deprecated")),
     )

@@ -24,6 +24,15 @@ class Position:
 
 
 @dataclass(frozen=True)
+class Deprecation:
+    """`deprecated: {since, sunset, successor}`: ISO dates (YYYY-MM-DD) and the `topic@version` to move to."""
+
+    since: str | None = None
+    sunset: str | None = None
+    successor: str | None = None
+
+
+@dataclass(frozen=True)
 class FieldDef:
     wire: str
     type: TypeExpr
@@ -32,6 +41,8 @@ class FieldDef:
     description: str | None = None
     contract: dict[str, Any] = field(default_factory=dict)
     """JSON Schema constraint keywords (`minLength`, ...), `examples` and `deprecated`, as the manifest writes them."""
+    deprecation: Deprecation | None = None
+    """The field's `deprecated: {since, sunset, successor}`, when it gives dates (its contract says `deprecated: true`)."""
 
     @property
     def attr(self) -> str:
@@ -83,6 +94,7 @@ class TopicDef:
     """Statuses the handler answers on success."""
     failures: tuple[str, ...] = ()
     """Failure statuses the handler may answer beyond the binding's own."""
+    deprecated: Deprecation | None = None
 
 
 @dataclass(frozen=True)
