@@ -141,7 +141,7 @@ def parse_approvals(data: Any) -> dict[str, str]:
             raise ApprovalsError(f"entry {index}: expected exactly the keys fingerprint and reason")
         fingerprint, reason = entry["fingerprint"], entry["reason"]
         if not isinstance(fingerprint, str) or not re.fullmatch(r"[0-9a-f]{16}", fingerprint):
-            raise ApprovalsError(f"entry {index}: fingerprint {fingerprint!r} is not 16 hex digits as a finding shows it")
+            raise ApprovalsError(f"entry {index}: fingerprint {fingerprint!r} is not 16 hex digits")
         if not isinstance(reason, str) or not reason.strip():
             raise ApprovalsError(f"entry {index} ({fingerprint}): the reason must say why the change is accepted")
         approvals[fingerprint] = reason.strip()

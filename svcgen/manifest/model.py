@@ -42,7 +42,7 @@ class FieldDef:
     contract: dict[str, Any] = field(default_factory=dict)
     """JSON Schema constraint keywords (`minLength`, ...), `examples` and `deprecated`, as the manifest writes them."""
     deprecation: Deprecation | None = None
-    """The field's `deprecated: {since, sunset, successor}`, when it gives dates (its contract says `deprecated: true`)."""
+    """`deprecated: {since, sunset, successor}` when the field gives dates (its contract says `deprecated: true`)."""
 
     @property
     def attr(self) -> str:

@@ -6,7 +6,6 @@ Every check runs and every problem is collected, so one run shows the whole pict
 from __future__ import annotations
 
 import datetime as dt
-
 import json
 import keyword
 from collections.abc import Iterator
