@@ -127,3 +127,18 @@ def _positions(target: Path, owner: Manifest) -> dict[str, Position]:
     document = load_yaml(target.read_text(encoding="utf-8-sig"), target.as_posix())
     positions = {record.name: document.key_at(("types", record.name)) for record in owner.types}
     return positions | {enum.name: document.key_at(("enums", enum.name)) for enum in owner.enums}
+
+
+def owner_paths(manifest: str | Path) -> list[str]:
+    """The owners' manifests the `from:` entries of the manifest at `manifest` name, as paths from the working
+    directory (`/`-separated, each once); unreadable entries are left to the manifest's own load to report."""
+    source = Path(manifest)
+    try:
+        data = load_yaml(source.read_text(encoding="utf-8-sig"), source.as_posix()).data
+    except (OSError, UnicodeDecodeError, ManifestError):
+        return []
+    produces = data.get("produces") if isinstance(data, dict) else None
+    named = [entry.get("from") for entry in (produces if isinstance(produces, list) else ()) if isinstance(entry, dict)]
+    return list(dict.fromkeys(
+        posixpath.normpath((source.parent / relative).as_posix()) for relative in named if isinstance(relative, str)
+    ))

@@ -136,3 +136,11 @@ def _git(arguments: list[str], cwd: Path) -> str:
         return done.stdout.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise RevisionError(f"{arguments[-1]}: not UTF-8 text (byte {error.start})") from None
+
+
+def matching_tags(pattern: str, cwd: Path) -> list[str]:
+    """The git tags matching the glob `pattern` (`v*`), oldest version first; RevisionError when none does."""
+    tags = _git(["tag", "--list", "--sort=version:refname", pattern], cwd).split()
+    if not tags:
+        raise RevisionError(f"no git tag matches {pattern!r}")
+    return tags
