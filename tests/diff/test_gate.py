@@ -65,7 +65,8 @@ def test_a_fingerprint_survives_unrelated_edits(tmp_path: Path) -> None:
 
     plain = fingerprints(V1, V2_BREAKS, "plain")
     edited = {"types": {**V2_BREAKS["types"], "Other": {"fields": {"x": "string"}}},
-              "topics": [*manifest_document({})["topics"], {"id": "orders:other", "request": "Other", "response": "Res"}]}
+              "topics": [*manifest_document({})["topics"],
+                         {"id": "orders:other", "request": "Other", "response": "Res"}]}
     unrelated = fingerprints({**V1, "types": {**V1["types"], "Other": {"fields": {"x": "string"}}},
                               "topics": edited["topics"]}, edited, "unrelated")
     assert plain["orders:place@v1.request.couponCode"] == unrelated["orders:place@v1.request.couponCode"]
@@ -134,7 +135,8 @@ def test_check_against_a_tag_glob_names_the_releases_each_finding_breaks(tmp_pat
 
 
 OWNER = {"svcgen": 1, "service": "payments",
-         "types": {"Pay": {"fields": {"amount": "integer", "currency": "string"}}, "Paid": {"fields": {"id": "string"}}},
+         "types": {"Pay": {"fields": {"amount": "integer", "currency": "string"}},
+                   "Paid": {"fields": {"id": "string"}}},
          "topics": [{"id": "payments:capture", "request": "Pay", "response": "Paid"},
                     {"id": "payments:refund", "request": "Pay", "response": "Paid"}]}
 
