@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..manifest.model import Manifest, MeshDef, TopicDef
+from ..manifest.model import Deprecation, Manifest, MeshDef, TopicDef
 from ..manifest.typeexpr import TypeExpr
 from ..runtime._collisions import handler_slugs
 from ..runtime._descriptor import Identity
@@ -38,6 +38,7 @@ class TopicBinding:
     """`METHOD /path`, in manifest order; a `{version}` segment selects the version per request."""
     success: tuple[str, ...] = ("ok",)
     failures: tuple[str, ...] = ()
+    deprecated: Deprecation | None = None
 
     @property
     def label(self) -> str:
@@ -108,6 +109,7 @@ def service_bindings(manifest: Manifest) -> ServiceBindings:
                 tuple(str(route) for route in topic.routes),
                 topic.success,
                 topic.failures,
+                topic.deprecated,
             )
             for topic in manifest.topics
         ),

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..manifest.typeexpr import TypeExpr
 from ..runtime._context import Context
+from ..runtime._deprecation import Deprecation
 from ..runtime._descriptor import ProducedTopic
 from ..runtime._health import HealthCheck, HealthChecks
 from ..runtime._http.app import HttpApp
@@ -76,6 +77,7 @@ def _placeholder_service(bindings: ServiceBindings, models: types.ModuleType, me
             summary=topic.summary,
             success=topic.success,
             failures=topic.failures,
+            deprecated=None if topic.deprecated is None else Deprecation(**vars(topic.deprecated)),
         )
     produces = [
         ProducedTopic(

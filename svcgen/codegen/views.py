@@ -17,6 +17,7 @@ from ..runtime._topics import DEFAULT_PREFIX
 from ..runtime._wiring import NATS_ENV, target_variable
 from .bindings import MODELS_MODULE, ServiceBindings, TopicBinding, type_text
 from .imports import Imports
+from .literals import py_str
 from .typehints import annotation
 
 STUB_WRAP_AT = 100
@@ -36,11 +37,21 @@ class RegistrationRow:
     success: tuple[str, ...] | None
     """Written only when not the default `ok`."""
     failures: tuple[str, ...]
+    deprecated: str | None = None
+    """The `Deprecation(...)` call of a deprecated version, as Python text."""
 
     @property
     def wrap(self) -> bool:
         binding = f"    _{self.module}: Handler[{self.request}, {self.response}] = {self.module}.handle"
         return len(binding) > BINDING_WRAP_AT
+
+
+def _deprecation_call(topic: TopicBinding, imports: Imports) -> str | None:
+    if topic.deprecated is None:
+        return None
+    given = {key: value for key, value in vars(topic.deprecated).items() if value is not None}
+    arguments = ", ".join(f"{key}={py_str(value)}" for key, value in given.items())
+    return f"{imports.name('svcgen.runtime', 'Deprecation')}({arguments})"
 
 
 @dataclass(frozen=True)
@@ -178,6 +189,7 @@ def service_view(bindings: ServiceBindings) -> ServiceView:
             t.summary,
             None if t.success == (OK,) else t.success,
             t.failures,
+            _deprecation_call(t, imports),
         )
         for t in bindings.topics
     )

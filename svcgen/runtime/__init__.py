@@ -8,6 +8,7 @@ before; a generated package checks it at import (docs/runtime.md, "API level").
 from ._codec import Codec, DecodeError, codec_for
 from ._context import Context
 from ._dependencies import Dependencies, DependencyError, Scope
+from ._deprecation import Deprecation
 from ._descriptor import Identity, ProducedTopic
 from ._health import HealthCheck, HealthCheckResult, HealthChecks
 from ._http.app import HttpApp, create_app
@@ -35,6 +36,7 @@ __all__ = [
     "DecodeError",
     "Dependencies",
     "DependencyError",
+    "Deprecation",
     "Handler",
     "HandlerBindingError",
     "HealthCheck",

@@ -139,19 +139,20 @@ class Service:
     def _encode(self, result: Result[Any], registration: Registration | None, topic: str) -> Outcome:
         """The payload's JSON text for every transport alike; which answers carry no body is HTTP's business."""
         version = registration.version if registration is not None else ""
+        fixed = registration.answer_headers if registration is not None else ()
         if not result.is_successful:
-            return Outcome(result, orjson.dumps(result.failure_body()), version)
+            return Outcome(result, orjson.dumps(result.failure_body()), version, fixed)
         payload = result.payload
         if payload is None and result.status in st.PAYLOAD_OPTIONAL:
-            return Outcome(result, b"", version)
+            return Outcome(result, b"", version, fixed)
         encode = self._encoders.get(id(registration)) or self._encoder(registration)
         try:
             body = orjson.dumps(encode(payload))
         except Exception as exc:
             logger.error("response of %s does not encode: %s", topic, type(exc).__name__)
             failure = Result.unexpected_error(f"{topic} produced a response that could not be encoded")
-            return Outcome(failure, orjson.dumps(failure.failure_body()), version)
-        return Outcome(result, body, version)
+            return Outcome(failure, orjson.dumps(failure.failure_body()), version, fixed)
+        return Outcome(result, body, version, fixed)
 
     def _encoder(self, registration: Registration | None) -> Callable[[Any], Any]:
         """The response encoder of a registration, looked up once (by `id`: it lives as long as the registry)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from svcgen.runtime import (
+    Deprecation,
     Handler,
     HealthCheck,
     HealthChecks,
@@ -72,6 +73,7 @@ def build_registry() -> Registry:
         summary="Place an order",
         success=["created"],
         failures=["conflict"],
+        deprecated=Deprecation(since="2026-01-01", sunset="2027-01-01", successor="orders:place@v2"),
         source="handlers/orders_place_v1.py",
     )
     _orders_place_v2: Handler[models.PlaceOrderV2, models.Order] = orders_place_v2.handle
