@@ -32,11 +32,12 @@ async def refuse(request: dict[str, object], context: Context) -> Result[dict[st
 
 def service() -> Service:
     registry = Registry()
-    registry.add("orders:place", place_v1, version="v1", request=dict[str, object], response=dict[str, object], deprecated=LIFECYCLE,
-                 failures=["conflict"])
-    registry.add("orders:place", place_v2, version="v2", request=dict[str, object], response=dict[str, object])
-    registry.add("orders:refuse", refuse, version="v1", request=dict[str, object], response=dict[str, object], failures=["conflict"],
-                 deprecated=Deprecation(sunset="2026-12-31"))
+    json_object = dict[str, object]
+    registry.add("orders:place", place_v1, version="v1", request=json_object, response=json_object,
+                 deprecated=LIFECYCLE)
+    registry.add("orders:place", place_v2, version="v2", request=json_object, response=json_object)
+    registry.add("orders:refuse", refuse, version="v1", request=json_object, response=json_object,
+                 failures=["conflict"], deprecated=Deprecation(sunset="2026-12-31"))
     return Service(Identity("orders"), registry)
 
 
@@ -47,7 +48,8 @@ def test_answers_of_a_deprecated_version_carry_deprecation_and_sunset() -> None:
     assert old.headers["deprecation"] == "@1767225600"  # 2026-01-01T00:00:00Z
     assert old.headers["sunset"] == "Fri, 01 Jan 2027 00:00:00 GMT"
     again = call(app, "POST", "/v1/orders", json={})  # the cached header block is the same
-    assert (again.headers["deprecation"], again.headers["sunset"]) == (old.headers["deprecation"], old.headers["sunset"])
+    assert [again.headers[name] for name in ("deprecation", "sunset")] == [old.headers["deprecation"],
+                                                                           old.headers["sunset"]]
     new = call(app, "POST", "/v2/orders", json={})
     assert new.status_code == 200 and "deprecation" not in new.headers and "sunset" not in new.headers
     failed = call(app, "POST", "/refuse", json={})  # failures too; a sunset without a start date is sent alone
