@@ -39,6 +39,7 @@ from ..runtime._codec import DecodeError, codec_for
 from ..runtime._mesh.clock import WallClock, rfc3339, wall_clock
 from ..runtime._mesh.feeds import REREGISTER_KEY
 from ..runtime._mesh.messages import (
+    ContractQuery,
     HealthDocument,
     Heartbeat,
     RawIssueBatch,
@@ -256,6 +257,20 @@ class Collector:
         except StoreUnavailable as exc:
             return _unreadable(exc)
         return Result.ok(found) if found is not None else Result.not_found(f"no topic {name}")
+
+    def query_contract(self, body: Any) -> Answer:
+        try:
+            asked = _CONTRACT_QUERY(body)
+        except DecodeError as error:
+            return _malformed("query contract", error)
+        try:
+            with self._tables() as tables:
+                found = queries.contract(tables.catalog, tables.trace_log, asked.service, list(asked.topics))
+        except StoreUnavailable as exc:
+            return _unreadable(exc)
+        if found is None:
+            return Result.not_found(f"no descriptor of service {asked.service} was ever registered")
+        return Result.ok(found)
 
     def query_trace(self, body: Any) -> Answer:
         try:
@@ -570,6 +585,7 @@ _ISSUE_BATCH = codec_for(RawIssueBatch).decode
 _SERVICE_QUERY = codec_for(ServiceQuery).decode
 _TOPIC_QUERY = codec_for(TopicQuery).decode
 _TRACE_QUERY = codec_for(TraceQuery).decode
+_CONTRACT_QUERY = codec_for(ContractQuery).decode
 _DECODE_HEALTH = codec_for(HealthDocument).decode
 _ENCODE_HEALTH: Callable[[HealthDocument], Json] = codec_for(HealthDocument).encode
 

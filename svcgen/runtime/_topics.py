@@ -57,6 +57,7 @@ QUERY_FLEET_TOPIC: Final = "svc:mesh:query:fleet"
 QUERY_SERVICE_TOPIC: Final = "svc:mesh:query:service"
 QUERY_TOPIC_TOPIC: Final = "svc:mesh:query:topic"
 QUERY_TRACE_TOPIC: Final = "svc:mesh:query:trace"
+QUERY_CONTRACT_TOPIC: Final = "svc:mesh:query:contract"
 
 VERSION_HEADERS: Final = ("svc-version", "version", "x-version")
 """Caller headers that select a topic version, in order of precedence."""
