@@ -187,6 +187,67 @@ def compat_command(manifests: tuple[str, ...], output_format: str, levels_file: 
     _report(compat_manifests([_load_side(manifest) for manifest in manifests], levels), output_format)
 
 
+@main.command("can-i-deploy")
+@click.argument("manifest")
+@click.option("--collector", "collector_url", required=True, metavar="URL",
+              help="The collector's base URL (a path in it is the collector's prefix, /svc without one).")
+@click.option("--window", default="7d", show_default=True, metavar="DURATION",
+              help="Traffic this recent blocks a breaking change: 90s, 30m, 24h, 7d, 2w.")
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: one line per breaking change and a summary; json: for tools.")
+@click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="The locked collector's token (default: $SVCGEN_COLLECTOR_TOKEN).")
+def can_i_deploy(manifest: str, collector_url: str, window: str, output_format: str, token_file: Path | None) -> None:
+    """Judge MANIFEST against what the live fleet runs and sends, as the collector knows it.
+
+    Each breaking change from the contract the service runs now (its newest registered descriptor) is blocked when
+    another registered service still declares that topic version or traffic used it within the window, safe
+    otherwise; MANIFEST's produces entries are checked against the live owners. Exit 0 when all is safe, 1 when
+    something is blocked, 2 when the collector cannot say (unreachable, locked, never heard of the service).
+    """
+    import datetime as dt
+
+    from .candeploy import CollectorUnavailable, fetch_contract, judge, parse_window
+    from .codegen.errors import CodegenError
+    from .codegen.render import descriptor_document
+
+    if not collector_url.startswith(("http://", "https://")):
+        _fail([f"--collector {collector_url}: not an http(s) URL; for example http://127.0.0.1:8700"], status=2)
+    try:
+        span = parse_window(window)
+    except ValueError as error:
+        _fail([f"--window: {error}"], status=2)
+    token = _collector_token(token_file)
+    model = _load_side(manifest)
+    try:
+        change = descriptor_document(model)
+    except CodegenError as error:
+        _fail([f"{manifest}: {line}" for line in error.lines], status=2)
+    try:
+        answer = fetch_contract(collector_url, model.service, sorted({entry.id for entry in model.produces}),
+                                token=token)
+    except CollectorUnavailable as error:
+        _fail([str(error)], status=2)
+    report = judge(change, answer, window=span, window_text=window, now=dt.datetime.now(dt.UTC))
+    if output_format == "json":
+        click.echo(orjson.dumps(report.document(), option=orjson.OPT_INDENT_2).decode())
+    else:
+        for line in report.lines():
+            click.echo(line)
+    if report.breaking:
+        raise SystemExit(1)
+
+
+def _collector_token(token_file: Path | None) -> str | None:
+    """The token from the file, else $SVCGEN_COLLECTOR_TOKEN (as `collector serve` reads it); exit 2 when unreadable."""
+    from .collector.host import collector_token
+
+    try:
+        return collector_token(token_file, os.environ)
+    except ValueError as error:
+        _fail([str(error)], status=2)
+
+
 @main.command()
 @click.argument("manifest")
 def validate(manifest: str) -> None:

@@ -231,6 +231,12 @@ def first_incompatibility(sent: JsonSchema, accepted: JsonSchema, *, direction: 
     return None
 
 
+def schema_changes(old: JsonSchema, new: JsonSchema, *, direction: WireDirection) -> list[tuple[str, str]]:
+    """Every (rule id, path) from the `old` contract of a request or response to the `new` one, in walk order, by
+    the diff's rules: `old` is what callers were written against (see `first_incompatibility`)."""
+    return list(_Walk(direction).types(direction, old, new))
+
+
 _LOWER_BOUNDS = ("minLength", "minimum", "exclusiveMinimum", "minItems")
 _UPPER_BOUNDS = ("maxLength", "maximum", "exclusiveMaximum", "maxItems")
 _WIDENINGS = {("integer", "number")}
