@@ -248,7 +248,7 @@ def fetch_contract(collector: str, service: str, topics: Sequence[str], *, token
         raise CollectorUnavailable(f"collector {collector} answered HTTP {response.status_code} with something "
                                    "that is not an envelope; is the URL a svcgen collector?") from None
     status = reply.get("statusCode")
-    if status == "not-found" and isinstance(body, Mapping) and "never registered" in str(body.get("detail", "")):
+    if status == "not-found" and isinstance(body, Mapping) and f"of service {service} " in str(body.get("detail")):
         raise CollectorUnavailable(f"collector {collector} has never heard of service {service} (no descriptor "
                                    "registered); it cannot say who uses it")
     if not reply.get("isSuccessful") or not isinstance(body, dict):
