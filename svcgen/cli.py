@@ -19,8 +19,6 @@ import click
 import orjson
 import yaml
 
-from .collector import probe as probing
-from .collector.poller import DEFAULT_INTERVAL as DEFAULT_POLL_INTERVAL
 from .contractdiff import (
     ApprovalsError,
     CompatReport,
@@ -60,6 +58,18 @@ class _LazyDefault(click.Option):
 
     def get_default(self, ctx: click.Context, call: bool = True) -> Any:
         return self.default_from()
+
+
+def _probe_timeout() -> float:
+    from .collector.probe import DEFAULT_TIMEOUT
+
+    return DEFAULT_TIMEOUT
+
+
+def _poll_interval() -> float:
+    from .collector.poller import DEFAULT_INTERVAL
+
+    return DEFAULT_INTERVAL
 
 
 def _artifacts_interval() -> float:
@@ -240,6 +250,10 @@ def can_i_deploy(manifest: str, collector_url: str, window: str, output_format: 
 
 def _collector_token(token_file: Path | None) -> str | None:
     """The token from the file, else $SVCGEN_COLLECTOR_TOKEN (as `collector serve` reads it); exit 2 when unreadable."""
+    if token_file is None:  # the collector application is not imported for an environment variable
+        from .runtime._mesh.feeds import TOKEN_ENV
+
+        return os.environ.get(TOKEN_ENV, "").strip() or None
     from .collector.host import collector_token
 
     try:
@@ -308,7 +322,8 @@ def serve(package_dir: Path, host: str, port: int, workers: int, access_log: boo
 @click.argument("url")
 @click.option("--prefix", default=DEFAULT_PREFIX, show_default=True, help="Where the well-known surfaces are mounted.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option("--timeout", default=probing.DEFAULT_TIMEOUT, show_default=True, type=click.FloatRange(min=0.1),
+@click.option("--timeout", cls=_LazyDefault, default_from=_probe_timeout, show_default=True,
+              type=click.FloatRange(min=0.1),
               help="Seconds to wait for each surface.")
 def probe(url: str, prefix: str, as_json: bool, timeout: float) -> None:
     """Audit the running service at URL against the cloud-service profile, from outside.
@@ -317,6 +332,8 @@ def probe(url: str, prefix: str, as_json: bool, timeout: float) -> None:
     """
     if not url.startswith(("http://", "https://")):
         _fail([f"{url}: not an http(s) URL; for example http://127.0.0.1:8000"])
+    from .collector import probe as probing
+
     report = asyncio.run(probing.probe(url, prefix=prefix, timeout=timeout))
     if as_json:
         click.echo(orjson.dumps(report.document(), option=orjson.OPT_INDENT_2).decode())
@@ -344,7 +361,8 @@ def collector() -> None:
                    "collector replicas share (needs svcgen[postgres]).")
 @click.option("--poll", "polls", multiple=True, metavar="NAME=URL",
               help="A service to poll (repeatable); a path in URL is its surfaces' prefix, /svc without one.")
-@click.option("--poll-interval", default=DEFAULT_POLL_INTERVAL, show_default=True, type=click.FloatRange(min=0.1),
+@click.option("--poll-interval", cls=_LazyDefault, default_from=_poll_interval, show_default=True,
+              type=click.FloatRange(min=0.1),
               help="Seconds between poll sweeps.")
 @click.option("--artifacts", type=click.Path(file_okay=False, path_type=Path),
               help="Directory the UI artifacts are written to (default: a temporary one).")
