@@ -683,7 +683,7 @@ class _Checker:
             dates: dict[str, dt.date] = {}
             for key in ("since", "sunset"):
                 text = lifecycle.get(key)
-                if isinstance(text, str):
+                if isinstance(text, str) and (*path, key) not in self.findings.rejected:
                     try:
                         dates[key] = dt.date.fromisoformat(text)
                     except ValueError:
