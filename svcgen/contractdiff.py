@@ -341,6 +341,13 @@ def _gate(old: Manifest, new: Manifest, scoped: list[tuple[TopicDef | None, Find
             yield _finding(GATE_RULE, key, None, None, why, fix)
 
 
+def _lifecycle(topic: TopicDef) -> dict[str, str] | None:
+    """The topic version's `deprecated` as the manifest writes it (only the dates and successor given)."""
+    if topic.deprecated is None:
+        return None
+    return {key: value for key, value in vars(topic.deprecated).items() if value is not None}
+
+
 def _sunset_passed(topic: TopicDef, today: dt.date | None) -> bool:
     sunset = topic.deprecated.sunset if topic.deprecated is not None else None
     return sunset is not None and today is not None and dt.date.fromisoformat(sunset) <= today
@@ -398,6 +405,8 @@ class _Differ:
             self.scope = topic
             if topic.summary != after.summary:
                 self.add("doc-summary-changed", key, topic.summary, after.summary)
+            if topic.deprecated != after.deprecated:
+                self.add("doc-deprecated-changed", key, _lifecycle(topic), _lifecycle(after))
             self.routes(key, topic, after)
             self.statuses(key, "success", topic.success, after.success)
             self.statuses(key, "failure", topic.failures, after.failures)
