@@ -21,6 +21,7 @@ import orjson
 
 from .contractdiff import Finding
 from .runtime._compatibility import RULES_BY_ID, schema_changes
+from .runtime._mesh.clock import parse_rfc3339
 from .runtime._topics import DEFAULT_PREFIX, QUERY_CONTRACT_TOPIC
 
 Verdict = Literal["blocked", "safe"]
@@ -158,16 +159,17 @@ def judge(change: Json, answer: Json, *, window: dt.timedelta, window_text: str,
     running: Json = answer["descriptor"]
     service = str(change.get("service"))
     usage = {(item["topic"], item["version"]): item for item in answer.get("usage", ())}
-    cutoff = (now - window).astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    cutoff = (now - window).timestamp()
     judged = []
     for finding in descriptor_findings(running, change):
         # A renamed service moves every topic's identity: whoever uses any of them is blocked.
         keys = list(_topics(running.get("topics"))) if finding.rule == "service-renamed" else [_key_of(finding.path)]
         used = [usage[key] for key in keys if key in usage]
         declared = tuple(sorted({name for item in used for name in item.get("providers", ()) if name != service}))
-        seen = [item["lastInvokedAt"] for item in used if isinstance(item.get("lastInvokedAt"), str)]
-        last = max(seen) if seen else None
-        recent = last is not None and last[:19] >= cutoff
+        seen = [item["lastInvokedAt"] for item in used if parse_rfc3339(item.get("lastInvokedAt")) is not None]
+        last = max(seen, key=lambda text: parse_rfc3339(text) or 0.0) if seen else None
+        seen_at = parse_rfc3339(last)
+        recent = seen_at is not None and seen_at >= cutoff
         invocations = sum(int(item.get("invocations", 0)) for item in used)
         verdict: Verdict = "blocked" if declared or recent else "safe"
         judged.append(Judged(finding, verdict, Usage(declared, invocations, last), recent))
