@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..manifest.model import Deprecation, Manifest, MeshDef, TopicDef
+from ..manifest.model import Deprecation, Manifest, MeshDef, Requirements, SecurityDef, TopicDef
 from ..manifest.typeexpr import TypeExpr
 from ..runtime._collisions import handler_slugs
 from ..runtime._descriptor import Identity
@@ -38,6 +38,8 @@ class TopicBinding:
     """`METHOD /path`, in manifest order; a `{version}` segment selects the version per request."""
     success: tuple[str, ...] = ("ok",)
     failures: tuple[str, ...] = ()
+    security: Requirements | None = None
+    """None: the service's default."""
     deprecated: Deprecation | None = None
 
     @property
@@ -76,6 +78,8 @@ class ServiceBindings:
     health: tuple[HealthBinding, ...]
     mesh: MeshDef | None
     binding: str = BINDING
+    security: SecurityDef | None = None
+    invoke: bool = True
 
     def identity(self) -> Identity:
         return Identity(
@@ -109,6 +113,7 @@ def service_bindings(manifest: Manifest) -> ServiceBindings:
                 tuple(str(route) for route in topic.routes),
                 topic.success,
                 topic.failures,
+                topic.security,
                 topic.deprecated,
             )
             for topic in manifest.topics
@@ -126,6 +131,8 @@ def service_bindings(manifest: Manifest) -> ServiceBindings:
         ),
         health=tuple(HealthBinding(name, slug(name)) for name in manifest.health),
         mesh=manifest.mesh,
+        security=manifest.security,
+        invoke=manifest.invoke,
     )
 
 

@@ -33,6 +33,7 @@ nobody handles or sends it, and its counters. Each query returns None for an unk
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -161,8 +162,19 @@ class TopicIndex:
         return listed
 
 
-def contract(catalog: Catalog, traces: TraceLog, name: str, asked: list[str]) -> Json | None:
-    """See the module docstring; None when the service never registered a descriptor."""
+def contract_topics(catalog: Catalog, name: str, asked: list[str]) -> list[str] | None:
+    """The topic ids whose counters the contract answer of `name` reads; None when it never registered."""
+    own = newest_descriptors(catalog).get(name)
+    if own is None:
+        return None
+    descriptor: Json = own["descriptor"]
+    keys = {*_declared(descriptor, "topics"), *_declared(descriptor, "produces")}
+    return sorted({topic_id for topic_id, _ in keys} | set(asked))
+
+
+def contract(catalog: Catalog, counters: Iterable[CounterEntry], name: str, asked: list[str]) -> Json | None:
+    """See the module docstring; `counters` those of the topics `contract_topics` names (others are ignored);
+    None when the service never registered a descriptor."""
     newest = newest_descriptors(catalog)
     own = newest.get(name)
     if own is None:
@@ -185,7 +197,7 @@ def contract(catalog: Catalog, traces: TraceLog, name: str, asked: list[str]) ->
     invocations: defaultdict[tuple[str, str], int] = defaultdict(int)
     last: dict[tuple[str, str], str] = {}
     topic_ids = {topic_id for topic_id, _ in keys} | wanted
-    for counter in traces.counters.values():
+    for counter in counters:
         if counter["topic"] in topic_ids:
             key = (counter["topic"], counter["version"])
             invocations[key] += counter["count"]

@@ -69,7 +69,7 @@ def collector_service(
         QUERY_TRACE_TOPIC: (collector.query_trace, TraceQuery, TraceAnswer),
         QUERY_CONTRACT_TOPIC: (collector.query_contract, ContractQuery, ContractAnswer),
     }
-    blocking = collector.shared is not None
+    blocking = collector.backend.blocking
     for topic, (answer, request, response) in topics.items():
         registry.add(topic, _handler(answer, blocking), request=dict[str, Any], response=dict[str, Any],
                      published=(request, response))  # fmt: skip

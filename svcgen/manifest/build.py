@@ -10,10 +10,24 @@ from ..runtime._status import OK
 from ..runtime._topics import DEFAULT_PREFIX, normalize_prefix
 from .contract import CONTRACT_KEYWORDS
 from .loader import YamlDocument
-from .model import NO_DEFAULT, Deprecation, EnumDef, FieldDef, Manifest, MeshDef, RecordDef, RouteDef, TopicDef
+from .model import (
+    NO_DEFAULT,
+    Deprecation,
+    EnumDef,
+    FieldDef,
+    Manifest,
+    MeshDef,
+    RecordDef,
+    Requirement,
+    Requirements,
+    RouteDef,
+    SchemeDef,
+    SecurityDef,
+    TopicDef,
+)
 from .owner import owned_topic
 from .routes import parse_route
-from .schemaimport import import_json_schema
+from .sources import Sources
 from .typeexpr import parse_type
 
 
@@ -22,9 +36,10 @@ def default_package(service: str) -> str:
     return service.replace("-", "_") + "_service"
 
 
-def build_manifest(document: YamlDocument, base_dir: Path) -> Manifest:
-    """Build the model; the document must already have passed the schema and semantic stages. A jsonSchema
-    type becomes records and enums of the same model (its own, then any nested ones)."""
+def build_manifest(document: YamlDocument, base_dir: Path, sources: Sources) -> Manifest:
+    """Build the model; the document must already have passed the schema and semantic stages, whose owners'
+    manifests and jsonSchema files `sources` holds. A jsonSchema type becomes records and enums of the same
+    model (its own, then any nested ones)."""
     data: dict[str, Any] = document.data
     service: str = data["service"]
     mesh = data.get("mesh")
@@ -34,7 +49,7 @@ def build_manifest(document: YamlDocument, base_dir: Path) -> Manifest:
     ]
     for name, spec in data.get("types", {}).items():
         if "jsonSchema" in spec:
-            imported = import_json_schema(name, spec["jsonSchema"], base_dir)
+            imported = sources.imported_types(name, spec["jsonSchema"], base_dir)
             records += imported.records
             enums += imported.enums
         else:
@@ -44,7 +59,7 @@ def build_manifest(document: YamlDocument, base_dir: Path) -> Manifest:
         if "from" not in entry:
             produces.append(_topic(entry))
             continue
-        owned = owned_topic(base_dir, entry["from"], entry["id"], entry.get("version"))
+        owned = owned_topic(sources, base_dir, entry["from"], entry["id"], entry.get("version"))
         produces.append(replace(owned.topic, routes=(), summary=entry.get("summary", owned.topic.summary)))
         # A type already declared (here or by an earlier entry) is the same one: semantics checked they agree.
         known = {record.name for record in records} | {enum.name for enum in enums}
@@ -61,6 +76,8 @@ def build_manifest(document: YamlDocument, base_dir: Path) -> Manifest:
         placement=dict(data["placement"]) if "placement" in data else None,
         health=tuple(data.get("health", ())),
         mesh=None if mesh is None else _mesh(mesh),
+        security=_security(data["security"]) if "security" in data else None,
+        invoke=bool(data.get("invoke", True)),
         types=tuple(records),
         enums=tuple(enums),
         topics=tuple(_topic(entry) for entry in data.get("topics", ())),
@@ -128,4 +145,40 @@ def _topic(entry: dict[str, Any]) -> TopicDef:
         success=tuple(entry.get("success", (OK,))),
         failures=tuple(entry.get("failures", ())),
         deprecated=deprecation(entry.get("deprecated")),
+        security=requirements(entry["security"]) if "security" in entry else None,
     )
+
+
+def _security(spec: dict[str, Any]) -> SecurityDef:
+    return SecurityDef(
+        schemes=tuple(_scheme(name, scheme) for name, scheme in spec.get("schemes", {}).items()),
+        default=requirements(spec.get("default", [])),
+        well_known=requirements(spec.get("wellKnown", [])),
+    )
+
+
+def _scheme(name: str, spec: dict[str, Any]) -> SchemeDef:
+    audience = spec.get("audience", ())
+    return SchemeDef(
+        name,
+        spec["type"],
+        description=spec.get("description"),
+        issuer=spec.get("issuer", ""),
+        audience=(audience,) if isinstance(audience, str) else tuple(audience),
+        jwks=spec.get("jwks", ""),
+        key=spec.get("key", ""),
+        algorithms=tuple(spec.get("algorithms", ())),
+        header=spec.get("header", "").lower(),
+    )
+
+
+def requirements(entries: list[Any]) -> Requirements:
+    """`[staff, {partner: [], staff: [patients:read]}]` → ((("staff", ()),), (("partner", ()), ("staff", ...)));
+    each entry's schemes sorted by name, scopes sorted, so equal requirements compare equal."""
+    parsed: list[Requirement] = []
+    for entry in entries:
+        if isinstance(entry, str):
+            parsed.append(((entry, ()),))
+        else:
+            parsed.append(tuple((name, tuple(sorted(set(scopes)))) for name, scopes in sorted(entry.items())))
+    return tuple(parsed)

@@ -5,13 +5,17 @@ without notice. `API_LEVEL` rises when generated code needs something this names
 before; a generated package checks it at import (docs/runtime.md, "API level").
 """
 
+from ._assembly import ServiceDefinition, ServiceOptions
+from ._clients import ClientCall, ClientsBase
 from ._codec import Codec, DecodeError, codec_for
 from ._context import Context
+from ._credentials import ApiKey, BearerToken
 from ._dependencies import Dependencies, DependencyError, Scope
 from ._deprecation import Deprecation
 from ._descriptor import Identity, ProducedTopic
 from ._health import HealthCheck, HealthCheckResult, HealthChecks
-from ._http.app import HttpApp, create_app
+from ._http.app import AppOptions, HttpApp, create_app
+from ._http.cors import Cors
 from ._http.limits import Limits
 from ._http.routing import Route
 from ._http.sender import HttpSender
@@ -25,18 +29,27 @@ from ._nats.responder import NatsBinding
 from ._pipeline import Middleware, Next
 from ._registry import Handler, HandlerBindingError, Registry, RegistryError, TopicKey
 from ._result import Result
+from ._security import ApiKeyScheme, Guard, JwtScheme, Principal, Security, SecurityError
 from ._service import Service
 from ._version import API_LEVEL, RuntimeMismatch, require_api_level
 from ._wiring import Sender, Wiring, WiringError, open_sender, target_variable
 
 __all__ = [
     "API_LEVEL",
+    "ApiKey",
+    "ApiKeyScheme",
+    "AppOptions",
+    "BearerToken",
+    "ClientCall",
+    "ClientsBase",
     "Codec",
     "Context",
+    "Cors",
     "DecodeError",
     "Dependencies",
     "DependencyError",
     "Deprecation",
+    "Guard",
     "Handler",
     "HandlerBindingError",
     "HealthCheck",
@@ -46,6 +59,7 @@ __all__ = [
     "HttpSender",
     "Identity",
     "JsonLimits",
+    "JwtScheme",
     "Limits",
     "MeshHost",
     "MeshSettings",
@@ -54,6 +68,7 @@ __all__ = [
     "NatsBinding",
     "NatsSender",
     "Next",
+    "Principal",
     "ProducedTopic",
     "Registry",
     "RegistryError",
@@ -61,8 +76,12 @@ __all__ = [
     "Route",
     "RuntimeMismatch",
     "Scope",
+    "Security",
+    "SecurityError",
     "Sender",
     "Service",
+    "ServiceDefinition",
+    "ServiceOptions",
     "TopicKey",
     "TraceContext",
     "Wiring",

@@ -16,9 +16,9 @@ from typing import Any, Literal
 from ._meta import CONSTRAINT_KEYWORDS
 
 Level = Literal["error", "warning", "info"]
-Direction = Literal["service", "request", "response", "route", "topic", "produces", "doc"]
+Direction = Literal["service", "request", "response", "route", "topic", "security", "produces", "doc"]
 LEVELS: tuple[Level, ...] = ("error", "warning", "info")
-DIRECTIONS: tuple[Direction, ...] = ("service", "request", "response", "route", "topic", "produces", "doc")
+DIRECTIONS: tuple[Direction, ...] = ("service", "request", "response", "route", "topic", "security", "produces", "doc")
 
 
 @dataclass(frozen=True)
@@ -196,6 +196,22 @@ RULES: tuple[Rule, ...] = (
          "the service's copy of a topic it sends changed in a way its owner, written against the old copy, may "
          "not accept or answer; check it against the owner (svcgen compat, svcgen can-i-deploy)",
          "a property removed from the request copy, or one added to the response copy"),
+    # Security: who may call a (topic, version), and the schemes that say so.
+    Rule("security-requirement-added", "security", "error",
+         "old callers without the newly required credential are refused (401)",
+         "`security: []` → `security: [staff]`"),
+    Rule("security-scope-added", "security", "error",
+         "old callers whose credential lacks the new scope are refused (403)",
+         "`[{staff: []}]` → `[{staff: [patients:read]}]`"),
+    Rule("security-requirement-removed", "security", "warning",
+         "callers that were refused before are let in; check that this is meant",
+         "`security: [staff]` → `security: []`"),
+    Rule("security-scope-removed", "security", "warning",
+         "credentials without the scope are now let in; check that this is meant",
+         "`[{staff: [patients:read]}]` → `[{staff: []}]`"),
+    Rule("security-scheme-changed", "security", "error",
+         "tokens old callers hold (their type, issuer or audience) are refused by the changed scheme",
+         "`issuer: https://id.example.com/` → `issuer: https://login.example.com/`"),
     # Annotations only.
     Rule("doc-description-changed", "doc", "info",
          "documentation only; the wire is unchanged",

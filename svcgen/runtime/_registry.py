@@ -19,6 +19,7 @@ from ._context import Context
 from ._deprecation import Deprecation
 from ._result import Result
 from ._schema import JsonSchema, schema_of
+from ._security import Requirements, RequirementsSpec, requirements
 from ._status import FAILURE_CODES, OK, SUCCESS_CODES
 from ._topics import RESERVED_TOPIC_PREFIX, is_reserved_topic
 
@@ -72,6 +73,8 @@ class Registration:
     """(request, response) types the contract publishes for a handler that reads and answers plain JSON itself
     (the collector checks its feeds through these records, skipping a malformed batch entry instead of refusing
     the batch); None publishes the request and response types."""
+    security: Requirements | None = None
+    """Who may call it (see `Security`); None takes the service's default, () is public."""
     _undeclared: set[str] = field(default_factory=set, init=False, repr=False)
 
     def note_success(self, status: str) -> None:
@@ -122,6 +125,7 @@ class Registry:
         failures: Iterable[str] = (),
         published: tuple[Any, Any] | None = None,
         deprecated: Deprecation | None = None,
+        security: RequirementsSpec | None = None,
     ) -> Registration:
         """Register a handler; request and response types default to the handler's annotations.
 
@@ -131,6 +135,8 @@ class Registry:
         statuses it may answer beyond the binding's own; both from the status table. `published` (request,
         response) types are what the contract shows when they differ from the plain JSON the handler takes.
         `deprecated` marks the version deprecated: its answers carry `deprecation` and `sunset` headers.
+        `security` names who may call it (`[{"staff": ["patients:read"]}]`, `[]` public); None takes the
+        service's default.
         """
         if not isinstance(topic, str) or not topic:
             raise RegistryError(f"topic id must be a non-empty string, got {topic!r}")
@@ -159,6 +165,7 @@ class Registry:
             published=published,
             deprecated=deprecated,
             answer_headers=deprecated.headers() if deprecated is not None else (),
+            security=None if security is None else requirements(security),
         )
         existing = self._entries.get(key)
         if existing is not None:

@@ -20,12 +20,13 @@ from ._dependencies import Dependencies
 from ._descriptor import Descriptor, Identity, ProducedTopic, build_descriptor, build_spec
 from ._envelope import envelope_from, parse_envelope, response_envelope_bytes
 from ._health import HealthChecks, HealthReport
-from ._invocation import Invocation, lowered
+from ._invocation import NO_HEADERS, Invocation, lowered
 from ._jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits
 from ._openapi import build_openapi
 from ._pipeline import Middleware, Pipeline
 from ._registry import Registration, Registry
 from ._result import Outcome, Result
+from ._security import Guard, Principal, Security
 from ._topics import DEFAULT_PREFIX, HEALTHCHECK_TOPIC, MESH_TOPIC, SPEC_TOPIC, normalize_prefix
 from ._versioning import VersionSelector, requested_version
 
@@ -51,12 +52,19 @@ class Service:
         api_version: str = DEFAULT_API_VERSION,
         prefix: str = DEFAULT_PREFIX,
         json_limits: JsonLimits = DEFAULT_JSON_LIMITS,
+        security: Guard | Security | None = None,
     ) -> None:
         self.identity = identity
         self.json_limits = json_limits
         """The default for invocations whose transport does not set its own."""
         self.registry = registry
         self.dependencies = dependencies or Dependencies()
+        self.guard = Guard(security) if isinstance(security, Security) else security
+        """Who may call each topic, checked before the pipeline runs; None: every topic is public."""
+        check = self.guard.health_check() if self.guard is not None else None
+        if check is not None:
+            health = health if health is not None else HealthChecks()
+            health.add(check)
         self.health = health
         self.title = title
         self.api_version = api_version
@@ -96,10 +104,21 @@ class Service:
         topic = invocation.topic
         reserved = self._reserved.get(topic)
         if reserved is not None:
+            if self.guard is not None and topic != HEALTHCHECK_TOPIC:
+                checked = await self.guard.check(self.guard.security.well_known, invocation.credentials)
+                if isinstance(checked, Result):
+                    return self._encode(checked, None, topic)
             return await reserved()
         requested = requested_version(invocation)
         selected = self._versions.select(topic, requested)
         registration = selected if isinstance(selected, Registration) else None
+        principal: Principal | None = None
+        guard = self.guard
+        if guard is not None:  # before the pipeline, so before the body is decoded
+            checked = await guard.check(guard.requirements(registration), invocation.credentials)
+            if isinstance(checked, Result):
+                return self._encode(checked, None, topic)
+            principal = checked
         context = Context(
             topic,
             registration.version if registration is not None else requested,
@@ -110,6 +129,7 @@ class Service:
             invocation.transport,
             invocation.json_limits or self.json_limits,
             registration,
+            principal,
         )
         try:
             result = await self.pipeline.run(context)
@@ -119,18 +139,24 @@ class Service:
         return self._encode(result, registration, topic)
 
     async def invoke_envelope(
-        self, raw: bytes | str | Mapping[str, Any], *, json_limits: JsonLimits | None = None
+        self,
+        raw: bytes | str | Mapping[str, Any],
+        *,
+        json_limits: JsonLimits | None = None,
+        credentials: Mapping[str, str] | None = None,
     ) -> bytes:
         """Apply a message envelope; returns the response envelope's JSON. Raises EnvelopeError when malformed.
 
-        `json_limits` hold for the envelope and for the payload inside its `body` alike.
+        `json_limits` hold for the envelope and for the payload inside its `body` alike. `credentials` are the
+        transport's own headers (lower-cased): the envelope's inner headers never authenticate.
         """
         limits = json_limits or self.json_limits
         envelope = envelope_from(raw) if isinstance(raw, Mapping) else parse_envelope(raw, limits)
         static = self._static_envelopes.get(envelope.topic)
-        if static is not None:
+        if static is not None and (self.guard is None or not self.guard.security.well_known):
             return static
-        invocation = Invocation(envelope.topic, lowered(envelope.headers), envelope.body, json_limits=limits)
+        invocation = Invocation(envelope.topic, lowered(envelope.headers), envelope.body, json_limits=limits,
+                                credentials=credentials or NO_HEADERS)  # fmt: skip
         return response_envelope_bytes(await self.invoke(invocation))
 
     async def check_health(self) -> HealthReport:

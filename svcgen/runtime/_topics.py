@@ -58,10 +58,14 @@ QUERY_SERVICE_TOPIC: Final = "svc:mesh:query:service"
 QUERY_TOPIC_TOPIC: Final = "svc:mesh:query:topic"
 QUERY_TRACE_TOPIC: Final = "svc:mesh:query:trace"
 QUERY_CONTRACT_TOPIC: Final = "svc:mesh:query:contract"
+UNKNOWN_TOPIC: Final = "svc:unknown"
+"""Where an invocation of a topic the service does not have is counted (its issues, the collector's counters): one
+bucket per service, so callers cannot fill those tables with made-up names. The name stays in its trace event."""
 
 VERSION_HEADERS: Final = ("svc-version", "version", "x-version")
 """Caller headers that select a topic version, in order of precedence."""
 VERSION_ECHO_HEADER: Final = "svc-version"
+"""The header a response echoes the selected version in, and a client call selects its version with."""
 VERSION_PATH_PARAM: Final = "version"
 
 

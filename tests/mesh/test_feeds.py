@@ -5,9 +5,9 @@ from typing import Any
 
 import httpx
 
-from svcgen.runtime._health import HealthCheckResult, HealthReport
+from svcgen.runtime import HealthCheckResult, Result
+from svcgen.runtime._health import HealthReport
 from svcgen.runtime._mesh.feeds import EnvelopeSender, FeedSender, heartbeat_document
-from svcgen.runtime._result import Result
 
 
 def collector_transport(answers: dict[str, Any], seen: list[dict[str, Any]]) -> httpx.MockTransport:
@@ -78,7 +78,7 @@ def test_unreachable_or_broken_collector_is_a_result_never_an_exception() -> Non
     assert asyncio.run(send(server_error)).status == "unexpected-error"
 
 
-def test_a_publisher_that_raises_is_contained() -> None:
+def test_a_sender_that_raises_is_contained() -> None:
     class Exploding:
         async def send(self, topic: str, payload: Any = None, headers: Any = None) -> Result[Any]:
             raise RuntimeError("bus down")

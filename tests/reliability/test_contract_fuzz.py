@@ -42,9 +42,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from svcgen.collector import Collector, collector_service
-from svcgen.runtime import Context, Identity, Registry, Result, Service
-from svcgen.runtime._http.app import create_app
-from svcgen.runtime._mesh.host import MeshHost, MeshSettings
+from svcgen.runtime import Context, Identity, MeshHost, MeshSettings, Registry, Result, Service, create_app
 from tests.support.server import running
 
 pytestmark = pytest.mark.slow
@@ -200,7 +198,8 @@ def estate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Serve
             for name, prefix in SERVICES.items():
                 module = importlib.import_module(f"{name}_service.service")
                 models = importlib.import_module(f"{name}_service.models")
-                patch.setattr(module, "build_registry", with_handlers(module.build_registry, HANDLERS[name](models)))
+                registry = with_handlers(module.build_registry, HANDLERS[name](models))
+                patch.setattr(module, "DEFINITION", dataclasses.replace(module.DEFINITION, registry=registry))
                 mesh = MeshHost(module.identity(), MeshSettings(collector=collector_base, heartbeat_seconds=0.5),
                                 environ={})  # fmt: skip
                 served[name] = Served(stack.enter_context(running(module.create_app(mesh=mesh))), prefix)

@@ -28,6 +28,8 @@ def manifest_document(fragment: dict[str, Any]) -> dict[str, Any]:
         document["prefix"] = fragment["prefix"]
     if "enums" in fragment:
         document["enums"] = fragment["enums"]
+    if "security" in fragment:
+        document["security"] = fragment["security"]
     document["types"] = types
     document["topics"] = fragment.get("topics", BASE_TOPICS)
     if "produces" in fragment:

@@ -1,4 +1,4 @@
-"""Collector feeds: register, heartbeat, traces and issues published as envelopes through any sender.
+"""Collector feeds: register, heartbeat, traces and issues sent as envelopes through any sender.
 
 A feed reports the outbound `Result` and never raises: a failed feed must not touch service traffic.
 """
@@ -7,18 +7,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, Final
 
 import orjson
 
+from .._codec import codec_for
 from .._health import HealthReport
 from .._http.sender import HttpSender
 from .._result import Result
 from .._topics import DEFAULT_PREFIX, HEARTBEAT_TOPIC, ISSUES_TOPIC, REGISTER_TOPIC, TRACES_TOPIC, normalize_prefix
 from .._wiring import Sender
-from .clock import rfc3339
+from .messages import CheckResult, HealthDocument, Heartbeat
 
 logger = logging.getLogger("svcgen.mesh.feeds")
+_ENCODE_HEARTBEAT: Final = codec_for(Heartbeat).encode
 
 DEFAULT_FEED_TIMEOUT = 2.0
 TOKEN_ENV = "SVCGEN_COLLECTOR_TOKEN"
@@ -40,7 +43,7 @@ def feed_envelope(topic: str, payload: Any = None, headers: Mapping[str, str] | 
 
 
 class EnvelopeSender:
-    """Publishes by HTTP POST of the message envelope to `{collector}{prefix}/invoke`, with `authorization: Bearer
+    """Sends by HTTP POST of the message envelope to `{collector}{prefix}/invoke`, with `authorization: Bearer
     <token>` when given the collector's token."""
 
     def __init__(
@@ -89,20 +92,20 @@ class FeedSender:
         self.sender = sender
 
     async def register(self, descriptor: Mapping[str, Any]) -> Result[Any]:
-        return await self._publish(REGISTER_TOPIC, descriptor)
+        return await self._send(REGISTER_TOPIC, descriptor)
 
     async def heartbeat(self, heartbeat: Mapping[str, Any]) -> Result[Any]:
-        return await self._publish(HEARTBEAT_TOPIC, heartbeat)
+        return await self._send(HEARTBEAT_TOPIC, heartbeat)
 
     async def traces(self, events: Sequence[Mapping[str, Any]], batch_id: str) -> Result[Any]:
         """`{events, batchId}`: the same id on every resend of a batch, so the collector can count it once."""
-        return await self._publish(TRACES_TOPIC, {"events": list(events), "batchId": batch_id})
+        return await self._send(TRACES_TOPIC, {"events": list(events), "batchId": batch_id})
 
     async def issues(self, batch: Mapping[str, Any]) -> Result[Any]:
         """`{service, issues, batchId}`, the id set by the reporter and kept on every resend."""
-        return await self._publish(ISSUES_TOPIC, batch)
+        return await self._send(ISSUES_TOPIC, batch)
 
-    async def _publish(self, topic: str, body: Any) -> Result[Any]:
+    async def _send(self, topic: str, body: Any) -> Result[Any]:
         try:
             return await self.sender.send(topic, body)
         except Exception as exc:
@@ -118,12 +121,17 @@ def heartbeat_document(
     instance_id: str | None = None,
     descriptor_hash: str | None = None,
 ) -> dict[str, Any]:
-    """`{service, sentAt, instanceId?, descriptorHash?, health}`; `sent_at` in epoch seconds; health defaults to
-    healthy with no checks."""
-    document: dict[str, Any] = {"service": service, "sentAt": rfc3339(sent_at)}
-    if instance_id:
-        document["instanceId"] = instance_id
-    if descriptor_hash:
-        document["descriptorHash"] = descriptor_hash
-    document["health"] = report.document() if report is not None else {"isHealthy": True, "healthChecks": {}}
+    """`{service, sentAt, instanceId?, descriptorHash?, health}`, encoded through the heartbeat's record; `sent_at` in
+    epoch seconds; health defaults to healthy with no checks."""
+    health = (
+        HealthDocument()
+        if report is None
+        else HealthDocument(
+            report.is_healthy,
+            {name: CheckResult(result.status, result.detail or None) for name, result in report.checks.items()},
+        )
+    )
+    document: dict[str, Any] = _ENCODE_HEARTBEAT(
+        Heartbeat(service, datetime.fromtimestamp(sent_at, UTC), instance_id or None, descriptor_hash or None, health)
+    )
     return document
