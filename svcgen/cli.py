@@ -130,7 +130,7 @@ def check(manifest: str, out: Path, against: tuple[str, ...], accept_file: Path 
 
     model = _load(manifest)
     approvals = {} if accept_file is None else _approvals(accept_file)
-    contract = None if not against else _diff_against(manifest, against, model).accept(approvals)
+    contract = None if not against else _accepted(_diff_against(manifest, against, model), approvals, accept_file)
     owners = None if not against else _compat_with_owners(manifest, model)
     files = _render(model, out)
     package_dir = out / model.package
@@ -178,7 +178,7 @@ def diff_command(old: str, new: str, output_format: str, levels_file: Path | Non
     approvals = {} if accept_file is None else _approvals(accept_file)
     with cycle_collection_paused():  # two large models alive to the end: nothing for the collector to find
         report = diff_manifests(_load_side(old), _load_side(new), levels)
-    _report(report.accept(approvals) if approvals else report, output_format)
+    _report(_accepted(report, approvals, accept_file), output_format)
 
 @main.command("compat")
 @click.argument("manifests", nargs=-1, required=True, metavar="MANIFEST...")
@@ -616,6 +616,18 @@ def _compat_with_owners(manifest: str, model: Manifest) -> CompatReport | None:
     served = {topic.id for owner in owners for topic in owner.topics}
     checked = sum(1 for entry in model.produces if entry.id in served)
     return CompatReport(mine, (), checked)
+
+
+def _accepted(report: DiffReport, approvals: dict[str, str], file: Path | None) -> DiffReport:
+    """The report with the approved findings accepted; an approval no finding has is a warning on stderr (the change
+    it approved is gone, so the entry can go too)."""
+    if not approvals:
+        return report
+    found = {finding.fingerprint for finding in report.findings}
+    for fingerprint in approvals:
+        if fingerprint not in found:
+            click.echo(f"warning: {file}: approval {fingerprint} matches no finding; remove it", err=True)
+    return report.accept(approvals)
 
 
 def _approvals(file: Path) -> dict[str, str]:

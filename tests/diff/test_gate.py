@@ -48,9 +48,10 @@ def test_an_approved_fingerprint_is_accepted_and_the_others_still_fail(tmp_path:
     assert still_failing.stdout.splitlines()[-1].endswith("0 warnings, 0 infos, 2 accepted; breaking")
 
     approvals.write_text(json.dumps([{"fingerprint": finding["fingerprint"], "reason": "agreed in review"}
-                                     for finding in first]))
+                                     for finding in first] + [{"fingerprint": "0" * 16, "reason": "long fixed"}]))
     passing = run("diff", old, new, "--accept", str(approvals), "--format", "json")
     assert passing.exit_code == 0, passing.output
+    assert passing.stderr == f"warning: {approvals}: approval {'0' * 16} matches no finding; remove it\n"
     document = json.loads(passing.stdout)
     assert all(finding["accepted"] is True and finding["reason"] == "agreed in review"
                for finding in document["findings"])
