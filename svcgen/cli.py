@@ -353,6 +353,40 @@ def collector() -> None:
     """The mesh collector: ingest, queries, poller, UI artifacts and dashboard."""
 
 
+@collector.command("repair")
+@click.option("--store", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The collector's JSON-file store (the collector stopped: the store takes one at a time).")
+def collector_repair(store: Path) -> None:
+    """Replay what the log segments a collector set aside as damaged still hold into the store, then keep them as
+    `.repaired-<time>`."""
+    from datetime import UTC, datetime
+
+    from .collector import JsonFileStore, MemoryBackend, StoreError
+    from .collector.caps import CollectorLimits
+    from .collector.store import DAMAGED, read_damaged
+
+    files = JsonFileStore(store)
+    damaged = files.damaged_segments() if store.parent.is_dir() else []
+    if not damaged:
+        _fail([f"{store}: no damaged log segments to repair"])
+    backend = MemoryBackend(files)
+    try:
+        backend.open(CollectorLimits())
+    except StoreError as error:
+        _fail([f"{store}: {error}"])
+    applied = skipped = 0
+    for segment in damaged:
+        changes, unreadable = read_damaged(segment)
+        done, refused = backend.replay_readable(changes)
+        applied, skipped = applied + done, skipped + refused + unreadable
+    backend.close()  # a snapshot holding everything replayed
+    when = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    for segment in damaged:
+        segment.rename(segment.with_name(segment.name.split(DAMAGED)[0] + f".repaired-{when}"))
+    click.echo(f"replayed {applied} change(s) from {len(damaged)} damaged segment(s) into {store}; skipped {skipped} "
+               f"damaged or malformed line(s); the segments are kept as *.repaired-{when}")
+
+
 @collector.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind.")
 @click.option("--port", default=8700, show_default=True, type=click.IntRange(0, 65535), help="Port to bind.")
@@ -374,9 +408,13 @@ def collector() -> None:
 @click.option("--nats", metavar="URL",
               help="Also take the feeds from this NATS server's JetStream stream SVC_MESH, through the durable "
                    "consumer svc-collector that replicas share (needs svcgen[nats]).")
+@click.option("--heartbeat-seconds", default=30.0, show_default=True, type=click.FloatRange(min=0.1),
+              help="The services' heartbeat interval (their manifests' mesh.heartbeatSeconds): an instance that "
+                   "missed three heartbeats shows as stale.")
 def collector_serve(
     host: str, port: int, store: str | None, polls: tuple[str, ...], poll_interval: float,
     artifacts: Path | None, artifacts_interval: float, token_file: Path | None, nats: str | None,
+    heartbeat_seconds: float,
 ) -> None:
     """Run the collector: envelope invoke surface with the collector topics, its health and spec, the
     poller, the UI artifacts and the dashboard at /."""
@@ -416,7 +454,8 @@ def collector_serve(
             "collector bound to %s without a token: anyone who can reach it can write to it and read it "
             "(lock it with --token-file FILE or SVCGEN_COLLECTOR_TOKEN)", host)
     settings = CollectorSettings(store=store_file, database=database, fleet=fleet, poll_interval=poll_interval,
-                                 artifacts=artifacts, artifacts_interval=artifacts_interval, token=token, nats=nats)
+                                 artifacts=artifacts, artifacts_interval=artifacts_interval, token=token, nats=nats,
+                                 heartbeat_seconds=heartbeat_seconds)
     try:
         collector_host = CollectorHost(settings)
     except StoreError as error:
@@ -657,3 +696,33 @@ def _fail(lines: Iterable[str], status: int = 1) -> NoReturn:
     for line in lines:
         click.echo(line, err=True)
     raise SystemExit(status)
+
+
+
+@main.group()
+def events() -> None:
+    """Events over JetStream (docs/events.md)."""
+
+
+@events.command("dead-letters")
+@click.argument("action", type=click.Choice(["list", "replay", "drop"]))
+@click.option("--nats", "url", metavar="URL", envvar="SVCGEN_NATS", required=True,
+              help="The NATS server (nats://host:port); default $SVCGEN_NATS.")
+@click.option("--subscriber", metavar="SERVICE", help="Only the dead letters of this subscribing service.")
+@click.option("--event", metavar="EVENT", help="Only those of this event id (every version); needs --subscriber.")
+def dead_letters_command(action: str, url: str, subscriber: str | None, event: str | None) -> None:
+    """List (one line each, with its payload), replay (republish to the original subject under a new message id,
+    then remove) or drop what subscribers gave up on."""
+    from .deadletters import run
+    from .runtime._nats.connections import NatsError
+
+    if event is not None and subscriber is None:
+        _fail(["--event needs --subscriber: dead letters are kept per subscriber"], status=2)
+    try:
+        count = asyncio.run(run(action, url, subscriber, event, click.echo))
+    except NatsError as error:
+        _fail([str(error)])
+    except Exception as error:
+        _fail([f"dead letters at {url}: {type(error).__name__}: {error}"])
+    done = {"list": "dead letter(s)", "replay": "replayed", "drop": "dropped"}[action]
+    click.echo(f"{count} {done}", err=True)

@@ -23,6 +23,11 @@ class CollectorLimits:
     """Spans whose parent has not arrived yet (a server often reports before its client); oldest forgotten."""
     recent_durations: int = 256
     """Newest durations kept per edge for percentiles."""
+    bucket_minutes: int = 1_440
+    """Minutes of per-minute counters and latency histograms kept (24 h); older cells go as the clock moves on."""
+    bucket_series: int = 10_000
+    """Distinct topic (service, topic, version, transport, status) and edge (client, server, status) series of
+    time buckets (in memory; PostgreSQL keeps its rows by time only); past it the least recently counted goes."""
     issues: int = 1_000
     """Merged issues; the least recently seen is dropped first."""
     exemplars: int = 5
@@ -50,7 +55,8 @@ class CollectorLimits:
     failed."""
     catalog_bytes: int = 32 * 2**20
     """JSON bytes of every descriptor, spec and health document held together; past it the least recently
-    updated entry of the largest table goes (counted)."""
+    updated entry of the largest table goes (counted). JSON bytes, not memory: in memory the catalog takes about 7
+    times as much (bench/catalogrss.py; docs/collector.md, Limits)."""
     depth: int = 64
     """Deepest nesting of a stored document (descriptor, spec, health); deeper is refused like an oversized one."""
 

@@ -21,9 +21,13 @@ polled health).
   of its serviceVersion, else to the one of its descriptor hash, else to the service's newest; a poll to the entry
   it updated (same base URL), else to the newest.
 
+An instance that has missed three heartbeats (silent for the collector's `stale_after`) is `stale`: listed with
+`stale: true`, never counted healthy; one silent for longer than the retention is no longer listed (`listed`).
+
 Health of a service (`health`), from the instances heard within `stale_after` and the polls:
 - `unknown`: no health data (no fresh heartbeat, no poll);
-- `healthy`: every fresh instance and every poll reports healthy;
+- `healthy`: every fresh instance and every poll reports healthy (a successful poll of a service with no health
+  checks to report counts as healthy, as the service's artifact status says);
 - `unhealthy`: none does (a failed poll counts as unhealthy: the service is unreachable);
 - `degraded`: some do, some do not.
 """
@@ -86,6 +90,19 @@ class ServiceRecords:
         """Whether the service ever sent or answered health (drives `missingFeeds`)."""
         return any("health" in item for item in (*self.instances, *self.polls))
 
+    def names(self, topic_id: str) -> bool:
+        """Whether any of the service's documents (descriptors, specs, removed topics) mention `topic_id`: a cheap
+        test before reading its topics."""
+        for entry in self.entries:
+            for document, key in ((entry.get("descriptor"), "topics"), (entry.get("descriptor"), "produces"),
+                                  (entry.get("spec"), "topics")):  # fmt: skip
+                listed = document.get(key) if document else None
+                if isinstance(listed, list) and any(isinstance(t, dict) and t.get("id") == topic_id for t in listed):
+                    return True
+            if any(item.get("topic") == topic_id for item in entry.get("removedTopics", ())):
+                return True
+        return False
+
     def provided(self) -> set[tuple[str, str]]:
         """(topic, version) the service's descriptors and specs list."""
         topics: set[tuple[str, str]] = set()
@@ -116,6 +133,11 @@ class ServiceRecords:
                     topics.add((item["topic"], version if isinstance(version, str) else ""))
         return topics
 
+    def listed(self, retained_since: str) -> list[InstanceEntry]:
+        """The named instances heard within the retention (or never heartbeating: registered only)."""
+        return [instance for instance in self.named_instances
+                if instance.get("lastHeartbeatAt", retained_since) >= retained_since]  # fmt: skip
+
     def produced(self) -> set[tuple[str, str]]:
         """(topic, version) the service's descriptors say it sends."""
         topics: set[tuple[str, str]] = set()
@@ -133,8 +155,8 @@ class ServiceRecords:
         for poll in self.polls:
             if not poll["ok"]:
                 seen.append(False)
-            elif "health" in poll:
-                seen.append(poll["health"].get("isHealthy") is not False)
+            else:  # a service that answered with no health checks to report is healthy, as its artifact says
+                seen.append(poll.get("health", {}).get("isHealthy") is not False)
         if not seen:
             return "unknown"
         if all(seen):
@@ -184,14 +206,14 @@ class Catalog:
         entry["descriptorHash"] = digest
         entry["registeredAt"] = at
         self._resize("catalog", (service, version), _entry_size(entry))
-        instance_id = _instance_id(descriptor)
-        if instance_id == NO_INSTANCE_ID:
+        named = instance_id(descriptor)
+        if named == NO_INSTANCE_ID:
             for instance in self.instances.values():
                 if instance["service"] == service and instance.get("descriptorHash") == digest:
                     instance["hashMatches"] = True
                     instance["registerExpected"] = False
             return
-        instance = self._instance(service, instance_id)
+        instance = self._instance(service, named)
         if version:
             instance["serviceVersion"] = version
         instance["descriptorHash"] = digest
@@ -199,7 +221,7 @@ class Catalog:
         instance["registerExpected"] = False
 
     def heartbeat(self, service: str, heartbeat: Json, health: Json, at: str) -> HeartbeatVerdict:
-        instance = self._instance(service, _instance_id(heartbeat))
+        instance = self._instance(service, instance_id(heartbeat))
         sent = heartbeat.get("descriptorHash")
         held = {entry["descriptorHash"] for entry in self._of(service) if "descriptorHash" in entry}
         drift = False
@@ -215,7 +237,7 @@ class Catalog:
         instance["health"] = health
         instance["lastHeartbeatAt"] = at
         verdict = HeartbeatVerdict(instance["registerExpected"], drift)
-        self._resize("instances", (service, _instance_id(heartbeat)), _json_size(health))
+        self._resize("instances", (service, instance_id(heartbeat)), _json_size(health))
         return verdict
 
     def poll(
@@ -473,16 +495,25 @@ def _heard(entry: CatalogEntry) -> str:
     return max(entry.get("registeredAt", ""), entry.get("specFetchedAt", ""))
 
 
-def _instance_id(document: Json) -> str:
+def instance_id(document: Json) -> str:
+    """The instance a register or heartbeat speaks for (NO_INSTANCE_ID when it names none)."""
     value = document.get("instanceId")
     return value if isinstance(value, str) else NO_INSTANCE_ID
 
 
-def instance_view(instance: InstanceEntry) -> dict[str, Any]:
+def is_stale(instance: InstanceEntry, fresh_since: str) -> bool:
+    """Heartbeated once and silent since before `fresh_since` (three missed heartbeats)."""
+    return instance.get("lastHeartbeatAt", fresh_since) < fresh_since
+
+
+def instance_view(instance: InstanceEntry, fresh_since: str) -> dict[str, Any]:
+    """`healthy` only for a live instance: a stale one says `stale: true` and nothing about its health."""
     view: dict[str, Any] = {"instanceId": instance["instanceId"]}
     health = instance.get("health")
-    if health is not None:
+    stale = is_stale(instance, fresh_since)
+    if health is not None and not stale:
         view["healthy"] = health.get("isHealthy") is not False
+    view["stale"] = stale
     view["hashMatches"] = instance["hashMatches"]
     view["registerExpected"] = instance["registerExpected"]
     if "serviceVersion" in instance:

@@ -26,7 +26,10 @@ database, so health reports the loss while no feed arrives, and the pool reconne
 from __future__ import annotations
 
 import contextlib
+import logging
+import math
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -37,10 +40,21 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from ..runtime._mesh.clock import parse_rfc3339
 from ..runtime._status import STATUS_CODES
 from ..runtime._topics import DEFAULT_PREFIX
+from .buckets import (
+    BucketBook,
+    Cell,
+    MinuteReader,
+    count_into,
+    is_client_failure,
+    is_server_failure,
+    minute_of,
+    new_cell,
+)
 from .caps import CollectorLimits
-from .catalog import Catalog, ServiceRecords, _entry_size, _json_size
+from .catalog import Catalog, ServiceRecords, _entry_size, _json_size, instance_id
 from .issuebook import IssueBook
 from .missingfeeds import FeedLog
 from .snapshot import CounterEntry, EdgeEntry, FeedEntry, Json
@@ -52,6 +66,9 @@ SCHEMA_VERSION: Final = 2
 """The table layout this module writes; a database holding a newer one is refused, never changed, an older one
 migrated on start (`_MIGRATIONS`)."""
 DEFAULT_POOL_SIZE: Final = 4
+"""Connections for feeds (changes)."""
+DEFAULT_QUERY_POOL_SIZE: Final = 2
+"""Connections for queries, a pool of their own: however many clients query, feeds keep their connections."""
 DEFAULT_TIMEOUT: Final = 5.0
 """Seconds a change waits for a connection before it is answered `service-unavailable`."""
 DEFAULT_PROBE_INTERVAL: Final = 1.0
@@ -60,6 +77,7 @@ _SCHEMA_LOCK: Final = 7_432_001
 _SPAN_LOCKS: Final = 7_432_002
 _SERVICE_LOCKS: Final = 7_432_003
 _ISSUE_LOCKS: Final = 7_432_004
+_ARTIFACT_LOCK: Final = 7_432_005
 _KINDS: Final = ("catalog", "instances", "polls")
 
 _TABLES: Final = f"""
@@ -105,6 +123,19 @@ CREATE TABLE IF NOT EXISTS collector_edges (
     PRIMARY KEY (client, server)
 );
 CREATE INDEX IF NOT EXISTS collector_edges_touched ON collector_edges (touched);
+ALTER TABLE collector_edges ADD COLUMN IF NOT EXISTS client_errors bigint NOT NULL DEFAULT 0;
+CREATE TABLE IF NOT EXISTS collector_buckets (
+    kind text COLLATE "C" NOT NULL CHECK (kind IN ('t', 'e')),
+    a text COLLATE "C" NOT NULL,
+    b text COLLATE "C" NOT NULL,
+    version text COLLATE "C" NOT NULL,
+    transport text COLLATE "C" NOT NULL,
+    status text COLLATE "C" NOT NULL,
+    minute bigint NOT NULL,
+    cell float8[] NOT NULL,
+    PRIMARY KEY (kind, b, a, version, transport, status, minute)
+);
+CREATE INDEX IF NOT EXISTS collector_buckets_minute ON collector_buckets (minute);
 CREATE TABLE IF NOT EXISTS collector_catalog (
     kind text COLLATE "C" NOT NULL CHECK (kind IN {_KINDS!r}),
     service text COLLATE "C" NOT NULL,
@@ -122,6 +153,12 @@ CREATE TABLE IF NOT EXISTS collector_issues (
     touched bigint NOT NULL
 );
 CREATE INDEX IF NOT EXISTS collector_issues_touched ON collector_issues (touched);
+CREATE TABLE IF NOT EXISTS collector_topics (
+    topic text COLLATE "C" NOT NULL,
+    service text COLLATE "C" NOT NULL,
+    PRIMARY KEY (topic, service)
+);
+CREATE INDEX IF NOT EXISTS collector_topics_service ON collector_topics (service);
 CREATE TABLE IF NOT EXISTS collector_feeds (
     service text COLLATE "C" PRIMARY KEY,
     traces boolean NOT NULL,
@@ -157,7 +194,8 @@ _MIGRATIONS: Final = {
        "ALTER TABLE collector_counters DROP CONSTRAINT IF EXISTS collector_counters_pkey; "
        "ALTER TABLE collector_counters ADD PRIMARY KEY (key)",
 }
-"""From version n to n + 1: v2 keys counters by the hash of their names (four long names overflowed the index)."""
+"""From version n to n + 1: v2 keys counters by the hash of their names (four long names overflowed the index), and
+indexes the services that name each topic (`collector_topics`, filled from the catalog after the statements)."""
 
 _DROPPED: Final = ("traceWindow", "counters", "otherStatuses", "edges", "issues", *_KINDS, "services", "skipped",
                    "refused", "duplicateBatches")
@@ -178,6 +216,36 @@ def _bytes_total(kind: str) -> str:
 
 T = TypeVar("T")
 Cursor = psycopg.Cursor[Any]
+
+POOL_LOG_INTERVAL: Final = 60.0
+"""Seconds between two warnings of psycopg's pool: while the database is away it warns on every attempt."""
+
+
+class PoolWarnings(logging.Filter):
+    """Lets one warning of psycopg's pool through per `interval` and says how many it held back meanwhile; the
+    collector's own health check and warning say what is wrong, once a minute."""
+
+    def __init__(self, interval: float = POOL_LOG_INTERVAL, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self.interval = interval
+        self.clock = clock
+        self.held_back = 0
+        self._last = -math.inf
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        now = self.clock()
+        if now - self._last < self.interval:
+            self.held_back += 1
+            return False
+        self._last = now
+        if self.held_back:
+            record.msg = f"{record.msg} ({self.held_back} similar warning(s) of the pool held back since the last)"
+            self.held_back = 0
+        return True
+
+
+_POOL_WARNINGS = PoolWarnings()
+logging.getLogger("psycopg.pool").addFilter(_POOL_WARNINGS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +269,7 @@ class PostgresStore:
         url: str,
         *,
         pool_size: int = DEFAULT_POOL_SIZE,
+        query_pool_size: int = DEFAULT_QUERY_POOL_SIZE,
         timeout: float = DEFAULT_TIMEOUT,
         probe_interval: float = DEFAULT_PROBE_INTERVAL,
     ) -> None:
@@ -208,9 +277,13 @@ class PostgresStore:
         self.timeout = timeout
         self.probe_interval = probe_interval
         self.limits = CollectorLimits()
+        self._minute = MinuteReader()
         self._pool = ConnectionPool(url, min_size=1, max_size=pool_size, open=False, timeout=timeout,
                                     kwargs={"connect_timeout": max(1, round(timeout))},
                                     name="svcgen-collector")  # fmt: skip
+        self._query_pool = ConnectionPool(url, min_size=1, max_size=query_pool_size, open=False, timeout=timeout,
+                                          kwargs={"connect_timeout": max(1, round(timeout))},
+                                          name="svcgen-collector-queries")  # fmt: skip
         self._problem: str | None = None
         self._schema_ready = False
         self._stop = threading.Event()
@@ -221,6 +294,7 @@ class PostgresStore:
     def open(self, limits: CollectorLimits) -> None:
         self.limits = limits
         self._pool.open(wait=False)
+        self._query_pool.open(wait=False)
         with contextlib.suppress(StoreUnavailable):
             self._ensure_schema()
         self._stop.clear()
@@ -233,6 +307,7 @@ class PostgresStore:
             self._watcher.join()
             self._watcher = None
         self._pool.close()
+        self._query_pool.close()
 
     @property
     def problem(self) -> str | None:
@@ -258,6 +333,9 @@ class PostgresStore:
             elif found < SCHEMA_VERSION:
                 for version in range(found, SCHEMA_VERSION):
                     cursor.execute(_MIGRATIONS[version])
+                cursor.execute("SELECT DISTINCT service FROM collector_catalog WHERE kind = 'catalog'")
+                for (service,) in cursor.fetchall():  # v2's topic index, for what v1 holds
+                    self._index_topics(cursor, service)
                 cursor.execute("UPDATE collector_schema SET version = %s", (SCHEMA_VERSION,))
             cursor.execute("INSERT INTO collector_totals (name, value) SELECT unnest(%s::text[]), 0 "
                            "ON CONFLICT DO NOTHING", (list(_TOTAL_NAMES),))  # fmt: skip
@@ -277,8 +355,9 @@ class PostgresStore:
             try:
                 if schema and not self._schema_ready:
                     self._ensure_schema()
+                pool = self._query_pool if read_only else self._pool
                 try:
-                    with self._pool.connection(timeout=timeout) as connection, connection.transaction(), \
+                    with pool.connection(timeout=timeout) as connection, connection.transaction(), \
                             connection.cursor() as cursor:  # fmt: skip
                         if read_only:
                             cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
@@ -292,7 +371,7 @@ class PostgresStore:
                 continue
             except psycopg.OperationalError as exc:
                 self._problem = f"the database cannot be reached ({_first_line(exc)})"
-                self._pool.check()  # drop the connections the server closed, so a retry gets a live one
+                pool.check()  # drop the connections the server closed, so a retry gets a live one
                 if attempt + 1 < _RETRIES:
                     continue
                 raise StoreUnavailable(self._problem) from None
@@ -384,9 +463,11 @@ class PostgresStore:
         events: list[Json] = change["events"]
         if not events:
             return 0
-        return self._each_storable(cursor, events, totals, self._insert_events)
+        arrived = minute_of(parse_rfc3339(change["at"]) or 0.0)
+        return self._each_storable(cursor, events, totals,
+                                   lambda cursor, events, totals: self._insert_events(cursor, events, totals, arrived))
 
-    def _insert_events(self, cursor: Cursor, events: list[Json], totals: dict[str, int]) -> None:
+    def _insert_events(self, cursor: Cursor, events: list[Json], totals: dict[str, int], arrived: int) -> None:
         spans = {event["spanId"] for event in events} | {event["parentSpanId"] for event in events
                                                            if "parentSpanId" in event}  # fmt: skip
         cursor.execute("SELECT pg_advisory_xact_lock(%s, h) FROM (SELECT DISTINCT hashtext(s) AS h "
@@ -412,15 +493,18 @@ class PostgresStore:
             by_key.setdefault((event["traceId"], event["spanId"]), event)
         inserted_events = [(seq, by_key[(trace_id, span_id)]) for seq, trace_id, span_id in inserted]
         fresh = [event for _, event in inserted_events]
-        self._edges(cursor, inserted_events, totals)
-        self._counters(cursor, fresh, totals)
+        cells: dict[tuple[str, str, str, str, str, str, int], Cell] = {}
+        self._edges(cursor, inserted_events, totals, cells, arrived)
+        self._counters(cursor, fresh, totals, cells, arrived)
+        self._buckets(cursor, cells, arrived)
         failures: dict[str, int] = {}
         for event in fresh:
             failures[event["service"]] = failures.get(event["service"], 0) + is_failure(event["status"])
         self._traced(cursor, failures, totals)
         self._prune_window(cursor, len(fresh), sum(_event_bytes(event) for event in fresh), totals)
 
-    def _edges(self, cursor: Cursor, fresh: list[tuple[int, Json]], totals: dict[str, int]) -> None:
+    def _edges(self, cursor: Cursor, fresh: list[tuple[int, Json]], totals: dict[str, int],
+               cells: dict[tuple[str, str, str, str, str, str, int], Cell], arrived: int) -> None:
         """Each edge once: a new child with its parent (new or not), a new parent with the children that were
         there before this batch. Two index lookups by span id, so the cost follows the batch, not the window."""
         seqs = [seq for seq, _ in fresh]
@@ -461,17 +545,23 @@ class PostgresStore:
         )
         totals[_rows_total("collector_edges")] += cursor.rowcount
         cursor.execute(
-            "SELECT client, server, count, errors, recent_durations_ms::text, first_started_at, last_started_at "
-            "FROM collector_edges WHERE (client, server) IN (SELECT * FROM unnest(%s::text[], %s::text[])) "
+            "SELECT client, server, count, errors, client_errors, recent_durations_ms::text, first_started_at, "
+            "last_started_at FROM collector_edges "
+            "WHERE (client, server) IN (SELECT * FROM unnest(%s::text[], %s::text[])) "
             "ORDER BY client, server FOR UPDATE",
             ([client for client, _ in keys], [server for _, server in keys]),
         )
         rows = []
-        for client, server, count, errors, durations_text, first, last in cursor.fetchall():
+        for client, server, count, errors, client_errors, durations_text, first, last in cursor.fetchall():
             durations = orjson.loads(durations_text)
             for child in calls[(client, server)]:
                 count = saturated(count + 1)
-                errors = saturated(errors + is_failure(child["status"]))
+                errors = saturated(errors + is_server_failure(child["status"]))
+                client_errors = saturated(client_errors + is_client_failure(child["status"]))
+                status = child["status"] if child["status"] in STATUS_CODES else OTHER_STATUS
+                minute = self._minute(child.get("startedAt"))
+                cell_key = ("e", client, server, "", "", status, arrived if minute is None else minute)
+                count_into(cells.get(cell_key) or cells.setdefault(cell_key, new_cell()), child.get("durationMs"))
                 if "durationMs" in child:
                     durations.append(child["durationMs"])
                 started = child.get("startedAt")
@@ -479,9 +569,10 @@ class PostgresStore:
                     first = started if first is None or started < first else first
                     last = started if last is None or started > last else last
             recent = orjson.dumps(durations[-self.limits.recent_durations :]).decode()
-            rows.append((count, errors, recent, first, last, client, server))
+            rows.append((count, errors, client_errors, recent, first, last, client, server))
         cursor.executemany(
-            "UPDATE collector_edges SET count = %s, errors = %s, recent_durations_ms = %s, first_started_at = %s, "
+            "UPDATE collector_edges SET count = %s, errors = %s, client_errors = %s, recent_durations_ms = %s, "
+            "first_started_at = %s, "
             "last_started_at = %s, touched = nextval('collector_touch') WHERE client = %s AND server = %s",
             rows,
         )
@@ -496,7 +587,8 @@ class PostgresStore:
             entries[service].append(orjson.loads(text))
         return {service: ServiceRecords(entries=held).declared() for service, held in entries.items()}
 
-    def _counters(self, cursor: Cursor, events: list[Json], totals: dict[str, int]) -> None:
+    def _counters(self, cursor: Cursor, events: list[Json], totals: dict[str, int],
+                  cells: dict[tuple[str, str, str, str, str, str, int], Cell], arrived: int) -> None:
         sums: dict[tuple[str, str, str, str], list[Any]] = {}
         declared = self._declared(cursor, sorted({event["service"] for event in events}))
         for event in events:
@@ -508,6 +600,10 @@ class PostgresStore:
             entry = sums.setdefault(key, [0, 0.0, 0, None, None])
             entry[0] += 1
             duration = event.get("durationMs")
+            minute = self._minute(event.get("startedAt"))
+            cell_key = ("t", key[0], key[1], key[2], event.get("transport", ""), status,
+                        arrived if minute is None else minute)  # fmt: skip
+            count_into(cells.get(cell_key) or cells.setdefault(cell_key, new_cell()), duration)
             if duration is not None:
                 entry[1] += duration
                 entry[2] += 1
@@ -534,6 +630,22 @@ class PostgresStore:
         )
         totals[_rows_total("collector_counters")] += sum(1 for (fresh,) in cursor.fetchall() if fresh)
         self._bound(cursor, _Bound("collector_counters", self.limits.counters, "counters"), totals)
+
+    def _buckets(self, cursor: Cursor, cells: dict[tuple[str, str, str, str, str, str, int], Cell],
+                 arrived: int) -> None:
+        """Add the newly accepted calls' cells (each sums into its row: replicas add exactly) and drop rows past
+        the retention. Rows in key order, as every replica locks them."""
+        oldest = arrived - self.limits.bucket_minutes + 1
+        rows = [(*key, cell.tolist()) for key, cell in sorted(cells.items()) if key[6] >= oldest]
+        if rows:
+            cursor.executemany(
+                "INSERT INTO collector_buckets AS k (kind, a, b, version, transport, status, minute, cell) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s::float8[]) "
+                "ON CONFLICT (kind, b, a, version, transport, status, minute) DO UPDATE SET cell = "
+                "(SELECT array_agg(x + y ORDER BY i) FROM unnest(k.cell, excluded.cell) WITH ORDINALITY AS t(x, y, i))",
+                rows,
+            )
+        cursor.execute("DELETE FROM collector_buckets WHERE minute < %s", (oldest,))
 
     def _traced(self, cursor: Cursor, failures: dict[str, int], totals: dict[str, int]) -> None:
         names = sorted(failures)
@@ -626,8 +738,20 @@ class PostgresStore:
         op, at = change["op"], change["at"]
         service = change["descriptor"]["service"] if op == "register" else change["service"]
         cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_SERVICE_LOCKS, service))
-        cursor.execute("SELECT kind, key, document::text, bytes FROM collector_catalog WHERE service = %s "
-                       "ORDER BY touched", (service,))  # fmt: skip
+        if op == "heartbeat":
+            # Its own instance row and the service's descriptor hashes, nothing more: a heartbeat costs the same
+            # at 10 instances as at 10,000, whatever the descriptors and specs weigh.
+            cursor.execute(
+                "SELECT kind, key, CASE kind WHEN 'catalog' THEN json_strip_nulls(json_build_object("
+                "'service', service, 'serviceVersion', document->'serviceVersion', 'descriptorHash', "
+                "document->'descriptorHash', 'changes', '[]'::json, 'removedTopics', '[]'::json)) ELSE document "
+                "END::text, bytes FROM collector_catalog WHERE service = %s AND (kind = 'catalog' OR "
+                "(kind = 'instances' AND key = %s)) ORDER BY touched",
+                (service, instance_id(change)),
+            )
+        else:
+            cursor.execute("SELECT kind, key, document::text, bytes FROM collector_catalog WHERE service = %s "
+                           "ORDER BY touched", (service,))  # fmt: skip
         before: dict[tuple[str, str], bytes] = {}
         sizes: dict[tuple[str, str], int] = {}
         held: dict[str, list[Any]] = {kind: [] for kind in _KINDS}
@@ -662,6 +786,8 @@ class PostgresStore:
             *(("polls", item["baseUrl"], item, _json_size(item.get("health"))) for item in polls),
         ]
         for kind, key, document, size in documents:
+            if op == "heartbeat" and kind != "instances":
+                continue  # read as a summary above: only the instance row is the heartbeat's to write
             text = orjson.dumps(document)
             if before.get((kind, key)) != text:
                 rows.append((kind, key, text.decode(), size))
@@ -676,12 +802,26 @@ class PostgresStore:
                 if (kind, key) not in before:
                     totals[_rows_total(kind)] += 1
                 totals[_bytes_total(kind)] += size - sizes.get((kind, key), 0)
+            if any(kind == "catalog" for kind, *_ in rows):
+                self._index_topics(cursor, service)
             for kind, cap in (("catalog", self.limits.catalog), ("instances", self.limits.instances),
                               ("polls", self.limits.polls)):  # fmt: skip
                 self._bound(cursor, _Bound("collector_catalog", cap, kind, where=kind), totals)
             self._catalog_budget(cursor, totals)
         _add_totals(cursor, totals)
         return Applied(reregister=applied.reregister, dropped=_dropped_any(totals))
+
+    def _index_topics(self, cursor: Cursor, service: str) -> None:
+        """`collector_topics` rows of `service`: every topic id its catalog entries handle, send or once handled,
+        so a topic query reads the entries of the services naming it and no others. A row outliving its entry
+        (evicted) only makes a topic query read a row it finds gone."""
+        cursor.execute("SELECT document::text FROM collector_catalog WHERE kind = 'catalog' AND service = %s",
+                       (service,))  # fmt: skip
+        records = ServiceRecords(entries=[orjson.loads(text) for (text,) in cursor.fetchall()])
+        named = sorted({topic for topic, _ in records.provided() | records.produced() | records.removed()})
+        cursor.execute("DELETE FROM collector_topics WHERE service = %s AND NOT topic = ANY(%s)", (service, named))
+        cursor.execute("INSERT INTO collector_topics (topic, service) SELECT unnest(%s::text[]), %s "
+                       "ON CONFLICT DO NOTHING", (named, service))  # fmt: skip
 
     def _catalog_budget(self, cursor: Cursor, totals: dict[str, int]) -> None:
         """Past the catalog's byte budget the least recently updated row of the kind holding the most bytes goes,
@@ -736,16 +876,25 @@ class PostgresStore:
         """The rows `rows` names, each table read by its index: a trace its events, a service its rows, the fleet
         the catalog, feeds and issues with the counters summed per (service, topic)."""
         kind, key = rows.kind, rows.key
+        if kind == "artifacts":
+            # One replica at a time reads the aggregates for its artifacts; the others wait their turn.
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", (_ARTIFACT_LOCK,))
         cursor.execute("SELECT name, value FROM collector_totals WHERE name = ANY(%s)", (list(_DROPPED),))
         totals = dict(cursor.fetchall())
         catalog = Catalog(self.limits)
         held: dict[str, list[Any]] = {kind_: [] for kind_ in _KINDS}
-        if kind in ("fleet", "topic", "everything"):
+        if kind in ("fleet", "artifacts", "everything"):
             cursor.execute("SELECT kind, document::text FROM collector_catalog ORDER BY touched")
+        elif kind == "topic":
+            # The entries of the services that name the topic (`collector_topics`): who handles, sends or once
+            # handled it is among them; instances and polls never are.
+            cursor.execute("SELECT kind, document::text FROM collector_catalog WHERE kind = 'catalog' AND service "
+                           "IN (SELECT service FROM collector_topics WHERE topic = %s) ORDER BY touched",
+                           (key,))  # fmt: skip
         elif kind == "service":
             cursor.execute("SELECT kind, document::text FROM collector_catalog WHERE service = %s ORDER BY touched",
                            (key,))  # fmt: skip
-        if kind in ("fleet", "topic", "everything", "service"):
+        if kind in ("fleet", "topic", "artifacts", "everything", "service"):
             for kind_, text in cursor.fetchall():
                 held[kind_].append(orjson.loads(text))
         catalog.restore(held["catalog"], held["instances"], held["polls"])
@@ -753,7 +902,7 @@ class PostgresStore:
             catalog.evicted[kind_] = totals.get(kind_, 0)
         feeds = FeedLog(self.limits)
         feed_rows: list[tuple[str, bool, int, int]] = []
-        if kind in ("fleet", "everything"):
+        if kind in ("fleet", "artifacts", "everything"):
             cursor.execute("SELECT service, traces, issue_batches, unexplained_failures FROM collector_feeds "
                            "ORDER BY touched")  # fmt: skip
             feed_rows = cursor.fetchall()
@@ -767,17 +916,18 @@ class PostgresStore:
         counters = self._read_counters(cursor, rows)
         edges: list[EdgeEntry] = []
         events: list[Json] = []
-        if kind == "everything":
-            cursor.execute("SELECT client, server, count, errors, recent_durations_ms::text, first_started_at, "
-                           "last_started_at FROM collector_edges ORDER BY touched")  # fmt: skip
-            for client, server, count, errors, durations, first, last in cursor.fetchall():
-                edge = EdgeEntry(client=client, server=server, count=count, errors=errors,
+        if kind in ("artifacts", "everything"):
+            cursor.execute("SELECT client, server, count, errors, client_errors, recent_durations_ms::text, "
+                           "first_started_at, last_started_at FROM collector_edges ORDER BY touched")  # fmt: skip
+            for client, server, count, errors, client_errors, durations, first, last in cursor.fetchall():
+                edge = EdgeEntry(client=client, server=server, count=count, errors=errors, clientErrors=client_errors,
                                  recentDurationsMs=orjson.loads(durations))  # fmt: skip
                 if first is not None:
                     edge["firstStartedAt"] = first
                 if last is not None:
                     edge["lastStartedAt"] = last
                 edges.append(edge)
+        if kind == "everything":
             cursor.execute("SELECT event::text FROM collector_events ORDER BY seq")
             events = [orjson.loads(text) for (text,) in cursor.fetchall()]
         elif kind == "trace":
@@ -786,13 +936,15 @@ class PostgresStore:
         trace_log = TraceLog(self.limits)
         trace_log.restore({"cap": self.limits.trace_window, "dropped": totals.get("traceWindow", 0),
                            "events": events}, counters, edges)  # fmt: skip
+        if kind in ("buckets", "artifacts", "everything"):
+            self._read_buckets(cursor, rows, trace_log.buckets)
         trace_log.evicted_counters = totals.get("counters", 0)
         trace_log.other_statuses = totals.get("otherStatuses", 0)
         trace_log.evicted_edges = totals.get("edges", 0)
         issue_book = IssueBook(self.limits)
-        if kind in ("fleet", "everything"):
+        if kind in ("fleet", "artifacts", "everything"):
             cursor.execute("SELECT issue::text FROM collector_issues ORDER BY touched")
-            issue_book.restore([orjson.loads(text) for (text,) in cursor.fetchall()])
+            issue_book.hold([orjson.loads(text) for (text,) in cursor.fetchall()])
         issue_book.dropped = totals.get("issues", 0)
         batches: list[tuple[str, str, int]] = []
         if kind == "everything":
@@ -801,12 +953,28 @@ class PostgresStore:
         return Tables(catalog, feeds, trace_log, issue_book, {name: totals.get(name, 0) for name in _DROPPED},
                       totals.get("skipped", 0), batches)  # fmt: skip
 
+    def _read_buckets(self, cursor: Cursor, rows: Rows, book: BucketBook) -> None:
+        """The cells a window needs (a topic's, or every topic's and edge's), or all of them for a snapshot."""
+        query = "SELECT kind, a, b, version, transport, status, minute, cell FROM collector_buckets"
+        if rows.kind in ("artifacts", "everything"):
+            cursor.execute(query + " ORDER BY minute")
+        elif rows.key:
+            cursor.execute(query + " WHERE kind = 't' AND b = %s AND minute BETWEEN %s AND %s ORDER BY minute",
+                           (rows.key, rows.first, rows.last))  # fmt: skip
+        else:
+            cursor.execute(query + " WHERE minute BETWEEN %s AND %s ORDER BY minute", (rows.first, rows.last))
+        for kind, a, b, version, transport, status, minute, cell in cursor.fetchall():
+            if kind == "t":
+                book.merge_topic((a, b, version, transport, status), minute, cell)
+            else:
+                book.merge_edge((a, b, status), minute, cell)
+
     def _read_counters(self, cursor: Cursor, rows: Rows) -> list[CounterEntry]:
         """The counter rows `rows` needs; the fleet's summed per (service, topic) in the database."""
         if rows.kind == "fleet":
             cursor.execute("SELECT service, topic, '', '', least(sum(count), %s)::bigint, 0, 0, NULL, NULL "
                            "FROM collector_counters GROUP BY service, topic", (MAX_COUNT,))  # fmt: skip
-        elif rows.kind == "everything":
+        elif rows.kind in ("artifacts", "everything"):
             cursor.execute("SELECT service, topic, version, status, count, total_duration_ms, timed_count, "
                            "first_started_at, last_started_at FROM collector_counters ORDER BY touched")  # fmt: skip
         elif rows.kind in ("service", "topic"):

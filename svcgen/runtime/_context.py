@@ -10,6 +10,7 @@ from ._dependencies import Scope
 from ._jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits
 
 if TYPE_CHECKING:
+    from ._events import DeliveryInfo
     from ._registry import Registration
     from ._security import Principal
 
@@ -35,3 +36,8 @@ class Context:
     """The verified caller (scheme, subject, scopes, claims); None on a public topic."""
     items: dict[str, Any] = field(default_factory=dict)
     """Free room for middleware to pass values along one invocation."""
+    delivery: DeliveryInfo | None = None
+    """An event delivery's attempt number and first-delivery time; None outside an event handler."""
+    encoded: tuple[Any, bytes] | None = None
+    """(the Result, its payload's JSON): the pipeline encodes a success where the trace sees a failure to; the
+    service frames these bytes when the middleware handed back that very Result."""

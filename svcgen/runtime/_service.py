@@ -136,6 +136,9 @@ class Service:
         finally:
             if context.scope.holds_instances:
                 await _close_scope(context)
+        encoded = context.encoded
+        if encoded is not None and encoded[0] is result:
+            return Outcome(result, encoded[1], registration.version if registration is not None else "")
         return self._encode(result, registration, topic)
 
     async def invoke_envelope(
@@ -163,7 +166,8 @@ class Service:
         return await self.health.run() if self.health is not None else HealthReport({})
 
     def _encode(self, result: Result[Any], registration: Registration | None, topic: str) -> Outcome:
-        """The payload's JSON text for every transport alike; which answers carry no body is HTTP's business."""
+        """The payload's JSON text for every transport alike; which answers carry no body is HTTP's business. The
+        pipeline encodes a handler's success itself; this encodes what a middleware answered instead."""
         version = registration.version if registration is not None else ""
         fixed = registration.answer_headers if registration is not None else ()
         if not result.is_successful:

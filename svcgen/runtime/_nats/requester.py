@@ -4,12 +4,15 @@ A target is `nats://host:port/<service>`: the message goes to `svc.topic.<servic
 NATS headers (the version as `svc-version`, the trace as `traceparent`), and the reply is the callee's response
 envelope, whose statusCode is the result's status. Like `HttpSender`, a send never raises: no responders is
 `service-unavailable` at once, no reply within the timeout `timeout`, anything else on the way a failed `Result`.
+Each message carries its deadline (`svc-deadline`, epoch milliseconds of the sender's `clock`), so a callee does
+not start work nobody waits for any more.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -19,6 +22,7 @@ from .._http.sender import ClosesOnExit, HeaderHook, _failure_detail, _merge, pa
 from .._result import Result
 from .._status import NOT_FOUND, SERVICE_UNAVAILABLE, TIMEOUT, UNEXPECTED_ERROR, is_success
 from .connections import NatsConnections, NatsError, server_of, shown
+from .responder import DEADLINE_HEADER
 from .subjects import topic_subject
 
 DEFAULT_TIMEOUT: Final = 10.0
@@ -52,7 +56,9 @@ class NatsSender(ClosesOnExit):
         connections: NatsConnections | None = None,
         extra_headers: HeaderHook | None = None,
         timeout: float = DEFAULT_TIMEOUT,
+        clock: Callable[[], float] = time.time,
     ) -> None:
+        self.clock = clock
         urls = {"": target} if isinstance(target, str) else dict(target)
         self._targets = {topic: nats_target(url) for topic, url in urls.items()}
         self._default = self._targets.get("") if isinstance(target, str) else None
@@ -83,7 +89,9 @@ class NatsSender(ClosesOnExit):
         from nats import errors  # importable: a connection is open
 
         try:
-            reply = await connection.request(subject, body, timeout=self.timeout, headers=self._headers(headers))
+            sent = self._headers(headers)
+            sent[DEADLINE_HEADER] = str(round((self.clock() + self.timeout) * 1000))
+            reply = await connection.request(subject, body, timeout=self.timeout, headers=sent)
         except errors.NoRespondersError:
             return Result.of(SERVICE_UNAVAILABLE, detail=f"no service answers on {where}")
         except errors.TimeoutError:
@@ -95,14 +103,14 @@ class NatsSender(ClosesOnExit):
             return Result.of(SERVICE_UNAVAILABLE, detail=f"cannot reach {where} ({type(exc).__name__})")
         return answer_of(reply.data, where)
 
-    def _headers(self, headers: Mapping[str, str] | None) -> dict[str, str] | None:
+    def _headers(self, headers: Mapping[str, str] | None) -> dict[str, str]:
         merged: dict[str, bytes] = {}
         if headers:
             _merge(merged, headers, override=True)
         if self._extra_headers is not None:
             with contextlib.suppress(Exception):  # as HttpSender: a failing hook must not cost the send
                 _merge(merged, self._extra_headers(), override=False)
-        return {name: value.decode("latin-1") for name, value in merged.items()} or None
+        return {name: value.decode("latin-1") for name, value in merged.items()}
 
     async def aclose(self) -> None:
         self._closed = True
