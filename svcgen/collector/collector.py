@@ -250,15 +250,19 @@ class Collector:
         except DecodeError as error:
             return _malformed("query contract", error)
         try:
-            # The whole catalog (any topic's rows carry it), then the counters of each topic the answer reads.
-            with self.backend.read(Rows.topic(asked.service)) as tables:
-                catalog = tables.catalog
+            # The service's own entries, then per topic it names the entries of every service naming it and the
+            # topic's counters: what a database backend reads by its indexes (memory hands over everything).
+            with self.backend.read(Rows.service(asked.service)) as tables:
+                entries = {(entry["service"], entry.get("serviceVersion", "")): entry
+                           for entry in tables.catalog.entries.values()}  # fmt: skip
             counters: list[CounterEntry] = []
-            for topic_id in queries.contract_topics(catalog, asked.service, list(asked.topics)) or ():
+            for topic_id in queries.contract_topics(list(entries.values()), asked.service, list(asked.topics)) or ():
                 with self.backend.read(Rows.topic(topic_id)) as tables:
+                    entries.update(((entry["service"], entry.get("serviceVersion", "")), entry)
+                                   for entry in tables.catalog.entries.values())  # fmt: skip
                     counters += [counter for counter in tables.trace_log.counters.values()
                                  if counter["topic"] == topic_id]  # fmt: skip
-            found = queries.contract(catalog, counters, asked.service, list(asked.topics))
+            found = queries.contract(list(entries.values()), counters, asked.service, list(asked.topics))
         except StoreUnavailable as exc:
             return _unreadable(exc)
         if found is None:

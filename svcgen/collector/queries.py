@@ -195,9 +195,10 @@ class TopicIndex:
         return listed
 
 
-def contract_topics(catalog: Catalog, name: str, asked: list[str]) -> list[str] | None:
-    """The topic ids whose counters the contract answer of `name` reads; None when it never registered."""
-    own = newest_descriptors(catalog).get(name)
+def contract_topics(entries: Iterable[CatalogEntry], name: str, asked: list[str]) -> list[str] | None:
+    """The topic ids the contract answer of `name` reads (the declarations and counters of each); None when it never
+    registered. `entries`: at least the service's own catalog entries."""
+    own = newest_descriptors(entries).get(name)
     if own is None:
         return None
     descriptor: Json = own["descriptor"]
@@ -205,10 +206,11 @@ def contract_topics(catalog: Catalog, name: str, asked: list[str]) -> list[str] 
     return sorted({topic_id for topic_id, _ in keys} | set(asked))
 
 
-def contract(catalog: Catalog, counters: Iterable[CounterEntry], name: str, asked: list[str]) -> Json | None:
+def contract(entries: Iterable[CatalogEntry], counters: Iterable[CounterEntry], name: str, asked: list[str]
+             ) -> Json | None:
     """See the module docstring; `counters` those of the topics `contract_topics` names (others are ignored);
     None when the service never registered a descriptor."""
-    newest = newest_descriptors(catalog)
+    newest = newest_descriptors(entries)
     own = newest.get(name)
     if own is None:
         return None
@@ -251,10 +253,10 @@ def contract(catalog: Catalog, counters: Iterable[CounterEntry], name: str, aske
     return answer
 
 
-def newest_descriptors(catalog: Catalog) -> dict[str, CatalogEntry]:
+def newest_descriptors(entries: Iterable[CatalogEntry]) -> dict[str, CatalogEntry]:
     """Per service, its catalog entry with the newest registered descriptor (its current contract)."""
     newest: dict[str, CatalogEntry] = {}
-    for entry in catalog.entries.values():
+    for entry in entries:
         if "descriptor" not in entry:
             continue
         held = newest.get(entry["service"])

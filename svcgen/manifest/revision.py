@@ -96,7 +96,7 @@ def _at_revision(diagnostic: Diagnostic, rev: str, root: str, unreadable: dict[s
 
 def _referenced_paths(text: str, manifest: str) -> list[tuple[str, bool]]:
     """Repository paths of the files the manifest names (inside the repository): its jsonSchema files, and the
-    manifests it takes types from, by `produces: - from:` or `imports:` (each with True)."""
+    manifests it takes types from, by `produces: - from:`, `subscribes: - from:` or `imports:` (each with True)."""
     try:
         document: Any = load_yaml(text, manifest).data  # svcgen's own loader: the manifest reads as it will load
     except ManifestError:
@@ -106,8 +106,9 @@ def _referenced_paths(text: str, manifest: str) -> list[tuple[str, bool]]:
     types, produces, imports = document.get("types"), document.get("produces"), document.get("imports")
     named = [(spec.get("jsonSchema"), False) for spec in (types.values() if isinstance(types, dict) else ())
              if isinstance(spec, dict)]  # fmt: skip
-    named += [(entry.get("from"), True) for entry in (produces if isinstance(produces, list) else ())
-              if isinstance(entry, dict)]  # fmt: skip
+    for section in (produces, document.get("subscribes")):  # an owner's or a publisher's manifest
+        named += [(entry.get("from"), True) for entry in (section if isinstance(section, list) else ())
+                  if isinstance(entry, dict)]  # fmt: skip
     named += [(relative, True) for relative in (imports.values() if isinstance(imports, dict) else ())]
     found = []
     for relative, is_manifest in named:

@@ -138,7 +138,9 @@ class Service:
                 await _close_scope(context)
         encoded = context.encoded
         if encoded is not None and encoded[0] is result:
-            return Outcome(result, encoded[1], registration.version if registration is not None else "")
+            if registration is None:
+                return Outcome(result, encoded[1])
+            return Outcome(result, encoded[1], registration.version, registration.answer_headers)
         return self._encode(result, registration, topic)
 
     async def invoke_envelope(
