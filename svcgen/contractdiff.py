@@ -262,6 +262,8 @@ class CompatReport:
     unmatched: tuple[Unmatched, ...] = ()
     checked: int = 0
     """Produces entries checked against an owner."""
+    subscriptions: int = 0
+    """Subscriptions checked against their publisher's event."""
 
     def count(self, level: Level) -> int:
         return sum(1 for item in self.findings if item.finding.level == level)
@@ -272,6 +274,8 @@ class CompatReport:
 
     def summary(self) -> str:
         pairs = f"{self.checked} produces entr{'y' if self.checked == 1 else 'ies'} checked"
+        if self.subscriptions:
+            pairs += f", {self.subscriptions} subscription{'s' if self.subscriptions != 1 else ''} checked"
         skipped = f", {len(self.unmatched)} without an owner" if self.unmatched else ""
         counts = _counts(self.count)
         return f"{pairs}{skipped}: {counts}; {'incompatible' if self.breaking else 'compatible'}"
@@ -331,6 +335,7 @@ def compat_manifests(manifests: Sequence[Manifest], levels: Mapping[str, Level] 
                 for owner_name, finding in found
             ]
     # A subscription against its publisher's event: the subscriber's copy (or `from:` snapshot) is the old contract.
+    subscriptions_checked = 0
     for subscriber in manifests:
         for entry in subscriber.subscribes:
             key = f"{entry.id}@{entry.version}" if entry.version else entry.id
@@ -339,13 +344,13 @@ def compat_manifests(manifests: Sequence[Manifest], levels: Mapping[str, Level] 
                       if event.id == entry.id and event.version == entry.version]  # fmt: skip
             if not events:
                 if publishers and any(event.id == entry.id for event in publishers[0].events):
-                    checked += 1
+                    subscriptions_checked += 1
                     missing = _finding("topic-version-removed", key, key, None)
                     findings.append(CompatFinding(subscriber.service, entry.publisher, missing))
                 else:
                     unmatched.append(Unmatched(subscriber.service, key))
                 continue
-            checked += 1
+            subscriptions_checked += 1
             for publisher, event in events:
                 copy = replace(subscriber, topics=(_event_topic(entry.id, entry.version, entry.payload, None),),
                                produces=(), events=())  # fmt: skip
@@ -358,7 +363,7 @@ def compat_manifests(manifests: Sequence[Manifest], levels: Mapping[str, Level] 
                             finding = replace(finding, level=overrides[finding.rule])
                         findings.append(CompatFinding(subscriber.service, publisher.service, finding))
     ordered = sorted(findings, key=lambda item: (item.producer, item.owner, item.finding.path, item.finding.rule))
-    return CompatReport(tuple(ordered), tuple(unmatched), checked)
+    return CompatReport(tuple(ordered), tuple(unmatched), checked, subscriptions_checked)
 
 
 def _counts(count: Callable[[Level], int]) -> str:

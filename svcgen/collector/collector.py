@@ -51,6 +51,7 @@ from ..runtime._mesh.reporter import DEFAULT_INTERVAL
 from ..runtime._result import Result
 from ..runtime._topics import DEFAULT_PREFIX
 from . import queries
+from .artifacts.windows import compute_windows, from_book
 from .buckets import minute_of, parse_window
 from .caps import CollectorLimits
 from .issuebook import normalize_issue
@@ -308,7 +309,11 @@ class Collector:
         """What the UI artifacts are written from: the snapshot without the trace window's events and the batch
         ids, which no artifact shows (on PostgreSQL read from the aggregate tables, one replica at a time)."""
         with self.backend.read(Rows.ARTIFACTS) as tables:
-            snapshot = tables.snapshot(self._now())
+            snapshot = tables.snapshot(self._now(), buckets=False)
+            # The windows computed from the buckets here, not their cells copied: the artifacts show only these.
+            book = tables.trace_log.buckets
+            snapshot["windows"] = compute_windows(from_book(book), minute_of(self.clock()))
+            snapshot["transports"] = sorted([*key[:3], key[4], key[3]] for key in book.topics if key[3])
         snapshot["staleSince"] = self._fresh()
         snapshot["retainedSince"] = self._retained()
         snapshot["traces"] = {**snapshot["traces"], "events": []}

@@ -41,6 +41,10 @@ class FieldDef:
     description: str | None = None
     contract: dict[str, Any] = field(default_factory=dict)
     """JSON Schema constraint keywords (`minLength`, ...), `examples` and `deprecated`, as the manifest writes them."""
+    added: str | None = None
+    """The version (of the manifest's `versions`) the field first appears in; None: from the first."""
+    removed: str | None = None
+    """The version the field is gone from; None: never removed."""
     deprecation: Deprecation | None = None
     """`deprecated: {since, sunset, successor}` when the field gives dates (its contract says `deprecated: true`)."""
 
@@ -194,4 +198,9 @@ class Manifest:
     produces: tuple[TopicDef, ...] = ()
     events: tuple[EventDef, ...] = ()
     subscribes: tuple[SubscriptionDef, ...] = ()
+    versions: tuple[str, ...] = ()
+    """The service's ordered versions (per-field versions); the records above are already projected."""
+    namespaces: tuple[tuple[str, str], ...] = ()
+    """(namespace, the owner's manifest file, resolved) of every owner whose types the records above reach: a
+    manifest importing this one names those types under its own namespace for the same owner."""
     extras: dict[str, Any] = field(default_factory=dict)

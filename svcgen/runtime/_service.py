@@ -61,6 +61,8 @@ class Service:
         self.dependencies = dependencies or Dependencies()
         self.guard = Guard(security) if isinstance(security, Security) else security
         """Who may call each topic, checked before the pipeline runs; None: every topic is public."""
+        if self.guard is not None:
+            self.guard.check_registrations(registry)
         check = self.guard.health_check() if self.guard is not None else None
         if check is not None:
             health = health if health is not None else HealthChecks()

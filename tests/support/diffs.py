@@ -26,6 +26,9 @@ def manifest_document(fragment: dict[str, Any]) -> dict[str, Any]:
     document: dict[str, Any] = {"svcgen": 1, "service": fragment.get("service", "orders")}
     if "prefix" in fragment:
         document["prefix"] = fragment["prefix"]
+    for key in ("imports", "closed", "versions"):  # the estate's keys (types for an estate)
+        if key in fragment:
+            document[key] = fragment[key]
     if "enums" in fragment:
         document["enums"] = fragment["enums"]
     if "security" in fragment:

@@ -25,7 +25,7 @@ from .._collisions import collision_suffixes
 from .._naming import camel_name, slug
 from .._openapi import COMPONENT_REF, JSON_MEDIA_TYPE, PATH_SAFE, error_schema
 from .._registry import Registration, Registry
-from .._schema import JsonSchema, definition_of, schema_of_shape
+from .._schema import JsonSchema, definition_of, field_schema, schema_of_shape
 from .._security import ApiKeyScheme, Requirements, Security
 from .._shapes import (
     ArrayShape,
@@ -321,12 +321,12 @@ def _deprecation_note(registration: Registration) -> str:
 
 
 def _path_parameter(name: str, field: Any, names: _Names) -> dict[str, Any]:
-    schema = names.schema(field.shape) if field is not None else {"type": "string"}
+    schema = field_schema(field, names.refer) if field is not None else {"type": "string"}
     return _annotated({"name": name, "in": "path", "required": True, "schema": schema}, schema)
 
 
 def _query_parameter(field: Any, names: _Names) -> dict[str, Any]:
-    schema = names.schema(field.shape)
+    schema = field_schema(field, names.refer)
     parameter: dict[str, Any] = {"name": field.wire, "in": "query", "required": field.required}
     if _is_text(field.shape):
         parameter["schema"] = schema

@@ -51,8 +51,8 @@ ROUTES: Final[tuple[Route, ...]] = (
 PRODUCES: Final[tuple[ProducedTopic, ...]] = (
     ProducedTopic(
         "payments:capture",
-        request_type=models.CapturePayment,
-        response_type=models.Capture,
+        request_type=models.payments_CapturePayment,
+        response_type=models.payments_Capture,
     ),
 )
 """The topics this service sends (the descriptor's `produces`)."""
