@@ -15,6 +15,7 @@ from .events import build_events, publisher_namespace, subscribed_events
 from .loader import YamlDocument
 from .model import (
     NO_DEFAULT,
+    Deprecation,
     EnumDef,
     FieldDef,
     Manifest,
@@ -209,7 +210,18 @@ def _field(wire: str, spec: str | dict[str, Any]) -> FieldDef:
     expr = parse_type(spec["type"])
     default = spec.get("default", None if expr.is_nullable else NO_DEFAULT)
     contract = {key: value for key, value in spec.items() if key in CONTRACT_KEYWORDS}
-    return FieldDef(wire, expr, default, spec.get("description"), contract, spec.get("added"), spec.get("removed"))
+    lifecycle = spec.get("deprecated")
+    if isinstance(lifecycle, dict):  # the schemas say `deprecated: true`; the dates are the contract diff's
+        contract["deprecated"] = True
+    return FieldDef(wire, expr, default, spec.get("description"), contract, spec.get("added"), spec.get("removed"),
+                    deprecation(lifecycle))
+
+
+def deprecation(spec: Any) -> Deprecation | None:
+    """`deprecated: {since, sunset, successor}` as the model holds it; None for anything else."""
+    if not isinstance(spec, dict):
+        return None
+    return Deprecation(spec.get("since"), spec.get("sunset"), spec.get("successor"))
 
 
 def _topics(entry: dict[str, Any]) -> list[TopicDef]:
@@ -224,6 +236,7 @@ def _topics(entry: dict[str, Any]) -> list[TopicDef]:
         routes=tuple(RouteDef(route.method, route.path) for route in routes),
         success=tuple(entry.get("success", (OK,))),
         failures=tuple(entry.get("failures", ())),
+        deprecated=deprecation(entry.get("deprecated")),
         security=requirements(entry["security"]) if "security" in entry else None,
     )
     versions = entry.get("versions", [topic.version])

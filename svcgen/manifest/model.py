@@ -24,6 +24,15 @@ class Position:
 
 
 @dataclass(frozen=True)
+class Deprecation:
+    """`deprecated: {since, sunset, successor}`: ISO dates (YYYY-MM-DD) and the `topic@version` to move to."""
+
+    since: str | None = None
+    sunset: str | None = None
+    successor: str | None = None
+
+
+@dataclass(frozen=True)
 class FieldDef:
     wire: str
     type: TypeExpr
@@ -36,6 +45,8 @@ class FieldDef:
     """The version (of the manifest's `versions`) the field first appears in; None: from the first."""
     removed: str | None = None
     """The version the field is gone from; None: never removed."""
+    deprecation: Deprecation | None = None
+    """`deprecated: {since, sunset, successor}` when the field gives dates (its contract says `deprecated: true`)."""
 
     @property
     def attr(self) -> str:
@@ -87,6 +98,7 @@ class TopicDef:
     """Statuses the handler answers on success."""
     failures: tuple[str, ...] = ()
     """Failure statuses the handler may answer beyond the binding's own."""
+    deprecated: Deprecation | None = None
     security: Requirements | None = None
     """Who may call it; None takes the service's `security.default`, () is public."""
 

@@ -13,7 +13,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Literal
 
 from .diagnostics import ManifestError
-from .loader import YamlDocument
+from .loader import YamlDocument, load_yaml
 from .model import EnumDef, Manifest, Position, RecordDef, TopicDef
 from .sources import FromCycle, LoadedOwner, Sources
 from .spelling import suggestion
@@ -155,3 +155,18 @@ def reached_types(owner: Manifest, names: list[str]) -> tuple[tuple[RecordDef, .
 def _positions(document: YamlDocument, owner: Manifest) -> dict[str, Position]:
     positions = {record.name: document.key_at(("types", record.name)) for record in owner.types}
     return positions | {enum.name: document.key_at(("enums", enum.name)) for enum in owner.enums}
+
+
+def owner_paths(manifest: str | Path) -> list[str]:
+    """The owners' manifests the `from:` entries of the manifest at `manifest` name, as paths from the working
+    directory (`/`-separated, each once); unreadable entries are left to the manifest's own load to report."""
+    source = Path(manifest)
+    try:
+        data = load_yaml(source.read_text(encoding="utf-8-sig"), source.as_posix()).data
+    except (OSError, UnicodeDecodeError, ManifestError):
+        return []
+    produces = data.get("produces") if isinstance(data, dict) else None
+    named = [entry.get("from") for entry in (produces if isinstance(produces, list) else ()) if isinstance(entry, dict)]
+    return list(dict.fromkeys(
+        posixpath.normpath((source.parent / relative).as_posix()) for relative in named if isinstance(relative, str)
+    ))

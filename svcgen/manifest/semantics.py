@@ -5,6 +5,7 @@ Every check runs and every problem is collected, so one run shows the whole pict
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import keyword
 import re
@@ -181,6 +182,7 @@ class _Checker:
         self.check_topic_ids("produces")
         self.check_routes()
         self.check_statuses()
+        self.check_deprecations()
         self.check_versions(types or {})
         check_security(self.doc, self.findings, self.error, self.warn)
 
@@ -900,6 +902,42 @@ class _Checker:
                         self.error(position, f"status {status!r} is listed twice under '{key}'; remove one")
                     seen.add(status)
 
+    def check_deprecations(self) -> None:
+        """`deprecated: {since, sunset, successor}` on topics and fields: real dates, the sunset not before the
+        start, a successor this manifest serves (a warning when it does not: it may be another service's)."""
+        served = {f"{topic_id}@{version}" if version else str(topic_id)
+                  for index in range(len(self.sections.get("topics", [])))
+                  for topic_id, version in self.topic_keys("topics", index)}  # fmt: skip
+        places: list[tuple[JsonPath, Any]] = [
+            (("topics", index, "deprecated"), entry.get("deprecated"))
+            for index, entry in enumerate(self.sections.get("topics", [])) if isinstance(entry, dict)
+        ]
+        types = self.data.get("types")
+        for name, spec in (types.items() if isinstance(types, dict) else ()):
+            fields = spec.get("fields") if isinstance(spec, dict) else None
+            for wire, field_spec in (fields.items() if isinstance(fields, dict) else ()):
+                if isinstance(field_spec, dict):
+                    places.append((("types", name, "fields", wire, "deprecated"), field_spec.get("deprecated")))
+        for path, lifecycle in places:
+            if not isinstance(lifecycle, dict) or path in self.findings.rejected:
+                continue
+            dates: dict[str, dt.date] = {}
+            for key in ("since", "sunset"):
+                text = lifecycle.get(key)
+                if isinstance(text, str) and (*path, key) not in self.findings.rejected:
+                    try:
+                        dates[key] = dt.date.fromisoformat(text)
+                    except ValueError:
+                        self.error(self.doc.at((*path, key)), f"{key} {text!r} is not a calendar date (YYYY-MM-DD)")
+            if "since" in dates and "sunset" in dates and dates["sunset"] < dates["since"]:
+                self.error(self.doc.at((*path, "sunset")),
+                           f"sunset {dates['sunset']} is before since {dates['since']}; the sunset comes after")
+            successor = lifecycle.get("successor")
+            if path[0] == "topics" and isinstance(successor, str) and successor not in served:
+                hint = suggestion(successor, sorted(served)) or ""
+                self.warn(self.doc.at((*path, "successor")),
+                          f"successor {successor!r} is not a topic version of this manifest{hint}")
+
     def check_well_known(self, route: ParsedRoute, prefix: str, position: Position) -> None:
         surface = well_known_collision(route, prefix)
         if surface is not None:
@@ -929,12 +967,13 @@ class _Checker:
                         "delivered to request field 'version'; rename the field and its placeholder",
                     )
                 else:
+                    # A warning: removing a version must not force a route change on the remaining one's callers.
                     (version,) = versions
-                    registered = f"version {version!r}" if version else "no version"
-                    self.error(
+                    registered = f"version {version!r}" if version else "the unversioned topic"
+                    self.warn(
                         position,
-                        f"route '{route}': {{version}} selects nothing, because topic {topic_id} is registered "
-                        f"under one version only ({registered}); remove the segment or add another version",
+                        f"route '{route}': {{version}} has only {registered} of {topic_id} to select; the route "
+                        "keeps serving its callers (drop the segment once nobody calls it this way)",
                     )
             elif request is None or (request.kind == "record" and request.name not in self.records):
                 continue  # the request type is already reported

@@ -287,7 +287,9 @@ def _operation(operation: _Operation, operation_id: str, names: _Names) -> dict[
         result["responses"] = _responses(operation, (st.OK,), (), names, {})
         return result
     result["summary"] = registration.summary or f"Call topic {registration.key}"
-    result["description"] = f"Topic {registration.key}."
+    result["description"] = f"Topic {registration.key}." + _deprecation_note(registration)
+    if registration.deprecated is not None:
+        result["deprecated"] = True
     request = shape_of(registration.request_type)
     path_names = [name for _, name in route.params if name != VERSION_PATH_PARAM]
     record = request if isinstance(request, RecordShape) else None
@@ -306,6 +308,16 @@ def _operation(operation: _Operation, operation_id: str, names: _Names) -> dict[
     response = names.schema(shape_of(registration.response_type))
     result["responses"] = _responses(operation, registration.success, registration.failures, names, response)
     return result
+
+
+def _deprecation_note(registration: Registration) -> str:
+    """` Deprecated since 2026-01-01; sunset 2026-07-01; use orders:place@v2.` for a deprecated version."""
+    lifecycle = registration.deprecated
+    if lifecycle is None:
+        return ""
+    parts = [f"since {lifecycle.since}" if lifecycle.since else "", f"sunset {lifecycle.sunset}" if lifecycle.sunset
+             else "", f"use {lifecycle.successor}" if lifecycle.successor else ""]
+    return " Deprecated" + (" " + "; ".join(part for part in parts if part) if any(parts) else "") + "."
 
 
 def _path_parameter(name: str, field: Any, names: _Names) -> dict[str, Any]:

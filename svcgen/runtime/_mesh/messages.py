@@ -223,6 +223,15 @@ class TraceQuery:
     trace_id: Text
 
 
+@dataclass(frozen=True, slots=True)
+class ContractQuery:
+    """The contract `service` runs now, and who uses it; `topics` adds the declared copies of other topics (the ones
+    a change of the service would send), by topic id."""
+
+    service: Text
+    topics: list[Text] = field(default_factory=list)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FleetService:
     """One (service, serviceVersion) of the fleet."""
@@ -380,6 +389,44 @@ class RankedTopic(LatencyFigures):
     topic: str
     version: str
     impact: float
+
+
+@dataclass(frozen=True, slots=True)
+class VersionUsage:
+    """One (topic, version): who declares it and its traffic."""
+
+    topic: str
+    version: str
+    providers: list[str]
+    consumers: list[str]
+    invocations: Count
+    last_invoked_at: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class DeclaredSchemas:
+    """A registered service's copy of a (topic, version): `consumer` when it handles it, `provider` when it sends it."""
+
+    service: str
+    role: str
+    topic: str
+    version: str
+    request_schema: Any
+    response_schema: Any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContractAnswer:
+    """The newest registered descriptor of the service, the usage of every (topic, version) it handles or sends
+    (and of every version of the asked topics), and the declared copies of the asked topics."""
+
+    __svcgen_meta__: ClassVar[Meta] = _MESH
+    service: str
+    service_version: str | None = None
+    registered_at: str
+    descriptor: dict[str, Any]
+    usage: list[VersionUsage]
+    declared: list[DeclaredSchemas]
 
 
 @dataclass(frozen=True, slots=True)
