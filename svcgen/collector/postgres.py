@@ -293,7 +293,7 @@ class PostgresStore:
                                           kwargs={"connect_timeout": max(1, round(timeout))},
                                           name="svcgen-collector-queries")  # fmt: skip
         self._problem: str | None = None
-        self._mismatch_cache: tuple[tuple[int, Any], list[Json]] | None = None
+        self._mismatch_cache: tuple[dict[tuple[str, str], int], list[Json]] | None = None
         self._schema_ready = False
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
@@ -1020,20 +1020,31 @@ class PostgresStore:
                          mismatches_held=len(mismatches))  # fmt: skip
 
     def _mismatches(self, cursor: Cursor) -> list[Json]:
-        """The contract-mismatch issues of the whole catalog, newest first (`newest_first`). Derived again only
-        when a catalog entry changed since this replica's last derivation (the entries' count and newest `touched`
-        tell: a change or an eviction moves one of them); the same rows give every replica the same issues."""
-        cursor.execute("SELECT count(*), max(touched) FROM collector_catalog WHERE kind = 'catalog'")
-        found = cursor.fetchone()
-        version = (int(found[0]), found[1]) if found else (0, None)
+        """The contract-mismatch issues of the whole catalog, newest first (`newest_first`), exactly as a derivation
+        from every entry gives them (every replica the same). Each replica keeps its last answer with the `touched`
+        of each entry it was derived from: unchanged entries, the same answer; changed or new entries, only the
+        topics they name (and the mismatches they were party to) derived again, from the entries naming those
+        topics; an entry gone (evicted), everything again."""
+        cursor.execute("SELECT service, key, touched FROM collector_catalog WHERE kind = 'catalog'")
+        seen: dict[tuple[str, str], int] = {(service, key): touched for service, key, touched in cursor.fetchall()}
         held = self._mismatch_cache
-        if held is not None and held[0] == version:
+        if held is not None and held[0] == seen:
             return held[1]
-        cursor.execute("SELECT document::text FROM collector_catalog WHERE kind = 'catalog' ORDER BY touched")
-        catalog = Catalog(CollectorLimits(catalog=MAX_COUNT, catalog_bytes=MAX_COUNT))
-        catalog.restore([orjson.loads(text) for (text,) in cursor.fetchall()], [], [])
-        issues = newest_first([mismatch_issue(mismatch) for mismatch in find_mismatches(catalog.entries.values())])
-        self._mismatch_cache = (version, issues)
+        if held is None or not held[0].keys() <= seen.keys():
+            cursor.execute("SELECT document::text FROM collector_catalog WHERE kind = 'catalog'")
+            issues = _mismatch_issues([text for (text,) in cursor.fetchall()], None)
+        else:
+            changed = sorted({key[0] for key, touched in seen.items() if held[0].get(key) != touched})
+            cursor.execute("SELECT DISTINCT topic FROM collector_topics WHERE service = ANY(%s)", (changed,))
+            affected = {topic for (topic,) in cursor.fetchall()}
+            affected.update(issue["topic"] for issue in held[1]
+                            if issue["service"] in changed or issue.get("consumer") in changed)  # fmt: skip
+            cursor.execute("SELECT document::text FROM collector_catalog WHERE kind = 'catalog' AND (service = "
+                           "ANY(%s) OR service IN (SELECT service FROM collector_topics WHERE topic = ANY(%s)))",
+                           (changed, sorted(affected)))  # fmt: skip
+            kept = [issue for issue in held[1] if issue["topic"] not in affected]
+            issues = newest_first([*kept, *_mismatch_issues([text for (text,) in cursor.fetchall()], affected)])
+        self._mismatch_cache = (seen, issues)
         return issues
 
     def _read_buckets(self, cursor: Cursor, rows: Rows, book: BucketBook) -> None:
@@ -1080,6 +1091,15 @@ _TOTAL_NAMES: Final = (*_DROPPED, _WINDOW_EVENTS, _WINDOW_BYTES, _WINDOW_PRUNED,
                        *(_rows_total(table) for table in ("collector_counters", "collector_edges", "collector_issues",
                                                           "collector_feeds", *_KINDS)),
                        *(_bytes_total(kind) for kind in _KINDS))  # fmt: skip
+
+
+def _mismatch_issues(documents: list[str], topics: set[str] | None) -> list[Json]:
+    """The contract-mismatch issues of these catalog entries (JSON texts), newest first; only those of `topics`
+    when given."""
+    catalog = Catalog(CollectorLimits(catalog=MAX_COUNT, catalog_bytes=MAX_COUNT))
+    catalog.restore([orjson.loads(text) for text in documents], [], [])
+    return newest_first([mismatch_issue(mismatch) for mismatch in find_mismatches(catalog.entries.values())
+                         if topics is None or mismatch.topic in topics])  # fmt: skip
 
 
 def _dropped_any(totals: dict[str, int]) -> bool:

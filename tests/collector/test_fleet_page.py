@@ -116,4 +116,17 @@ def test_two_replicas_on_one_database_answer_every_page_alike(postgres_url: str)
     replicas[0].register(orders(capture(CAPTURE_REQUEST)))
     for replica in replicas:
         assert "contract-mismatch" not in [i["classification"] for i in ok(replica.query_fleet())["issues"]]
+    # Breaks and fixes at either replica, each followed by a query at the other: what each derived step by step is
+    # what a fresh replica derives from every entry at once.
+    steps = [(0, orders(capture(WITHOUT_AMOUNT))), (1, descriptor("bravo", [topic("bravo:a", WITHOUT_AMOUNT)])),
+             (0, descriptor("charlie", [topic("charlie:a", CAPTURE_REQUEST)], produces=[topic("delta:a")])),
+             (1, descriptor("echo", [topic("echo:a")], produces=[topic("alpha:a", WITHOUT_AMOUNT)]))]  # fmt: skip
+    for at, document in steps:
+        replicas[at].register(document)
+        ok(replicas[1 - at].query_fleet())
+    fresh = collector(PostgresStore(postgres_url))
+    answers = [ok(c.query_fleet({"limit": 1000}))["issues"] for c in (*replicas, fresh)]
+    assert answers[0] == answers[1] == answers[2]
+    assert sum(i["classification"] == "contract-mismatch" for i in answers[0]) >= 2
+    for replica in (*replicas, fresh):
         replica.flush()
