@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..manifest.model import Manifest, MeshDef, Requirements, SecurityDef, TopicDef
+from ..manifest.model import Deprecation, Manifest, MeshDef, Requirements, SecurityDef, TopicDef
 from ..manifest.typeexpr import TypeExpr
 from ..runtime._collisions import handler_slugs
 from ..runtime._descriptor import Identity
@@ -44,6 +44,7 @@ class TopicBinding:
     failures: tuple[str, ...] = ()
     security: Requirements | None = None
     """None: the service's default."""
+    deprecated: Deprecation | None = None
 
     @property
     def label(self) -> str:
@@ -121,6 +122,7 @@ def service_bindings(manifest: Manifest) -> ServiceBindings:
                 topic.success,
                 topic.failures,
                 topic.security,
+                topic.deprecated,
             )
             for topic in manifest.topics
         ),

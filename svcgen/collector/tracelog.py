@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from collections import OrderedDict, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -71,11 +71,21 @@ def normalize_event(raw: Any) -> Json | None:
 def counted_as(event: Json, declared: Collection[str] | None) -> tuple[str, str]:
     """The (topic, version) an event is counted under: its own when its service declares the topic (or is not
     described yet: nothing to hold it against), else (UNKNOWN_TOPIC, ""), one bucket per service, so no caller can
-    fill the counters with made-up names and evict what the service really serves."""
+    fill the counters with made-up names and evict what the service really serves. For a service not described
+    yet, `held_topics` gives what to hold it against."""
     topic = event["topic"]
     if declared is None or topic in declared:
         return topic, event.get("topicVersion", "")
     return UNKNOWN_TOPIC, ""
+
+
+def held_topics(declared: frozenset[str] | None, counted: frozenset[str], limit: int) -> frozenset[str] | None:
+    """What a service's events are held against (`counted_as`): its `declared` topics once it is described;
+    before that, nothing until it is counted under `limit` distinct topics, then those (`counted`), so a service
+    that never registers cannot be made to count unbounded names either."""
+    if declared is not None:
+        return declared
+    return counted if len(counted) >= limit else None
 
 
 def is_failure(status: str) -> bool:
@@ -140,6 +150,8 @@ class TraceLog:
         self.window_bytes = 0
         self.by_trace: dict[str, list[Json]] = {}
         self.counters: OrderedDict[CounterKey, CounterEntry] = OrderedDict()
+        self._topics: dict[str, Counter[str]] = {}
+        """Per service, its counters per topic: the topics it is counted under."""
         self.edges: OrderedDict[tuple[str, str], _Edge] = OrderedDict()
         self.spans: OrderedDict[str, str] = OrderedDict()
         self.pending: OrderedDict[str, list[_Child]] = OrderedDict()
@@ -205,8 +217,9 @@ class TraceLog:
         counter = self.counters.get(key)
         if counter is None:
             while len(self.counters) >= self.limits.counters:
-                self.counters.popitem(last=False)
+                self._forget(self.counters.popitem(last=False)[0])
                 self.evicted_counters += 1
+            self._topics.setdefault(key[0], Counter())[key[1]] += 1
             counter = self.counters[key] = CounterEntry(
                 service=key[0], topic=key[1], version=key[2], status=key[3], count=0, totalDurationMs=0.0, timedCount=0
             )
@@ -222,6 +235,19 @@ class TraceLog:
                 counter["firstStartedAt"] = started
             if started > counter.get("lastStartedAt", ""):
                 counter["lastStartedAt"] = started
+
+    def topics_of(self, service: str) -> frozenset[str]:
+        """The topics `service` is counted under now."""
+        return frozenset(self._topics.get(service, ()))
+
+    def _forget(self, key: CounterKey) -> None:
+        held = self._topics.get(key[0])
+        if held is not None:
+            held[key[1]] -= 1
+            if held[key[1]] <= 0:
+                del held[key[1]]
+            if not held:
+                del self._topics[key[0]]
 
     def _link(self, event: Json, minute: int | None) -> None:
         service = event["service"]
@@ -310,6 +336,9 @@ class TraceLog:
             key = (counter["service"], counter["topic"], counter["version"], counter["status"])
             _require_storable(counts=(counter["count"], counter["timedCount"]), sums=(counter["totalDurationMs"],))
             put_bounded(self.counters, key, CounterEntry(**counter), self.limits.counters)
+        self._topics = {}
+        for service, topic, _, _ in self.counters:
+            self._topics.setdefault(service, Counter())[topic] += 1
         for entry in edges:
             require(entry, _EDGE_FIELDS)
             durations = [float(d) for d in entry["recentDurationsMs"]]

@@ -11,6 +11,7 @@ from ._codec import Codec, DecodeError, codec_for
 from ._context import Context
 from ._credentials import ApiKey, BearerToken
 from ._dependencies import Dependencies, DependencyError, Scope
+from ._deprecation import Deprecation
 from ._descriptor import Identity, ProducedTopic
 from ._events import (
     Delivered,
@@ -65,6 +66,7 @@ __all__ = [
     "DeliveryInfo",
     "Dependencies",
     "DependencyError",
+    "Deprecation",
     "EventBroker",
     "EventBus",
     "EventHandler",
