@@ -107,8 +107,9 @@ def test_a_from_entry_whose_owner_uses_flow_mappings_reads_at_a_revision(
         result = CliRunner().invoke(main, args, catch_exceptions=False)
         assert result.exit_code == 0, result.output
     at_head = load_manifest_at("HEAD", "checkout/checkout.yaml", repo).manifest
-    records = {record.name: record for record in at_head.types}
-    taken = records[at_head.produces[0].request.name]  # the owner's Charge, under whatever name the estate gives it
+    # The owner's type, under its namespace (docs/manifest.md, "Types for an estate").
+    assert at_head.produces[0].request.name == "payments_Charge"
+    taken = {record.name: record for record in at_head.types}["payments_Charge"]
     assert [item.wire for item in taken.fields] == ["ref", "amount"]
     assert taken.fields[0].contract == {"maxLength": 5}
 
