@@ -293,7 +293,8 @@ class PostgresStore:
                                           kwargs={"connect_timeout": max(1, round(timeout))},
                                           name="svcgen-collector-queries")  # fmt: skip
         self._problem: str | None = None
-        self._mismatch_cache: tuple[dict[tuple[str, str], int], list[Json]] | None = None
+        self._mismatch_cache: tuple[tuple[int, int], dict[tuple[str, str], int], list[Json]] | None = None
+        """(count and sum of the entries' `touched`, each entry's `touched`, the mismatch issues derived from them)."""
         self._schema_ready = False
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
@@ -1025,26 +1026,35 @@ class PostgresStore:
         of each entry it was derived from: unchanged entries, the same answer; changed or new entries, only the
         topics they name (and the mismatches they were party to) derived again, from the entries naming those
         topics; an entry gone (evicted), everything again."""
+        # Any change moves the entries' count or the sum of their `touched` up (a change takes a newer `touched`,
+        # an eviction lowers the count, an eviction and a new entry trade an old `touched` for a newer one): while
+        # both stand, nothing is read but them (by the (kind, touched) index).
+        cursor.execute("SELECT count(*), coalesce(sum(touched), 0) FROM collector_catalog WHERE kind = 'catalog'")
+        found = cursor.fetchone()
+        summary = (int(found[0]), int(found[1])) if found else (0, 0)
+        held = self._mismatch_cache  # one tuple, replaced whole: query threads never see a torn pair
+        if held is not None and held[0] == summary:
+            return held[2]
         cursor.execute("SELECT service, key, touched FROM collector_catalog WHERE kind = 'catalog'")
         seen: dict[tuple[str, str], int] = {(service, key): touched for service, key, touched in cursor.fetchall()}
-        held = self._mismatch_cache
-        if held is not None and held[0] == seen:
-            return held[1]
-        if held is None or not held[0].keys() <= seen.keys():
+        if held is not None and held[1] == seen:
+            self._mismatch_cache = (summary, seen, held[2])
+            return held[2]
+        if held is None or not held[1].keys() <= seen.keys():
             cursor.execute("SELECT document::text FROM collector_catalog WHERE kind = 'catalog'")
             issues = _mismatch_issues([text for (text,) in cursor.fetchall()], None)
         else:
-            changed = sorted({key[0] for key, touched in seen.items() if held[0].get(key) != touched})
+            changed = sorted({key[0] for key, touched in seen.items() if held[1].get(key) != touched})
             cursor.execute("SELECT DISTINCT topic FROM collector_topics WHERE service = ANY(%s)", (changed,))
             affected = {topic for (topic,) in cursor.fetchall()}
-            affected.update(issue["topic"] for issue in held[1]
+            affected.update(issue["topic"] for issue in held[2]
                             if issue["service"] in changed or issue.get("consumer") in changed)  # fmt: skip
             cursor.execute("SELECT document::text FROM collector_catalog WHERE kind = 'catalog' AND (service = "
                            "ANY(%s) OR service IN (SELECT service FROM collector_topics WHERE topic = ANY(%s)))",
                            (changed, sorted(affected)))  # fmt: skip
-            kept = [issue for issue in held[1] if issue["topic"] not in affected]
+            kept = [issue for issue in held[2] if issue["topic"] not in affected]
             issues = newest_first([*kept, *_mismatch_issues([text for (text,) in cursor.fetchall()], affected)])
-        self._mismatch_cache = (seen, issues)
+        self._mismatch_cache = (summary, seen, issues)
         return issues
 
     def _read_buckets(self, cursor: Cursor, rows: Rows, book: BucketBook) -> None:
