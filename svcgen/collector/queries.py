@@ -321,11 +321,6 @@ def trace(traces: TraceLog, trace_id: str) -> Json | None:
     return {"traceId": trace_id, "events": events} if events else None
 
 
-def newest_issues(issues: IssueBook, catalog: Catalog) -> list[Json]:
-    """The merged issues and the catalog's contract mismatches, most recently seen first."""
-    return newest_first([*issues.snapshot(), *mismatch_issues(catalog)])
-
-
 def mismatch_issues(catalog: Catalog) -> list[Json]:
     """The collector's `contract-mismatch` issues of the catalog's current entries."""
     return [mismatch_issue(mismatch) for mismatch in find_mismatches(catalog.entries.values())]
