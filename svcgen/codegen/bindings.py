@@ -38,6 +38,8 @@ class TopicBinding:
     """`METHOD /path`, in manifest order; a `{version}` segment selects the version per request."""
     success: tuple[str, ...] = ("ok",)
     failures: tuple[str, ...] = ()
+    idempotent: bool = False
+    timeout: float | None = None
 
     @property
     def label(self) -> str:
@@ -53,6 +55,7 @@ class ProducedBinding:
     summary: str | None
     method: str
     """The typed client method in clients.py."""
+    idempotent: bool = False
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,8 @@ def service_bindings(manifest: Manifest) -> ServiceBindings:
                 tuple(str(route) for route in topic.routes),
                 topic.success,
                 topic.failures,
+                topic.idempotent,
+                topic.timeout,
             )
             for topic in manifest.topics
         ),
@@ -119,6 +124,7 @@ def service_bindings(manifest: Manifest) -> ServiceBindings:
                 topic.response,
                 topic.summary,
                 methods[TopicKey(topic.id, topic.version)],
+                topic.idempotent,
             )
             for topic in manifest.produces
         ),

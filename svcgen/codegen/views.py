@@ -36,6 +36,8 @@ class RegistrationRow:
     success: tuple[str, ...] | None
     """Written only when not the default `ok`."""
     failures: tuple[str, ...]
+    idempotent: bool = False
+    timeout: float | None = None
 
     @property
     def wrap(self) -> bool:
@@ -56,6 +58,7 @@ class ProducedRow:
     version: str
     request: str
     response: str
+    idempotent: bool = False
 
 
 @dataclass(frozen=True)
@@ -178,11 +181,13 @@ def service_view(bindings: ServiceBindings) -> ServiceView:
             t.summary,
             None if t.success == (OK,) else t.success,
             t.failures,
+            t.idempotent,
+            t.timeout,
         )
         for t in bindings.topics
     )
     produces = tuple(
-        ProducedRow(p.topic, p.version, type_text(p.request, imports), type_text(p.response, imports))
+        ProducedRow(p.topic, p.version, type_text(p.request, imports), type_text(p.response, imports), p.idempotent)
         for p in bindings.produces
     )
     routes = tuple(RouteRow(spec, t.topic, t.version) for t in bindings.topics for spec in t.routes)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,15 @@ def build_manifest(document: YamlDocument, base_dir: Path) -> Manifest:
             produces.append(_topic(entry))
             continue
         owned = owned_topic(base_dir, entry["from"], entry["id"], entry.get("version"))
-        produces.append(replace(owned.topic, routes=(), summary=entry.get("summary", owned.topic.summary)))
+        produces.append(
+            replace(
+                owned.topic,
+                routes=(),
+                summary=entry.get("summary", owned.topic.summary),
+                idempotent=entry.get("idempotent", owned.topic.idempotent),
+                timeout=None,
+            )
+        )
         # A type already declared (here or by an earlier entry) is the same one: semantics checked they agree.
         known = {record.name for record in records} | {enum.name for enum in enums}
         records += [record for record in owned.records if record.name not in known]
@@ -106,8 +115,23 @@ def _field(wire: str, spec: str | dict[str, Any]) -> FieldDef:
     return FieldDef(wire, expr, default, spec.get("description"), contract)
 
 
+def parse_duration(text: str) -> float:
+    """Seconds of a manifest duration (`2s`, `500ms`, `1.5m`); ValueError when it is not one."""
+    match = _DURATION.fullmatch(text.strip())
+    if match is None:
+        raise ValueError(f"{text!r} is not a duration; write one like 2s, 500ms or 1.5m")
+    return float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+
+
+_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m)")
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0}
+_SAFE_METHODS = frozenset({"GET", "HEAD"})
+
+
 def _topic(entry: dict[str, Any]) -> TopicDef:
     routes = tuple(parse_route(text) for text in entry.get("routes", ()))
+    # A topic only read through GET routes changes nothing by being read again (events join this rule, §14).
+    reads_only = bool(routes) and all(route.method in _SAFE_METHODS for route in routes)
     return TopicDef(
         id=entry["id"],
         version=entry.get("version", ""),
@@ -117,4 +141,6 @@ def _topic(entry: dict[str, Any]) -> TopicDef:
         routes=tuple(RouteDef(route.method, route.path) for route in routes),
         success=tuple(entry.get("success", (OK,))),
         failures=tuple(entry.get("failures", ())),
+        idempotent=bool(entry.get("idempotent", reads_only)),
+        timeout=parse_duration(entry["timeout"]) if "timeout" in entry else None,
     )

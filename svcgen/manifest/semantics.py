@@ -22,7 +22,7 @@ from ..runtime._topics import (
     is_reserved_topic,
     normalize_prefix,
 )
-from .build import record_def, same_definition
+from .build import parse_duration, record_def, same_definition
 from .contract import CONTRACT_KEYWORDS, check_enum, check_field_contract
 from .diagnostics import Diagnostic
 from .fits import RecordFields, ValueTypes
@@ -36,6 +36,7 @@ from .typeexpr import CONTAINERS, SCALARS, TypeExpr, TypeExprError, parse_type
 from .validate import SchemaFindings
 
 _SCALAR_LIST = ", ".join(SCALARS)
+MAX_TIMEOUT_SECONDS = 24 * 3600.0
 
 
 def check_semantics(document: YamlDocument, base_dir: Path, findings: SchemaFindings) -> list[Diagnostic]:
@@ -169,6 +170,7 @@ class _Checker:
         self.check_topic_ids("produces")
         self.check_routes()
         self.check_statuses()
+        self.check_timeouts()
 
     # -- identity -------------------------------------------------------------------------------
 
@@ -658,6 +660,22 @@ class _Checker:
                     elif status in seen:
                         self.error(position, f"status {status!r} is listed twice under '{key}'; remove one")
                     seen.add(status)
+
+    def check_timeouts(self) -> None:
+        """`timeout:` is a duration the schema's pattern admits; here: more than nothing, at most a day."""
+        for index, entry in enumerate(self.sections["topics"]):
+            text = self.read(entry, ("topics", index), "timeout", str)
+            if text is None:
+                continue
+            try:
+                seconds = parse_duration(text)
+            except ValueError:
+                continue  # the schema stage reports it
+            if not 0 < seconds <= MAX_TIMEOUT_SECONDS:
+                self.error(
+                    self.doc.at(("topics", index, "timeout")),
+                    f"timeout {text!r} must be more than 0 and at most 24h; write one like 2s or 500ms",
+                )
 
     def check_well_known(self, route: ParsedRoute, prefix: str, position: Position) -> None:
         surface = well_known_collision(route, prefix)

@@ -7,6 +7,7 @@ before; a generated package checks it at import (docs/runtime.md, "API level").
 
 from ._codec import Codec, DecodeError, codec_for
 from ._context import Context
+from ._deadline import deadline
 from ._dependencies import Dependencies, DependencyError, Scope
 from ._descriptor import Identity, ProducedTopic
 from ._health import HealthCheck, HealthCheckResult, HealthChecks
@@ -14,6 +15,7 @@ from ._http.app import HttpApp, create_app
 from ._http.limits import Limits
 from ._http.routing import Route
 from ._http.sender import HttpSender
+from ._idempotency import IdempotencyStore, MemoryIdempotencyStore, PostgresIdempotencyStore
 from ._jsonlimits import JsonLimits
 from ._mesh.host import MeshHost, MeshSettings
 from ._mesh.profile import declare_profile, self_check
@@ -24,6 +26,7 @@ from ._nats.responder import NatsBinding
 from ._pipeline import Middleware, Next
 from ._registry import Handler, HandlerBindingError, Registry, RegistryError, TopicKey
 from ._result import Result
+from ._retry import Retry, RetryingSender
 from ._service import Service
 from ._version import API_LEVEL, RuntimeMismatch, require_api_level
 from ._wiring import Sender, Wiring, WiringError, open_sender, target_variable
@@ -42,9 +45,11 @@ __all__ = [
     "HealthChecks",
     "HttpApp",
     "HttpSender",
+    "IdempotencyStore",
     "Identity",
     "JsonLimits",
     "Limits",
+    "MemoryIdempotencyStore",
     "MeshHost",
     "MeshSettings",
     "Meta",
@@ -52,10 +57,13 @@ __all__ = [
     "NatsBinding",
     "NatsSender",
     "Next",
+    "PostgresIdempotencyStore",
     "ProducedTopic",
     "Registry",
     "RegistryError",
     "Result",
+    "Retry",
+    "RetryingSender",
     "Route",
     "RuntimeMismatch",
     "Scope",
@@ -68,6 +76,7 @@ __all__ = [
     "codec_for",
     "create_app",
     "current_trace",
+    "deadline",
     "declare_profile",
     "open_sender",
     "propagation_headers",

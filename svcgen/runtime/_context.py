@@ -30,5 +30,8 @@ class Context:
     registration: Registration | None = None
     """What the service selected for (topic, version) before the pipeline runs; None for an unknown topic or
     version, which the pipeline answers with `not-found`."""
+    deadline: float | None = None
+    """When the handler must be done (monotonic seconds): the caller's `svc-deadline` or the topic's `timeout`,
+    whichever comes first; None when neither bounds it. Outbound calls made meanwhile carry what is left."""
     items: dict[str, Any] = field(default_factory=dict)
     """Free room for middleware to pass values along one invocation."""

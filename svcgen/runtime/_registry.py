@@ -68,6 +68,11 @@ class Registration:
     """(request, response) types the contract publishes for a handler that reads and answers plain JSON itself
     (the collector checks its feeds through these records, skipping a malformed batch entry instead of refusing
     the batch); None publishes the request and response types."""
+    idempotent: bool = False
+    """Running it twice does what running it once does; when False, an `Idempotency-Key` makes a retry safe."""
+    timeout: float | None = None
+    """Seconds the handler may run before it is cancelled and the caller gets `timeout`; None: no bound of its
+    own (the caller's deadline still holds)."""
     _undeclared: set[str] = field(default_factory=set, init=False, repr=False)
 
     def note_success(self, status: str) -> None:
@@ -117,6 +122,8 @@ class Registry:
         success: Iterable[str] = (OK,),
         failures: Iterable[str] = (),
         published: tuple[Any, Any] | None = None,
+        idempotent: bool = False,
+        timeout: float | None = None,
     ) -> Registration:
         """Register a handler; request and response types default to the handler's annotations.
 
@@ -125,7 +132,10 @@ class Registry:
         `success` names the statuses the handler answers on success (default `ok`), `failures` the failure
         statuses it may answer beyond the binding's own; both from the status table. `published` (request,
         response) types are what the contract shows when they differ from the plain JSON the handler takes.
+        `idempotent` and `timeout` (seconds) are the topic options of DESIGN §14 (docs/runtime.md, "Resilience").
         """
+        if timeout is not None and not timeout > 0:
+            raise RegistryError(f"{topic}: timeout must be more than 0 seconds, got {timeout!r}")
         if not isinstance(topic, str) or not topic:
             raise RegistryError(f"topic id must be a non-empty string, got {topic!r}")
         if is_reserved_topic(topic) and not self._allow_reserved:
@@ -151,6 +161,8 @@ class Registry:
             success=declared_success,
             failures=declared_failures,
             published=published,
+            idempotent=idempotent,
+            timeout=timeout,
         )
         existing = self._entries.get(key)
         if existing is not None:
@@ -172,13 +184,15 @@ class Registry:
         summary: str | None = None,
         success: Iterable[str] = (OK,),
         failures: Iterable[str] = (),
+        idempotent: bool = False,
+        timeout: float | None = None,
     ) -> Callable[[Handler[Any, Any]], Handler[Any, Any]]:
         """Decorator form of `add`."""
 
         def register(fn: Handler[Any, Any]) -> Handler[Any, Any]:
             self.add(
                 topic, fn, version=version, request=request, response=response, summary=summary, success=success,
-                failures=failures,
+                failures=failures, idempotent=idempotent, timeout=timeout,
             )  # fmt: skip
             return fn
 

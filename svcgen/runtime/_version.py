@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Final
 
-API_LEVEL: Final = 4
+API_LEVEL: Final = 5
 """Raised when generated code starts to need something the public runtime did not offer before.
 
 2: typed handler binding (`Handler`, `HandlerBindingError`) and the user's wiring module (`Wiring`).
 3: the contract language on models (`Meta` constraints and annotations, `StrEnum` enums).
-4: clients over any `Sender` (`open_sender`: HTTP or NATS targets)."""
+4: clients over any `Sender` (`open_sender`: HTTP or NATS targets).
+5: topic options `idempotent` and `timeout` (`Registry.add`, `ProducedTopic`), retried senders (`Wiring.sender`
+   takes `ProducedTopic`s)."""
 
 
 class RuntimeMismatch(ImportError):

@@ -8,14 +8,15 @@ envelope, whose statusCode is the result's status. Like `HttpSender`, a send nev
 
 from __future__ import annotations
 
-import contextlib
+import time
 from collections.abc import Mapping
 from typing import Any, Final
 from urllib.parse import urlsplit
 
 import orjson
 
-from .._http.sender import ClosesOnExit, HeaderHook, _failure_detail, _merge, payload_bytes
+from .._deadline import Clock, remaining
+from .._http.sender import ClosesOnExit, HeaderHook, _failure_detail, outbound_headers, payload_bytes
 from .._result import Result
 from .._status import NOT_FOUND, SERVICE_UNAVAILABLE, TIMEOUT, UNEXPECTED_ERROR, is_success
 from .connections import NatsConnections, NatsError, server_of, shown
@@ -43,6 +44,7 @@ class NatsSender(ClosesOnExit):
       its own and closes them in `aclose`.
     - `extra_headers`: as `HttpSender`'s, e.g. `propagation_headers`, so the callee joins the caller's trace.
     - Payloads are sent as `HttpSender` sends them: `bytes`/`str` as JSON text, `None` empty, else as JSON.
+    - Within a deadline, what is left goes out as `svc-deadline` and bounds the wait, as with `HttpSender`.
     """
 
     def __init__(
@@ -52,6 +54,7 @@ class NatsSender(ClosesOnExit):
         connections: NatsConnections | None = None,
         extra_headers: HeaderHook | None = None,
         timeout: float = DEFAULT_TIMEOUT,
+        clock: Clock = time.monotonic,
     ) -> None:
         urls = {"": target} if isinstance(target, str) else dict(target)
         self._targets = {topic: nats_target(url) for topic, url in urls.items()}
@@ -60,6 +63,7 @@ class NatsSender(ClosesOnExit):
         self.connections = connections or NatsConnections()
         self._extra_headers = extra_headers
         self.timeout = timeout
+        self._clock = clock
         self._closed = False
 
     async def send(self, topic: str, payload: Any = None, headers: Mapping[str, str] | None = None) -> Result[Any]:
@@ -82,12 +86,18 @@ class NatsSender(ClosesOnExit):
             return Result.of(SERVICE_UNAVAILABLE, detail=str(exc))
         from nats import errors  # importable: a connection is open
 
+        wait = self.timeout
+        left = remaining(self._clock)
+        if left is not None:
+            if left <= 0:
+                return Result.of(TIMEOUT, detail=f"the deadline passed before calling {where}")
+            wait = min(wait, left)
         try:
-            reply = await connection.request(subject, body, timeout=self.timeout, headers=self._headers(headers))
+            reply = await connection.request(subject, body, timeout=wait, headers=self._headers(headers, left))
         except errors.NoRespondersError:
             return Result.of(SERVICE_UNAVAILABLE, detail=f"no service answers on {where}")
         except errors.TimeoutError:
-            return Result.of(TIMEOUT, detail=f"no answer from {where} within {self.timeout:g} s")
+            return Result.of(TIMEOUT, detail=f"no answer from {where} within {wait:g} s")
         except errors.MaxPayloadError:
             limit = connection.max_payload
             return Result.of(UNEXPECTED_ERROR, detail=f"the message exceeds the NATS server's limit of {limit} bytes")
@@ -95,13 +105,8 @@ class NatsSender(ClosesOnExit):
             return Result.of(SERVICE_UNAVAILABLE, detail=f"cannot reach {where} ({type(exc).__name__})")
         return answer_of(reply.data, where)
 
-    def _headers(self, headers: Mapping[str, str] | None) -> dict[str, str] | None:
-        merged: dict[str, bytes] = {}
-        if headers:
-            _merge(merged, headers, override=True)
-        if self._extra_headers is not None:
-            with contextlib.suppress(Exception):  # as HttpSender: a failing hook must not cost the send
-                _merge(merged, self._extra_headers(), override=False)
+    def _headers(self, headers: Mapping[str, str] | None, left: float | None) -> dict[str, str] | None:
+        merged = outbound_headers(headers, self._extra_headers, left)
         return {name: value.decode("latin-1") for name, value in merged.items()} or None
 
     async def aclose(self) -> None:

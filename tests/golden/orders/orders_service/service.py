@@ -94,6 +94,7 @@ def build_registry() -> Registry:
         response=models.Order,
         summary="Fetch an order by id",
         failures=["not-found"],
+        idempotent=True,
         source="handlers/orders_get.py",
     )
     return registry
@@ -145,7 +146,7 @@ def create_app(*, mesh: MeshHost | None = None, setup: Wiring | None = None, **o
     wiring.wire(setup)
     if Clients not in setup.dependencies:  # wire() may provide its own
         # One pooled sender per process, closed at shutdown; handlers get it as context.scope.get(Clients).
-        sender = setup.sender((produced.topic for produced in PRODUCES), extra_headers=propagation_headers)
+        sender = setup.sender(PRODUCES, extra_headers=propagation_headers)
         setup.dependencies.value(Clients, Clients(sender))
     mesh = mesh if mesh is not None else MeshHost(identity(), MESH, environ=setup.environ)
     app = HttpApp(build_service(mesh=mesh, dependencies=setup.dependencies), ROUTES, **options)

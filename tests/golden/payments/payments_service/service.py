@@ -90,6 +90,7 @@ def build_registry() -> Registry:
         _payments_get_capture,
         request=models.GetCapture,
         response=models.Capture,
+        idempotent=True,
         source="handlers/payments_get_capture.py",
     )
     return registry
@@ -130,7 +131,7 @@ def create_app(*, mesh: MeshHost | None = None, setup: Wiring | None = None, **o
     wiring.wire(setup)
     if Clients not in setup.dependencies:  # wire() may provide its own
         # One pooled sender per process, closed at shutdown; handlers get it as context.scope.get(Clients).
-        sender = setup.sender((produced.topic for produced in PRODUCES), extra_headers=propagation_headers)
+        sender = setup.sender(PRODUCES, extra_headers=propagation_headers)
         setup.dependencies.value(Clients, Clients(sender))
     mesh = mesh if mesh is not None else MeshHost(identity(), MESH, environ=setup.environ)
     app = HttpApp(build_service(mesh=mesh, dependencies=setup.dependencies), ROUTES, **options)
