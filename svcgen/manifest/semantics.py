@@ -674,7 +674,7 @@ class _Checker:
             if not 0 < seconds <= MAX_TIMEOUT_SECONDS:
                 self.error(
                     self.doc.at(("topics", index, "timeout")),
-                    f"timeout {text!r} must be more than 0 and at most 24h; write one like 2s or 500ms",
+                    f"timeout {text!r} must be more than 0 and at most a day (1440m); write one like 2s or 500ms",
                 )
 
     def check_well_known(self, route: ParsedRoute, prefix: str, position: Position) -> None:

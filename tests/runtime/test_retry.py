@@ -62,9 +62,10 @@ def test_retries_stop_after_the_policy_s_count_and_the_last_answer_is_returned()
     assert (answer.status, answer.detail, len(inner.sent)) == ("service-unavailable", "still down", 3)
 
 
-@pytest.mark.parametrize(
-    "failure", [Result.not_found("no"), Result.validation_error("bad"), Result.unexpected_error("500"), Result.conflict("c")]
-)
+FINAL = [Result.not_found("no"), Result.validation_error("bad"), Result.unexpected_error("500"), Result.conflict("c")]
+
+
+@pytest.mark.parametrize("failure", FINAL)
 def test_a_final_answer_is_not_tried_again(failure: Result[Any]) -> None:
     inner, sleeps = Scripted(failure), Sleeps()
     answer = asyncio.run(retrying(inner, sleeps).send("a:put"))
