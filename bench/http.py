@@ -1,10 +1,14 @@
 """HTTP binding against the frameworks around it: server CPU per request of the same typed JSON route under
-svcgen (plain and traced), Starlette (untyped JSON route), FastAPI+pydantic, a raw ASGI app doing the same JSON
-work and a raw ASGI app answering a constant; in-process ASGI calls; route matching at scale.
+svcgen (plain; traced as a user runs it; traced with OTLP export too), Starlette (untyped JSON route),
+FastAPI+pydantic, a raw ASGI app decoding and validating with msgspec Structs (the floor), a raw ASGI app doing
+the same JSON work by hand and a raw ASGI app answering a constant; in-process ASGI calls; route matching at scale.
 
-Under load every app runs under uvicorn (1 worker, httptools + uvloop) in its own process pinned to one core, wrk
-(`make wrk`) pinned to the other; the servers take turns within each round (A B C ... A B C ...), and each
-round's server CPU per request comes from /proc/<pid>/stat. Ratios are the median of per-round ratios.
+The traced apps run what a user runs: a real `svcgen collector serve` process receives every feed (register,
+heartbeats, trace batches, issues) over HTTP, and the OTLP variant also exports to a real OTLP/HTTP receiver in
+its own process; the run fails if either received nothing. Under load every app runs under uvicorn (1 worker,
+httptools + uvloop) in its own process pinned to one core, wrk (`make wrk`) pinned to the other (the collector
+and the receiver too); the servers take turns within each round (A B C ... A B C ...), and each round's server
+CPU per request comes from /proc/<pid>/stat. Ratios are the median of per-round ratios.
 
     PYTHONPATH=. python -m bench.http [--rounds 5] [--seconds 3]
 """
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import json
 import os
@@ -24,21 +29,30 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
+import msgspec
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from bench.harness import REPEATS, Figure, Recorder, per_call_us, run
-from svcgen.runtime import Context, HealthCheck, HealthChecks, Identity, Registry, Result, Service
+from svcgen.runtime import (
+    Context,
+    HealthCheck,
+    HealthChecks,
+    Identity,
+    MeshHost,
+    MeshSettings,
+    Registry,
+    Result,
+    Service,
+)
 from svcgen.runtime._http.app import HttpApp, create_app
 from svcgen.runtime._http.routing import Route, Router, split_path
-from svcgen.runtime._mesh.exporters import QueueExporter
-from svcgen.runtime._mesh.issues import IssueAggregator
-from svcgen.runtime._mesh.traces import TraceMiddleware
+from svcgen.runtime._mesh.otlp import TRACES_ENDPOINT_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 CONNECTIONS = 16
@@ -82,25 +96,24 @@ def typed_app() -> HttpApp:
     return create_app(Service(Identity("orders"), registry), ROUTES)
 
 
-def traced_app() -> HttpApp:
-    """The typed app with the mesh's request path: trace middleware, issues, a queue drained every second."""
+COLLECTOR_ENV = "BENCH_COLLECTOR"
+"""The collector the traced apps report to (set by `under_load` for its uvicorn processes)."""
+
+
+def traced_app(*, otlp: bool) -> HttpApp | None:
+    """The typed app as a user runs it traced: the mesh host's trace middleware and issues, its reporter sending
+    every feed to the collector at $BENCH_COLLECTOR each second; with `otlp`, spans exported to
+    $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as well. None where those are not set (an import outside the load run)."""
+    collector = os.environ.get(COLLECTOR_ENV)
+    endpoint = os.environ.get(TRACES_ENDPOINT_ENV)
+    if not collector or (otlp and not endpoint):
+        return None
     registry = Registry()
     registry.add("orders:update", update)
     identity = Identity("orders")
-    queue = QueueExporter(cap=100_000)
-    issues = IssueAggregator("orders")
-    service = Service(identity, registry, middleware=[TraceMiddleware(identity, queue, on_failure=[issues.observe])])
-    tasks: list[asyncio.Task[None]] = []
-
-    async def drain() -> None:
-        while True:  # what the reporter does on each beat
-            await asyncio.sleep(1)
-            queue.drain_wire()
-
-    async def start() -> None:
-        tasks.append(asyncio.create_task(drain()))
-
-    return create_app(service, ROUTES, on_startup=[start])
+    environ = {key: value for key, value in os.environ.items() if otlp or key != TRACES_ENDPOINT_ENV}
+    mesh = MeshHost(identity, MeshSettings(collector=collector, heartbeat_seconds=1.0), environ=environ)
+    return mesh.attach(create_app(Service(identity, registry, middleware=mesh.middleware), ROUTES))
 
 
 def health_app() -> HttpApp:
@@ -122,6 +135,41 @@ async def raw_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     order = Order(request.order_id, request.customer_id, request.quantity * request.price)
     body = json.dumps({"orderId": order.order_id, "customerId": order.customer_id, "total": order.total}).encode()
     await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class FloorOrder(msgspec.Struct, rename="camel"):
+    customer_id: str
+    quantity: int
+    price: float
+    express: bool = False
+
+
+class FloorAnswer(msgspec.Struct, rename="camel"):
+    order_id: str
+    customer_id: str
+    total: float
+
+
+_FLOOR_DECODER = msgspec.json.Decoder(FloorOrder)
+_FLOOR_ENCODER = msgspec.json.Encoder()
+
+
+async def floor_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """The floor: a raw ASGI app decoding and validating the same request with msgspec Structs, typed answer."""
+    if scope["type"] != "http":
+        return
+    message = await receive()
+    order_id = scope["path"].rsplit("/", 1)[-1]
+    try:
+        request = _FLOOR_DECODER.decode(message.get("body") or b"{}")
+    except msgspec.ValidationError as exc:
+        body, status = _FLOOR_ENCODER.encode({"status": "validation-error", "detail": str(exc)}), 422
+    else:
+        body, status = _FLOOR_ENCODER.encode(
+            FloorAnswer(order_id, request.customer_id, request.quantity * request.price)), 200
+    await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
 
@@ -314,7 +362,9 @@ def wrk_requests(url: str, seconds: float, script: Path) -> int:
 
 
 TYPED = "svcgen typed route"
-TRACED = "svcgen typed route, traced"
+TRACED = "svcgen typed route, traced, live collector"
+TRACED_OTLP = "svcgen typed route, traced, live collector + OTLP"
+FLOOR = "raw ASGI + msgspec Structs (floor)"
 STARLETTE = "Starlette untyped JSON route"
 FASTAPI = "FastAPI + pydantic"
 RAW_SAME = "raw ASGI, same JSON work"
@@ -322,6 +372,8 @@ RAW_CONSTANT = "raw ASGI, constant"
 TARGETS = {
     TYPED: "bench.http:typed",
     TRACED: "bench.http:traced",
+    TRACED_OTLP: "bench.http:traced_otlp",
+    FLOOR: "bench.http:floor",
     STARLETTE: "bench.http:starlette",
     FASTAPI: "bench.http:fastapi",
     RAW_SAME: "bench.http:raw",
@@ -331,12 +383,14 @@ TARGETS = {
 
 def under_load(rounds: int, seconds: float) -> dict[str, list[float]]:
     """Server CPU µs per request of each app, one figure per round, the apps taking turns in every round."""
+    from bench.otlpexport import receiver  # it imports this module's apps
+
     if not shutil.which("wrk"):
         raise SystemExit("wrk is missing: run `make wrk` (Debian package wrk)")
     per_request: dict[str, list[float]] = {name: [] for name in TARGETS}
     servers: dict[str, subprocess.Popen[bytes]] = {}
     ports = {name: free_port() for name in TARGETS}
-    with tempfile.TemporaryDirectory() as scratch:
+    with tempfile.TemporaryDirectory() as scratch, live_collector() as collector, receiver() as (spans, _):
         script = Path(scratch) / "post.lua"
         script.write_text(f'wrk.method = "POST"\nwrk.body = \'{BODY.decode()}\'\n'
                           'wrk.headers["Content-Type"] = "application/json"\n')
@@ -355,7 +409,50 @@ def under_load(rounds: int, seconds: float) -> dict[str, list[float]]:
         finally:
             for server in servers.values():
                 stop_server(server)
+        received = collector_invocations(collector)
+        print(f"the collector counted {received:,} invocations of orders:update; the OTLP receiver took "
+              f"{spans.value:,} POSTs")
+        if not received or not spans.value:
+            raise SystemExit("the traced apps' feeds did not arrive: the traced figures would not measure tracing")
     return per_request
+
+
+@contextlib.contextmanager
+def live_collector() -> Iterator[str]:
+    """`svcgen collector serve` (in memory) in its own process on the load core; its URL in $BENCH_COLLECTOR for the
+    traced apps' uvicorn processes."""
+    port = free_port()
+    with tempfile.TemporaryDirectory() as artifacts:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "svcgen", "collector", "serve", "--port", str(port), "--artifacts", artifacts],
+            cwd=ROOT, stdout=subprocess.DEVNULL,
+        )
+        os.sched_setaffinity(process.pid, cores()[1])
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(f"{url}/svc/health", timeout=1)
+                break
+            except httpx.TransportError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    stop_server(process)
+                    raise SystemExit("the collector did not come up") from None
+                time.sleep(0.1)
+        os.environ[COLLECTOR_ENV] = url
+        try:
+            yield url
+        finally:
+            os.environ.pop(COLLECTOR_ENV, None)
+            stop_server(process)
+
+
+def collector_invocations(url: str) -> int:
+    """Invocations of the bench topic the collector counted (the traced apps' feeds arrived)."""
+    time.sleep(2.5)  # the last beat after the last round
+    envelope = {"topic": "svc:mesh:query:topic", "body": json.dumps({"topic": "orders:update"})}
+    answer = httpx.post(f"{url}/svc/invoke", json=envelope, timeout=10).json()
+    return int(json.loads(answer.get("body") or "{}").get("invocations", 0)) if answer.get("isSuccessful") else 0
 
 
 def spread(values: list[float]) -> float:
@@ -427,7 +524,13 @@ def measure(record: Recorder, args: argparse.Namespace) -> None:
     record("  ratio typed / Starlette", statistics.median(typed_ratios), "x", target=1.0,
            note="(median of the per-round ratios)")
     record("  spread of that ratio across rounds", spread(typed_ratios), "%", note="((max - min) / median)")
-    record("  ratio traced / Starlette", ratio(cpu[TRACED], cpu[STARLETTE]), "x", target=1.1)
+    record("  ratio traced / Starlette", ratio(cpu[TRACED], cpu[STARLETTE]), "x")
+    record("  ratio traced / typed", ratio(cpu[TRACED], cpu[TYPED]), "x",
+           target=1.10, note="(tracing with a live collector over the untraced route)")
+    record("  ratio traced + OTLP / traced", ratio(cpu[TRACED_OTLP], cpu[TRACED]), "x", target=1.10,
+           note="(OTLP export to a live receiver on top of the collector feed)")
+    record("  ratio typed / msgspec floor", ratio(cpu[TYPED], cpu[FLOOR]), "x", target=1.4)
+    record("  ratio msgspec floor / raw constant", ratio(cpu[FLOOR], cpu[RAW_CONSTANT]), "x")
     record("  ratio FastAPI / Starlette", ratio(cpu[FASTAPI], cpu[STARLETTE]), "x")
     record("  ratio typed / raw same JSON work", ratio(cpu[TYPED], cpu[RAW_SAME]), "x")
     record("  ratio typed / raw constant", ratio(cpu[TYPED], cpu[RAW_CONSTANT]), "x")
@@ -440,7 +543,9 @@ IN_HEALTH = "GET /svc/health, one sync check (in-process)"
 
 # Import targets for the load test's uvicorn processes.
 typed = typed_app()
-traced = traced_app()
+traced = traced_app(otlp=False)
+traced_otlp = traced_app(otlp=True)
+floor = floor_app
 health = health_app()
 raw = raw_app
 constant = constant_app
