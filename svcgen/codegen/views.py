@@ -253,3 +253,26 @@ def stub_view(topic: TopicBinding) -> StubView:
 def _import_models(exprs: list[TypeExpr], imports: Imports) -> None:
     if any(expr.records() for expr in exprs):
         imports.name(".", MODELS_MODULE)
+
+
+@dataclass(frozen=True)
+class ExampleTestView:
+    """What the generated example test names: the first topic, the first produced topic, every produced one."""
+
+    module: str
+    topic: str
+    version: str
+    produced: str
+    produces: list[str]
+
+
+def example_view(bindings: ServiceBindings) -> ExampleTestView:
+    first = bindings.topics[0] if bindings.topics else None
+    produces = sorted({produced.topic for produced in bindings.produces})
+    return ExampleTestView(
+        first.module if first is not None else "service",
+        first.topic if first is not None else "topic:id",
+        first.version if first is not None else "",
+        produces[0] if produces else "",
+        produces,
+    )
