@@ -78,6 +78,13 @@ BENCHES = (
           "httpx (what `HttpSender` uses), through a raw keep-alive HTTP socket (no client library), and as a "
           "nats-py request on the per-topic subject (what `NatsSender` uses), taking turns in every round; and "
           "the server's CPU per request over HTTP and over NATS."),
+    Bench("resilience", "Resilience (bench/resilience.py)",
+          "CPU time of the calling thread per call. Idempotency: `Service.invoke` of a typed non-idempotent topic "
+          "with a fresh `Idempotency-Key` per call (claim, run, keep the answer in the memory store at its cap) "
+          "against the same calls without a key, rounds alternating; the added cost is the median of the per-round "
+          "differences. Retries: one `HttpSender` call at a time to a constant-answer app under uvicorn in another "
+          "process, plain against the same sender inside `RetryingSender` with retries configured and never "
+          "triggered, rounds alternating, the overhead being the median of the per-round ratios."),
     Bench("hostile", "Hostile bodies (bench/hostile.py)",
           "CPU per request of 1 MiB bodies built to be expensive under the limits (arrays nested 62 deep, runs of "
           "empty arrays or objects, numbers, strings of brackets or escapes, 88,000 keys, a duplicate key at the "

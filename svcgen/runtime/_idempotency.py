@@ -45,7 +45,8 @@ RELEASED_STATUSES: Final = frozenset({st.SERVICE_UNAVAILABLE, st.TIMEOUT, st.TOO
 ClaimKind = Literal["run", "replay", "in-flight", "mismatch"]
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen (a frozen dataclass sets each field through object.__setattr__): one is built per keyed call.
+@dataclass(slots=True)
 class StoredAnswer:
     """The first answer to a key, as every transport frames it again."""
 
@@ -55,20 +56,21 @@ class StoredAnswer:
     headers: Mapping[str, str]
     body: bytes
     version: str
+    size: int = 0
+    """Bytes it is counted as against a store's bounds (set by `of`)."""
 
     @classmethod
     def of(cls, outcome: Outcome) -> StoredAnswer:
         result = outcome.result
-        return cls(result.status, result.detail, result.successful, dict(result.headers), outcome.body,
-                   outcome.version)  # fmt: skip
+        headers = result.headers  # a read-only mapping already: kept as it is
+        size = len(outcome.body) + 64
+        if headers:
+            size += sum(len(name) + len(value) for name, value in headers.items())
+        return cls(result.status, result.detail, result.successful, headers, outcome.body, outcome.version, size)
 
     def replayed(self) -> Outcome:
         headers = MappingProxyType({**self.headers, REPLAYED_HEADER: "true"})
         return Outcome(Result(self.status, None, self.detail, headers, self.successful), self.body, self.version)
-
-    @property
-    def size(self) -> int:
-        return len(self.body) + sum(len(name) + len(value) for name, value in self.headers.items()) + 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +78,11 @@ class Claim:
     kind: ClaimKind
     answer: StoredAnswer | None = None
     """The kept answer, for `replay`."""
+
+
+RUN: Final = Claim("run")
+IN_FLIGHT: Final = Claim("in-flight")
+MISMATCH: Final = Claim("mismatch")
 
 
 class IdempotencyStore(Protocol):
@@ -96,12 +103,10 @@ class IdempotencyStore(Protocol):
 
 def fingerprint(topic: str, version: str | None, fields: Mapping[str, str] | None, body: str | bytes | None) -> str:
     """What makes two calls the same request: topic, version asked for, path and query fields, body bytes."""
-    digest = hashlib.sha256(topic.encode())
-    digest.update(b"\0" + (version or "").encode())
+    parts = [topic.encode(), (version or "").encode(), body.encode() if isinstance(body, str) else body or b""]
     if fields:
-        digest.update(b"\0" + orjson.dumps(fields, option=orjson.OPT_SORT_KEYS))
-    digest.update(b"\0" + (body.encode() if isinstance(body, str) else body or b""))
-    return digest.hexdigest()
+        parts.append(orjson.dumps(fields, option=orjson.OPT_SORT_KEYS))
+    return hashlib.blake2b(b"\0".join(parts), digest_size=16).hexdigest()
 
 
 async def run_once(
@@ -187,13 +192,14 @@ class MemoryIdempotencyStore:
         entry = self._entries.get((scope, key))
         if entry is not None and entry.expires > now:
             if entry.fingerprint != fingerprint:
-                return Claim("mismatch")
-            return Claim("in-flight") if entry.answer is None else Claim("replay", entry.answer)
+                return MISMATCH
+            return IN_FLIGHT if entry.answer is None else Claim("replay", entry.answer)
         if entry is not None:
             self._drop((scope, key))
         self._entries[(scope, key)] = _Entry(fingerprint, now + self.lease)
-        self._bound()
-        return Claim("run")
+        if len(self._entries) > self.max_entries:
+            self._bound()
+        return RUN
 
     async def complete(self, scope: str, key: str, fingerprint: str, answer: StoredAnswer) -> None:
         entry = self._entries.get((scope, key))
@@ -207,7 +213,8 @@ class MemoryIdempotencyStore:
         entry.expires = self._clock() + self.ttl
         self._bytes += answer.size
         self._entries.move_to_end((scope, key))
-        self._bound()
+        if self._bytes > self.max_bytes:
+            self._bound()
 
     async def release(self, scope: str, key: str, fingerprint: str) -> None:
         entry = self._entries.get((scope, key))
@@ -225,7 +232,7 @@ class MemoryIdempotencyStore:
             oldest = next(iter(self._entries))
             if self._entries[oldest].expires > now:
                 self.evicted += 1
-                if self.evicted == 1 or self.evicted % 1000 == 0:
+                if self.evicted == 1 or self.evicted % 100_000 == 0:
                     logger.warning("idempotency store full: %d key(s) dropped before they expired", self.evicted)
             self._drop(oldest)
 
@@ -336,19 +343,19 @@ class PostgresIdempotencyStore:
             for _ in range(3):  # a row released between the insert and the read is claimed again
                 cursor = await connection.execute(self._claim, values)
                 if await cursor.fetchone() is not None:
-                    return Claim("run")
+                    return RUN
                 cursor = await connection.execute(self._read, values)
                 row = await cursor.fetchone()
                 if row is None:
                     continue
                 kept, state, status, detail, successful, headers, body, version = row
                 if kept != fingerprint:
-                    return Claim("mismatch")
+                    return MISMATCH
                 if state != "done":
-                    return Claim("in-flight")
+                    return IN_FLIGHT
                 answer = StoredAnswer(status, detail, successful, headers or {}, bytes(body or b""), version or "")
                 return Claim("replay", answer)
-        return Claim("in-flight")
+        return IN_FLIGHT
 
     async def complete(self, scope: str, key: str, fingerprint: str, answer: StoredAnswer) -> None:
         if answer.size > self.max_answer_bytes:

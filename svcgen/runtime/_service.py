@@ -73,6 +73,7 @@ class Service:
         self.middleware = tuple(middleware)
         self._versions = VersionSelector(registry)
         self._encoders: dict[int, Callable[[Any], Any]] = {}
+        self._scopes: dict[int, str] = {}
         self.pipeline = Pipeline(self._versions, self.middleware, clock=clock)
         self.produces = produces
         self.spec: dict[str, Any] = build_spec(identity.service, registry)
@@ -112,12 +113,17 @@ class Service:
         if registration is not None and not registration.idempotent:
             key = invocation.headers.get(IDEMPOTENCY_KEY_HEADER)
             if key is not None:
-                scope = f"{self.identity.service} {registration.key}"
+                scope = self._scopes.get(id(registration)) or self._scope(registration)
                 request = fingerprint(topic, requested, invocation.fields, invocation.body)
                 return await run_once(
                     self.idempotency, scope, key, request, lambda: self._run(invocation, registration, requested)
                 )
         return await self._run(invocation, registration, requested)
+
+    def _scope(self, registration: Registration) -> str:
+        """Where a registration's idempotency keys live: service and (topic, version), named once."""
+        scope = self._scopes[id(registration)] = f"{self.identity.service} {registration.key}"
+        return scope
 
     async def _run(self, invocation: Invocation, registration: Registration | None, requested: str) -> Outcome:
         topic = invocation.topic

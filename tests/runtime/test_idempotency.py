@@ -153,7 +153,7 @@ def test_the_memory_store_is_bounded_in_entries_and_bytes_and_expires_answers() 
     store = MemoryIdempotencyStore(max_entries=3, max_bytes=1000, max_answer_bytes=500, ttl=10.0, clock=lambda: now[0])
 
     def answer(size: int) -> StoredAnswer:
-        return StoredAnswer("ok", None, None, {}, b"x" * size, "")
+        return StoredAnswer("ok", None, None, {}, b"x" * size, "", size)
 
     async def keep(key: str, size: int) -> None:
         assert (await store.claim("s", key, "f")).kind == "run"
