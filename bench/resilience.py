@@ -1,10 +1,13 @@
 """Resilience costs: the idempotency check per request, and a client call with retries configured but unused.
 
-- Idempotency (CPU time of the thread, not wall time): `Service.invoke` of a typed non-idempotent topic with a fresh `Idempotency-Key` per call (claim, run,
-  keep the answer in the default memory store, which is at its 10 000-key cap after the first rounds and evicting)
-  against the same calls without a key, rounds alternating in one process; the added cost is the median of the
-  per-round differences. The replay of a kept answer is timed too.
-- Retries (the client thread's CPU time per call): one `HttpSender` call at a time to a constant-answer ASGI app under uvicorn in another process, plain
+Both are CPU time of the calling thread (`time.thread_time`), not wall time, so other work on a shared machine
+does not count.
+
+- Idempotency: `Service.invoke` of a typed non-idempotent topic with a fresh `Idempotency-Key` per call (claim,
+  run, keep the answer in the default memory store, which is at its 10 000-key cap after the first rounds and
+  evicting) against the same calls without a key, rounds alternating in one process; the added cost is the median
+  of the per-round differences. The replay of a kept answer is timed too.
+- Retries: one `HttpSender` call at a time to a constant-answer ASGI app under uvicorn in another process, plain
   against the same sender wrapped in `RetryingSender` (default policy, never triggered: every answer is 200), for
   an idempotent topic; rounds alternate, the overhead is the median of the per-round ratios. The non-idempotent
   case (which also mints an Idempotency-Key per call) is shown beside it.
@@ -20,7 +23,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import httpx
@@ -28,6 +31,7 @@ import httpx
 from bench.harness import REPEATS, Figure, Recorder, awaited_us, run
 from svcgen.runtime import Context, HttpSender, Identity, Registry, Result, RetryingSender, Service
 from svcgen.runtime._invocation import Invocation
+from svcgen.runtime._result import Outcome
 
 ROUNDS = max(REPEATS, 7)
 
@@ -65,12 +69,12 @@ def idempotency(record: Recorder) -> None:
         plain_us, keyed_us = [], []
         for _ in range(ROUNDS):
             keys = iter([uuid.uuid4().hex for _ in range(calls)])
+
+            def keyed(keys: Iterator[str] = keys) -> Awaitable[Outcome]:
+                return service.invoke(Invocation("orders:place", {"idempotency-key": next(keys)}, BODY))
+
             plain_us.append(await cpu_us(lambda: service.invoke(Invocation("orders:place", body=BODY)), calls))
-            keyed_us.append(
-                await cpu_us(
-                    lambda: service.invoke(Invocation("orders:place", {"idempotency-key": next(keys)}, BODY)), calls
-                )
-            )
+            keyed_us.append(await cpu_us(keyed, calls))
         replay = {"idempotency-key": "replayed"}
         await service.invoke(Invocation("orders:place", replay, BODY))
         replay_us = statistics.median(
@@ -81,7 +85,8 @@ def idempotency(record: Recorder) -> None:
     plain_us, keyed_us, replay_us = asyncio.run(rounds())
     plain = statistics.median(plain_us)
     record(PLAIN_INVOKE, plain, "µs")
-    record("invoke with a fresh Idempotency-Key (memory store)", statistics.median(keyed_us), "µs", baseline=PLAIN_INVOKE)
+    keyed = statistics.median(keyed_us)
+    record("invoke with a fresh Idempotency-Key (memory store)", keyed, "µs", baseline=PLAIN_INVOKE)
     added = statistics.median([keyed - base for keyed, base in zip(keyed_us, plain_us, strict=True)])
     record("  added by the idempotency check", added, "µs", target=10)
     record("invoke replaying a kept answer", replay_us, "µs", baseline=PLAIN_INVOKE)

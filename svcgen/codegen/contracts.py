@@ -1,9 +1,10 @@
 """contracts/*.json by the runtime's own derivation: what the running service serves, byte for byte.
 
-The rendered models.py runs as a throwaway module; a registry with placeholder handlers gets the same
-(topic, version, request, response) bindings service.py makes (both read `bindings`, both spell the
-types with `type_text`), the same identity and produced topics; the documents are the `Service`'s own,
-encoded by `document_bytes` exactly as the HTTP app serves them. No schema is derived here.
+The rendered models.py runs as a throwaway module; a `ServiceDefinition` with placeholder handlers gets the
+same (topic, version, request, response) bindings service.py makes (both read `bindings`, both spell the
+types with `type_text`), the same identity, routes and produced topics, and is assembled by the runtime's
+`build_app`, as create_app assembles it; the documents are the `Service`'s own, encoded by `document_bytes`
+exactly as the HTTP app serves them. No schema is derived here.
 """
 
 from __future__ import annotations
@@ -15,17 +16,15 @@ from datetime import datetime
 from typing import Any
 
 from ..manifest.typeexpr import TypeExpr
+from ..runtime._assembly import ServiceDefinition
 from ..runtime._context import Context
 from ..runtime._descriptor import ProducedTopic
 from ..runtime._health import HealthCheck, HealthChecks
-from ..runtime._http.app import HttpApp
 from ..runtime._http.routing import Route
 from ..runtime._jsontext import document_bytes
 from ..runtime._mesh.host import MeshHost, MeshSettings
-from ..runtime._mesh.profile import declare_profile
 from ..runtime._registry import Registry
 from ..runtime._result import Result
-from ..runtime._service import Service
 from .bindings import MODELS_MODULE, ServiceBindings, type_text
 from .errors import CodegenError
 from .imports import Imports
@@ -50,12 +49,13 @@ def contract_documents(bindings: ServiceBindings, models_source: str, package: s
         except Exception as error:
             raise CodegenError(f"{package}/models.py does not run: {type(error).__name__}: {error}") from error
         mesh = _mesh_host(bindings)
-        service = _placeholder_service(bindings, module, mesh)
-        # The app create_app builds over the same routes, so it declares the same profile and HTTP API.
-        app = HttpApp(service, _routes(bindings))
-        declare_profile(app, mesh)
+        # The same assembly create_app runs (minus wiring and lifespan): same service, routes and profile.
+        app = _placeholder_definition(bindings, module).build_app(mesh=mesh)
+        service = app.service
+        descriptor = dict(service.descriptor.document)
+        descriptor.pop("instanceId", None)  # the mesh's instance: per running instance, never committed
         return {
-            DESCRIPTOR: document_bytes(service.descriptor.document),
+            DESCRIPTOR: document_bytes(descriptor),
             HTTP_API: app.http_api_body,
             OPENAPI: document_bytes(service.openapi),
             SPEC: document_bytes(service.spec),
@@ -64,19 +64,22 @@ def contract_documents(bindings: ServiceBindings, models_source: str, package: s
         del sys.modules[name]
 
 
-def _placeholder_service(bindings: ServiceBindings, models: types.ModuleType, mesh: MeshHost | None) -> Service:
-    registry = Registry()
-    for topic in bindings.topics:
-        registry.add(
-            topic.topic,
-            _placeholder,
-            version=topic.version,
-            request=_resolve(topic.request, models),
-            response=_resolve(topic.response, models),
-            summary=topic.summary,
-            success=topic.success,
-            failures=topic.failures,
-        )
+def _placeholder_definition(bindings: ServiceBindings, models: types.ModuleType) -> ServiceDefinition:
+    def registry() -> Registry:
+        registry = Registry()
+        for topic in bindings.topics:
+            registry.add(
+                topic.topic,
+                _placeholder,
+                version=topic.version,
+                request=_resolve(topic.request, models),
+                response=_resolve(topic.response, models),
+                summary=topic.summary,
+                success=topic.success,
+                failures=topic.failures,
+            )
+        return registry
+
     produces = [
         ProducedTopic(
             produced.topic,
@@ -86,17 +89,16 @@ def _placeholder_service(bindings: ServiceBindings, models: types.ModuleType, me
         )
         for produced in bindings.produces
     ]
-    return Service(
+    health = HealthChecks([HealthCheck(check.name, _healthy) for check in bindings.health])
+    return ServiceDefinition(
         bindings.identity(),
         registry,
-        middleware=mesh.middleware if mesh is not None else (),
-        health=HealthChecks([HealthCheck(check.name, _healthy) for check in bindings.health])
-        if bindings.health
-        else None,
-        produces=produces,
+        _routes(bindings),
+        produces,
         title=bindings.title,
         api_version=bindings.api_version,
         prefix=bindings.prefix,
+        health=(lambda: health) if bindings.health else None,
     )
 
 

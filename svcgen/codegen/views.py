@@ -78,6 +78,7 @@ class ClientMethod:
     summary: str | None
     request: str
     response: str
+    idempotent: bool = False
 
 
 @dataclass(frozen=True)
@@ -150,14 +151,13 @@ def wiring_stub_view(bindings: ServiceBindings) -> WiringStubView:
 def service_view(bindings: ServiceBindings) -> ServiceView:
     imports = Imports()
     imports.name("__future__", "annotations")
-    imports.name("typing", "Any")
     imports.name("typing", "Final")
-    for name in ("Handler", "HttpApp", "Identity", "ProducedTopic", "Registry", "Route", "Service", "Wiring"):
+    imports.name("typing", "Unpack")
+    for name in ("AppOptions", "Handler", "HttpApp", "Identity", "ProducedTopic", "Registry", "Route", "Service",
+                 "ServiceDefinition", "ServiceOptions", "Wiring"):
         imports.name("svcgen.runtime", name)
-    imports.name("svcgen.runtime", "declare_profile")
     imports.name(".", "wiring")
     if bindings.produces:
-        imports.name("svcgen.runtime", "propagation_headers")
         imports.name(".clients", "Clients")
     if bindings.mesh:
         imports.name("svcgen.runtime", "MeshHost")
@@ -197,16 +197,10 @@ def service_view(bindings: ServiceBindings) -> ServiceView:
 def clients_view(bindings: ServiceBindings) -> ClientsView:
     imports = Imports()
     imports.name("__future__", "annotations")
-    imports.module("json")
-    imports.name("collections.abc", "Callable")
     imports.name("collections.abc", "Mapping")
-    imports.name("types", "TracebackType")
-    for name in ("Any", "Final", "Self", "TypeVar"):
-        imports.name("typing", name)
-    for name in ("HttpSender", "NatsSender", "Result", "Sender", "codec_for"):
+    imports.name("typing", "Final")
+    for name in ("ClientCall", "ClientsBase", "Result", "codec_for"):
         imports.name("svcgen.runtime", name)
-    imports.name("svcgen.runtime", "open_sender")
-    imports.name("svcgen.runtime", "propagation_headers")
     _import_models([expr for p in bindings.produces for expr in (p.request, p.response)], imports)
     methods = tuple(
         ClientMethod(
@@ -217,6 +211,7 @@ def clients_view(bindings: ServiceBindings) -> ClientsView:
             summary=p.summary,
             request=type_text(p.request, imports),
             response=type_text(p.response, imports),
+            idempotent=p.idempotent,
         )
         for p in bindings.produces
     )

@@ -14,7 +14,7 @@ from .loader import YamlDocument
 from .model import NO_DEFAULT, EnumDef, FieldDef, Manifest, MeshDef, RecordDef, RouteDef, TopicDef
 from .owner import owned_topic
 from .routes import parse_route
-from .schemaimport import import_json_schema
+from .sources import Sources
 from .typeexpr import parse_type
 
 
@@ -23,9 +23,10 @@ def default_package(service: str) -> str:
     return service.replace("-", "_") + "_service"
 
 
-def build_manifest(document: YamlDocument, base_dir: Path) -> Manifest:
-    """Build the model; the document must already have passed the schema and semantic stages. A jsonSchema
-    type becomes records and enums of the same model (its own, then any nested ones)."""
+def build_manifest(document: YamlDocument, base_dir: Path, sources: Sources) -> Manifest:
+    """Build the model; the document must already have passed the schema and semantic stages, whose owners'
+    manifests and jsonSchema files `sources` holds. A jsonSchema type becomes records and enums of the same
+    model (its own, then any nested ones)."""
     data: dict[str, Any] = document.data
     service: str = data["service"]
     mesh = data.get("mesh")
@@ -35,7 +36,7 @@ def build_manifest(document: YamlDocument, base_dir: Path) -> Manifest:
     ]
     for name, spec in data.get("types", {}).items():
         if "jsonSchema" in spec:
-            imported = import_json_schema(name, spec["jsonSchema"], base_dir)
+            imported = sources.imported_types(name, spec["jsonSchema"], base_dir)
             records += imported.records
             enums += imported.enums
         else:
@@ -45,7 +46,7 @@ def build_manifest(document: YamlDocument, base_dir: Path) -> Manifest:
         if "from" not in entry:
             produces.append(_topic(entry))
             continue
-        owned = owned_topic(base_dir, entry["from"], entry["id"], entry.get("version"))
+        owned = owned_topic(sources, base_dir, entry["from"], entry["id"], entry.get("version"))
         produces.append(
             replace(
                 owned.topic,

@@ -11,9 +11,10 @@ from pathlib import Path
 
 from .build import build_manifest
 from .diagnostics import Diagnostic, ManifestError, sort_diagnostics
-from .loader import load_yaml
+from .loader import YamlDocument, load_yaml
 from .model import Manifest, Position
 from .semantics import check_semantics
+from .sources import LoadedOwner, Sources
 from .validate import validate_schema
 
 
@@ -39,8 +40,20 @@ def load_manifest_text(text: str, path: str) -> Manifest:
 def load_manifest_with_warnings(path: str | Path) -> LoadedManifest:
     """As `load_manifest`, with the manifest's warnings; raises ManifestError when it has any error."""
     name = str(path).replace("\\", "/")
+    return load_manifest_text_with_warnings(_read(name), name)
+
+
+def load_manifest_text_with_warnings(text: str, path: str) -> LoadedManifest:
+    """As `load_manifest_text`, with the manifest's warnings; raises ManifestError when it has any error."""
+    name = path.replace("\\", "/")
+    with cycle_collection_paused():
+        # One Sources per load: every owner's manifest and jsonSchema file below it is read once.
+        return _checked_and_built(text, name, Sources(_load_owner, top=name))[0]
+
+
+def _read(name: str) -> str:
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")
+        return Path(name).read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise ManifestError([Diagnostic(Position(name, 1, 1), "manifest file not found")]) from None
     except UnicodeDecodeError as error:
@@ -49,25 +62,24 @@ def load_manifest_with_warnings(path: str | Path) -> LoadedManifest:
     except OSError as error:
         message = f"cannot read the manifest: {error.strerror or error}"
         raise ManifestError([Diagnostic(Position(name, 1, 1), message)]) from None
-    return load_manifest_text_with_warnings(text, name)
 
 
-def load_manifest_text_with_warnings(text: str, path: str) -> LoadedManifest:
-    """As `load_manifest_text`, with the manifest's warnings; raises ManifestError when it has any error."""
-    name = path.replace("\\", "/")
-    with cycle_collection_paused():
-        return _checked_and_built(text, name)
+def _load_owner(name: str, sources: Sources) -> LoadedOwner:
+    loaded, document = _checked_and_built(_read(name), name, sources)
+    return LoadedOwner(loaded.manifest, document)
 
 
-def _checked_and_built(text: str, name: str) -> LoadedManifest:
+def _checked_and_built(text: str, name: str, sources: Sources) -> tuple[LoadedManifest, YamlDocument]:
     document = load_yaml(text, name)
     findings = validate_schema(document)
-    # Each stage runs whatever the earlier ones found, skipping only what that leaves unreadable.
-    semantic = check_semantics(document, Path(name).parent, findings)
+    # Each stage runs whatever the earlier ones found, skipping only what that leaves unreadable; the build
+    # takes what the check resolved (owners' manifests, jsonSchema files) from `sources`.
+    semantic = check_semantics(document, Path(name).parent, findings, sources)
     diagnostics = [*document.diagnostics, *findings.diagnostics, *semantic]
     if any(diagnostic.is_error for diagnostic in diagnostics):
         raise ManifestError(diagnostics)
-    return LoadedManifest(build_manifest(document, Path(name).parent), tuple(sort_diagnostics(diagnostics)))
+    model = build_manifest(document, Path(name).parent, sources)
+    return LoadedManifest(model, tuple(sort_diagnostics(diagnostics))), document
 
 
 @contextmanager

@@ -1,26 +1,24 @@
 """`produces: - from: <owner's manifest>`: a produces entry that takes its topic's types from the owner.
 
-The owner's manifest is loaded (and validated) like any other; the entry gets the owner's (topic, version)
-and every record and enum its request and response reach, so the producer never re-declares them.
+The owner's manifest is loaded (and validated) like any other, once per load (`Sources`); the entry gets the
+owner's (topic, version) and every record and enum its request and response reach, so the producer never
+re-declares them.
 """
 
 from __future__ import annotations
 
 import posixpath
-from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Literal
 
 from .diagnostics import ManifestError
-from .loader import load_yaml
+from .loader import YamlDocument
 from .model import EnumDef, Manifest, Position, RecordDef, TopicDef
+from .sources import FromCycle, Sources
 from .spelling import suggestion
 
 EntryKey = Literal["from", "id", "version"]
-
-_loading: ContextVar[frozenset[str]] = ContextVar("svcgen_owner_loading", default=frozenset())
-"""The owners' manifests being loaded above this one (a `from:` cycle would never end)."""
 
 
 class OwnerError(ValueError):
@@ -44,11 +42,10 @@ class OwnedTopic:
     """Where the owner declares each of the types."""
 
 
-def owned_topic(base_dir: Path, relative: str, topic_id: str, version: str | None) -> OwnedTopic:
+def owned_topic(sources: Sources, base_dir: Path, relative: str, topic_id: str, version: str | None) -> OwnedTopic:
     """The topic `topic_id` (at `version`; None: its only version) of the owner's manifest at `relative` (to
-    `base_dir`, the producer's directory), with the types it reaches. Raises OwnerError."""
-    from .load import load_manifest  # load → semantics → here
-
+    `base_dir`, the producer's directory), with the types it reaches; the manifest comes from `sources`, loaded
+    once however many entries name it. Raises OwnerError."""
     if PurePosixPath(relative).is_absolute() or PureWindowsPath(relative).is_absolute():
         raise OwnerError(f"owner's manifest path {relative!r} must be relative to the manifest's directory")
     target = Path(posixpath.normpath((base_dir / relative).as_posix()))  # named without `dir/..` detours
@@ -61,18 +58,15 @@ def owned_topic(base_dir: Path, relative: str, topic_id: str, version: str | Non
             f"owner's manifest {relative!r} not found (looked for {target.as_posix()}); "
             "the path is relative to the manifest's directory"
         )
-    identity = str(target.resolve())
-    if identity in _loading.get():
-        raise OwnerError(f"owner's manifest {relative!r} takes types back from this manifest: a from: cycle")
-    token = _loading.set(_loading.get() | {identity})
     try:
-        owner = load_manifest(target.as_posix())
+        loaded = sources.owner(target)
+    except FromCycle:
+        raise OwnerError(f"owner's manifest {relative!r} takes types back from this manifest: a from: cycle") from None
     except ManifestError as error:
         problems = [diagnostic for diagnostic in error.diagnostics if diagnostic.is_error]
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise OwnerError(f"owner's manifest {relative!r} is invalid: {problems[0]}{more}") from None
-    finally:
-        _loading.reset(token)
+    owner = loaded.manifest
     topic = _topic(owner, relative, topic_id, version)
     records, enums = _reached(owner, topic)
     folder = posixpath.dirname(relative.replace("\\", "/"))
@@ -81,7 +75,7 @@ def owned_topic(base_dir: Path, relative: str, topic_id: str, version: str | Non
         if record.json_schema else record
         for record in records
     )
-    return OwnedTopic(target.as_posix(), owner.service, topic, records, enums, _positions(target, owner))
+    return OwnedTopic(target.as_posix(), owner.service, topic, records, enums, _positions(loaded.document, owner))
 
 
 def _topic(owner: Manifest, relative: str, topic_id: str, version: str | None) -> TopicDef:
@@ -123,7 +117,6 @@ def _reached(owner: Manifest, topic: TopicDef) -> tuple[tuple[RecordDef, ...], t
     )
 
 
-def _positions(target: Path, owner: Manifest) -> dict[str, Position]:
-    document = load_yaml(target.read_text(encoding="utf-8-sig"), target.as_posix())
+def _positions(document: YamlDocument, owner: Manifest) -> dict[str, Position]:
     positions = {record.name: document.key_at(("types", record.name)) for record in owner.types}
     return positions | {enum.name: document.key_at(("enums", enum.name)) for enum in owner.enums}

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ..runtime._meta import CONSTRAINT_KEYWORDS, FORMATS
@@ -37,13 +36,6 @@ class ImportedTypes:
     records: list[RecordDef] = field(default_factory=list)
     """The named type first, then the records it nests or refers to."""
     enums: list[EnumDef] = field(default_factory=list)
-
-
-def import_json_schema(name: str, relative: str, base_dir: Path) -> ImportedTypes:
-    """The records and enums of the type `name` whose schema is the file `relative` (to `base_dir`)."""
-    from .semantics import load_json_schema  # the file rules live with the other jsonSchema checks
-
-    return translate_json_schema(name, relative.replace("\\", "/"), load_json_schema(base_dir, relative))
 
 
 def translate_json_schema(name: str, source: str, schema: Any) -> ImportedTypes:

@@ -9,7 +9,7 @@ import json
 import keyword
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import Path
 from typing import Any, TypeVar
 
 from ..runtime._codec import DecodeError
@@ -30,7 +30,8 @@ from .loader import JsonPath, YamlDocument
 from .model import EnumDef, Position, RecordDef
 from .owner import OwnedTopic, OwnerError, owned_topic
 from .routes import ParsedRoute, RouteSyntaxError, ShadowIndex, parse_route, well_known_collision
-from .schemaimport import SchemaImportError, import_json_schema, translate_json_schema
+from .schemaimport import SchemaImportError
+from .sources import Sources
 from .spelling import canonical_camel, did_you_mean, is_pascal_identifier, pascal_case, suggestion
 from .typeexpr import CONTAINERS, SCALARS, TypeExpr, TypeExprError, parse_type
 from .validate import SchemaFindings
@@ -39,36 +40,14 @@ _SCALAR_LIST = ", ".join(SCALARS)
 MAX_TIMEOUT_SECONDS = 24 * 3600.0
 
 
-def check_semantics(document: YamlDocument, base_dir: Path, findings: SchemaFindings) -> list[Diagnostic]:
+def check_semantics(
+    document: YamlDocument, base_dir: Path, findings: SchemaFindings, sources: Sources
+) -> list[Diagnostic]:
     """Every semantic problem of the manifest (unsorted), skipping only what the schema stage's `findings`
-    leave unreadable; `base_dir` resolves jsonSchema paths."""
-    checker = _Checker(document, base_dir, findings)
+    leave unreadable; `base_dir` resolves jsonSchema paths and `from:` paths, read through `sources`."""
+    checker = _Checker(document, base_dir, findings, sources)
     checker.run()
     return checker.diagnostics
-
-
-def load_json_schema(base_dir: Path, relative: str) -> Any:
-    """The JSON content of a record's jsonSchema file; raises ValueError with a diagnostic message."""
-    if PurePosixPath(relative).is_absolute() or PureWindowsPath(relative).is_absolute():
-        raise ValueError(f"jsonSchema path {relative!r} must be relative to the manifest's directory")
-    target = base_dir / relative
-    try:
-        exists = target.is_file()
-    except OSError:  # e.g. a name too long for the file system
-        exists = False
-    if not exists:
-        raise ValueError(
-            f"jsonSchema file {relative!r} not found (looked for {target.as_posix()}); "
-            "the path is relative to the manifest's directory"
-        )
-    try:
-        return json.loads(target.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise ValueError(
-            f"jsonSchema file {relative!r} is not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"
-        ) from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise ValueError(f"jsonSchema file {relative!r} cannot be read: {error}") from None
 
 
 T = TypeVar("T")
@@ -104,8 +83,9 @@ class _Checker:
     """Runs on whatever shape the manifest has: a check whose input the schema stage rejected or a misspelt
     key hid is skipped, and only that check."""
 
-    def __init__(self, document: YamlDocument, base_dir: Path, findings: SchemaFindings) -> None:
+    def __init__(self, document: YamlDocument, base_dir: Path, findings: SchemaFindings, sources: Sources) -> None:
         self.doc = document
+        self.sources = sources
         self.data: dict[str, Any] = document.data if isinstance(document.data, dict) else {}
         self.base_dir = base_dir
         self.findings = findings
@@ -323,7 +303,7 @@ class _Checker:
     def check_json_schema(self, name: str, relative: str, record: _Record) -> None:
         position = self.doc.at(("types", name, "jsonSchema"))
         try:
-            schema = load_json_schema(self.base_dir, relative)
+            schema = self.sources.json_schema(self.base_dir, relative)
         except ValueError as error:
             self.error(position, str(error))
             return
@@ -342,7 +322,7 @@ class _Checker:
             self.error(position, f"jsonSchema file {relative!r} is not a valid JSON Schema at {where}: {error.message}")
             return
         try:
-            imported = translate_json_schema(name, relative, schema)
+            imported = self.sources.imported_types(name, relative, self.base_dir)
         except SchemaImportError as error:
             for problem in error.problems:
                 self.error(position, problem)
@@ -478,7 +458,7 @@ class _Checker:
             self.uses_known = False  # unreadable: what it takes is not known
             return
         try:
-            owned = owned_topic(self.base_dir, relative, topic_id, version)
+            owned = owned_topic(self.sources, self.base_dir, relative, topic_id, version)
         except OwnerError as error:
             self.uses_known = False
             self.error(self.doc.at((*path, error.key)), str(error))
@@ -535,7 +515,7 @@ class _Checker:
     def external_definition(self, name: str) -> RecordDef | None:
         relative = self.read(self.data["types"][name], ("types", name), "jsonSchema", str)
         try:
-            return None if relative is None else import_json_schema(name, relative, self.base_dir).records[0]
+            return None if relative is None else self.sources.imported_types(name, relative, self.base_dir).records[0]
         except (SchemaImportError, ValueError):
             return None
 

@@ -5,13 +5,15 @@ without notice. `API_LEVEL` rises when generated code needs something this names
 before; a generated package checks it at import (docs/runtime.md, "API level").
 """
 
+from ._assembly import ServiceDefinition, ServiceOptions
+from ._clients import ClientCall, ClientsBase
 from ._codec import Codec, DecodeError, codec_for
 from ._context import Context
 from ._deadline import deadline
 from ._dependencies import Dependencies, DependencyError, Scope
 from ._descriptor import Identity, ProducedTopic
 from ._health import HealthCheck, HealthCheckResult, HealthChecks
-from ._http.app import HttpApp, create_app
+from ._http.app import AppOptions, HttpApp, create_app
 from ._http.limits import Limits
 from ._http.routing import Route
 from ._http.sender import HttpSender
@@ -33,6 +35,9 @@ from ._wiring import Sender, Wiring, WiringError, open_sender, target_variable
 
 __all__ = [
     "API_LEVEL",
+    "AppOptions",
+    "ClientCall",
+    "ClientsBase",
     "Codec",
     "Context",
     "DecodeError",
@@ -69,6 +74,8 @@ __all__ = [
     "Scope",
     "Sender",
     "Service",
+    "ServiceDefinition",
+    "ServiceOptions",
     "TopicKey",
     "TraceContext",
     "Wiring",

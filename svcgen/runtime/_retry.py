@@ -72,14 +72,17 @@ class RetryingSender:
     """Sends through `sender`, trying again as `policy` (or `policies[topic]`) says.
 
     `idempotent` names the topics the owner may run twice; every other topic is sent with an `Idempotency-Key`
-    (the caller's own, when it set one). `sleep`, `clock` (monotonic seconds, for the deadline), `jitter` (a
-    float in [0, 1)), `new_key` and `wall_clock` (epoch seconds, for a `Retry-After` date) are injectable."""
+    (the caller's own, when it set one). With `idempotent=None` no key is added: a call is keyed when its
+    caller sent one (what generated clients do for every topic that is not idempotent).
+
+    `sleep`, `clock` (monotonic seconds, for the deadline), `jitter` (a float in [0, 1)), `new_key` and
+    `wall_clock` (epoch seconds, for a `Retry-After` date) are injectable."""
 
     def __init__(
         self,
         sender: _Sends,
         *,
-        idempotent: Collection[str] = (),
+        idempotent: Collection[str] | None = (),
         policy: Retry | None = None,
         policies: Mapping[str, Retry] | None = None,
         sleep: Sleep = asyncio.sleep,
@@ -89,7 +92,7 @@ class RetryingSender:
         wall_clock: Clock = time.time,
     ) -> None:
         self.sender = sender
-        self.idempotent = frozenset(idempotent)
+        self.idempotent = None if idempotent is None else frozenset(idempotent)
         self.policy = policy if policy is not None else Retry()
         self.policies = dict(policies or {})
         self._sleep = sleep
@@ -101,10 +104,11 @@ class RetryingSender:
         """Tries after a first one, over this sender's life."""
 
     async def send(self, topic: str, payload: Any = None, headers: Mapping[str, str] | None = None) -> Result[Any]:
-        keyed = topic not in self.idempotent
-        if keyed and not _has_key(headers):
+        keyed = has_key(headers)
+        if not keyed and self.idempotent is not None and topic not in self.idempotent:
             headers = {**headers, IDEMPOTENCY_KEY_HEADER: self._new_key()} if headers else {
                 IDEMPOTENCY_KEY_HEADER: self._new_key()}  # fmt: skip
+            keyed = True
         answer = await self.sender.send(topic, payload, headers)
         if answer.is_successful:
             return answer
@@ -147,7 +151,8 @@ class RetryingSender:
             await closer()
 
 
-def _has_key(headers: Mapping[str, str] | None) -> bool:
+def has_key(headers: Mapping[str, str] | None) -> bool:
+    """Whether the headers carry an `Idempotency-Key` (any case)."""
     return bool(headers) and any(name.lower() == IDEMPOTENCY_KEY_HEADER for name in headers or ())
 
 

@@ -61,6 +61,7 @@ QUERY_TRACE_TOPIC: Final = "svc:mesh:query:trace"
 VERSION_HEADERS: Final = ("svc-version", "version", "x-version")
 """Caller headers that select a topic version, in order of precedence."""
 VERSION_ECHO_HEADER: Final = "svc-version"
+"""The header a response echoes the selected version in, and a client call selects its version with."""
 VERSION_PATH_PARAM: Final = "version"
 
 

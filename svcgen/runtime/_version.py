@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Final
 
-API_LEVEL: Final = 5
+API_LEVEL: Final = 6
 """Raised when generated code starts to need something the public runtime did not offer before.
 
 2: typed handler binding (`Handler`, `HandlerBindingError`) and the user's wiring module (`Wiring`).
 3: the contract language on models (`Meta` constraints and annotations, `StrEnum` enums).
 4: clients over any `Sender` (`open_sender`: HTTP or NATS targets).
-5: topic options `idempotent` and `timeout` (`Registry.add`, `ProducedTopic`), retried senders (`Wiring.sender`
+5: thin generated code: `ServiceDefinition` assembles the app, `ClientsBase.call` makes every client call, typed
+   options (`AppOptions`, `ServiceOptions`).
+6: topic options `idempotent` and `timeout` (`Registry.add`, `ProducedTopic`), retried senders (`Wiring.sender`
    takes `ProducedTopic`s)."""
 
 

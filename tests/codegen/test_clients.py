@@ -16,7 +16,7 @@ import pytest
 from svcgen.codegen import render_package
 from svcgen.codegen.ownership import write_package
 from svcgen.manifest import load_manifest, load_manifest_text
-from svcgen.runtime._http.sender import HttpSender
+from svcgen.runtime import HttpSender
 from tests.support.codegen import imported
 
 PACKAGE = "echo_clients_service"
@@ -107,7 +107,7 @@ def test_typed_calls(package: ModuleType) -> None:
     assert "does not fit its type" in (mismatched.detail or "")
 
 
-PROVIDER = """\
+OWNER = """\
 svcgen: 1
 service: ledger
 types:
@@ -154,7 +154,7 @@ async def handle(request: Entry, context: Context) -> Result[Receipt]:
 
 
 def test_a_client_taken_from_the_owner_calls_it_with_its_types(tmp_path: Path) -> None:
-    (tmp_path / "ledger.yaml").write_text(PROVIDER, encoding="utf-8")
+    (tmp_path / "ledger.yaml").write_text(OWNER, encoding="utf-8")
     (tmp_path / "booker.yaml").write_text(PRODUCER, encoding="utf-8")
     for name in ("ledger", "booker"):
         model = load_manifest((tmp_path / f"{name}.yaml").as_posix())

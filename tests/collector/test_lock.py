@@ -170,17 +170,17 @@ def test_svcgen_collector_serve_warns_once_when_reachable_and_open(
                       "read it (lock it with --token-file FILE or SVCGEN_COLLECTOR_TOKEN)"] if warned else [])
 
 
-def test_a_publisher_with_the_token_is_accepted_and_one_without_is_unauthorized(tmp_path: Path) -> None:
+def test_a_reporter_with_the_token_is_accepted_and_one_without_is_unauthorized(tmp_path: Path) -> None:
     host = CollectorHost(CollectorSettings(artifacts=tmp_path, token=TOKEN))
 
-    async def publish(token: str | None) -> str:
+    async def report(token: str | None) -> str:
         sender = EnvelopeSender("http://collector", token=token, transport=httpx.ASGITransport(host.app))
         try:
             return (await sender.send("svc:mesh:register", descriptor("orders"))).status
         finally:
             await sender.aclose()
 
-    assert asyncio.run(publish(None)) == "unauthorized"
+    assert asyncio.run(report(None)) == "unauthorized"
     assert host.collector.snapshot()["catalog"] == []
-    assert asyncio.run(publish(TOKEN)) == "ok"
+    assert asyncio.run(report(TOKEN)) == "ok"
     assert [entry["service"] for entry in host.collector.snapshot()["catalog"]] == ["orders"]

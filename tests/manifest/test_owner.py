@@ -180,3 +180,62 @@ def test_an_entry_taking_the_owners_version_repeats_one_that_names_it(tmp_path: 
         f"{path.as_posix()}:14:9: produces entry 'payments:capture' version 'v1' is already defined at line 12; each "
         "(id, version) must be unique"
     ]
+
+
+# --- each file read once per load ---------------------------------------------------------------------------------
+
+
+def link(number: int, owner: int | None) -> str:
+    """Service `s<number>` owning `s<number>:get`; with an owner, it also produces the owner's topic from it."""
+    text = (
+        f"svcgen: 1\nservice: s{number}\ntypes:\n  Thing{number}:\n    fields:\n      id: string\n"
+        f"topics:\n  - id: s{number}:get\n    request: Thing{number}\n    response: Thing{number}\n"
+    )
+    if owner is not None:
+        text += f"produces:\n  - id: s{owner}:get\n    from: s{owner}.yaml\n"
+    return text
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
+    """Every file of the test's folder its loads read, by name, in order (jsonschema's own files left out)."""
+    read: list[str] = []
+    original = Path.read_text
+
+    def counted(self: Path, *args: object, **kwargs: object) -> str:
+        if self.resolve().is_relative_to(tmp_path.resolve()):
+            read.append(self.name)
+        return original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "read_text", counted)
+    return read
+
+
+def test_a_chain_of_four_owners_loads_each_manifest_once(tmp_path: Path, reads: list[str]) -> None:
+    for number in range(5):  # s0 takes from s1, ..., s3 from s4
+        (tmp_path / f"s{number}.yaml").write_text(link(number, number + 1 if number < 4 else None), encoding="utf-8")
+    model = load_manifest(tmp_path / "s0.yaml")
+    assert sorted(reads) == ["s0.yaml", "s1.yaml", "s2.yaml", "s3.yaml", "s4.yaml"]
+    assert [topic.id for topic in model.produces] == ["s1:get"]
+    assert [record.name for record in model.types] == ["Thing0", "Thing1"]
+
+
+def test_an_owner_two_entries_name_and_a_schema_file_are_read_once(tmp_path: Path, reads: list[str]) -> None:
+    write(tmp_path, entry="    from: ../payments/payments.yaml\n  - id: payments:refund\n    version: v2\n"
+                          "    from: ../payments/payments.yaml\n")  # fmt: skip
+    (tmp_path / "orders" / "note.json").write_text(
+        '{"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}', encoding="utf-8"
+    )
+    path = tmp_path / "orders" / "orders.yaml"
+    path.write_text(
+        path.read_text(encoding="utf-8").replace(
+            "types:\n", "types:\n  Note:\n    jsonSchema: note.json\n"
+        ).replace("response: Order\n", "response: Note\n", 1),
+        encoding="utf-8",
+    )
+    reads.clear()
+    model = load_manifest(path)
+    assert sorted(reads) == ["note.json", "orders.yaml", "payments.yaml"]
+    taken = [(topic.id, topic.version) for topic in model.produces]
+    assert taken == [("payments:capture", "v1"), ("payments:refund", "v2")]
+    assert "Note" in {record.name for record in model.types}

@@ -78,7 +78,7 @@ def test_unreachable_or_broken_collector_is_a_result_never_an_exception() -> Non
     assert asyncio.run(send(server_error)).status == "unexpected-error"
 
 
-def test_a_publisher_that_raises_is_contained() -> None:
+def test_a_sender_that_raises_is_contained() -> None:
     class Exploding:
         async def send(self, topic: str, payload: Any = None, headers: Any = None) -> Result[Any]:
             raise RuntimeError("bus down")

@@ -17,7 +17,7 @@ DESCRIPTOR = build_descriptor(Identity("orders", instance_id="i-1"), Registry(),
 MOMENT = datetime(2026, 11, 22, 10, 0, tzinfo=UTC).timestamp()
 
 
-class RecordingPublisher:
+class RecordingSender:
     """An in-process collector stand-in: records what it was sent and answers from a script."""
 
     def __init__(self) -> None:
@@ -64,7 +64,7 @@ class Ids:
         return f"b-{self.issued}"
 
 
-def make(sender: RecordingPublisher, events: list[dict[str, Any]] | Source | None = None,
+def make(sender: RecordingSender, events: list[dict[str, Any]] | Source | None = None,
          issues: list[dict[str, Any]] | None = None, **options: Any) -> Reporter:
     source = events if isinstance(events, Source) else Source(events)
     window = issues if issues is not None else []
@@ -85,12 +85,12 @@ def make(sender: RecordingPublisher, events: list[dict[str, Any]] | Source | Non
     )
 
 
-def sent(sender: RecordingPublisher, feed: str) -> list[Any]:
+def sent(sender: RecordingSender, feed: str) -> list[Any]:
     return [payload for topic, payload in sender.sent if topic == f"svc:mesh:{feed}"]
 
 
 def test_beats_register_once_then_heartbeat_and_issues_with_a_batch_id() -> None:
-    sender = RecordingPublisher()
+    sender = RecordingSender()
     reporter = make(sender)
 
     async def run() -> None:
@@ -110,7 +110,7 @@ def test_beats_register_once_then_heartbeat_and_issues_with_a_batch_id() -> None
 
 
 def test_trace_flush_sends_full_batches_each_with_its_own_id_until_a_partial_one() -> None:
-    sender = RecordingPublisher()
+    sender = RecordingSender()
     reporter = make(sender, [{"traceId": str(i)} for i in range(5)], batch_size=2)
     asyncio.run(reporter.flush_traces())
     assert sent(sender, "traces") == [
@@ -123,7 +123,7 @@ def test_trace_flush_sends_full_batches_each_with_its_own_id_until_a_partial_one
 def test_traces_flow_on_their_own_cadence_whatever_the_heartbeat() -> None:
     """A 1-hour heartbeat: events still reach the collector within the flush interval, and a full batch goes at
     the next tick; the heartbeat itself stays on its period (one beat at start)."""
-    sender = RecordingPublisher()
+    sender = RecordingSender()
     source = Source()
     reporter = make(sender, source, interval=3600, flush_interval=0.2, batch_size=3)
 
@@ -148,7 +148,7 @@ def test_traces_flow_on_their_own_cadence_whatever_the_heartbeat() -> None:
 
 
 def test_hash_mismatch_answer_makes_the_next_beat_register() -> None:
-    sender = RecordingPublisher()
+    sender = RecordingSender()
     sender.script("svc:mesh:heartbeat", Result.ok({"accepted": 1}), Result.ok({"accepted": 1, "reregister": True}))
     reporter = make(sender)
 
@@ -165,7 +165,7 @@ def test_hash_mismatch_answer_makes_the_next_beat_register() -> None:
 
 
 def test_failed_batches_are_resent_whole_with_the_same_id_timeouts_included() -> None:
-    sender = RecordingPublisher()
+    sender = RecordingSender()
     down = Result.service_unavailable("cannot reach collector")
     sender.script("svc:mesh:register", down)
     sender.script("svc:mesh:heartbeat", down)
@@ -197,7 +197,7 @@ def test_failed_batches_are_resent_whole_with_the_same_id_timeouts_included() ->
 
 def test_while_a_batch_waits_to_be_resent_nothing_more_is_drained() -> None:
     """The queue stays the one place events wait (bounded, counting its drops); order is kept."""
-    sender = RecordingPublisher()
+    sender = RecordingSender()
     down = Result.service_unavailable("cannot reach collector")
     sender.script("svc:mesh:traces", down, down, down)
     source = Source()
@@ -221,7 +221,7 @@ def test_while_a_batch_waits_to_be_resent_nothing_more_is_drained() -> None:
 def test_shutdown_counts_the_queue_and_the_retry_buffer_and_logs_the_true_total(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    sender = RecordingPublisher()
+    sender = RecordingSender()
     source = Source([{"traceId": str(n)} for n in range(1200)])
     source.dropped = 7
     reporter = make(sender, source, batch_size=500, shutdown_timeout=0.2)
@@ -237,14 +237,14 @@ def test_shutdown_counts_the_queue_and_the_retry_buffer_and_logs_the_true_total(
 
 
 def test_stop_flushes_everything_left_and_is_bounded_when_the_collector_hangs() -> None:
-    sender = RecordingPublisher()
+    sender = RecordingSender()
     source = Source([{"traceId": str(n)} for n in range(1100)])
     reporter = make(sender, source, interval=3600, batch_size=500)
     asyncio.run(reporter.stop())
     assert [len(b["events"]) for b in sent(sender, "traces")] == [500, 500, 100]
     assert reporter.lost_trace_events == 0
 
-    sender = RecordingPublisher()
+    sender = RecordingSender()
     reporter = make(sender, [{"traceId": "late"}], interval=3600, shutdown_timeout=0.05)
 
     async def run() -> None:
@@ -261,7 +261,7 @@ def test_stop_flushes_everything_left_and_is_bounded_when_the_collector_hangs() 
 
 def test_undelivered_trace_events_are_logged_once_per_beat(caplog: pytest.LogCaptureFixture) -> None:
     source = Source()
-    reporter = make(RecordingPublisher(), source)
+    reporter = make(RecordingSender(), source)
 
     async def run() -> None:
         await reporter.beat()

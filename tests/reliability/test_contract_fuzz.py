@@ -200,7 +200,8 @@ def estate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Serve
             for name, prefix in SERVICES.items():
                 module = importlib.import_module(f"{name}_service.service")
                 models = importlib.import_module(f"{name}_service.models")
-                patch.setattr(module, "build_registry", with_handlers(module.build_registry, HANDLERS[name](models)))
+                registry = with_handlers(module.build_registry, HANDLERS[name](models))
+                patch.setattr(module, "DEFINITION", dataclasses.replace(module.DEFINITION, registry=registry))
                 mesh = MeshHost(module.identity(), MeshSettings(collector=collector_base, heartbeat_seconds=0.5),
                                 environ={})  # fmt: skip
                 served[name] = Served(stack.enter_context(running(module.create_app(mesh=mesh))), prefix)

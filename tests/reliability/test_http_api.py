@@ -10,6 +10,7 @@ and no answer outside it should. Bounded: a fixed number of derandomized example
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import importlib
 import json
@@ -118,7 +119,8 @@ def served(built: Path) -> Iterator[dict[str, str]]:
             module = importlib.import_module(f"{name}_service.service")
             models = importlib.import_module(f"{name}_service.models")
             answers = {**HANDLERS[name](models), **extra_handlers(name, models)}
-            patch.setattr(module, "build_registry", with_declared_handlers(module.build_registry, answers))
+            registry = with_declared_handlers(module.build_registry, answers)
+            patch.setattr(module, "DEFINITION", dataclasses.replace(module.DEFINITION, registry=registry))
             bases[name] = stack.enter_context(running(module.create_app(mesh=_no_feeds(module))))
         yield bases
 

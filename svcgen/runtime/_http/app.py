@@ -8,7 +8,7 @@ import logging
 from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from functools import cached_property
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import orjson
 
@@ -41,6 +41,19 @@ logger = logging.getLogger("svcgen.http")
 LifespanHook = Callable[[], Awaitable[None]]
 _Surface = Callable[[AsgiScope, Receive, Send], Awaitable[None]]
 _Call = tuple[str, "dict[str, str] | None", "str | None", str]
+
+
+class AppOptions(TypedDict, total=False):
+    """`HttpApp`'s keyword options, as `create_app` and a generated `create_app()` take them."""
+
+    invoke: bool
+    spec: bool
+    openapi: bool
+    http_api: bool
+    limits: Limits | None
+    max_body_bytes: int | None
+    on_startup: Sequence[LifespanHook]
+    on_shutdown: Sequence[LifespanHook]
 
 
 class HttpApp:
@@ -276,7 +289,7 @@ def _constant(body: bytes) -> _Surface:
     return answer
 
 
-def create_app(service: Service, routes: Iterable[str | Route] = (), **options: Any) -> HttpApp:
+def create_app(service: Service, routes: Iterable[str | Route] = (), **options: Unpack[AppOptions]) -> HttpApp:
     """Build the app from route specs like `"POST /orders -> orders:place"` or Route objects."""
     parsed = [route if isinstance(route, Route) else _parse_binding(route) for route in routes]
     return HttpApp(service, parsed, **options)

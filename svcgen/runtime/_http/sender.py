@@ -1,4 +1,4 @@
-"""`HttpSender`: publish a message to another service by HTTP POST and map the answer back to a `Result`.
+"""`HttpSender`: send a message to another service by HTTP POST and map the answer back to a `Result`.
 
 Spec "Outbound HTTP sender"; the code → status direction is `status_for_code` (docs/wire.md, Statuses), never
 restated here.

@@ -1,4 +1,4 @@
-"""Collector feeds: register, heartbeat, traces and issues published as envelopes through any sender.
+"""Collector feeds: register, heartbeat, traces and issues sent as envelopes through any sender.
 
 A feed reports the outbound `Result` and never raises: a failed feed must not touch service traffic.
 """
@@ -40,7 +40,7 @@ def feed_envelope(topic: str, payload: Any = None, headers: Mapping[str, str] | 
 
 
 class EnvelopeSender:
-    """Publishes by HTTP POST of the message envelope to `{collector}{prefix}/invoke`, with `authorization: Bearer
+    """Sends by HTTP POST of the message envelope to `{collector}{prefix}/invoke`, with `authorization: Bearer
     <token>` when given the collector's token."""
 
     def __init__(
@@ -89,20 +89,20 @@ class FeedSender:
         self.sender = sender
 
     async def register(self, descriptor: Mapping[str, Any]) -> Result[Any]:
-        return await self._publish(REGISTER_TOPIC, descriptor)
+        return await self._send(REGISTER_TOPIC, descriptor)
 
     async def heartbeat(self, heartbeat: Mapping[str, Any]) -> Result[Any]:
-        return await self._publish(HEARTBEAT_TOPIC, heartbeat)
+        return await self._send(HEARTBEAT_TOPIC, heartbeat)
 
     async def traces(self, events: Sequence[Mapping[str, Any]], batch_id: str) -> Result[Any]:
         """`{events, batchId}`: the same id on every resend of a batch, so the collector can count it once."""
-        return await self._publish(TRACES_TOPIC, {"events": list(events), "batchId": batch_id})
+        return await self._send(TRACES_TOPIC, {"events": list(events), "batchId": batch_id})
 
     async def issues(self, batch: Mapping[str, Any]) -> Result[Any]:
         """`{service, issues, batchId}`, the id set by the reporter and kept on every resend."""
-        return await self._publish(ISSUES_TOPIC, batch)
+        return await self._send(ISSUES_TOPIC, batch)
 
-    async def _publish(self, topic: str, body: Any) -> Result[Any]:
+    async def _send(self, topic: str, body: Any) -> Result[Any]:
         try:
             return await self.sender.send(topic, body)
         except Exception as exc:

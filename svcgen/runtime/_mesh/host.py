@@ -122,7 +122,7 @@ class MeshHost:
         self.tracer = TraceMiddleware(
             self.identity, exporter, on_failure=[self.issues.observe] if self.issues is not None else []
         )
-        self._publisher = sender
+        self._sender = sender
         self.reporter: Reporter | None = None
 
     @property
@@ -138,9 +138,9 @@ class MeshHost:
             app.on_shutdown.append(self.otlp.stop)
         if not self.settings.feeds:
             return app
-        owned = self._publisher is None
+        owned = self._sender is None
         # The collector's surfaces are under the default prefix, whatever prefix this service uses.
-        sender = self._publisher or self._feed_sender()
+        sender = self._sender or self._feed_sender()
         reporter = Reporter(
             FeedSender(sender),
             app.service.descriptor,

@@ -1,4 +1,4 @@
-"""Mesh feeds over NATS JetStream (`mesh: {transport: nats, nats: URL}`): reporters publish register, heartbeat,
+"""Mesh feeds over NATS JetStream (`mesh: {transport: nats, nats: URL}`): reporters send register, heartbeat,
 traces and issues to the stream `SVC_MESH` (subjects `svc.mesh.<feed>`), each trace or issue batch with its batch
 id as `Nats-Msg-Id`; a collector pulls them with a durable consumer and acknowledges a message only once its store
 has committed it. A collector that is down loses nothing within the stream's retention.

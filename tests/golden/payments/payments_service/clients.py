@@ -19,106 +19,42 @@ and a successful response decoded by the runtime codec of its type.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping
-from types import TracebackType
-from typing import Any, Final, Self, TypeVar
+from collections.abc import Mapping
+from typing import Any, Final
 
-from svcgen.runtime import (
-    HttpSender,
-    NatsSender,
-    Result,
-    Sender,
-    codec_for,
-    open_sender,
-    propagation_headers,
-)
+from svcgen.runtime import ClientCall, ClientsBase, Result, codec_for
 
 from . import models
 
-T = TypeVar("T")
-VERSION_HEADER: Final = "svc-version"
-_LEDGER_RECORD_REQUEST: Final = codec_for(models.LedgerEntry)
-_LEDGER_RECORD_RESPONSE: Final = codec_for(models.LedgerReceipt)
-_NOTIFICATIONS_SEND_V2_REQUEST: Final = codec_for(models.Notification)
-_NOTIFICATIONS_SEND_V2_RESPONSE: Final = codec_for(Any)
+_LEDGER_RECORD: Final = ClientCall(
+    "ledger:record",
+    codec_for(models.LedgerEntry),
+    codec_for(models.LedgerReceipt),
+)
+_NOTIFICATIONS_SEND_V2: Final = ClientCall(
+    "notifications:send",
+    codec_for(models.Notification),
+    codec_for(Any),
+    "v2",
+)
 
 
-class Clients:
-    """One typed async method per produced topic.
+class Clients(ClientsBase):
+    """One typed async method per produced topic, each sent through `ClientsBase.call`.
 
     `target` is a target URL (http(s) invoke base URL, or `nats://host:port/<service>`) or a `Sender` (one
     without encode/decode hooks: the methods encode and decode). A sender made here from a URL is closed by
     `aclose()` or by leaving `async with`.
     """
 
-    def __init__(self, target: str | Sender) -> None:
-        self._owned: HttpSender | NatsSender | None = None
-        if isinstance(target, str):
-            # The sender forwards the current trace, so the callee's span joins this invocation's trace.
-            target = self._owned = open_sender(target, extra_headers=propagation_headers)
-        self.sender: Sender = target
-
-    async def aclose(self) -> None:
-        if self._owned is not None:
-            await self._owned.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
-
     async def ledger_record(
         self, request: models.LedgerEntry, *, headers: Mapping[str, str] | None = None
     ) -> Result[models.LedgerReceipt]:
         """Send ledger:record: Book an entry in the ledger."""
-        return await _send(
-            self.sender,
-            "ledger:record",
-            "",
-            _json(_LEDGER_RECORD_REQUEST.encode(request)),
-            _LEDGER_RECORD_RESPONSE.decode,
-            headers,
-        )
+        return await self.call(_LEDGER_RECORD, request, headers)
 
     async def notifications_send_v2(
         self, request: models.Notification, *, headers: Mapping[str, str] | None = None
     ) -> Result[Any]:
         """Send notifications:send (version v2)."""
-        return await _send(
-            self.sender,
-            "notifications:send",
-            "v2",
-            _json(_NOTIFICATIONS_SEND_V2_REQUEST.encode(request)),
-            _NOTIFICATIONS_SEND_V2_RESPONSE.decode,
-            headers,
-        )
-
-
-def _json(value: Any) -> bytes:
-    return json.dumps(value, separators=(",", ":")).encode()
-
-
-async def _send(
-    sender: Sender,
-    topic: str,
-    version: str,
-    body: bytes,
-    decode: Callable[[Any], T],
-    headers: Mapping[str, str] | None,
-) -> Result[T]:
-    sent = dict(headers or {})
-    if version:
-        sent[VERSION_HEADER] = version
-    answer = await sender.send(topic, body, sent)
-    if not answer.is_successful or answer.payload is None:
-        return Result(answer.status, None, answer.detail, answer.headers, answer.successful)
-    try:
-        payload = decode(answer.payload)
-    except ValueError as error:  # the codec's DecodeError: the answer does not fit the declared type
-        detail = f"the response to {topic} does not fit its type: {error}"
-        return Result.unexpected_error(detail, headers=answer.headers)
-    return Result(answer.status, payload, answer.detail, answer.headers, answer.successful)
+        return await self.call(_NOTIFICATIONS_SEND_V2, request, headers)

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, Unpack
 
 from svcgen.runtime import (
+    AppOptions,
     Handler,
     HttpApp,
     Identity,
@@ -15,9 +16,9 @@ from svcgen.runtime import (
     Registry,
     Route,
     Service,
+    ServiceDefinition,
+    ServiceOptions,
     Wiring,
-    declare_profile,
-    propagation_headers,
 )
 
 from . import models, wiring
@@ -105,35 +106,29 @@ def identity() -> Identity:
     )
 
 
-def build_service(*, mesh: MeshHost | None = None, **options: Any) -> Service:
-    """The service as the manifest declares it; `mesh` adds its trace middleware first; `options` go to
-    `Service` (middleware, dependencies, ...)."""
-    settings: dict[str, Any] = {
-        "produces": PRODUCES,
-        "title": TITLE,
-        "api_version": API_VERSION,
-        "prefix": PREFIX,
-    }
-    settings.update(options)
-    if mesh is not None:
-        settings["middleware"] = [*mesh.middleware, *settings.get("middleware", ())]
-        # The mesh's identity carries this instance's id, so register and heartbeats name the same instance.
-        return Service(mesh.identity, build_registry(), **settings)
-    return Service(identity(), build_registry(), **settings)
+DEFINITION: Final = ServiceDefinition(
+    identity(),
+    build_registry,
+    ROUTES,
+    PRODUCES,
+    title=TITLE,
+    api_version=API_VERSION,
+    prefix=PREFIX,
+    mesh=MESH,
+    clients=Clients,
+)
+"""The service as the manifest declares it; the runtime assembles it in one order (docs/generated-package.md)."""
 
 
-def create_app(*, mesh: MeshHost | None = None, setup: Wiring | None = None, **options: Any) -> HttpApp:
+def build_service(*, mesh: MeshHost | None = None, **options: Unpack[ServiceOptions]) -> Service:
+    """The service as the manifest declares it; `mesh` adds its trace middleware first and names this instance;
+    `options` add middleware, dependencies and JSON limits."""
+    return DEFINITION.build_service(mesh=mesh, **options)
+
+
+def create_app(*, mesh: MeshHost | None = None, setup: Wiring | None = None, **options: Unpack[AppOptions]) -> HttpApp:
     """The HTTP app over `build_service()`, traced and reporting to the collector (`mesh`), wired by
     wiring.py: `wire(setup)` adds dependencies, startup and shutdown hooks and produced-topic targets to
     `setup` (default `Wiring()`, over os.environ), and the app runs them in its lifespan. `options` go to
     `HttpApp`. The descriptor carries the profile self-check of the app as built."""
-    setup = setup if setup is not None else Wiring()
-    wiring.wire(setup)
-    if Clients not in setup.dependencies:  # wire() may provide its own
-        # One pooled sender per process, closed at shutdown; handlers get it as context.scope.get(Clients).
-        sender = setup.sender(PRODUCES, extra_headers=propagation_headers)
-        setup.dependencies.value(Clients, Clients(sender))
-    mesh = mesh if mesh is not None else MeshHost(identity(), MESH, environ=setup.environ)
-    app = HttpApp(build_service(mesh=mesh, dependencies=setup.dependencies), ROUTES, **options)
-    declare_profile(app, mesh)
-    return setup.attach(mesh.attach(app))
+    return DEFINITION.create_app(wiring.wire, mesh=mesh, setup=setup, **options)

@@ -1,0 +1,114 @@
+"""`ServiceDefinition`: what a generated service.py declares, and the one order an app is assembled in from it.
+
+The generated `build_service()` and `create_app()` are one line each over a `ServiceDefinition`; codegen's
+contracts step builds the same `build_app` over placeholder handlers, so the documents it commits are the ones
+the running app serves. The order, in one place:
+
+1. the user's `wire(setup)` (dependencies, hooks, targets); then the produced-topic `Clients` on one sender,
+   unless `wire` provided its own;
+2. the `Service`: the mesh's trace middleware first (it times the whole invocation), the mesh's identity (it
+   names this instance), the registry, health checks and produced topics;
+3. the `HttpApp` over it and the routes, and the profile self-check into the descriptor (before the mesh
+   attaches, so register carries it);
+4. the mesh's lifespan (reporter, OTLP), then the wiring's hooks around everything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TypedDict, Unpack
+
+from ._clients import ClientsBase
+from ._dependencies import Dependencies
+from ._descriptor import Identity, ProducedTopic
+from ._health import HealthChecks
+from ._http.app import AppOptions, HttpApp
+from ._http.routing import Route
+from ._jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits
+from ._mesh.host import MeshHost, MeshSettings
+from ._mesh.profile import declare_profile
+from ._mesh.tracecontext import propagation_headers
+from ._pipeline import Middleware
+from ._registry import Registry
+from ._service import DEFAULT_API_VERSION, DEFAULT_TITLE, Service
+from ._topics import DEFAULT_PREFIX
+from ._wiring import Wiring
+
+
+class ServiceOptions(TypedDict, total=False):
+    """What a caller of `build_service()` adds to the service the manifest declares."""
+
+    middleware: Sequence[Middleware]
+    """After the mesh's trace middleware, when there is a mesh."""
+    dependencies: Dependencies | None
+    json_limits: JsonLimits
+
+
+@dataclass(frozen=True)
+class ServiceDefinition:
+    """A service as its manifest declares it: identity, handlers, routes, produced topics and settings."""
+
+    identity: Identity
+    registry: Callable[[], Registry]
+    """Builds the registry, every topic bound to its handler: a fresh one per service."""
+    routes: Sequence[Route] = ()
+    produces: Sequence[ProducedTopic] = ()
+    title: str = DEFAULT_TITLE
+    api_version: str = DEFAULT_API_VERSION
+    prefix: str = DEFAULT_PREFIX
+    health: Callable[[], HealthChecks] | None = None
+    mesh: MeshSettings | None = None
+    """The manifest's mesh settings; `create_app` makes a `MeshHost` of them unless given one."""
+    clients: type[ClientsBase] | None = None
+    """The generated `Clients`: `create_app` provides one over the wiring's sender for the produced topics."""
+
+    def build_service(self, *, mesh: MeshHost | None = None, **options: Unpack[ServiceOptions]) -> Service:
+        """The service; with `mesh`, its trace middleware goes first and its identity names this instance."""
+        middleware: Sequence[Middleware] = options.get("middleware", ())
+        identity = self.identity
+        if mesh is not None:
+            middleware = [*mesh.middleware, *middleware]
+            identity = mesh.identity
+        return Service(
+            identity,
+            self.registry(),
+            middleware=middleware,
+            dependencies=options.get("dependencies"),
+            health=self.health() if self.health is not None else None,
+            produces=self.produces,
+            title=self.title,
+            api_version=self.api_version,
+            prefix=self.prefix,
+            json_limits=options.get("json_limits", DEFAULT_JSON_LIMITS),
+        )
+
+    def build_app(
+        self, *, mesh: MeshHost | None = None, dependencies: Dependencies | None = None, **options: Unpack[AppOptions]
+    ) -> HttpApp:
+        """The HTTP app over `build_service`, its profile self-check in the descriptor; no lifespan yet."""
+        app = HttpApp(self.build_service(mesh=mesh, dependencies=dependencies), self.routes, **options)
+        declare_profile(app, mesh)
+        return app
+
+    def create_app(
+        self,
+        wire: Callable[[Wiring], None] | None = None,
+        *,
+        mesh: MeshHost | None = None,
+        setup: Wiring | None = None,
+        **options: Unpack[AppOptions],
+    ) -> HttpApp:
+        """The app as a process serves it: wired by `wire(setup)` (default `Wiring()`, over os.environ), with
+        its clients, its mesh (`mesh`, or one made from the manifest's settings), and their lifespans."""
+        setup = setup if setup is not None else Wiring()
+        if wire is not None:
+            wire(setup)
+        if self.clients is not None and self.clients not in setup.dependencies:  # wire() may provide its own
+            # One pooled sender per process, closed at shutdown; handlers get it as context.scope.get(Clients).
+            sender = setup.sender(self.produces, extra_headers=propagation_headers)
+            setup.dependencies.value(self.clients, self.clients(sender))
+        if mesh is None and self.mesh is not None:
+            mesh = MeshHost(self.identity, self.mesh, environ=setup.environ)
+        app = self.build_app(mesh=mesh, dependencies=setup.dependencies, **options)
+        return setup.attach(mesh.attach(app) if mesh is not None else app)
