@@ -9,7 +9,23 @@ from typing import Any
 import httpx
 import pytest
 
-from svcgen.runtime import HttpSender, Result, Retry, RetryingSender, Wiring, deadline
+from svcgen.runtime import (
+    ClientCall,
+    ClientsBase,
+    Context,
+    HttpApp,
+    HttpSender,
+    Identity,
+    Registry,
+    Result,
+    Retry,
+    RetryingSender,
+    Service,
+    Wiring,
+    codec_for,
+    deadline,
+)
+from tests.support.server import running
 
 
 class Scripted:
@@ -172,3 +188,38 @@ def test_an_http_sender_sends_what_is_left_of_the_deadline_and_waits_no_longer()
     answer = asyncio.run(call())
     assert answer.status == "timeout"
     assert 0 < int(seen[0]) <= 200
+
+
+def test_a_generated_client_call_carries_a_key_unless_its_topic_is_idempotent() -> None:
+    inner = Scripted(Result.ok({}), Result.ok({}), Result.ok({}))
+    clients = ClientsBase(inner)
+    codec = codec_for(dict[str, int])
+    asyncio.run(clients.call(ClientCall("a:put", codec, codec), {"n": 1}))
+    asyncio.run(clients.call(ClientCall("a:get", codec, codec, idempotent=True), {"n": 1}))
+    asyncio.run(clients.call(ClientCall("a:put", codec, codec), {"n": 1}, {"Idempotency-Key": "mine"}))
+    (_, put), (_, get), (_, own) = inner.sent
+    assert len(put["idempotency-key"]) == 32 and "idempotency-key" not in get
+    assert own == {"Idempotency-Key": "mine"}
+
+
+def test_a_client_made_from_a_url_retries_with_one_key() -> None:
+    seen: list[dict[str, str]] = []
+
+    async def flaky(request: dict[str, Any], context: Context) -> Result[dict[str, Any]]:
+        seen.append(dict(context.headers))
+        if len(seen) < 2:
+            return Result.service_unavailable("warming up", headers={"retry-after": "0"})
+        return Result.ok({"tries": len(seen)})
+
+    registry = Registry()
+    registry.add("a:put", flaky, request=dict[str, Any], response=dict[str, Any])
+    codec = codec_for(dict[str, Any])
+
+    async def call(url: str) -> Result[Any]:
+        async with ClientsBase(f"{url}/svc/invoke") as clients:
+            return await clients.call(ClientCall("a:put", codec, codec), {})
+
+    with running(HttpApp(Service(Identity("a"), registry))) as url:
+        answer = asyncio.run(call(url))
+    assert answer.payload == {"tries": 2}
+    assert seen[0]["idempotency-key"] == seen[1]["idempotency-key"]
