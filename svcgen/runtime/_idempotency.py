@@ -131,8 +131,11 @@ async def run_once(
     try:
         outcome = await run()
         if outcome.result.status not in RELEASED_STATUSES:
-            await store.complete(scope, key, request, StoredAnswer.of(outcome))
-            kept = True
+            kept = True  # from here the key is the answer's: a failed write leaves it in flight until its lease ends
+            try:
+                await store.complete(scope, key, request, StoredAnswer.of(outcome))
+            except Exception as exc:  # the handler ran: its answer still goes back to this caller
+                logger.error("idempotency store failed to keep an answer (%s)", type(exc).__name__, exc_info=exc)
         return outcome
     finally:
         if not kept:

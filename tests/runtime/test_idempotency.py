@@ -176,3 +176,21 @@ def test_the_memory_store_is_bounded_in_entries_and_bytes_and_expires_answers() 
         assert (await store.claim("s", "g", "f")).kind == "run"  # expired
 
     asyncio.run(run())
+
+
+class Failing(MemoryIdempotencyStore):
+    async def complete(self, scope: str, key: str, fingerprint: str, answer: StoredAnswer) -> None:
+        raise OSError("disk full")
+
+
+class Down(MemoryIdempotencyStore):
+    async def claim(self, scope: str, key: str, fingerprint: str) -> Any:
+        raise OSError("connection refused")
+
+
+def test_a_store_that_cannot_keep_the_answer_still_answers_and_one_that_is_down_runs_nothing() -> None:
+    counter = Counter()
+    (created,) = asyncio.run(calls(app_for(counter, Failing()), ("POST", "/orders", {"json": {}, "headers": KEY})))
+    assert (created.status_code, counter.calls) == (201, 1)
+    (refused,) = asyncio.run(calls(app_for(counter, Down()), ("POST", "/orders", {"json": {}, "headers": KEY})))
+    assert (refused.status_code, counter.calls) == (503, 1)
