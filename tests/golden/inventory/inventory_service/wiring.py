@@ -44,6 +44,8 @@ def wire(wiring: Wiring) -> None:
         wiring.dependencies.value(Pool, pool)
         wiring.on_startup(pool.open)
         wiring.on_shutdown(pool.close)
+    Idempotency-Key answers are kept in this process unless replicas share a store:
+    `wiring.idempotency = PostgresIdempotencyStore(url)` (docs/runtime.md, "Resilience").
     """
     wiring.targets.update(TARGETS)
     wiring.nats_url = NATS_URL

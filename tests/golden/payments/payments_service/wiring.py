@@ -51,6 +51,11 @@ def wire(wiring: Wiring) -> None:
         wiring.dependencies.value(Pool, pool)
         wiring.on_startup(pool.open)
         wiring.on_shutdown(pool.close)
+
+    Calls of produced topics are retried on 429, 502, 503, 504 and connection errors (`wiring.retry =
+    Retry(retries=3)`, or per topic `wiring.retries["..."] = Retry(retries=0)`).
+    Idempotency-Key answers are kept in this process unless replicas share a store:
+    `wiring.idempotency = PostgresIdempotencyStore(url)` (docs/runtime.md, "Resilience").
     """
     wiring.targets.update(TARGETS)
     wiring.nats_url = NATS_URL
