@@ -48,6 +48,11 @@ BENCHES = (
           "round; ratios are medians of per-round ratios. In-process: the typed route against the raw app doing "
           "the same JSON work, `GET /svc/health` with one sync check against `POST /svc/invoke` of a trivial "
           "topic; route matching at 10 and 1000 routes."),
+    Bench("security", "Security on the request path (bench/security.py)",
+          "The same GET route through the ASGI app in-process, public and behind an RS256 JWT scheme whose key is "
+          "loaded (no JWKS fetch on the path), the variants taking turns each round: the token's signature checked "
+          "on every request, and the default where a verified token is remembered until it expires; the added "
+          "µs are medians of per-round differences to the public route."),
     Bench("build", "`svcgen build` (bench/build.py)",
           "Whole-process wall time and peak RSS of `svcgen build` for a 20-type and a 2000-type manifest, with "
           "interpreter start (`python -c pass`) measured in the same run."),

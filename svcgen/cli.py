@@ -343,7 +343,7 @@ def collector_serve(
               help="Directory the artifacts are written into.")
 def artifacts(store: Path, out: Path) -> None:
     """Write the UI artifacts and the dashboard from a collector snapshot, once."""
-    from .collector import Collector, JsonFileStore, SnapshotError, StoreError
+    from .collector import JsonFileStore, MemoryBackend, SnapshotError, StoreError
     from .collector.artifacts import write_artifacts
     from .collector.artifacts.site import DASHBOARD, dashboard_html
 
@@ -353,7 +353,7 @@ def artifacts(store: Path, out: Path) -> None:
         stored = JsonFileStore(store).load()
     except StoreError as error:
         _fail([f"{store}: {error}"])
-    restored = Collector()
+    restored = MemoryBackend()
     try:
         restored.restore_stored(stored)
         written = write_artifacts(restored.snapshot(), out)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .manifest.model import EnumDef, FieldDef, Manifest, RecordDef, TopicDef
+from .manifest.model import EnumDef, FieldDef, Manifest, RecordDef, Requirement, Requirements, TopicDef
 from .manifest.typeexpr import TypeExpr
 
 # The rules live in the runtime (the mesh judges live contracts by them too); they stay this module's names.
@@ -305,6 +305,7 @@ class _Differ:
             if topic.summary != after.summary:
                 self.add("doc-summary-changed", key, topic.summary, after.summary)
             self.routes(key, topic, after)
+            self.security(key, topic, after)
             self.statuses(key, "success", topic.success, after.success)
             self.statuses(key, "failure", topic.failures, after.failures)
             self.types(f"{key}.request", "request", topic.request, after.request, frozenset())
@@ -314,7 +315,42 @@ class _Differ:
             if key not in old_topics:
                 self.add("topic-version-added", key, None, key)
         self.annotations()
+        self.schemes()
         return self.out
+
+    def security(self, key: str, old: TopicDef, new: TopicDef) -> None:
+        """Who may call the topic version, with each side's default resolved: an old way in that no new one
+        covers refuses old callers (error); a new way in that no old one covered lets new callers in (warning)."""
+        shown = _show_requirements(_requirements(self.old, old)), _show_requirements(_requirements(self.new, new))
+        # Public is the one way in that asks for nothing.
+        before, after = _requirements(self.old, old) or ((),), _requirements(self.new, new) or ((),)
+        path = f"{key}.security"
+        for requirement in before:
+            if not any(_lets_in(requirement, other) for other in after):
+                same = any(_schemes_of(other) == _schemes_of(requirement) for other in after)
+                rule = "security-scope-added" if same else "security-requirement-added"
+                self.add(rule, path, *shown)
+                break
+        for requirement in after:
+            if not any(_lets_in(requirement, other) for other in before):
+                same = any(_schemes_of(other) == _schemes_of(requirement) for other in before)
+                rule = "security-scope-removed" if same else "security-requirement-removed"
+                self.add(rule, path, *shown)
+                break
+
+    def schemes(self) -> None:
+        """A scheme both manifests declare whose type, issuer or audience changed."""
+        old = {scheme.name: scheme for scheme in self.old.security.schemes} if self.old.security else {}
+        new = {scheme.name: scheme for scheme in self.new.security.schemes} if self.new.security else {}
+        for name, before in old.items():
+            after = new.get(name)
+            if after is None:
+                continue
+            for what in ("type", "issuer", "audience"):
+                was, now = getattr(before, what), getattr(after, what)
+                if was != now:
+                    shown = (list(was), list(now)) if isinstance(was, tuple) else (was, now)
+                    self.add("security-scheme-changed", f"security.schemes.{name}.{what}", *shown)
 
     def annotations(self) -> None:
         """Documentation changes, once per type (at `Type` and `Type.field`) however many topics use it."""
@@ -481,3 +517,24 @@ def _show(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _requirements(manifest: Manifest, topic: TopicDef) -> Requirements:
+    """Who may call `topic`: its own requirements, else the manifest's default; () is public."""
+    if topic.security is not None:
+        return topic.security
+    return manifest.security.default if manifest.security is not None else ()
+
+
+def _lets_in(held: Requirement, asked: Requirement) -> bool:
+    """Whether a caller holding what `held` asks for meets `asked`: no scheme or scope beyond `held`'s."""
+    holds = dict(held)
+    return all(name in holds and set(scopes) <= set(holds[name]) for name, scopes in asked)
+
+
+def _schemes_of(requirement: Requirement) -> frozenset[str]:
+    return frozenset(name for name, _ in requirement)
+
+
+def _show_requirements(requirements: Requirements) -> list[dict[str, list[str]]]:
+    return [{name: list(scopes) for name, scopes in requirement} for requirement in requirements]

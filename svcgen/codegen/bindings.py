@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..manifest.model import Manifest, MeshDef, TopicDef
+from ..manifest.model import Manifest, MeshDef, Requirements, SecurityDef, TopicDef
 from ..manifest.typeexpr import TypeExpr
 from ..runtime._collisions import handler_slugs
 from ..runtime._descriptor import Identity
@@ -40,6 +40,8 @@ class TopicBinding:
     failures: tuple[str, ...] = ()
     idempotent: bool = False
     timeout: float | None = None
+    security: Requirements | None = None
+    """None: the service's default."""
 
     @property
     def label(self) -> str:
@@ -78,6 +80,8 @@ class ServiceBindings:
     health: tuple[HealthBinding, ...]
     mesh: MeshDef | None
     binding: str = BINDING
+    security: SecurityDef | None = None
+    invoke: bool = True
 
     def identity(self) -> Identity:
         return Identity(
@@ -113,6 +117,7 @@ def service_bindings(manifest: Manifest) -> ServiceBindings:
                 topic.failures,
                 topic.idempotent,
                 topic.timeout,
+                topic.security,
             )
             for topic in manifest.topics
         ),
@@ -130,6 +135,8 @@ def service_bindings(manifest: Manifest) -> ServiceBindings:
         ),
         health=tuple(HealthBinding(name, slug(name)) for name in manifest.health),
         mesh=manifest.mesh,
+        security=manifest.security,
+        invoke=manifest.invoke,
     )
 
 

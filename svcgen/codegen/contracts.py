@@ -25,9 +25,11 @@ from ..runtime._jsontext import document_bytes
 from ..runtime._mesh.host import MeshHost, MeshSettings
 from ..runtime._registry import Registry
 from ..runtime._result import Result
+from ..runtime._security import ApiKeyScheme, JwtScheme, Security
 from .bindings import MODELS_MODULE, ServiceBindings, type_text
 from .errors import CodegenError
 from .imports import Imports
+from .views import requirement_literals, security_view
 
 DESCRIPTOR = "contracts/descriptor.json"
 HTTP_API = "contracts/http-api.json"
@@ -77,6 +79,7 @@ def _placeholder_definition(bindings: ServiceBindings, models: types.ModuleType)
                 summary=topic.summary,
                 success=topic.success,
                 failures=topic.failures,
+                security=None if topic.security is None else requirement_literals(topic.security),
             )
         return registry
 
@@ -99,7 +102,19 @@ def _placeholder_definition(bindings: ServiceBindings, models: types.ModuleType)
         api_version=bindings.api_version,
         prefix=bindings.prefix,
         health=(lambda: health) if bindings.health else None,
+        security=_security(bindings),
+        invoke=bindings.invoke,
     )
+
+
+def _security(bindings: ServiceBindings) -> Security | None:
+    """The same declaration service.py's SECURITY makes (its keys are never read here)."""
+    view = security_view(bindings.security)
+    if view is None:
+        return None
+    kinds: dict[str, Any] = {"JwtScheme": JwtScheme, "ApiKeyScheme": ApiKeyScheme}
+    schemes = [kinds[row.kind](row.name, **dict(row.options)) for row in view.schemes]
+    return Security.declare(schemes, default=view.default, well_known=view.well_known)
 
 
 def _routes(bindings: ServiceBindings) -> list[Route]:

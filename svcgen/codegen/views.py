@@ -7,7 +7,9 @@ contract derivation evaluates.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from ..manifest.model import Requirements, SecurityDef
 from ..manifest.typeexpr import TypeExpr
 from ..runtime._mesh.host import COLLECTOR_ENV, HEARTBEAT_ENV
 from ..runtime._mesh.jetstream import MESH_NATS_ENV
@@ -38,6 +40,8 @@ class RegistrationRow:
     failures: tuple[str, ...]
     idempotent: bool = False
     timeout: float | None = None
+    security: list[dict[str, list[str]]] | None = None
+    """Written only when the topic has its own."""
 
     @property
     def wrap(self) -> bool:
@@ -62,11 +66,28 @@ class ProducedRow:
 
 
 @dataclass(frozen=True)
+class SchemeRow:
+    kind: str
+    """The runtime class: JwtScheme or ApiKeyScheme."""
+    name: str
+    options: tuple[tuple[str, Any], ...]
+    """Keyword arguments, in the order written."""
+
+
+@dataclass(frozen=True)
+class SecurityView:
+    schemes: tuple[SchemeRow, ...]
+    default: list[dict[str, list[str]]]
+    well_known: list[dict[str, list[str]]]
+
+
+@dataclass(frozen=True)
 class ServiceView:
     imports: list[str]
     topics: tuple[RegistrationRow, ...]
     routes: tuple[RouteRow, ...]
     produces: tuple[ProducedRow, ...]
+    security: SecurityView | None = None
 
 
 @dataclass(frozen=True)
@@ -168,6 +189,11 @@ def service_view(bindings: ServiceBindings) -> ServiceView:
         imports.name(".", "health")
     for topic in bindings.topics:
         imports.name(".handlers", topic.module)
+    security = security_view(bindings.security)
+    if security is not None:
+        imports.name("svcgen.runtime", "Security")
+        for kind in sorted({scheme.kind for scheme in security.schemes}):
+            imports.name("svcgen.runtime", kind)
     exprs = [expr for t in bindings.topics for expr in (t.request, t.response)]
     exprs += [expr for p in bindings.produces for expr in (p.request, p.response)]
     _import_models(exprs, imports)
@@ -183,6 +209,7 @@ def service_view(bindings: ServiceBindings) -> ServiceView:
             t.failures,
             t.idempotent,
             t.timeout,
+            None if t.security is None else requirement_literals(t.security),
         )
         for t in bindings.topics
     )
@@ -191,7 +218,32 @@ def service_view(bindings: ServiceBindings) -> ServiceView:
         for p in bindings.produces
     )
     routes = tuple(RouteRow(spec, t.topic, t.version) for t in bindings.topics for spec in t.routes)
-    return ServiceView(imports.lines(), topics, routes, produces)
+    return ServiceView(imports.lines(), topics, routes, produces, security)
+
+
+def requirement_literals(requirements: Requirements) -> list[dict[str, list[str]]]:
+    """Requirements as service.py writes them: `[{"staff": ["patients:read"]}]`."""
+    return [{name: list(scopes) for name, scopes in requirement} for requirement in requirements]
+
+
+def security_view(security: SecurityDef | None) -> SecurityView | None:
+    if security is None:
+        return None
+    rows = []
+    for scheme in security.schemes:
+        if scheme.type == "apiKey":
+            options: tuple[tuple[str, Any], ...] = (("header", scheme.header),)
+            kind = "ApiKeyScheme"
+        else:
+            options = (("issuer", scheme.issuer), ("audience", scheme.audience), ("algorithms", scheme.algorithms))
+            options += (("jwks", scheme.jwks),) if scheme.jwks else (("key", scheme.key),)
+            kind = "JwtScheme"
+        if scheme.description:
+            options += (("description", scheme.description),)
+        rows.append(SchemeRow(kind, scheme.name, options))
+    return SecurityView(
+        tuple(rows), requirement_literals(security.default), requirement_literals(security.well_known)
+    )
 
 
 def clients_view(bindings: ServiceBindings) -> ClientsView:

@@ -99,6 +99,13 @@ class ServiceRecords:
         """The instances something named (see the module docstring)."""
         return [instance for instance in self.instances if instance["instanceId"] != NO_INSTANCE_ID]
 
+    def declared(self) -> frozenset[str] | None:
+        """The topic ids the service handles or once handled; None while it is not described (no descriptor
+        registered, no spec polled)."""
+        if not self.described:
+            return None
+        return frozenset(topic for topic, _ in self.provided() | self.removed())
+
     def removed(self) -> set[tuple[str, str]]:
         """(topic, version) the service once provided and no longer does."""
         topics: set[tuple[str, str]] = set()
@@ -255,6 +262,10 @@ class Catalog:
         names.update(service for service, _ in self.instances)
         names.update(service for service, _ in self.polls)
         return names
+
+    def records(self, service: str) -> ServiceRecords:
+        """The catalog entries of `service` (instances and polls left out)."""
+        return ServiceRecords(entries=self._of(service))
 
     def grouped(self) -> dict[str, ServiceRecords]:
         """Everything the catalog holds, per service, in one pass (a fleet query must not rescan per service)."""

@@ -36,7 +36,7 @@ from .artifacts.site import DASHBOARD, ArtifactSite
 from .jetstream import FeedConsumer
 from .poller import DEFAULT_INTERVAL as DEFAULT_POLL_INTERVAL
 from .poller import FleetEntry, Poller
-from .store import SharedStore
+from .store import Backend
 
 logger = logging.getLogger("svcgen.mesh.collector")
 
@@ -139,7 +139,7 @@ def without_password(store: str) -> str:
     return parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@", 1)).geturl()
 
 
-def _store(settings: CollectorSettings) -> JsonFileStore | SharedStore | None:
+def _store(settings: CollectorSettings) -> JsonFileStore | Backend | None:
     if settings.database is not None:
         from .postgres import PostgresStore  # psycopg is an extra: imported only when asked for
 
@@ -206,9 +206,9 @@ class CollectorHost:
     async def write_artifacts(self) -> None:
         """Write the artifacts from a fresh snapshot; the file I/O runs off the event loop."""
         try:
-            # On a shared store the snapshot is read from the database: off the event loop.
-            shared = self.collector.shared is not None
-            snapshot = await asyncio.to_thread(self.collector.snapshot) if shared else self.collector.snapshot()
+            # A blocking backend (a database) is read off the event loop.
+            blocking = self.collector.backend.blocking
+            snapshot = await asyncio.to_thread(self.collector.snapshot) if blocking else self.collector.snapshot()
             await asyncio.to_thread(write_artifacts, snapshot, self.artifacts, prefix=self.settings.prefix)
             self.artifact_writes += 1
         except Exception as exc:

@@ -4,8 +4,9 @@ collector's own issues: `contract-drift` (filed by a heartbeat, merged like the 
 
 Counts are deltas and accrue; firstSeen is the earliest, lastSeen the latest; the newest `exemplars` trace ids are
 kept. Fields outside the fingerprint (transport, status when an exception type decides it) keep their first value.
-The table is bounded: past `CollectorLimits.issues` the least recently seen issue is dropped and counted. A count above
-64 bits makes the batch unstorable (refused); merged counts saturate at MAX_COUNT instead of growing past it.
+The table is bounded: past `CollectorLimits.issues` the least recently seen issue is dropped and counted. An entry
+with a count above 64 bits is skipped and counted (the store could not hold it); merged counts saturate at MAX_COUNT
+instead of growing past it.
 """
 
 from __future__ import annotations
@@ -37,10 +38,10 @@ _DECODE_ENTRY = codec_for(IssueEntry).decode
 _ENCODE_ENTRY: Callable[[IssueEntry], Json] = codec_for(IssueEntry).encode
 
 
-def normalize_issue(raw: Any, service: str, path: str = "issue") -> Json | None:
-    """The issue in wire key order, read through its record (`IssueEntry`); None when malformed or about another
-    service. Raises Unstorable, naming the field path under `path`, for a count above 64 bits."""
-    entry = decode_entry(_DECODE_ENTRY, raw, path)
+def normalize_issue(raw: Any, service: str) -> Json | None:
+    """The issue in wire key order, read through its record (`IssueEntry`); None when malformed, unstorable (a
+    count above 64 bits) or about another service."""
+    entry = decode_entry(_DECODE_ENTRY, raw)
     if entry is None or entry.service not in (None, service):  # a batch speaks for one service
         return None
     first, last = mesh_time(entry.first_seen), mesh_time(entry.last_seen)

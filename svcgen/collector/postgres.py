@@ -28,7 +28,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
@@ -40,16 +40,17 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ..runtime._status import STATUS_CODES
 from ..runtime._topics import DEFAULT_PREFIX
 from .caps import CollectorLimits
-from .catalog import Catalog, _entry_size, _json_size
+from .catalog import Catalog, ServiceRecords, _entry_size, _json_size
 from .issuebook import IssueBook
 from .missingfeeds import FeedLog
 from .snapshot import CounterEntry, EdgeEntry, FeedEntry, Json
-from .store import Applied, StoreError, StoreUnavailable, Tables
-from .tracelog import OTHER_STATUS, TraceLog, _event_bytes, is_failure
+from .store import Applied, Rows, StoreError, StoreUnavailable, Tables
+from .tracelog import OTHER_STATUS, TraceLog, _event_bytes, counted_as, is_failure
 from .wire import MAX_COUNT, Unstorable, saturated
 
-SCHEMA_VERSION: Final = 1
-"""The table layout this module writes; a database holding a newer one is refused, never changed."""
+SCHEMA_VERSION: Final = 2
+"""The table layout this module writes; a database holding a newer one is refused, never changed, an older one
+migrated on start (`_MIGRATIONS`)."""
 DEFAULT_POOL_SIZE: Final = 4
 DEFAULT_TIMEOUT: Final = 5.0
 """Seconds a change waits for a connection before it is answered `service-unavailable`."""
@@ -77,6 +78,7 @@ CREATE TABLE IF NOT EXISTS collector_events (
 CREATE INDEX IF NOT EXISTS collector_events_span ON collector_events (span_id);
 CREATE INDEX IF NOT EXISTS collector_events_parent ON collector_events (parent_span_id);
 CREATE TABLE IF NOT EXISTS collector_counters (
+    key bytea PRIMARY KEY,
     service text COLLATE "C" NOT NULL,
     topic text COLLATE "C" NOT NULL,
     version text COLLATE "C" NOT NULL,
@@ -86,10 +88,11 @@ CREATE TABLE IF NOT EXISTS collector_counters (
     timed_count bigint NOT NULL,
     first_started_at text COLLATE "C",
     last_started_at text COLLATE "C",
-    touched bigint NOT NULL,
-    PRIMARY KEY (service, topic, version, status)
+    touched bigint NOT NULL
 );
 CREATE INDEX IF NOT EXISTS collector_counters_touched ON collector_counters (touched);
+CREATE INDEX IF NOT EXISTS collector_counters_service ON collector_counters (service);
+CREATE INDEX IF NOT EXISTS collector_counters_topic ON collector_counters (topic);
 CREATE TABLE IF NOT EXISTS collector_edges (
     client text COLLATE "C" NOT NULL,
     server text COLLATE "C" NOT NULL,
@@ -112,6 +115,7 @@ CREATE TABLE IF NOT EXISTS collector_catalog (
     PRIMARY KEY (kind, service, key)
 );
 CREATE INDEX IF NOT EXISTS collector_catalog_touched ON collector_catalog (kind, touched);
+CREATE INDEX IF NOT EXISTS collector_catalog_service ON collector_catalog (service);
 CREATE TABLE IF NOT EXISTS collector_issues (
     fingerprint text COLLATE "C" PRIMARY KEY,
     issue json NOT NULL,
@@ -138,7 +142,22 @@ CREATE TABLE IF NOT EXISTS collector_totals (
     value bigint NOT NULL
 );
 """
-"""Idempotent: run by every replica on start, under an advisory lock so two starting at once do not collide."""
+"""Idempotent: run by every replica on start, under an advisory lock so two starting at once do not collide.
+
+Every key fits its btree index (at most 2,704 bytes a row): a name is at most 256 characters, 1,024 bytes of UTF-8,
+and no index holds more than two of them, except a counter's four (service, topic, version, status), which is
+keyed by their hash (`_COUNTER_KEY`)."""
+
+_COUNTER_KEY: Final = ("sha256(convert_to(length(service) || ':' || service || length(topic) || ':' || topic || "
+                       "length(version) || ':' || version || length(status) || ':' || status, 'UTF8'))")  # fmt: skip
+"""A counter's key: the hash of its names, each prefixed by its length, so no two tuples share it."""
+_MIGRATIONS: Final = {
+    1: "ALTER TABLE collector_counters ADD COLUMN IF NOT EXISTS key bytea; "
+       f"UPDATE collector_counters SET key = {_COUNTER_KEY}; "
+       "ALTER TABLE collector_counters DROP CONSTRAINT IF EXISTS collector_counters_pkey; "
+       "ALTER TABLE collector_counters ADD PRIMARY KEY (key)",
+}
+"""From version n to n + 1: v2 keys counters by the hash of their names (four long names overflowed the index)."""
 
 _DROPPED: Final = ("traceWindow", "counters", "otherStatuses", "edges", "issues", *_KINDS, "services", "skipped",
                    "refused", "duplicateBatches")
@@ -173,7 +192,9 @@ class _Bound:
 
 
 class PostgresStore:
-    """The SharedStore on PostgreSQL (see the module docstring). `url` is a libpq connection URL."""
+    """The collector's `Backend` on PostgreSQL (see the module docstring). `url` is a libpq connection URL."""
+
+    blocking = True
 
     def __init__(
         self,
@@ -234,6 +255,10 @@ class PostgresStore:
             elif found > SCHEMA_VERSION:
                 raise StoreError(f"the database holds collector tables of version {found}, newer than this "
                                  f"svcgen's {SCHEMA_VERSION}")  # fmt: skip
+            elif found < SCHEMA_VERSION:
+                for version in range(found, SCHEMA_VERSION):
+                    cursor.execute(_MIGRATIONS[version])
+                cursor.execute("UPDATE collector_schema SET version = %s", (SCHEMA_VERSION,))
             cursor.execute("INSERT INTO collector_totals (name, value) SELECT unnest(%s::text[]), 0 "
                            "ON CONFLICT DO NOTHING", (list(_TOTAL_NAMES),))  # fmt: skip
 
@@ -252,17 +277,19 @@ class PostgresStore:
             try:
                 if schema and not self._schema_ready:
                     self._ensure_schema()
-                with self._pool.connection(timeout=timeout) as connection, connection.transaction(), \
-                        connection.cursor() as cursor:  # fmt: skip
-                    if read_only:
-                        cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                    result = work(cursor)
+                try:
+                    with self._pool.connection(timeout=timeout) as connection, connection.transaction(), \
+                            connection.cursor() as cursor:  # fmt: skip
+                        if read_only:
+                            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                        result = work(cursor)
+                except (psycopg.Error, UnicodeEncodeError) as exc:
+                    if not unstorable(exc):
+                        raise
+                    # The input, never the database: answered bad-request, health untouched, nothing retried.
+                    raise Unstorable(_first_line(exc)) from None
             except (pg_errors.DeadlockDetected, pg_errors.SerializationFailure):
                 continue
-            except pg_errors.DataError as exc:  # e.g. a NUL character, which PostgreSQL text cannot hold
-                raise Unstorable(_first_line(exc)) from None
-            except UnicodeEncodeError as exc:  # a lone surrogate: no UTF-8 for it
-                raise Unstorable(f"a text has no UTF-8 form ({exc.reason})") from None
             except psycopg.OperationalError as exc:
                 self._problem = f"the database cannot be reached ({_first_line(exc)})"
                 self._pool.check()  # drop the connections the server closed, so a retry gets a live one
@@ -314,18 +341,52 @@ class PostgresStore:
                 _add_totals(cursor, {"duplicateBatches": 1})
                 return Applied(seen=int(seen[0]) if seen else 0)
             cursor.execute("DELETE FROM collector_batches WHERE seq <= %s", (inserted[0] - self.limits.batch_ids,))
+        entries = len(change["events" if change["op"] == "traces" else "issues"])
         accepted = apply(cursor, change, totals)
         if batch_id is not None:
             cursor.execute("UPDATE collector_batches SET accepted = %s WHERE feed = %s AND batch_id = %s",
                            (accepted, change["op"], batch_id))  # fmt: skip
         totals["skipped"] += int(change["skipped"])
         _add_totals(cursor, totals)
-        return Applied(dropped=_dropped_any(totals))
+        return Applied(dropped=_dropped_any(totals), skipped=entries - accepted)
+
+    def _each_storable(self, cursor: Cursor, entries: list[Json], totals: dict[str, int],
+                       store: Callable[[Cursor, list[Json], dict[str, int]], None]) -> int:
+        """`store` the entries in one go; when the database cannot hold one of them (`unstorable`), each on its own
+        (a savepoint apiece), skipping and counting those it cannot hold. How many were stored."""
+        # Counts go to a copy, kept only when its savepoint is: a rolled-back try leaves `totals` as it was.
+        try:
+            with cursor.connection.transaction():
+                trial: dict[str, int] = defaultdict(int, totals)
+                store(cursor, entries, trial)
+        except (psycopg.Error, UnicodeEncodeError) as exc:
+            if not unstorable(exc):
+                raise
+        else:
+            totals.update(trial)
+            return len(entries)
+        stored = 0
+        for entry in entries:
+            try:
+                with cursor.connection.transaction():
+                    trial = defaultdict(int, totals)
+                    store(cursor, [entry], trial)
+            except (psycopg.Error, UnicodeEncodeError) as exc:
+                if not unstorable(exc):
+                    raise
+                totals["skipped"] += 1
+                continue
+            totals.update(trial)
+            stored += 1
+        return stored
 
     def _traces(self, cursor: Cursor, change: Json, totals: dict[str, int]) -> int:
         events: list[Json] = change["events"]
         if not events:
             return 0
+        return self._each_storable(cursor, events, totals, self._insert_events)
+
+    def _insert_events(self, cursor: Cursor, events: list[Json], totals: dict[str, int]) -> None:
         spans = {event["spanId"] for event in events} | {event["parentSpanId"] for event in events
                                                            if "parentSpanId" in event}  # fmt: skip
         cursor.execute("SELECT pg_advisory_xact_lock(%s, h) FROM (SELECT DISTINCT hashtext(s) AS h "
@@ -345,7 +406,7 @@ class PostgresStore:
         )
         inserted = sorted(cursor.fetchall())
         if not inserted:
-            return len(events)
+            return
         by_key: dict[tuple[str, str], Json] = {}
         for event in events:
             by_key.setdefault((event["traceId"], event["spanId"]), event)
@@ -358,7 +419,6 @@ class PostgresStore:
             failures[event["service"]] = failures.get(event["service"], 0) + is_failure(event["status"])
         self._traced(cursor, failures, totals)
         self._prune_window(cursor, len(fresh), sum(_event_bytes(event) for event in fresh), totals)
-        return len(events)
 
     def _edges(self, cursor: Cursor, fresh: list[tuple[int, Json]], totals: dict[str, int]) -> None:
         """Each edge once: a new child with its parent (new or not), a new parent with the children that were
@@ -427,14 +487,24 @@ class PostgresStore:
         )
         self._bound(cursor, _Bound("collector_edges", self.limits.edges, "edges"), totals)
 
+    def _declared(self, cursor: Cursor, services: list[str]) -> dict[str, frozenset[str] | None]:
+        """Per service, the topic ids its catalog entries declare (None while it is not described)."""
+        cursor.execute("SELECT service, document::text FROM collector_catalog WHERE kind = 'catalog' "
+                       "AND service = ANY(%s)", (services,))  # fmt: skip
+        entries: dict[str, list[Any]] = {service: [] for service in services}
+        for service, text in cursor.fetchall():
+            entries[service].append(orjson.loads(text))
+        return {service: ServiceRecords(entries=held).declared() for service, held in entries.items()}
+
     def _counters(self, cursor: Cursor, events: list[Json], totals: dict[str, int]) -> None:
         sums: dict[tuple[str, str, str, str], list[Any]] = {}
+        declared = self._declared(cursor, sorted({event["service"] for event in events}))
         for event in events:
             status = event["status"]
             if status not in STATUS_CODES:
                 status = OTHER_STATUS
                 totals["otherStatuses"] += 1
-            key = (event["service"], event["topic"], event.get("topicVersion", ""), status)
+            key = (event["service"], *counted_as(event, declared[event["service"]]), status)
             entry = sums.setdefault(key, [0, 0.0, 0, None, None])
             entry[0] += 1
             duration = event.get("durationMs")
@@ -448,11 +518,12 @@ class PostgresStore:
         keys = sorted(sums)
         columns = list(zip(*(key + tuple(sums[key]) for key in keys), strict=True))
         cursor.execute(
-            "INSERT INTO collector_counters AS c (service, topic, version, status, count, total_duration_ms, "
+            "INSERT INTO collector_counters AS c (key, service, topic, version, status, count, total_duration_ms, "
             "timed_count, first_started_at, last_started_at, touched) "
-            "SELECT *, nextval('collector_touch') FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], "
-            "%s::bigint[], %s::float8[], %s::bigint[], %s::text[], %s::text[]) "
-            "ON CONFLICT (service, topic, version, status) DO UPDATE SET "
+            f"SELECT {_COUNTER_KEY}, *, nextval('collector_touch') FROM unnest(%s::text[], %s::text[], %s::text[], "
+            "%s::text[], %s::bigint[], %s::float8[], %s::bigint[], %s::text[], %s::text[]) "
+            "AS k(service, topic, version, status) "
+            "ON CONFLICT (key) DO UPDATE SET "
             "count = least(c.count::numeric + excluded.count, %s)::bigint, "
             "total_duration_ms = c.total_duration_ms + excluded.total_duration_ms, "
             "timed_count = least(c.timed_count::numeric + excluded.timed_count, %s)::bigint, "
@@ -515,7 +586,7 @@ class PostgresStore:
         totals[_WINDOW_BYTES] -= dropped_bytes
 
     def _issues(self, cursor: Cursor, change: Json, totals: dict[str, int]) -> int:
-        self._merge_issues(cursor, change["issues"], totals)
+        stored = self._each_storable(cursor, change["issues"], totals, self._merge_issues) if change["issues"] else 0
         cursor.execute(
             "INSERT INTO collector_feeds AS f (service, traces, issue_batches, unexplained_failures, touched) "
             "VALUES (%s, false, 1, 0, nextval('collector_touch')) ON CONFLICT (service) DO UPDATE SET "
@@ -524,7 +595,7 @@ class PostgresStore:
             (change["service"], MAX_COUNT),
         )
         self._feeds_grew(cursor, totals)
-        return len(change["issues"])
+        return stored
 
     def _merge_issues(self, cursor: Cursor, issues: list[Json], totals: dict[str, int]) -> None:
         """Fold issues into their rows with the issue book's own merge."""
@@ -654,40 +725,49 @@ class PostgresStore:
 
     # --- reading --------------------------------------------------------------------------------------------
 
-    def tables(self, *, trace_id: str | None = None, everything: bool = False) -> Tables:
-        return self._transaction(lambda cursor: self._read(cursor, trace_id, everything), read_only=True)
+    @contextlib.contextmanager
+    def read(self, rows: Rows) -> Iterator[Tables]:
+        yield self._transaction(lambda cursor: self._read(cursor, rows), read_only=True)
 
-    def _read(self, cursor: Cursor, trace_id: str | None, everything: bool) -> Tables:
-        cursor.execute("SELECT name, value FROM collector_totals")
+    def holds_spec(self, service: str, spec: Json) -> bool:
+        return False  # telling would read the spec back: a poll writes it, and an unchanged row is not rewritten
+
+    def _read(self, cursor: Cursor, rows: Rows) -> Tables:
+        """The rows `rows` names, each table read by its index: a trace its events, a service its rows, the fleet
+        the catalog, feeds and issues with the counters summed per (service, topic)."""
+        kind, key = rows.kind, rows.key
+        cursor.execute("SELECT name, value FROM collector_totals WHERE name = ANY(%s)", (list(_DROPPED),))
         totals = dict(cursor.fetchall())
         catalog = Catalog(self.limits)
-        cursor.execute("SELECT kind, document::text FROM collector_catalog ORDER BY touched")
-        held: dict[str, list[Any]] = {kind: [] for kind in _KINDS}
-        for kind, text in cursor.fetchall():
-            held[kind].append(orjson.loads(text))
+        held: dict[str, list[Any]] = {kind_: [] for kind_ in _KINDS}
+        if kind in ("fleet", "topic", "everything"):
+            cursor.execute("SELECT kind, document::text FROM collector_catalog ORDER BY touched")
+        elif kind == "service":
+            cursor.execute("SELECT kind, document::text FROM collector_catalog WHERE service = %s ORDER BY touched",
+                           (key,))  # fmt: skip
+        if kind in ("fleet", "topic", "everything", "service"):
+            for kind_, text in cursor.fetchall():
+                held[kind_].append(orjson.loads(text))
         catalog.restore(held["catalog"], held["instances"], held["polls"])
-        for kind in _KINDS:
-            catalog.evicted[kind] = totals.get(kind, 0)
+        for kind_ in _KINDS:
+            catalog.evicted[kind_] = totals.get(kind_, 0)
         feeds = FeedLog(self.limits)
-        cursor.execute("SELECT service, traces, issue_batches, unexplained_failures FROM collector_feeds "
-                       "ORDER BY touched")  # fmt: skip
+        feed_rows: list[tuple[str, bool, int, int]] = []
+        if kind in ("fleet", "everything"):
+            cursor.execute("SELECT service, traces, issue_batches, unexplained_failures FROM collector_feeds "
+                           "ORDER BY touched")  # fmt: skip
+            feed_rows = cursor.fetchall()
+        elif kind == "service":
+            cursor.execute("SELECT service, traces, issue_batches, unexplained_failures FROM collector_feeds "
+                           "WHERE service = %s", (key,))  # fmt: skip
+            feed_rows = cursor.fetchall()
         feeds.restore([FeedEntry(service=service, traces=traces, issueBatches=batches, unexplainedFailures=failed)
-                       for service, traces, batches, failed in cursor.fetchall()])  # fmt: skip
+                       for service, traces, batches, failed in feed_rows])  # fmt: skip
         feeds.evicted = totals.get("services", 0)
-        cursor.execute("SELECT service, topic, version, status, count, total_duration_ms, timed_count, "
-                       "first_started_at, last_started_at FROM collector_counters ORDER BY touched")  # fmt: skip
-        counters = []
-        for service, topic, version, status, count, total, timed, first, last in cursor.fetchall():
-            counter = CounterEntry(service=service, topic=topic, version=version, status=status, count=count,
-                                   totalDurationMs=total, timedCount=timed)  # fmt: skip
-            if first is not None:
-                counter["firstStartedAt"] = first
-            if last is not None:
-                counter["lastStartedAt"] = last
-            counters.append(counter)
+        counters = self._read_counters(cursor, rows)
         edges: list[EdgeEntry] = []
         events: list[Json] = []
-        if everything:
+        if kind == "everything":
             cursor.execute("SELECT client, server, count, errors, recent_durations_ms::text, first_started_at, "
                            "last_started_at FROM collector_edges ORDER BY touched")  # fmt: skip
             for client, server, count, errors, durations, first, last in cursor.fetchall():
@@ -700,8 +780,8 @@ class PostgresStore:
                 edges.append(edge)
             cursor.execute("SELECT event::text FROM collector_events ORDER BY seq")
             events = [orjson.loads(text) for (text,) in cursor.fetchall()]
-        elif trace_id is not None:
-            cursor.execute("SELECT event::text FROM collector_events WHERE trace_id = %s ORDER BY seq", (trace_id,))
+        elif kind == "trace":
+            cursor.execute("SELECT event::text FROM collector_events WHERE trace_id = %s ORDER BY seq", (key,))
             events = [orjson.loads(text) for (text,) in cursor.fetchall()]
         trace_log = TraceLog(self.limits)
         trace_log.restore({"cap": self.limits.trace_window, "dropped": totals.get("traceWindow", 0),
@@ -710,15 +790,41 @@ class PostgresStore:
         trace_log.other_statuses = totals.get("otherStatuses", 0)
         trace_log.evicted_edges = totals.get("edges", 0)
         issue_book = IssueBook(self.limits)
-        cursor.execute("SELECT issue::text FROM collector_issues ORDER BY touched")
-        issue_book.restore([orjson.loads(text) for (text,) in cursor.fetchall()])
+        if kind in ("fleet", "everything"):
+            cursor.execute("SELECT issue::text FROM collector_issues ORDER BY touched")
+            issue_book.restore([orjson.loads(text) for (text,) in cursor.fetchall()])
         issue_book.dropped = totals.get("issues", 0)
         batches: list[tuple[str, str, int]] = []
-        if everything:
+        if kind == "everything":
             cursor.execute("SELECT feed, batch_id, accepted FROM collector_batches ORDER BY seq")
             batches = [(feed, batch_id, accepted) for feed, batch_id, accepted in cursor.fetchall()]
         return Tables(catalog, feeds, trace_log, issue_book, {name: totals.get(name, 0) for name in _DROPPED},
                       totals.get("skipped", 0), batches)  # fmt: skip
+
+    def _read_counters(self, cursor: Cursor, rows: Rows) -> list[CounterEntry]:
+        """The counter rows `rows` needs; the fleet's summed per (service, topic) in the database."""
+        if rows.kind == "fleet":
+            cursor.execute("SELECT service, topic, '', '', least(sum(count), %s)::bigint, 0, 0, NULL, NULL "
+                           "FROM collector_counters GROUP BY service, topic", (MAX_COUNT,))  # fmt: skip
+        elif rows.kind == "everything":
+            cursor.execute("SELECT service, topic, version, status, count, total_duration_ms, timed_count, "
+                           "first_started_at, last_started_at FROM collector_counters ORDER BY touched")  # fmt: skip
+        elif rows.kind in ("service", "topic"):
+            cursor.execute(f"SELECT service, topic, version, status, count, total_duration_ms, timed_count, "
+                           f"first_started_at, last_started_at FROM collector_counters WHERE {rows.kind} = %s "
+                           f"ORDER BY touched", (rows.key,))  # fmt: skip
+        else:
+            return []
+        counters = []
+        for service, topic, version, status, count, total, timed, first, last in cursor.fetchall():
+            counter = CounterEntry(service=service, topic=topic, version=version, status=status, count=count,
+                                   totalDurationMs=total, timedCount=timed)  # fmt: skip
+            if first is not None:
+                counter["firstStartedAt"] = first
+            if last is not None:
+                counter["lastStartedAt"] = last
+            counters.append(counter)
+        return counters
 
 
 _TOTAL_NAMES: Final = (*_DROPPED, _WINDOW_EVENTS, _WINDOW_BYTES, _WINDOW_PRUNED,
@@ -739,6 +845,16 @@ def _add_totals(cursor: Cursor, totals: dict[str, int]) -> None:
             "FROM unnest(%s::text[], %s::bigint[]) AS d(name, amount) WHERE t.name = d.name",
             ([name for name, _ in changed], [amount for _, amount in changed]),
         )
+
+
+def unstorable(exc: BaseException) -> bool:
+    """Whether the input itself is what the database cannot hold: SQLSTATE class 22 (data exception: a NUL, a
+    value out of range) or 54 (program limit exceeded: a key over its index's row size), or text with no UTF-8
+    form. Such input fails on every try, so it is refused or skipped, never reported as an unreachable database."""
+    if isinstance(exc, UnicodeEncodeError | psycopg.DataError):  # a NUL is refused by psycopg before it is sent
+        return True
+    sqlstate = getattr(exc, "sqlstate", None) or ""
+    return sqlstate[:2] in ("22", "54")
 
 
 def _first_line(exc: BaseException) -> str:

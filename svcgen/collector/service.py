@@ -65,7 +65,7 @@ def collector_service(
         QUERY_TOPIC_TOPIC: (collector.query_topic, TopicQuery, TopicAnswer),
         QUERY_TRACE_TOPIC: (collector.query_trace, TraceQuery, TraceAnswer),
     }
-    blocking = collector.shared is not None
+    blocking = collector.backend.blocking
     for topic, (answer, request, response) in topics.items():
         registry.add(topic, _handler(answer, blocking), request=dict[str, Any], response=dict[str, Any],
                      published=(request, response))  # fmt: skip

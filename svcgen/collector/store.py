@@ -8,8 +8,9 @@ hands over a fresh snapshot, written atomically off the event loop; the log segm
 So a change costs what the change is, not what the state is. On start the snapshot is read and the newer log
 segments are replayed.
 
-A shared store (`SharedStore`) holds the state itself: the collector hands it each change to apply (one
-transaction) and reads the tables back for every query, so every replica answers alike.
+The collector reads and writes its tables through one `Backend` (below): `MemoryBackend` keeps them in this
+process and persists through a `Store` (memory or the JSON-file log); `PostgresStore` holds them in the database,
+one transaction per change, shared by every replica.
 
 A store that cannot be read is never overwritten: the collector moves it aside (`<name>.corrupt-<UTC time>`) and
 starts empty. A line cut short at the end of a segment is a write the collector never acknowledged, not damage.
@@ -25,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final, Protocol, cast, runtime_checkable
+from typing import Any, ClassVar, Final, Literal, Protocol, cast, runtime_checkable
 
 import orjson
 
@@ -34,7 +35,7 @@ from .caps import CollectorLimits
 from .catalog import Catalog
 from .issuebook import IssueBook
 from .missingfeeds import FeedLog
-from .snapshot import Json, Snapshot
+from .snapshot import SNAPSHOT_FORMAT, BatchEntry, Json, Snapshot
 from .tracelog import TraceLog
 
 DEFAULT_SYNC_INTERVAL: Final = 0.05
@@ -95,12 +96,50 @@ class Store(Protocol):
 
 
 class StoreUnavailable(OSError):
-    """A shared store cannot be reached or cannot take the change now; the message says why."""
+    """A store cannot be reached or cannot take the change now; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rows:
+    """Which rows a reader needs (`Backend.read`): a backend may hand over more (memory hands every table it
+    holds, the query picks its rows), never fewer. Build one with the class constants or `service`, `topic`,
+    `trace`."""
+
+    kind: Literal["fleet", "service", "topic", "trace", "dropped", "everything"]
+    key: str = ""
+
+    FLEET: ClassVar[Rows]
+    """The fleet query: the catalog, feeds and issues, and the counters summed per (service, topic)."""
+    DROPPED: ClassVar[Rows]
+    """Only the `dropped` counts."""
+    EVERYTHING: ClassVar[Rows]
+    """A snapshot: every table, the trace window, the edges and the batch ids."""
+
+    @classmethod
+    def service(cls, name: str) -> Rows:
+        """The service query: the catalog, feed and counter rows of service `name`."""
+        return cls("service", name)
+
+    @classmethod
+    def topic(cls, name: str) -> Rows:
+        """The topic query: the catalog (who declares it) and the counter rows of topic `name`."""
+        return cls("topic", name)
+
+    @classmethod
+    def trace(cls, trace_id: str) -> Rows:
+        """The trace query: the window's events of `trace_id`, nothing else."""
+        return cls("trace", trace_id)
+
+
+Rows.FLEET = Rows("fleet")
+Rows.DROPPED = Rows("dropped")
+Rows.EVERYTHING = Rows("everything")
 
 
 @dataclass(slots=True)
 class Tables:
-    """The collector's tables as the queries read them: a memory collector's own, or a shared store's read back."""
+    """The collector's tables as the queries read them: a memory backend's own, or the rows a database backend read
+    back for one `Rows`."""
 
     catalog: Catalog
     feeds: FeedLog
@@ -112,49 +151,89 @@ class Tables:
     batches: list[tuple[str, str, int]] = field(default_factory=list)
     """(feed, batchId, accepted), oldest first."""
 
+    def snapshot(self, saved_at: str) -> Snapshot:
+        """The tables as a collector snapshot (read with `Rows.EVERYTHING`)."""
+        catalog, instances, polls = self.catalog.snapshot()
+        return Snapshot(
+            format=SNAPSHOT_FORMAT,
+            savedAt=saved_at,
+            catalog=catalog,
+            instances=instances,
+            polls=polls,
+            feeds=self.feeds.snapshot(),
+            issues=self.issue_book.snapshot(),
+            counters=self.trace_log.counter_snapshot(),
+            edges=self.trace_log.edge_snapshot(),
+            traces=self.trace_log.window_snapshot(),
+            skipped=self.skipped,
+            batches=[BatchEntry(feed=feed, batchId=batch_id, accepted=accepted)
+                     for feed, batch_id, accepted in self.batches],
+            dropped=self.dropped,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Applied:
-    """What a shared store did with a change."""
+    """What a backend did with a change."""
 
     seen: int | None = None
-    """For a batch whose batchId the store holds already: the accepted count answered the first time (the batch
+    """For a batch whose batchId the backend holds already: the accepted count answered the first time (the batch
     was not counted again). None when the change was applied."""
     reregister: bool = False
     """For a heartbeat: the instance should register again."""
     dropped: bool = False
     """A limit dropped or skipped something (the collector logs what, at most once per log interval)."""
+    skipped: int = 0
+    """Entries of a batch the backend could not hold (skipped and counted): the answer's `accepted` leaves them
+    out."""
 
 
 @runtime_checkable
-class SharedStore(Protocol):
-    """A store holding the collector's tables itself, shared by any number of collector replicas."""
+class Backend(Protocol):
+    """Where the collector's tables live: the one interface the collector writes and reads through.
+
+    - `MemoryBackend` (memory.py): the tables in this process, persisted through a `Store` (nothing, or the
+      JSON-file log); a collector given a `Store` wraps it in one.
+    - `PostgresStore` (postgres.py): the tables in PostgreSQL, shared by any number of collector replicas.
+
+    The collector checks and bounds every feed before a backend sees it, so both hold the same things; the
+    queries (queries.py) compute their answers from the `Tables` a backend reads for their `Rows`, so both answer
+    alike."""
+
+    blocking: bool
+    """Whether a call waits on I/O (the host then runs it off the event loop)."""
 
     def open(self, limits: CollectorLimits) -> None:
-        """Create or check the tables (never raises for an unreachable store: `problem` says so meanwhile)."""
+        """Load or create the tables, bounded by `limits` (never raises for an unreachable store: `problem` says
+        so meanwhile)."""
         ...
 
     def apply(self, change: Json) -> Applied:
-        """Apply one accepted change atomically (a batch with a batchId at most once); raises StoreUnavailable
-        when that is not possible now, leaving nothing half-applied."""
+        """Persist and apply one accepted change atomically (a batch with a batchId at most once). Raises
+        StoreUnavailable when that is not possible now, Unstorable for a change it can never hold; either way
+        nothing is half-applied."""
         ...
 
-    def tables(self, *, trace_id: str | None = None, everything: bool = False) -> Tables:
-        """The tables as of now, for the queries: catalog, feeds, counters, issues and dropped counts; the trace
-        window's events of `trace_id` only, or with `everything` the whole window, the edges and the batches.
-        Raises StoreUnavailable."""
+    def read(self, rows: Rows) -> contextlib.AbstractContextManager[Tables]:
+        """The tables holding at least `rows`, as of now. Raises StoreUnavailable."""
         ...
 
     def count(self, name: str, amount: int = 1) -> None:
-        """Add to a shared `dropped` count (best effort: a store that cannot take it now loses the count)."""
+        """Add to a `dropped` count kept outside a change (`refused`; best effort)."""
+        ...
+
+    def holds_spec(self, service: str, spec: Json) -> bool:
+        """Whether `spec` is the polled spec held for `service` already (a poll then need not store it again);
+        False when the backend cannot tell cheaply."""
         ...
 
     def close(self) -> None:
+        """Write out what is pending (a memory backend's last snapshot) and stop background work."""
         ...
 
     @property
     def problem(self) -> str | None:
-        """Why the store cannot be used right now; None while it can."""
+        """Why the backend cannot persist right now; None while it can."""
         ...
 
 

@@ -8,25 +8,28 @@ usually reports its span before its client does, a child whose parent is not ind
 pending table until the parent arrives.
 
 Bounds: the window in events and bytes; counters and edges in entries, the least recently updated going first
-(counted in `evicted_counters`, `evicted_edges`). A status outside the spec's status table is counted under
-`other` (`other_statuses` counts such events), so made-up statuses cannot fill the counter table. A duration above
-MAX_DURATION_MS makes the batch unstorable (its sums could overflow), so it is refused, never accepted.
+(counted in `evicted_counters`, `evicted_edges`). An event of a topic its (described) service does not declare is
+counted under UNKNOWN_TOPIC (`counted_as`), its name kept only in the window. A status outside the spec's status
+table is counted under `other` (`other_statuses` counts such events), so made-up statuses cannot fill the counter
+table. An event the store could not hold (a duration above MAX_DURATION_MS, whose sums could overflow; see
+`decode_entry`) is skipped and counted, never the batch refused.
 """
 
 from __future__ import annotations
 
 import math
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ..runtime._codec import codec_for
 from ..runtime._mesh.messages import TraceEntry
 from ..runtime._status import STATUS_CODES, is_success
+from ..runtime._topics import UNKNOWN_TOPIC
 from .caps import CollectorLimits
 from .snapshot import CounterEntry, EdgeEntry, Json, TraceWindow
-from .wire import MAX_COUNT, Unstorable, decode_entry, mesh_time, put_bounded, require, saturated
+from .wire import MAX_COUNT, decode_entry, mesh_time, put_bounded, require, saturated
 
 _DECODE_ENTRY = codec_for(TraceEntry).decode
 _ENCODE_ENTRY: Callable[[TraceEntry], Json] = codec_for(TraceEntry).encode
@@ -49,18 +52,28 @@ _EVENT_OVERHEAD: Final = 16
 """Bytes counted per event key besides its value's characters, for the window's byte budget."""
 
 
-def normalize_event(raw: Any, path: str = "event") -> Json | None:
-    """The event with only spec keys, read through its record (`TraceEntry`); None when malformed (skipped and
-    counted by the caller). Raises Unstorable, naming `path`, for a duration the counters could not sum."""
-    entry = decode_entry(_DECODE_ENTRY, raw, path)
+def normalize_event(raw: Any) -> Json | None:
+    """The event with only spec keys, read through its record (`TraceEntry`); None when malformed or unstorable,
+    a duration the counters could not sum among them (skipped and counted by the caller)."""
+    entry = decode_entry(_DECODE_ENTRY, raw)
     if entry is None:
         return None
     if entry.duration_ms is not None and entry.duration_ms > MAX_DURATION_MS:
-        raise Unstorable(f"{path}.durationMs {entry.duration_ms!r} is above the limit of {MAX_DURATION_MS:.0f}")
+        return None
     event = _ENCODE_ENTRY(entry)
     if entry.started_at is not None:
         event["startedAt"] = mesh_time(entry.started_at)  # the stored form: comparable as text
     return event
+
+
+def counted_as(event: Json, declared: Collection[str] | None) -> tuple[str, str]:
+    """The (topic, version) an event is counted under: its own when its service declares the topic (or is not
+    described yet: nothing to hold it against), else (UNKNOWN_TOPIC, ""), one bucket per service, so no caller can
+    fill the counters with made-up names and evict what the service really serves."""
+    topic = event["topic"]
+    if declared is None or topic in declared:
+        return topic, event.get("topicVersion", "")
+    return UNKNOWN_TOPIC, ""
 
 
 def is_failure(status: str) -> bool:
@@ -124,13 +137,14 @@ class TraceLog:
         self.spans: OrderedDict[str, str] = OrderedDict()
         self.pending: OrderedDict[str, list[_Child]] = OrderedDict()
 
-    def add(self, event: Json) -> bool:
-        """One normalised event: into the window, the counters and the edges. False, and nothing counted, for an
-        event the window holds already (the same traceId and spanId): a resent event is counted once."""
+    def add(self, event: Json, declared: Collection[str] | None = None) -> bool:
+        """One normalised event: into the window, the counters (`counted_as` against the topics its service has
+        `declared`) and the edges. False, and nothing counted, for an event the window holds already (the same
+        traceId and spanId): a resent event is counted once."""
         if any(held["spanId"] == event["spanId"] for held in self.by_trace.get(event["traceId"], ())):
             return False
         self._window_add(event)
-        self._count(event)
+        self._count(event, counted_as(event, declared))
         self._link(event)
         return True
 
@@ -153,12 +167,12 @@ class TraceLog:
                 if not siblings:
                     del self.by_trace[old["traceId"]]
 
-    def _count(self, event: Json) -> None:
+    def _count(self, event: Json, counted: tuple[str, str]) -> None:
         status = event["status"]
         if status not in STATUS_CODES:
             status = OTHER_STATUS
             self.other_statuses += 1
-        key = (event["service"], event["topic"], event.get("topicVersion", ""), status)
+        key = (event["service"], *counted, status)
         counter = self.counters.get(key)
         if counter is None:
             while len(self.counters) >= self.limits.counters:

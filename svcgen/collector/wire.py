@@ -11,7 +11,7 @@ from typing import Any, Final, TypeVar
 
 import orjson
 
-from ..runtime._codec import INTEGER_OUT_OF_RANGE, DecodeError
+from ..runtime._codec import DecodeError
 from ..runtime._mesh.clock import rfc3339
 
 MAX_COUNT: Final = 2**63 - 1
@@ -23,17 +23,13 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 
-def decode_entry(decode: Callable[[Any], T], raw: Any, path: str) -> T | None:
-    """A batch entry read through its record's codec; None when it does not fit (skipped and counted by the
-    caller). An integer outside 64 bits raises Unstorable naming its path: the store could not hold it, so the
-    batch is refused rather than cut silently."""
+def decode_entry(decode: Callable[[Any], T], raw: Any) -> T | None:
+    """A batch entry read through its record's codec; None when it does not fit or the store could not hold it (a
+    NUL, an integer outside 64 bits, a time outside years 0001–9999): skipped and counted by the caller, never the
+    whole batch refused, so one poisoned entry cannot keep the rest out."""
     try:
         return decode(raw)
-    except DecodeError as error:
-        for where, message in error.violations:
-            if message == INTEGER_OUT_OF_RANGE:
-                joined = f"{path}{where}" if where.startswith("[") or not where else f"{path}.{where}"
-                raise Unstorable(f"{joined} is an integer outside 64 bits") from None
+    except DecodeError:
         return None
 
 

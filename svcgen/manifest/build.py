@@ -11,7 +11,20 @@ from ..runtime._status import OK
 from ..runtime._topics import DEFAULT_PREFIX, normalize_prefix
 from .contract import CONTRACT_KEYWORDS
 from .loader import YamlDocument
-from .model import NO_DEFAULT, EnumDef, FieldDef, Manifest, MeshDef, RecordDef, RouteDef, TopicDef
+from .model import (
+    NO_DEFAULT,
+    EnumDef,
+    FieldDef,
+    Manifest,
+    MeshDef,
+    RecordDef,
+    Requirement,
+    Requirements,
+    RouteDef,
+    SchemeDef,
+    SecurityDef,
+    TopicDef,
+)
 from .owner import owned_topic
 from .routes import parse_route
 from .sources import Sources
@@ -71,6 +84,8 @@ def build_manifest(document: YamlDocument, base_dir: Path, sources: Sources) -> 
         placement=dict(data["placement"]) if "placement" in data else None,
         health=tuple(data.get("health", ())),
         mesh=None if mesh is None else _mesh(mesh),
+        security=_security(data["security"]) if "security" in data else None,
+        invoke=bool(data.get("invoke", True)),
         types=tuple(records),
         enums=tuple(enums),
         topics=tuple(_topic(entry) for entry in data.get("topics", ())),
@@ -144,4 +159,40 @@ def _topic(entry: dict[str, Any]) -> TopicDef:
         failures=tuple(entry.get("failures", ())),
         idempotent=bool(entry.get("idempotent", reads_only)),
         timeout=parse_duration(entry["timeout"]) if "timeout" in entry else None,
+        security=requirements(entry["security"]) if "security" in entry else None,
     )
+
+
+def _security(spec: dict[str, Any]) -> SecurityDef:
+    return SecurityDef(
+        schemes=tuple(_scheme(name, scheme) for name, scheme in spec.get("schemes", {}).items()),
+        default=requirements(spec.get("default", [])),
+        well_known=requirements(spec.get("wellKnown", [])),
+    )
+
+
+def _scheme(name: str, spec: dict[str, Any]) -> SchemeDef:
+    audience = spec.get("audience", ())
+    return SchemeDef(
+        name,
+        spec["type"],
+        description=spec.get("description"),
+        issuer=spec.get("issuer", ""),
+        audience=(audience,) if isinstance(audience, str) else tuple(audience),
+        jwks=spec.get("jwks", ""),
+        key=spec.get("key", ""),
+        algorithms=tuple(spec.get("algorithms", ())),
+        header=spec.get("header", "").lower(),
+    )
+
+
+def requirements(entries: list[Any]) -> Requirements:
+    """`[staff, {partner: [], staff: [patients:read]}]` → ((("staff", ()),), (("partner", ()), ("staff", ...)));
+    each entry's schemes sorted by name, scopes sorted, so equal requirements compare equal."""
+    parsed: list[Requirement] = []
+    for entry in entries:
+        if isinstance(entry, str):
+            parsed.append(((entry, ()),))
+        else:
+            parsed.append(tuple((name, tuple(sorted(set(scopes)))) for name, scopes in sorted(entry.items())))
+    return tuple(parsed)

@@ -88,6 +88,35 @@ class TopicDef:
     retry it as it is, and send an Idempotency-Key when it is not."""
     timeout: float | None = None
     """Seconds the handler may run (`timeout:`) before it is cancelled and the caller gets `timeout`."""
+    security: Requirements | None = None
+    """Who may call it; None takes the service's `security.default`, () is public."""
+
+
+Requirement = tuple[tuple[str, tuple[str, ...]], ...]
+"""One way to be let in: (scheme name, scopes it needs) for every scheme it names, all of them."""
+Requirements = tuple[Requirement, ...]
+"""Any one requirement suffices; empty is public."""
+
+
+@dataclass(frozen=True)
+class SchemeDef:
+    name: str
+    type: str
+    """`jwt` or `apiKey`."""
+    description: str | None = None
+    issuer: str = ""
+    audience: tuple[str, ...] = ()
+    jwks: str = ""
+    key: str = ""
+    algorithms: tuple[str, ...] = ()
+    header: str = ""
+
+
+@dataclass(frozen=True)
+class SecurityDef:
+    schemes: tuple[SchemeDef, ...] = ()
+    default: Requirements = ()
+    well_known: Requirements = ()
 
 
 @dataclass(frozen=True)
@@ -114,6 +143,9 @@ class Manifest:
     placement: dict[str, str] | None = None
     health: tuple[str, ...] = ()
     mesh: MeshDef | None = None
+    security: SecurityDef | None = None
+    invoke: bool = True
+    """Serves `{prefix}/invoke` and the per-topic invoke faces."""
     types: tuple[RecordDef, ...] = ()
     enums: tuple[EnumDef, ...] = ()
     topics: tuple[TopicDef, ...] = ()

@@ -170,6 +170,30 @@ def _min_items(value: Any, *_: Any) -> tuple[str, Check | None]:
     return "array", lambda instance: len(instance) >= value
 
 
+def _min_properties(value: Any, *_: Any) -> tuple[str, Check | None]:
+    return "object", lambda instance: len(instance) >= value
+
+
+def _enum(value: Any, *_: Any) -> tuple[str, Check | None]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise _Unsupported
+    allowed = frozenset(value)
+    return "any", lambda instance: type(instance) is str and instance in allowed
+
+
+def _property_names(
+    value: Any, _schema: Mapping[str, Any], sub: Callable[[Any], Check], *_: Any
+) -> tuple[str, Check | None]:
+    name = sub(value)
+
+    def check(instance: dict[Any, Any]) -> bool:
+        if not all(type(key) is str for key in instance):
+            raise _Undecided
+        return all(map(name, instance))
+
+    return "object", check
+
+
 def _unique_items(value: Any, *_: Any) -> tuple[str, Check | None]:
     if value is not True:
         return "array", None
@@ -252,6 +276,9 @@ _KEYWORDS: dict[str, Compiler] = {
     "exclusiveMinimum": _exclusive_minimum,
     "minItems": _min_items,
     "uniqueItems": _unique_items,
+    "minProperties": _min_properties,
+    "enum": _enum,
+    "propertyNames": _property_names,
     "items": _items,
     "required": _required,
     "properties": _properties,

@@ -31,6 +31,7 @@ from .model import EnumDef, Position, RecordDef
 from .owner import OwnedTopic, OwnerError, owned_topic
 from .routes import ParsedRoute, RouteSyntaxError, ShadowIndex, parse_route, well_known_collision
 from .schemaimport import SchemaImportError
+from .security import check_security
 from .sources import Sources
 from .spelling import canonical_camel, did_you_mean, is_pascal_identifier, pascal_case, suggestion
 from .typeexpr import CONTAINERS, SCALARS, TypeExpr, TypeExprError, parse_type
@@ -151,6 +152,7 @@ class _Checker:
         self.check_routes()
         self.check_statuses()
         self.check_timeouts()
+        check_security(self.doc, self.findings, self.error)
 
     # -- identity -------------------------------------------------------------------------------
 

@@ -214,6 +214,11 @@ def _value_message(document: YamlDocument, error: ValidationError, path: JsonPat
         if expected:
             return f"{_subject(path)} must be {expected}, got {got}"
         return f"{_subject(path)} must match {_plain_pattern(str(error.validator_value))}, got {got}"
+    if keyword == "enum":
+        choices = ", ".join(str(value) for value in _listed(error.validator_value))
+        return f"{_subject(path)} must be {expected or 'one of ' + choices}, got {got}"
+    if keyword in ("minItems", "minProperties"):
+        return f"{_subject(path)} must not be empty" + (f"; expected {expected}" if expected else "")
     if keyword == "const":
         return f"{_subject(path)} must be {expected or json.dumps(error.validator_value)}, got {got}"
     if keyword == "minLength":

@@ -9,11 +9,13 @@ from ._assembly import ServiceDefinition, ServiceOptions
 from ._clients import ClientCall, ClientsBase
 from ._codec import Codec, DecodeError, codec_for
 from ._context import Context
+from ._credentials import ApiKey, BearerToken
 from ._deadline import deadline
 from ._dependencies import Dependencies, DependencyError, Scope
 from ._descriptor import Identity, ProducedTopic
 from ._health import HealthCheck, HealthCheckResult, HealthChecks
 from ._http.app import AppOptions, HttpApp, create_app
+from ._http.cors import Cors
 from ._http.limits import Limits
 from ._http.routing import Route
 from ._http.sender import HttpSender
@@ -29,20 +31,26 @@ from ._pipeline import Middleware, Next
 from ._registry import Handler, HandlerBindingError, Registry, RegistryError, TopicKey
 from ._result import Result
 from ._retry import Retry, RetryingSender
+from ._security import ApiKeyScheme, Guard, JwtScheme, Principal, Security, SecurityError
 from ._service import Service
 from ._version import API_LEVEL, RuntimeMismatch, require_api_level
 from ._wiring import Sender, Wiring, WiringError, open_sender, target_variable
 
 __all__ = [
     "API_LEVEL",
+    "ApiKey",
+    "ApiKeyScheme",
     "AppOptions",
+    "BearerToken",
     "ClientCall",
     "ClientsBase",
     "Codec",
     "Context",
+    "Cors",
     "DecodeError",
     "Dependencies",
     "DependencyError",
+    "Guard",
     "Handler",
     "HandlerBindingError",
     "HealthCheck",
@@ -53,6 +61,7 @@ __all__ = [
     "IdempotencyStore",
     "Identity",
     "JsonLimits",
+    "JwtScheme",
     "Limits",
     "MemoryIdempotencyStore",
     "MeshHost",
@@ -63,6 +72,7 @@ __all__ = [
     "NatsSender",
     "Next",
     "PostgresIdempotencyStore",
+    "Principal",
     "ProducedTopic",
     "Registry",
     "RegistryError",
@@ -72,6 +82,8 @@ __all__ = [
     "Route",
     "RuntimeMismatch",
     "Scope",
+    "Security",
+    "SecurityError",
     "Sender",
     "Service",
     "ServiceDefinition",

@@ -31,6 +31,7 @@ from ._mesh.profile import declare_profile
 from ._mesh.tracecontext import propagation_headers
 from ._pipeline import Middleware
 from ._registry import Registry
+from ._security import Guard, Security
 from ._service import DEFAULT_API_VERSION, DEFAULT_TITLE, Service
 from ._topics import DEFAULT_PREFIX
 from ._wiring import Wiring
@@ -43,6 +44,8 @@ class ServiceOptions(TypedDict, total=False):
     """After the mesh's trace middleware, when there is a mesh."""
     dependencies: Dependencies | None
     json_limits: JsonLimits
+    security: Guard | Security | None
+    """Enforces who may call each topic; default: the definition's `security` (without API keys)."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,10 @@ class ServiceDefinition:
     """The manifest's mesh settings; `create_app` makes a `MeshHost` of them unless given one."""
     clients: type[ClientsBase] | None = None
     """The generated `Clients`: `create_app` provides one over the wiring's sender for the produced topics."""
+    security: Security | None = None
+    """Who may call each topic; `create_app` enforces it with the wiring's API keys (`Wiring.guard`)."""
+    invoke: bool = True
+    """Serve `{prefix}/invoke` and the per-topic invoke faces (the manifest's `invoke:`)."""
 
     def build_service(self, *, mesh: MeshHost | None = None, **options: Unpack[ServiceOptions]) -> Service:
         """The service; with `mesh`, its trace middleware goes first and its identity names this instance."""
@@ -81,13 +88,23 @@ class ServiceDefinition:
             api_version=self.api_version,
             prefix=self.prefix,
             json_limits=options.get("json_limits", DEFAULT_JSON_LIMITS),
+            security=options.get("security", self.security),
         )
 
     def build_app(
-        self, *, mesh: MeshHost | None = None, dependencies: Dependencies | None = None, **options: Unpack[AppOptions]
+        self,
+        *,
+        mesh: MeshHost | None = None,
+        service: ServiceOptions | None = None,
+        dependencies: Dependencies | None = None,
+        **options: Unpack[AppOptions],
     ) -> HttpApp:
-        """The HTTP app over `build_service`, its profile self-check in the descriptor; no lifespan yet."""
-        app = HttpApp(self.build_service(mesh=mesh, dependencies=dependencies), self.routes, **options)
+        """The HTTP app over `build_service` (`service` adds its options), its profile self-check in the
+        descriptor; no lifespan yet."""
+        settings: ServiceOptions = {**(service or {}), "dependencies": dependencies}
+        built = self.build_service(mesh=mesh, **settings)
+        options.setdefault("invoke", self.invoke)
+        app = HttpApp(built, self.routes, **options)
         declare_profile(app, mesh)
         return app
 
@@ -110,5 +127,8 @@ class ServiceDefinition:
             setup.dependencies.value(self.clients, self.clients(sender))
         if mesh is None and self.mesh is not None:
             mesh = MeshHost(self.identity, self.mesh, environ=setup.environ)
-        app = self.build_app(mesh=mesh, dependencies=setup.dependencies, **options)
+        service: ServiceOptions = {"middleware": setup.middleware}
+        if self.security is not None:
+            service["security"] = setup.guard(self.security)
+        app = self.build_app(mesh=mesh, service=service, dependencies=setup.dependencies, **options)
         return setup.attach(mesh.attach(app) if mesh is not None else app)

@@ -37,6 +37,7 @@ import ipaddress
 import keyword
 import math
 import re
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, date, datetime, timezone
@@ -276,16 +277,61 @@ _RFC3339 = re.compile(
 
 
 def decode_datetime(value: Any) -> datetime:
-    """The one RFC 3339 reader: `T` and an offset (`Z` or `±hh:mm`), valid field ranges; raises DecodeError."""
+    """The one RFC 3339 reader: `T` and an offset (`Z` or `±hh:mm`), valid field ranges, a moment within years
+    0001–9999 in UTC too (`9999-12-31T23:59:59-14:00` is not: no UTC form, no timestamp to store or compare);
+    raises DecodeError."""
     match = _RFC3339.fullmatch(value) if isinstance(value, str) else None
     if match is None:
         raise DecodeError("expected RFC 3339 date-time")
     if match.group(1) is None:
         raise DecodeError("expected RFC 3339 date-time with offset")
     try:
-        return datetime.fromisoformat(value.upper())
+        moment = datetime.fromisoformat(value.upper())
+        moment.astimezone(UTC)
     except ValueError:
         raise DecodeError("expected RFC 3339 date-time") from None
+    except OverflowError:
+        raise DecodeError("expected a date-time within years 0001-9999 UTC") from None
+    return moment
+
+
+def utc_millis_text(epoch_seconds: float) -> str:
+    """The mesh's one time form, `2026-11-22T10:00:00.123Z`: UTC, millisecond precision (the one writer beside the
+    one reader, `decode_datetime`)."""
+    global _last_second
+    millis = round(epoch_seconds * 1000)
+    seconds, fraction = divmod(millis, 1000)
+    # A batch of trace events mostly shares its seconds: format each second once (one tuple, swapped atomically).
+    cached_seconds, text = _last_second
+    if cached_seconds != seconds:
+        t = time.gmtime(seconds)
+        # Not strftime: its %Y is not zero-padded below year 1000 on every platform ("68-01-01" is no RFC 3339).
+        text = f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}"
+        _last_second = (seconds, text)
+    return f"{text}.{fraction:03d}Z"
+
+
+_last_second: tuple[int, str] = (-1, "")
+
+
+def _encode_utc_millis(value: datetime) -> str:
+    if value.utcoffset() is None:
+        raise ValueError("a naive datetime has no RFC 3339 form; give it a timezone")
+    return utc_millis_text(value.timestamp())
+
+
+def _encode_utc_millis_or_none(value: datetime | None) -> str | None:
+    return None if value is None else _encode_utc_millis(value)
+
+
+def _utc_millis_encoder(shape: Shape, encode: Encoder) -> Encoder:
+    """A `utc_millis` record's encoder of one field: datetimes in the mesh's time form, anything else as compiled."""
+    match shape:
+        case ScalarShape("datetime"):
+            return _encode_utc_millis
+        case NullableShape(ScalarShape("datetime")):
+            return _encode_utc_millis_or_none
+    return encode
 
 
 def _decode_bytes(value: Any) -> bytes:
@@ -810,7 +856,10 @@ class _Compiler:
         closed = shape.meta is not None and shape.meta.closed
         decode = _record_decoder(cls, fields, [decode for decode, _ in compiled], closed)
         omit_null = shape.meta is not None and shape.meta.omit_null
-        encode = _record_encoder(cls, fields, [encode for _, encode in compiled], omit_null)
+        encoders = [encode for _, encode in compiled]
+        if shape.meta is not None and shape.meta.utc_millis:
+            encoders = [_utc_millis_encoder(f.shape, encode) for f, encode in zip(fields, encoders, strict=True)]
+        encode = _record_encoder(cls, fields, encoders, omit_null)
         cell.decode, cell.encode = decode, encode
         return decode, encode
 

@@ -16,9 +16,9 @@ from typing import Any, Literal
 from ._meta import CONSTRAINT_KEYWORDS
 
 Level = Literal["error", "warning", "info"]
-Direction = Literal["request", "response", "route", "topic", "doc"]
+Direction = Literal["request", "response", "route", "topic", "security", "doc"]
 LEVELS: tuple[Level, ...] = ("error", "warning", "info")
-DIRECTIONS: tuple[Direction, ...] = ("request", "response", "route", "topic", "doc")
+DIRECTIONS: tuple[Direction, ...] = ("request", "response", "route", "topic", "security", "doc")
 
 
 @dataclass(frozen=True)
@@ -174,6 +174,22 @@ RULES: tuple[Rule, ...] = (
     Rule("topic-version-not-bumped", "topic", "error",
          "a breaking change inside a published (topic, version) breaks its callers; publish it as a new version",
          "`request-property-became-required` inside `orders:place@v1`"),
+    # Security: who may call a (topic, version), and the schemes that say so.
+    Rule("security-requirement-added", "security", "error",
+         "old callers without the newly required credential are refused (401)",
+         "`security: []` → `security: [staff]`"),
+    Rule("security-scope-added", "security", "error",
+         "old callers whose credential lacks the new scope are refused (403)",
+         "`[{staff: []}]` → `[{staff: [patients:read]}]`"),
+    Rule("security-requirement-removed", "security", "warning",
+         "callers that were refused before are let in; check that this is meant",
+         "`security: [staff]` → `security: []`"),
+    Rule("security-scope-removed", "security", "warning",
+         "credentials without the scope are now let in; check that this is meant",
+         "`[{staff: [patients:read]}]` → `[{staff: []}]`"),
+    Rule("security-scheme-changed", "security", "error",
+         "tokens old callers hold (their type, issuer or audience) are refused by the changed scheme",
+         "`issuer: https://id.example.com/` → `issuer: https://login.example.com/`"),
     # Annotations only.
     Rule("doc-description-changed", "doc", "info",
          "documentation only; the wire is unchanged",

@@ -11,6 +11,7 @@ from ._jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits
 
 if TYPE_CHECKING:
     from ._registry import Registration
+    from ._security import Principal
 
 
 @dataclass(slots=True)
@@ -30,6 +31,8 @@ class Context:
     registration: Registration | None = None
     """What the service selected for (topic, version) before the pipeline runs; None for an unknown topic or
     version, which the pipeline answers with `not-found`."""
+    principal: Principal | None = None
+    """The verified caller (scheme, subject, scopes, claims); None on a public topic."""
     deadline: float | None = None
     """When the handler must be done (monotonic seconds): the caller's `svc-deadline` or the topic's `timeout`,
     whichever comes first; None when neither bounds it. Outbound calls made meanwhile carry what is left."""

@@ -34,6 +34,9 @@ class Invocation:
     transport: str = "envelope"
     json_limits: JsonLimits | None = None
     """What the body's JSON may be; None takes the service's default."""
+    credentials: Mapping[str, str] = field(default_factory=lambda: NO_HEADERS)
+    """The transport's own headers (lower-cased), where credentials are read: an HTTP request's, a NATS
+    message's; never an envelope's inner `headers`. Empty: the call carries no credential."""
 
 
 def lowered(headers: Mapping[str, str] | None) -> Mapping[str, str]:

@@ -1,8 +1,8 @@
 """`Meta`: the constraints and annotations a field (or a record) declares, read once when a type is compiled.
 
 A field carries it as `typing.Annotated[T, Meta(...)]`; a record as `__svcgen_meta__: ClassVar[Meta]`
-(`closed`, `deprecated`, `omit_null`). The keyword arguments are JSON Schema's keywords in snake_case: the codec
-enforces the constraints on input, the schema deriver publishes them under their JSON Schema names.
+(`closed`, `deprecated`, `omit_null`, `utc_millis`). The keyword arguments are JSON Schema's keywords in snake_case:
+the codec enforces the constraints on input, the schema deriver publishes them under their JSON Schema names.
 """
 
 from __future__ import annotations
@@ -69,6 +69,9 @@ class Meta:
     omit_null: bool = False
     """A record leaving out an optional field whose value is None instead of writing null (the mesh's feeds: a
     value that is not known is omitted)."""
+    utc_millis: bool = False
+    """A record writing its datetime fields in the mesh's one time form, UTC to the millisecond with `Z`
+    (`2026-11-22T10:00:00.123Z`), rather than `isoformat()`'s `+00:00`; read back as any RFC 3339 date-time."""
 
     def keywords(self) -> dict[str, Any]:
         """The JSON Schema keywords this declares, in declaration order (`closed` not included)."""

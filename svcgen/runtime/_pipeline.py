@@ -37,6 +37,14 @@ class BindingFailure(Result[Any]):
     (`exception_type` names what) or returned something else than a Result."""
 
     exception_type: str | None = None
+    errors: tuple[tuple[str, str], ...] = ()
+    """(path in wire names, message) of each field the request got wrong, at most `DecodeError.MAX_LISTED`."""
+
+    def failure_body(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"status": self.status, "detail": self.detail or self.status}
+        if self.errors:
+            body["errors"] = [{"path": path, "message": message} for path, message in self.errors]
+        return body
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +180,8 @@ def _decode(target: _Target, body: str | bytes | None, fields: Mapping[str, str]
             return _failure(st.BAD_REQUEST, "body must be a JSON object")
         return codec.decode(value)
     except DecodeError as exc:
-        return _failure(st.VALIDATION_ERROR, str(exc))
+        errors = tuple((path, message) for path, message in exc.violations[: DecodeError.MAX_LISTED])
+        return BindingFailure(st.VALIDATION_ERROR, None, str(exc), errors=errors)
     except RecursionError:
         return _failure(st.BAD_REQUEST, "body is nested too deeply")
     except (TypeError, ValueError):

@@ -18,6 +18,7 @@ from typing import Any, TypeAlias, TypeVar
 from ._context import Context
 from ._result import Result
 from ._schema import JsonSchema, schema_of
+from ._security import Requirements, RequirementsSpec, requirements
 from ._status import FAILURE_CODES, OK, SUCCESS_CODES
 from ._topics import RESERVED_TOPIC_PREFIX, is_reserved_topic
 
@@ -73,6 +74,8 @@ class Registration:
     timeout: float | None = None
     """Seconds the handler may run before it is cancelled and the caller gets `timeout`; None: no bound of its
     own (the caller's deadline still holds)."""
+    security: Requirements | None = None
+    """Who may call it (see `Security`); None takes the service's default, () is public."""
     _undeclared: set[str] = field(default_factory=set, init=False, repr=False)
 
     def note_success(self, status: str) -> None:
@@ -124,6 +127,7 @@ class Registry:
         published: tuple[Any, Any] | None = None,
         idempotent: bool = False,
         timeout: float | None = None,
+        security: RequirementsSpec | None = None,
     ) -> Registration:
         """Register a handler; request and response types default to the handler's annotations.
 
@@ -133,6 +137,8 @@ class Registry:
         statuses it may answer beyond the binding's own; both from the status table. `published` (request,
         response) types are what the contract shows when they differ from the plain JSON the handler takes.
         `idempotent` and `timeout` (seconds) are the topic options of DESIGN §14 (docs/runtime.md, "Resilience").
+        `security` names who may call it (`[{"staff": ["patients:read"]}]`, `[]` public); None takes the
+        service's default.
         """
         if timeout is not None and not timeout > 0:
             raise RegistryError(f"{topic}: timeout must be more than 0 seconds, got {timeout!r}")
@@ -163,6 +169,7 @@ class Registry:
             published=published,
             idempotent=idempotent,
             timeout=timeout,
+            security=None if security is None else requirements(security),
         )
         existing = self._entries.get(key)
         if existing is not None:

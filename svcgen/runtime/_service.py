@@ -23,12 +23,13 @@ from ._descriptor import Descriptor, Identity, ProducedTopic, build_descriptor, 
 from ._envelope import envelope_from, parse_envelope, response_envelope_bytes
 from ._health import HealthChecks, HealthReport
 from ._idempotency import IDEMPOTENCY_KEY_HEADER, IdempotencyStore, MemoryIdempotencyStore, fingerprint, run_once
-from ._invocation import Invocation, lowered
+from ._invocation import NO_HEADERS, Invocation, lowered
 from ._jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits
 from ._openapi import build_openapi
 from ._pipeline import Middleware, Pipeline
 from ._registry import Registration, Registry
 from ._result import Outcome, Result
+from ._security import Guard, Principal, Security
 from ._topics import DEFAULT_PREFIX, HEALTHCHECK_TOPIC, MESH_TOPIC, SPEC_TOPIC, normalize_prefix
 from ._versioning import VersionSelector, requested_version
 
@@ -54,6 +55,7 @@ class Service:
         api_version: str = DEFAULT_API_VERSION,
         prefix: str = DEFAULT_PREFIX,
         json_limits: JsonLimits = DEFAULT_JSON_LIMITS,
+        security: Guard | Security | None = None,
         idempotency: IdempotencyStore | None = None,
         clock: Clock = time.monotonic,
     ) -> None:
@@ -66,6 +68,12 @@ class Service:
         """The default for invocations whose transport does not set its own."""
         self.registry = registry
         self.dependencies = dependencies or Dependencies()
+        self.guard = Guard(security) if isinstance(security, Security) else security
+        """Who may call each topic, checked before the pipeline runs; None: every topic is public."""
+        check = self.guard.health_check() if self.guard is not None else None
+        if check is not None:
+            health = health if health is not None else HealthChecks()
+            health.add(check)
         self.health = health
         self.title = title
         self.api_version = api_version
@@ -106,26 +114,40 @@ class Service:
         topic = invocation.topic
         reserved = self._reserved.get(topic)
         if reserved is not None:
+            if self.guard is not None and topic != HEALTHCHECK_TOPIC:
+                checked = await self.guard.check(self.guard.security.well_known, invocation.credentials)
+                if isinstance(checked, Result):
+                    return self._encode(checked, None, topic)
             return await reserved()
         requested = requested_version(invocation)
         selected = self._versions.select(topic, requested)
         registration = selected if isinstance(selected, Registration) else None
+        principal: Principal | None = None
+        guard = self.guard
+        if guard is not None:  # before the pipeline, so before the body is decoded
+            checked = await guard.check(guard.requirements(registration), invocation.credentials)
+            if isinstance(checked, Result):
+                return self._encode(checked, None, topic)
+            principal = checked
         if registration is not None and not registration.idempotent:
             key = invocation.headers.get(IDEMPOTENCY_KEY_HEADER)
             if key is not None:
                 scope = self._scopes.get(id(registration)) or self._scope(registration)
+                if principal is not None:  # one caller's key never answers another's call
+                    scope = f"{scope} {principal.scheme}:{principal.subject}"
                 request = fingerprint(topic, requested, invocation.fields, invocation.body)
-                return await run_once(
-                    self.idempotency, scope, key, request, lambda: self._run(invocation, registration, requested)
-                )
-        return await self._run(invocation, registration, requested)
+                run = lambda: self._run(invocation, registration, requested, principal)  # noqa: E731
+                return await run_once(self.idempotency, scope, key, request, run)
+        return await self._run(invocation, registration, requested, principal)
 
     def _scope(self, registration: Registration) -> str:
         """Where a registration's idempotency keys live: service and (topic, version), named once."""
         scope = self._scopes[id(registration)] = f"{self.identity.service} {registration.key}"
         return scope
 
-    async def _run(self, invocation: Invocation, registration: Registration | None, requested: str) -> Outcome:
+    async def _run(
+        self, invocation: Invocation, registration: Registration | None, requested: str, principal: Principal | None
+    ) -> Outcome:
         topic = invocation.topic
         deadline = None
         if registration is not None:
@@ -145,6 +167,7 @@ class Service:
             invocation.transport,
             invocation.json_limits or self.json_limits,
             registration,
+            principal,
             deadline,
         )
         try:
@@ -155,18 +178,24 @@ class Service:
         return self._encode(result, registration, topic)
 
     async def invoke_envelope(
-        self, raw: bytes | str | Mapping[str, Any], *, json_limits: JsonLimits | None = None
+        self,
+        raw: bytes | str | Mapping[str, Any],
+        *,
+        json_limits: JsonLimits | None = None,
+        credentials: Mapping[str, str] | None = None,
     ) -> bytes:
         """Apply a message envelope; returns the response envelope's JSON. Raises EnvelopeError when malformed.
 
-        `json_limits` hold for the envelope and for the payload inside its `body` alike.
+        `json_limits` hold for the envelope and for the payload inside its `body` alike. `credentials` are the
+        transport's own headers (lower-cased): the envelope's inner headers never authenticate.
         """
         limits = json_limits or self.json_limits
         envelope = envelope_from(raw) if isinstance(raw, Mapping) else parse_envelope(raw, limits)
         static = self._static_envelopes.get(envelope.topic)
-        if static is not None:
+        if static is not None and (self.guard is None or not self.guard.security.well_known):
             return static
-        invocation = Invocation(envelope.topic, lowered(envelope.headers), envelope.body, json_limits=limits)
+        invocation = Invocation(envelope.topic, lowered(envelope.headers), envelope.body, json_limits=limits,
+                                credentials=credentials or NO_HEADERS)  # fmt: skip
         return response_envelope_bytes(await self.invoke(invocation))
 
     async def check_health(self) -> HealthReport:

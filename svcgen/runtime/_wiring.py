@@ -16,17 +16,21 @@ from typing import Any, Protocol, TypeVar
 
 import httpx
 
+from ._credentials import Credential, SenderWithCredentials
 from ._dependencies import Dependencies
 from ._descriptor import ProducedTopic
-from ._http.app import HttpApp
+from ._http.app import AsgiApp, HttpApp
+from ._http.cors import Cors, cors_middleware
 from ._http.sender import HeaderHook, HttpSender, _join, _split_base
 from ._idempotency import IdempotencyStore
 from ._naming import slug
 from ._nats.connections import NATS_MISSING, ConnectFactory, NatsConnections, NatsError, nats_installed, server_of
 from ._nats.requester import NatsSender, nats_target
 from ._nats.responder import NatsBinding
+from ._pipeline import Middleware
 from ._result import Result
 from ._retry import Retry, RetryingSender
+from ._security import Guard, Security, SecurityError
 
 TARGET_ENV_PREFIX = "SVCGEN_TARGET_"
 NATS_ENV = "SVCGEN_NATS"
@@ -94,6 +98,13 @@ class Wiring:
     - `transport`: the HTTP transport of the produced-topic sender (default: a real pooled connection).
     - `nats_connect`: opens a NATS connection (server URL → connection; default nats-py's); `nats` holds the
       process's connections, one per server, shared by the binding and the NATS senders.
+    - `api_keys`: apiKey scheme name → {key: subject}, the keys callers may present (read them from the
+      environment or a secret store, never commit them). JWKS are fetched through `transport` too.
+    - `credentials`: produced topic id → a `BearerToken` or `ApiKey` its calls carry.
+    - `middleware`: pipeline middleware `(context, next)`, outermost first, after the mesh's own.
+    - `asgi_middleware`: ASGI middleware around the whole app, outermost first: each is called with the app it
+      wraps and returns the wrapping app (a Starlette middleware class, or `functools.partial` of one).
+    - `cors`: `Cors(...)` settings for browser callers on other origins (the `cors` extra), outermost of all.
     """
 
     def __init__(
@@ -121,6 +132,19 @@ class Wiring:
         self.idempotency: IdempotencyStore | None = None
         """Where answers to `Idempotency-Key` calls are kept: None keeps them in this process's memory; a
         `PostgresIdempotencyStore` shares them between replicas (opened at startup, closed at shutdown)."""
+        self.api_keys: dict[str, dict[str, str]] = {}
+        self.credentials: dict[str, Credential] = {}
+        self.middleware: list[Middleware] = []
+        self.asgi_middleware: list[Callable[[AsgiApp], AsgiApp]] = []
+        self.cors: Cors | None = None
+
+    def guard(self, security: Security) -> Guard:
+        """The enforcement of the manifest's `security` with this wiring's API keys; key files are read now, so
+        a missing one stops the start with a WiringError naming it."""
+        try:
+            return Guard(security, api_keys=self.api_keys, transport=self.transport).load()
+        except SecurityError as error:
+            raise WiringError(str(error)) from None
 
     def on_startup(self, hook: Hook) -> Hook:
         """Run `hook` once before the app serves (usable as a decorator)."""
@@ -168,11 +192,17 @@ class Wiring:
         over_nats = {topic: url for topic, url in targets.items() if url.startswith(NATS_SCHEMES)}
         urls = {topic: _join(_split_base(url), topic) for topic, url in targets.items() if topic not in over_nats}
         http = HttpSender(urls, extra_headers=extra_headers, transport=self.transport, **options)
-        sender: HttpSender | TopicSenders = http
+        sender: HttpSender | TopicSenders | SenderWithCredentials = http
         if over_nats:
             nats = NatsSender(over_nats, connections=self.nats, extra_headers=extra_headers)
             sender = TopicSenders({topic: nats if topic in over_nats else http for topic in targets})
             self._uses_nats = True
+        if self.credentials:
+            unknown = sorted(self.credentials.keys() - targets.keys())
+            if unknown:
+                raise WiringError(f"credentials in wiring.py name {', '.join(unknown)}, which this service does not "
+                                  "produce; credentials are set per produced topic")  # fmt: skip
+            sender = SenderWithCredentials(sender, self.credentials)
         retrying = RetryingSender(
             sender,
             idempotent={item.topic for item in produced if item.idempotent},
@@ -214,6 +244,12 @@ class Wiring:
                 app.on_startup.insert(0, opens)  # before any hook of the user's may call a topic
             if closes is not None:
                 app.on_shutdown.append(closes)
+        app.wrap(*self.asgi_middleware)
+        if self.cors is not None:
+            try:
+                app.wrap(lambda inner: cors_middleware(inner, self.cors) if self.cors is not None else inner)
+            except ImportError as error:
+                raise WiringError(str(error)) from None
         url = self.serve_nats_on()
         if url is not None:
             binding = NatsBinding(app.service, lambda: self.nats.get(url), limits=app.limits)

@@ -115,6 +115,13 @@ def test_the_json_schema_repro_is_one_422_naming_all_five(models: types.ModuleTy
             "status": "validation-error",
             "detail": "postal_code: expected text matching ^[0-9]{4,5}$; country: expected one of DE, FR, NL; "
             "email: expected an email address; floor: expected at least 0; extra: unexpected property",
+            "errors": [
+                {"path": "postal_code", "message": "expected text matching ^[0-9]{4,5}$"},
+                {"path": "country", "message": "expected one of DE, FR, NL"},
+                {"path": "email", "message": "expected an email address"},
+                {"path": "floor", "message": "expected at least 0"},
+                {"path": "extra", "message": "unexpected property"},
+            ],
         },
     )
 

@@ -19,7 +19,7 @@ from svcgen.codegen.imports import Imports
 from svcgen.manifest import load_manifest, load_manifest_text
 from svcgen.manifest.model import FieldDef, Manifest, RecordDef, RouteDef, TopicDef
 from svcgen.manifest.typeexpr import parse_type
-from svcgen.runtime._codec import codec_for
+from svcgen.runtime import codec_for
 from tests.support.codegen import REPO
 
 EDGE = "tests/codegen/manifests/edge.yaml"

@@ -10,7 +10,7 @@ import pytest
 
 from svcgen.collector import JsonFileStore, MemoryStore, Store
 from svcgen.collector.postgres import PostgresStore
-from svcgen.collector.store import SharedStore
+from svcgen.collector.store import Backend
 from tests.support import feeds as helpers
 from tests.support.databases import postgres_session_url, postgres_url
 
@@ -19,10 +19,10 @@ __all__ = ["any_store", "postgres_session_url", "postgres_url"]
 
 @pytest.fixture(params=["memory", "json-file", "postgresql"])
 def any_store(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    made: list[Store | SharedStore] = []
+    made: list[Store | Backend] = []
 
-    def make() -> Store | SharedStore:
-        store: Store | SharedStore
+    def make() -> Store | Backend:
+        store: Store | Backend
         if request.param == "memory":
             store = MemoryStore()
         elif request.param == "json-file":

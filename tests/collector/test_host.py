@@ -14,9 +14,17 @@ import httpx
 
 from svcgen.collector import Collector, JsonFileStore
 from svcgen.collector.host import CollectorHost, CollectorSettings
-from svcgen.runtime import HealthCheck, HealthChecks, Identity, Registry, Result, Service
-from svcgen.runtime._http.app import HttpApp
-from svcgen.runtime._mesh.host import MeshHost, MeshSettings
+from svcgen.runtime import (
+    HealthCheck,
+    HealthChecks,
+    HttpApp,
+    Identity,
+    MeshHost,
+    MeshSettings,
+    Registry,
+    Result,
+    Service,
+)
 from tests.support.feeds import descriptor
 from tests.support.processes import stop_process, wait_for, wait_until_up
 from tests.support.server import free_port, running

@@ -6,7 +6,7 @@ import pytest
 
 from svcgen.collector import CollectorLimits
 from svcgen.runtime._mesh.issues import IssueAggregator
-from tests.support.feeds import collector, issue, ok
+from tests.support.feeds import collector, issue, memory, ok
 
 
 @pytest.mark.usefixtures("any_store")
@@ -69,4 +69,4 @@ def test_the_issue_table_is_bounded_and_drops_the_least_recently_seen() -> None:
     for n in range(5):
         c.issues({"service": "orders", "issues": [issue(fingerprint=f"{n:032x}")]})
     assert [i["fingerprint"][-1] for i in c.snapshot()["issues"]] == ["2", "3", "4"]
-    assert c.issue_book.dropped == 2
+    assert memory(c).issue_book.dropped == 2

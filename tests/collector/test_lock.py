@@ -17,8 +17,9 @@ from svcgen.collector.host import (
     exposed_without_token,
 )
 from svcgen.collector.poller import Poller
+from svcgen.runtime import MeshSettings
 from svcgen.runtime._mesh.feeds import EnvelopeSender
-from svcgen.runtime._mesh.host import MeshSettings, _overridden
+from svcgen.runtime._mesh.host import _overridden
 from tests.support.feeds import descriptor, ok
 from tests.support.meshrun import TOKEN, locked_mesh
 from tests.support.processes import wait_for

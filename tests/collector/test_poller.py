@@ -14,10 +14,7 @@ import orjson
 import pytest
 
 from svcgen.collector.poller import DEFAULT_INTERVAL, FleetEntry, Poll, Poller
-from svcgen.runtime._descriptor import Identity
-from svcgen.runtime._health import HealthCheck, HealthCheckResult, HealthChecks
-from svcgen.runtime._http.app import create_app
-from svcgen.runtime._service import Service
+from svcgen.runtime import HealthCheck, HealthCheckResult, HealthChecks, Identity, Service, create_app
 from tests.support.sample import build_registry
 from tests.support.server import free_port, running
 

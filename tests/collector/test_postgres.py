@@ -27,6 +27,24 @@ def test_tables_are_created_once_with_their_version(postgres_url: str) -> None:
     assert events == (1,)
 
 
+def test_tables_of_version_1_are_migrated_keeping_their_counters(postgres_url: str) -> None:
+    c = collector(PostgresStore(postgres_url))
+    ok(c.traces({"events": [event(n) for n in range(3)]}))
+    c.flush()
+    with psycopg.connect(postgres_url) as connection:  # back to version 1: counters keyed by their four names
+        connection.execute("ALTER TABLE collector_counters DROP CONSTRAINT collector_counters_pkey")
+        connection.execute("ALTER TABLE collector_counters DROP COLUMN key")
+        connection.execute("ALTER TABLE collector_counters ADD PRIMARY KEY (service, topic, version, status)")
+        connection.execute("UPDATE collector_schema SET version = 1")
+    again = collector(PostgresStore(postgres_url))
+    ok(again.traces({"events": [event(n) for n in range(3, 5)]}))
+    assert ok(again.query_topic({"topic": "orders:get"}))["invocations"] == 5  # the old row counted on
+    with psycopg.connect(postgres_url) as connection:
+        assert connection.execute("SELECT version FROM collector_schema").fetchall() == [(SCHEMA_VERSION,)]
+        assert connection.execute("SELECT count(*) FROM collector_counters").fetchone() == (1,)
+    again.flush()
+
+
 def test_tables_of_a_newer_version_are_refused_not_changed(postgres_url: str) -> None:
     PostgresStore(postgres_url).close()  # nothing made yet: open makes the tables
     store = PostgresStore(postgres_url)
@@ -93,18 +111,49 @@ def test_the_trace_window_is_bounded_in_the_database(postgres_url: str) -> None:
     c.flush()
 
 
-def test_a_value_postgresql_cannot_hold_is_refused_and_nothing_counted(postgres_url: str) -> None:
+def test_a_poisoned_entry_is_skipped_and_counted_and_the_rest_of_its_batch_stored(postgres_url: str) -> None:
+    """Issue 31: one request with a NUL in its topic made the collector refuse the whole 500-event batch, and the
+    reporter resent it forever. The entry is skipped and counted; the rest of the batch is stored."""
     c = collector(PostgresStore(postgres_url))
-    refused = c.traces({"events": [event(1, service="nul\x00here")]})
-    assert refused.status == "bad-request" and "cannot be stored" in (refused.detail or "")
-    assert c.issues({"service": "orders", "issues": [issue(fingerprint="f\x00")]}).status == "bad-request"
-    ok(c.issues({"service": "orders", "issues": [issue(exemplars=["a\x00"])]}))  # a JSON document holds it
-    assert c.heartbeat({"service": "lone\ud800"}).status == "bad-request"
-    assert c.store_problem is None
+    events = [event(n) for n in range(500)]
+    events[250] = {**events[250], "topic": "junk\x00topic"}
+    assert ok(c.traces({"events": events, "batchId": "b-1"})) == {"accepted": 499}
+    assert ok(c.issues({"service": "orders", "issues": [issue(fingerprint="f\x00"), issue()]})) == {"accepted": 1}
+    assert c.heartbeat({"service": "lone\ud800"}).status == "bad-request"  # a whole feed with no UTF-8 form
+    assert c.store_problem is None  # the input, never the database
     fleet = ok(c.query_fleet())
-    assert fleet["dropped"]["refused"] == 3
-    assert [entry["exemplarTraceIds"] for entry in fleet["issues"]] == [["a\x00"]]
-    assert c.query_topic({"topic": "orders:get"}).status == "not-found"
+    assert (fleet["dropped"]["skipped"], fleet["dropped"]["refused"]) == (2, 1)
+    assert ok(c.query_topic({"topic": "orders:get"}))["invocations"] == 499
+    assert ok(c.traces({"events": events, "batchId": "b-1"})) == {"accepted": 499}  # a resend: answered alike
+    c.flush()
+
+
+def test_an_event_within_every_limit_fits_the_indexes(postgres_url: str) -> None:
+    """Issue 31: three 256-character names of 4-byte characters overflowed PostgreSQL's btree row limit; the store
+    said "the database cannot be reached" and the batch failed on every try."""
+    c = collector(PostgresStore(postgres_url))
+    wide = "\U0001f600" * 256  # 1,024 bytes of UTF-8
+    long_event = {**event(1), "service": wide, "topic": wide, "topicVersion": wide, "instanceId": wide,
+                  "traceId": wide, "spanId": "\U0001f601" * 256, "parentSpanId": wide}  # fmt: skip
+    assert ok(c.traces({"events": [long_event, event(2)]})) == {"accepted": 2}
+    assert c.store_problem is None
+    assert ok(c.query_topic({"topic": wide}))["invocations"] == 1
+    assert ok(c.query_trace({"traceId": wide}))["events"][0]["topicVersion"] == wide
+    c.flush()
+
+
+def test_any_data_error_skips_the_entry_never_unreachable(postgres_url: str) -> None:
+    """Any SQLSTATE data (22) or program-limit (54) error is unstorable input: the entry is skipped and counted,
+    the store stays healthy. A narrowed column stands in for whatever a future value might break."""
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        c = collector(PostgresStore(postgres_url))
+        connection.execute("ALTER TABLE collector_events ALTER COLUMN service TYPE varchar(40)")
+    events = [event(n) for n in range(10)]
+    events[3] = {**events[3], "service": "s" * 41}  # 22001: value too long for type character varying(40)
+    assert ok(c.traces({"events": events})) == {"accepted": 9}
+    assert c.store_problem is None
+    assert ok(c.query_fleet())["dropped"]["skipped"] == 1
+    assert ok(c.query_topic({"topic": "orders:get"}))["invocations"] == 9
     c.flush()
 
 

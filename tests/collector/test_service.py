@@ -10,14 +10,11 @@ import httpx
 import orjson
 
 from svcgen.collector import Collector, collector_service
-from svcgen.runtime import Identity, Service
-from svcgen.runtime._codec import Codec, codec_for
-from svcgen.runtime._http.app import create_app
+from svcgen.runtime import Codec, Identity, MeshHost, MeshSettings, Service, codec_for, create_app
 from svcgen.runtime._mesh.feeds import EnvelopeSender
-from svcgen.runtime._mesh.host import MeshHost, MeshSettings
 from svcgen.runtime._mesh.messages import Accepted, FleetAnswer, ServiceAnswer, TopicAnswer, TraceAnswer
 from tests.support.fakes import registry
-from tests.support.feeds import Clock, descriptor, event, heartbeat, issue, ok
+from tests.support.feeds import Clock, descriptor, event, heartbeat, issue, memory, ok
 
 
 async def invoke(client: httpx.AsyncClient, topic: str, body: Any) -> tuple[str, Any]:
@@ -83,7 +80,8 @@ def test_a_hosted_services_reporter_feeds_a_real_collector() -> None:
         await reporter.beat()
         fleet = collector.query_fleet().payload
         assert fleet is not None
-        assert collector.skipped == 0  # the reporter's events and issues fit the records the collector reads
+        # The reporter's events and issues fit the records the collector reads.
+        assert collector.dropped()["skipped"] == 0
         (orders,) = fleet["services"]
         assert orders["service"] == "orders"
         assert orders["topics"] == 4  # orders:explode, orders:get, orders:place, orders:sync
@@ -98,7 +96,7 @@ def test_a_hosted_services_reporter_feeds_a_real_collector() -> None:
         assert reporter.needs_register is False
 
         # The collector loses its state: the next heartbeat asks for a register, which the beat after sends.
-        collector.restore(Collector().snapshot())
+        memory(collector).restore(Collector().snapshot())
         await reporter.beat()
         assert reporter.needs_register is True
         assert collector.snapshot()["catalog"] == []

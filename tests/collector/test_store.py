@@ -21,7 +21,7 @@ from svcgen.collector import (
     SnapshotError,
     collector_service,
 )
-from tests.support.feeds import Clock, collector, descriptor, event, heartbeat, issue, ok, topic
+from tests.support.feeds import Clock, collector, descriptor, event, heartbeat, issue, memory, ok, topic
 
 
 def populate(c: Collector) -> None:
@@ -178,11 +178,11 @@ def test_restore_refuses_a_malformed_snapshot_and_keeps_the_state() -> None:
     populate(c)
     before = c.snapshot()
     with pytest.raises(SnapshotError):
-        c.restore({**before, "counters": [{"service": "x"}]})  # type: ignore[typeddict-item]
+        memory(c).restore({**before, "counters": [{"service": "x"}]})  # type: ignore[typeddict-item]
     with pytest.raises(SnapshotError):
-        c.restore({**before, "format": 99})
+        memory(c).restore({**before, "format": 99})
     with pytest.raises(SnapshotError):
-        c.restore(before, [{"op": "traces", "at": "2027-01-15T08:00:00.000Z"}])  # a change without events
+        memory(c).restore(before, [{"op": "traces", "at": "2027-01-15T08:00:00.000Z"}])  # a change without events
     assert c.snapshot() == {**before, "savedAt": c.snapshot()["savedAt"]}
 
 

@@ -8,7 +8,8 @@ import tracemalloc
 import pytest
 
 from svcgen.collector import CollectorLimits
-from tests.support.feeds import collector, event, ok
+from svcgen.runtime._topics import UNKNOWN_TOPIC
+from tests.support.feeds import collector, descriptor, event, memory, ok, topic
 
 
 @pytest.mark.usefixtures("any_store")
@@ -53,11 +54,11 @@ def test_edges_are_found_whichever_span_arrives_first() -> None:
 def test_tables_are_bounded_and_count_what_they_evict() -> None:
     c = collector(limits=CollectorLimits(counters=2, span_index=10, pending_children=5))
     c.traces({"events": [event(n, topic_id=f"t:{n}", parent=f"{n + 10_000:016x}") for n in range(20)]})
-    assert len(c.trace_log.counters) == 2
-    assert c.trace_log.evicted_counters == 18
+    assert len(memory(c).trace_log.counters) == 2
+    assert memory(c).trace_log.evicted_counters == 18
     assert ok(c.query_fleet())["dropped"]["counters"] == 18
-    assert len(c.trace_log.spans) == 10
-    assert len(c.trace_log.pending) == 5
+    assert len(memory(c).trace_log.spans) == 10
+    assert len(memory(c).trace_log.pending) == 5
 
 
 def test_memory_is_flat_under_an_endless_trace_feed() -> None:
@@ -83,5 +84,22 @@ def test_memory_is_flat_under_an_endless_trace_feed() -> None:
     finally:
         tracemalloc.stop()
     assert after_10n - after_n < 256 * 1024, (after_n, after_10n)
-    assert c.trace_log.dropped == 55_000 - 1_000
+    assert memory(c).trace_log.dropped == 55_000 - 1_000
     assert sum(k["count"] for k in c.snapshot()["counters"]) == 55_000
+
+
+@pytest.mark.usefixtures("any_store")
+def test_counters_are_held_against_the_descriptor_whatever_the_reporter_sends() -> None:
+    """A reporter that sends events of made-up topics itself (an old svcgen, a hostile sender with the token): once
+    the service is described, its undeclared topics are counted in the bucket; before that, by name."""
+    c = collector(limits=CollectorLimits(counters=6))
+    before = [{**event(n), "topic": f"early:{n}"} for n in range(3)]
+    assert ok(c.traces({"events": before})) == {"accepted": 3}
+    assert ok(c.register(descriptor("orders", [topic("orders:get")]))) == {"accepted": 1}
+    junk = [{**event(100 + n), "topic": f"junk:{n}"} for n in range(50)]
+    real = [{**event(200 + n), "topic": "orders:get"} for n in range(4)]
+    assert ok(c.traces({"events": [*real[:2], *junk, *real[2:]]})) == {"accepted": 54}
+    assert ok(c.query_topic({"topic": "orders:get"}))["invocations"] == 4
+    assert ok(c.query_topic({"topic": UNKNOWN_TOPIC}))["invocations"] == 50
+    assert ok(c.query_topic({"topic": "early:1"}))["invocations"] == 1
+    assert c.dropped()["counters"] == 0

@@ -3,13 +3,8 @@ from typing import Any
 
 import pytest
 
-from svcgen.runtime._context import Context
-from svcgen.runtime._descriptor import Identity
-from svcgen.runtime._http.app import HttpApp, create_app
-from svcgen.runtime._http.routing import Route, RouteError
-from svcgen.runtime._registry import Registry
-from svcgen.runtime._result import Result
-from svcgen.runtime._service import Service
+from svcgen.runtime import Context, HttpApp, Identity, Registry, Result, Route, Service, create_app
+from svcgen.runtime._http.routing import RouteError
 from tests.support.client import call
 from tests.support.sample import GetOrder, build_registry, build_service
 
@@ -123,8 +118,10 @@ class TestStatusMapping:
         assert response.status_code == 404
         assert response.json() == {"status": "not-found", "detail": "no route for GET /nowhere"}
 
-    def test_method_mismatch_is_404(self) -> None:
-        assert call(make_app(), "PUT", "/orders").status_code == 404
+    def test_method_mismatch_is_405_with_allow(self) -> None:
+        response = call(make_app(), "PUT", "/orders")
+        assert response.status_code == 405
+        assert response.headers["allow"] == "POST, OPTIONS"
 
     def test_invalid_json_is_400(self) -> None:
         response = call(make_app(), "POST", "/orders", content=b"{nope")
@@ -140,6 +137,11 @@ class TestStatusMapping:
         assert response.json() == {
             "status": "validation-error",
             "detail": "customerId: required; items: required; placedAt: required",
+            "errors": [
+                {"path": "customerId", "message": "required"},
+                {"path": "items", "message": "required"},
+                {"path": "placedAt", "message": "required"},
+            ],
         }
 
     def test_validation_is_422_with_field_path(self) -> None:

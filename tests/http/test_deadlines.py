@@ -10,13 +10,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from svcgen.runtime._context import Context
-from svcgen.runtime._descriptor import Identity
-from svcgen.runtime._http.app import create_app
+from svcgen.runtime import Context, Identity, Registry, Result, Service, create_app
 from svcgen.runtime._http.limits import server_options
-from svcgen.runtime._registry import Registry
-from svcgen.runtime._result import Result
-from svcgen.runtime._service import Service
 from tests.support.server import running
 
 IDLE = 0.5

@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 from openapi_spec_validator import validate
 
-from svcgen.runtime import Context, Identity, Registry, RegistryError, Result, Service
-from svcgen.runtime._http.app import HttpApp, create_app
+from svcgen.runtime import Context, HttpApp, Identity, Registry, RegistryError, Result, Service, create_app
 from svcgen.runtime._jsontext import document_bytes
 from tests.support.client import call
 

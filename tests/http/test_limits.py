@@ -12,15 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from svcgen.runtime._http.app import HttpApp
-from svcgen.runtime._http.limits import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_HEADERS, Limits
-from svcgen.runtime._jsonlimits import (
-    DEFAULT_MAX_JSON_CONTAINERS,
-    DEFAULT_MAX_JSON_DEPTH,
-    JsonLimits,
-    JsonRefused,
-    parse_json,
-)
+from svcgen.runtime import HttpApp, JsonLimits, Limits
+from svcgen.runtime._http.limits import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_HEADERS
+from svcgen.runtime._jsonlimits import DEFAULT_MAX_JSON_CONTAINERS, DEFAULT_MAX_JSON_DEPTH, JsonRefused, parse_json
 from tests.support.asgi import raw_request
 from tests.support.server import running
 

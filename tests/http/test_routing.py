@@ -1,6 +1,7 @@
 import pytest
 
-from svcgen.runtime._http.routing import Route, Router, split_path, split_raw_path
+from svcgen.runtime import Route
+from svcgen.runtime._http.routing import Router, split_path, split_raw_path
 
 
 def router(*specs: str) -> Router:

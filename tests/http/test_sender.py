@@ -11,8 +11,8 @@ import httpx
 import orjson
 import pytest
 
-from svcgen.runtime._http.sender import URL_CACHE_SIZE, HttpSender
-from svcgen.runtime._result import Result
+from svcgen.runtime import HttpSender, Result
+from svcgen.runtime._http.sender import URL_CACHE_SIZE
 
 T = TypeVar("T")
 Handler = Callable[[httpx.Request], httpx.Response]

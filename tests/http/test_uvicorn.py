@@ -2,7 +2,7 @@
 
 import httpx
 
-from svcgen.runtime._http.app import create_app
+from svcgen.runtime import create_app
 from tests.support.sample import build_service
 from tests.support.server import running
 

@@ -37,7 +37,9 @@ def place(quantities: str) -> tuple[int, Any]:
     ],
 )
 def test_integers_outside_signed_64_bits_and_float_literals_are_refused(text: str, detail: str) -> None:
-    assert place(text) == (422, {"status": "validation-error", "detail": detail})
+    path, _, message = detail.partition(": ")
+    errors = [{"path": path, "message": message}]
+    assert place(text) == (422, {"status": "validation-error", "detail": detail, "errors": errors})
 
 
 def test_the_signed_64_bit_extremes_are_taken_exactly() -> None:

@@ -32,7 +32,7 @@ def test_unknown_key_without_a_close_match_lists_the_allowed_keys() -> None:
     text = MINIMAL.replace("    request: Order\n", "    zzz: 1\n    request: Order\n")
     assert errors(text) == [
         "m.yaml:9:5: unknown key 'zzz' in topic; allowed keys: id, version, summary, request, response, idempotent, "
-        "timeout, success, failures, routes"
+        "timeout, success, failures, routes, security"
     ]
 
 

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from svcgen.manifest import ManifestError, load_manifest_text
 from svcgen.manifest.routes import RouteSyntaxError, parse_route
-from svcgen.runtime._http.app import HttpApp
-from svcgen.runtime._http.routing import Route, RouteError
+from svcgen.runtime import HttpApp, Route
+from svcgen.runtime._http.routing import RouteError
 from tests.support.manifests import errors, load_ok, manifest
 from tests.support.sample import build_service
 

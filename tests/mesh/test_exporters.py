@@ -4,8 +4,8 @@ import threading
 
 import pytest
 
+from svcgen.runtime import TraceContext
 from svcgen.runtime._mesh.exporters import Exporter, InMemoryExporter, QueueExporter
-from svcgen.runtime._mesh.tracecontext import TraceContext
 from svcgen.runtime._mesh.traces import TraceEvent, TraceRecord
 
 

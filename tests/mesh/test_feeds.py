@@ -5,9 +5,9 @@ from typing import Any
 
 import httpx
 
-from svcgen.runtime._health import HealthCheckResult, HealthReport
+from svcgen.runtime import HealthCheckResult, Result
+from svcgen.runtime._health import HealthReport
 from svcgen.runtime._mesh.feeds import EnvelopeSender, FeedSender, heartbeat_document
-from svcgen.runtime._result import Result
 
 
 def collector_transport(answers: dict[str, Any], seen: list[dict[str, Any]]) -> httpx.MockTransport:

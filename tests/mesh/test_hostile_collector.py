@@ -12,9 +12,8 @@ from contextlib import contextmanager
 import httpx
 import pytest
 
-from svcgen.runtime._http.app import create_app
+from svcgen.runtime import MeshHost, MeshSettings, create_app
 from svcgen.runtime._mesh.feeds import EnvelopeSender
-from svcgen.runtime._mesh.host import MeshHost, MeshSettings
 from tests.support.sample import build_service
 from tests.support.server import free_port, running
 

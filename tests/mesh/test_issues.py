@@ -9,6 +9,7 @@ import pytest
 
 from svcgen.runtime._invocation import Invocation
 from svcgen.runtime._mesh.issues import IssueAggregator, classify, fingerprint
+from svcgen.runtime._topics import UNKNOWN_TOPIC
 from tests.support.fakes import SteppingClock, traced_service
 
 T0 = datetime(2026, 11, 22, 10, 0, tzinfo=UTC).timestamp()
@@ -183,7 +184,7 @@ def test_trace_middleware_feeds_failures_only_once_each() -> None:
     summary = [(i["topic"], i.get("version"), i["status"], i["classification"], i["count"]) for i in batch["issues"]]
     assert summary == [
         ("orders:get", None, "not-found", "client", 1),  # the handler's answer: no such order
-        ("orders:nope", None, "not-found", "config-wiring", 1),  # the binding's: no such topic
+        (UNKNOWN_TOPIC, None, "not-found", "config-wiring", 1),  # the binding's: no such topic, in the bucket
         ("orders:explode", None, "service-unavailable", "exception", 2),
         ("orders:place", "v2", "validation-error", "validation", 2),
     ]

@@ -16,12 +16,11 @@ import pytest
 from svcgen.codegen.ownership import write_package
 from svcgen.codegen.render import render_package
 from svcgen.manifest import load_manifest
-from svcgen.runtime._descriptor import Identity, build_descriptor
+from svcgen.runtime import Identity, MeshHost, MeshSettings, WiringError
+from svcgen.runtime._descriptor import build_descriptor
 from svcgen.runtime._mesh.feeds import FeedSender
-from svcgen.runtime._mesh.host import MeshHost, MeshSettings
 from svcgen.runtime._mesh.jetstream import MESH_NATS_ENV, JetStreamSender, MeshStream
 from svcgen.runtime._mesh.reporter import Reporter
-from svcgen.runtime._wiring import WiringError
 from tests.support import feeds as documents
 from tests.support.broker import ThrowawayNats, mesh_stream, nats_url
 from tests.support.codegen import imported

@@ -14,11 +14,9 @@ import httpx
 import pytest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from svcgen.runtime._descriptor import Identity
-from svcgen.runtime._http.app import HttpApp
+from svcgen.runtime import HttpApp, Identity, MeshHost, MeshSettings, Result, Service, TraceContext, WiringError
 from svcgen.runtime._invocation import Invocation, lowered
 from svcgen.runtime._mesh.exporters import FanOutExporter
-from svcgen.runtime._mesh.host import MeshHost, MeshSettings
 from svcgen.runtime._mesh.otlp import (
     CONTENT_TYPE,
     DEFAULT_SCHEDULE_DELAY,
@@ -29,11 +27,7 @@ from svcgen.runtime._mesh.otlp import (
     OtlpExporter,
     traces_endpoint,
 )
-from svcgen.runtime._mesh.tracecontext import TraceContext
 from svcgen.runtime._mesh.traces import TraceEvent
-from svcgen.runtime._result import Result
-from svcgen.runtime._service import Service
-from svcgen.runtime._wiring import WiringError
 from tests.support.fakes import STARTED, traced_service
 from tests.support.otlpreceiver import OtlpReceiver, decode, otlp_receiver
 from tests.support.server import free_port

@@ -16,11 +16,7 @@ import pytest
 
 from svcgen.collector.probe import INCONCLUSIVE, NOT_SATISFIED, SATISFIED, ProbeReport, probe
 from svcgen.collector.wellknown import SurfaceAnswer, SurfaceProblem, health_document, spec_document
-from svcgen.runtime._descriptor import Identity
-from svcgen.runtime._health import HealthCheck, HealthChecks
-from svcgen.runtime._http.app import HttpApp
-from svcgen.runtime._registry import Registry
-from svcgen.runtime._service import Service
+from svcgen.runtime import HealthCheck, HealthChecks, HttpApp, Identity, Registry, Service
 from tests.support.fakes import registry
 from tests.support.server import free_port, running
 

@@ -6,13 +6,20 @@ from typing import Any
 import orjson
 import pytest
 
-from svcgen.runtime._descriptor import Identity
-from svcgen.runtime._health import HealthCheck, HealthChecks
-from svcgen.runtime._http.app import HttpApp
-from svcgen.runtime._mesh.host import COLLECTOR_ENV, HEARTBEAT_ENV, MeshHost, MeshSettings
-from svcgen.runtime._mesh.profile import PROFILE_NAME, REQUIREMENTS, declare_profile, self_check
-from svcgen.runtime._registry import Registry
-from svcgen.runtime._service import Service
+from svcgen.runtime import (
+    HealthCheck,
+    HealthChecks,
+    HttpApp,
+    Identity,
+    MeshHost,
+    MeshSettings,
+    Registry,
+    Service,
+    declare_profile,
+    self_check,
+)
+from svcgen.runtime._mesh.host import COLLECTOR_ENV, HEARTBEAT_ENV
+from svcgen.runtime._mesh.profile import PROFILE_NAME, REQUIREMENTS
 from tests.support.fakes import registry
 
 IDENTITY = Identity("orders", service_version="1.0.0")

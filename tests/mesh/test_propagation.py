@@ -6,17 +6,11 @@ from typing import Any
 
 import httpx
 
-from svcgen.runtime._context import Context
-from svcgen.runtime._descriptor import Identity
-from svcgen.runtime._http.app import create_app
-from svcgen.runtime._http.sender import HttpSender
+from svcgen.runtime import Context, HttpSender, Identity, Registry, Result, Service, create_app
 from svcgen.runtime._invocation import Invocation, lowered
 from svcgen.runtime._mesh.exporters import InMemoryExporter
 from svcgen.runtime._mesh.tracecontext import trace_propagating_sender
 from svcgen.runtime._mesh.traces import TraceMiddleware
-from svcgen.runtime._registry import Registry
-from svcgen.runtime._result import Result
-from svcgen.runtime._service import Service
 from tests.support.fakes import SequentialIds
 
 OTHER = f"00-{'e' * 32}-{'f' * 16}-01"

@@ -6,12 +6,11 @@ from typing import Any
 
 import pytest
 
-from svcgen.runtime._descriptor import Identity, build_descriptor
-from svcgen.runtime._health import HealthCheckResult, HealthReport
+from svcgen.runtime import HealthCheckResult, Identity, Registry, Result
+from svcgen.runtime._descriptor import build_descriptor
+from svcgen.runtime._health import HealthReport
 from svcgen.runtime._mesh.feeds import FeedSender
 from svcgen.runtime._mesh.reporter import Reporter
-from svcgen.runtime._registry import Registry
-from svcgen.runtime._result import Result
 
 DESCRIPTOR = build_descriptor(Identity("orders", instance_id="i-1"), Registry(), [])
 MOMENT = datetime(2026, 11, 22, 10, 0, tzinfo=UTC).timestamp()

@@ -9,19 +9,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from svcgen.runtime import TraceContext, current_trace, propagation_headers
 from svcgen.runtime._invocation import Invocation
 from svcgen.runtime._mesh.tracecontext import (
     SAMPLED,
     PendingTrace,
-    TraceContext,
     activate,
     continue_trace,
-    current_trace,
     deactivate,
     format_traceparent,
     parse_traceparent,
     pending_trace,
-    propagation_headers,
     resolve,
 )
 from tests.support.fakes import SequentialIds, traced_service

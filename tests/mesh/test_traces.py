@@ -10,19 +10,12 @@ import httpx
 import orjson
 import pytest
 
-from svcgen.runtime._context import Context
-from svcgen.runtime._descriptor import Identity
-from svcgen.runtime._http.app import create_app
+from svcgen.runtime import Context, Identity, Next, Registry, Result, Service, create_app, current_trace
 from svcgen.runtime._invocation import Invocation, lowered
 from svcgen.runtime._mesh.exporters import InMemoryExporter, QueueExporter
 from svcgen.runtime._mesh.issues import IssueAggregator
 from svcgen.runtime._mesh.messages import MAX_TEXT
-from svcgen.runtime._mesh.tracecontext import current_trace
 from svcgen.runtime._mesh.traces import LOG_EVERY, REANCHOR_SECONDS, TraceEvent, TraceMiddleware, TraceRecord
-from svcgen.runtime._pipeline import Next
-from svcgen.runtime._registry import Registry
-from svcgen.runtime._result import Result
-from svcgen.runtime._service import Service
 from tests.support.asgi import raw_request
 from tests.support.fakes import STARTED_TEXT, GetOrder, Order, SteppingClock, Traced, registry, traced_service
 

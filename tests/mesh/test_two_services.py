@@ -13,8 +13,7 @@ from typing import Any
 
 import httpx
 
-from svcgen.runtime import Identity, Registry, Result, Service
-from svcgen.runtime._http.app import create_app
+from svcgen.runtime import Identity, Registry, Result, Service, create_app
 from tests.support.processes import stop_process, wait_for, wait_until_up
 from tests.support.server import free_port, running
 

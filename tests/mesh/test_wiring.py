@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from svcgen.runtime import Result
 from svcgen.runtime._invocation import Invocation
 from svcgen.runtime._mesh.exporters import QueueExporter
 from svcgen.runtime._mesh.feeds import FeedSender
 from svcgen.runtime._mesh.reporter import Reporter
-from svcgen.runtime._result import Result
 from tests.support.fakes import STARTED, traced_service
 
 

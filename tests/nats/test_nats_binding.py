@@ -13,9 +13,7 @@ import orjson
 import pytest
 from nats.aio.client import Client
 
-from svcgen.runtime import Identity, NatsBinding, NatsSender, Result, Service
-from svcgen.runtime._context import Context
-from svcgen.runtime._http.limits import Limits
+from svcgen.runtime import Context, Identity, Limits, NatsBinding, NatsSender, Result, Service
 from svcgen.runtime._mesh.exporters import InMemoryExporter
 from svcgen.runtime._mesh.traces import TraceMiddleware
 from svcgen.runtime._nats.connections import NatsConnections, NatsError

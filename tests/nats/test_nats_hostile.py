@@ -16,8 +16,7 @@ import orjson
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
-from svcgen.runtime import Identity, NatsBinding, Service
-from svcgen.runtime._http.limits import Limits
+from svcgen.runtime import Identity, Limits, NatsBinding, Service
 from svcgen.runtime._nats.subjects import topic_subject
 from tests.support.broker import unique_name
 from tests.support.sample import build_registry

@@ -12,8 +12,7 @@ import nats
 import pytest
 from nats.aio.client import Client
 
-from svcgen.runtime import HttpApp, Identity, Registry, Result, Sender, Service, Wiring, WiringError
-from svcgen.runtime._context import Context
+from svcgen.runtime import Context, HttpApp, Identity, Registry, Result, Sender, Service, Wiring, WiringError
 from tests.support.asgi import lifespan
 from tests.support.broker import unique_name
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from svcgen.collector import Collector, JsonFileStore, SnapshotError, StoreError
+from svcgen.collector import JsonFileStore, MemoryBackend, SnapshotError, StoreError
 from tests.support.processes import wait_for
 from tests.support.reliability import ORDER, CollectorProcess, build_orders, invoke, report, served, traceparent
 
@@ -50,7 +50,7 @@ def slowest_ms(records: list[tuple[float, int | str, float]]) -> str:
 def store_entry(store: Path, service: str) -> dict[str, Any] | None:
     """The catalog entry the collector's store holds for `service` (its snapshot and log, read as a restart
     would)."""
-    saved = Collector()
+    saved = MemoryBackend()
     try:
         saved.restore_stored(JsonFileStore(store).load())
     except (StoreError, SnapshotError):

@@ -42,9 +42,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from svcgen.collector import Collector, collector_service
-from svcgen.runtime import Context, Identity, Registry, Result, Service
-from svcgen.runtime._http.app import create_app
-from svcgen.runtime._mesh.host import MeshHost, MeshSettings
+from svcgen.runtime import Context, Identity, MeshHost, MeshSettings, Registry, Result, Service, create_app
 from tests.support.server import running
 
 pytestmark = pytest.mark.slow

@@ -173,7 +173,8 @@ def run(tmp_path: Path, warmup: float, seconds: float, **env: str) -> Run:
         # The service has stopped: its lifespan flushed the queue once more before the process ended.
         topic = collector.query_topic({"topic": "orders:place"})
         received = topic.payload["invocations"] if topic.payload else 0
-        return Run(load, service.counts(), received, collector.skipped, elapsed, rss_end, service.stop_seconds)
+        skipped = collector.dropped()["skipped"]
+        return Run(load, service.counts(), received, skipped, elapsed, rss_end, service.stop_seconds)
 
 
 def test_load_is_held_with_nothing_failed_nothing_lost_and_bounded_memory(tmp_path: Path) -> None:

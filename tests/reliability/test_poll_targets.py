@@ -10,8 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 from svcgen.collector import Collector
 from svcgen.collector.poller import Poller
-from svcgen.runtime import HealthCheck, HealthChecks, Identity, Registry, Result, Service
-from svcgen.runtime._http.app import HttpApp
+from svcgen.runtime import HealthCheck, HealthChecks, HttpApp, Identity, Registry, Result, Service
 from tests.support.reliability import report
 from tests.support.server import free_port, running
 

@@ -11,11 +11,10 @@ import asyncio
 import time
 from typing import Any
 
-from svcgen.runtime._descriptor import Identity, build_descriptor
+from svcgen.runtime import Identity, Registry, Result
+from svcgen.runtime._descriptor import build_descriptor
 from svcgen.runtime._mesh.feeds import FeedSender
 from svcgen.runtime._mesh.reporter import Reporter
-from svcgen.runtime._registry import Registry
-from svcgen.runtime._result import Result
 from tests.support.reliability import report
 
 DESCRIPTOR = build_descriptor(Identity("orders", instance_id="i-1"), Registry(), [])

@@ -64,7 +64,8 @@ def test_a_store_that_refuses_writes_refuses_feeds_says_so_in_health_and_loses_n
     clock = Clock()
     store = tmp_path / "state" / "collector.json"
     store.parent.mkdir()
-    collector = Collector(JsonFileStore(store), clock=clock, log_interval=LOG_INTERVAL)
+    json_store = JsonFileStore(store)
+    collector = Collector(json_store, clock=clock, log_interval=LOG_INTERVAL)
     host = CollectorHost(CollectorSettings(artifacts=tmp_path / "artifacts", artifacts_interval=3600.0),
                          collector=collector)  # fmt: skip
     caplog.set_level(logging.WARNING, logger="svcgen.mesh.collector")
@@ -75,8 +76,8 @@ def test_a_store_that_refuses_writes_refuses_feeds_says_so_in_health_and_loses_n
     answers: list[tuple[str, object]] = []
     with running(host.app) as base:
         registered = invoke(base, "svc:mesh:register", {"service": "orders", "topics": []})
-        collector.store.compact(collector.snapshot())
-        collector.store.close()
+        json_store.compact(collector.snapshot())
+        json_store.close()
         assert registered == ("ok", {"accepted": 1}) and store.is_file()
         store_directory_is_a_file(store)
         for number in range(30):

@@ -18,8 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from svcgen.runtime._codec import DecodeError, codec_for
-from svcgen.runtime._meta import Meta
+from svcgen.runtime import DecodeError, Meta, codec_for
 from svcgen.runtime._naming import snake_to_camel
 from svcgen.runtime._schema import schema_of
 

@@ -5,13 +5,8 @@ from typing import Any
 
 import pytest
 
-from svcgen.runtime._context import Context
-from svcgen.runtime._dependencies import Dependencies, DependencyError
-from svcgen.runtime._descriptor import Identity
+from svcgen.runtime import Context, Dependencies, DependencyError, Identity, Registry, Result, Service
 from svcgen.runtime._invocation import Invocation
-from svcgen.runtime._registry import Registry
-from svcgen.runtime._result import Result
-from svcgen.runtime._service import Service
 
 
 class Connection:

@@ -21,13 +21,12 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from openapi_spec_validator import OpenAPIV31SpecValidator, validate
 
+from svcgen.runtime import Identity, ProducedTopic, Registry, Result, TopicKey
 from svcgen.runtime import _openapi as openapi_module
 from svcgen.runtime._collisions import collision_suffixes, handler_slugs
-from svcgen.runtime._descriptor import Descriptor, Identity, ProducedTopic, build_descriptor, build_spec
+from svcgen.runtime._descriptor import Descriptor, build_descriptor, build_spec
 from svcgen.runtime._jsontext import document_bytes, hash_bytes
 from svcgen.runtime._openapi import build_openapi, error_schema, invoke_path, operation_index
-from svcgen.runtime._registry import Registry, TopicKey
-from svcgen.runtime._result import Result
 from svcgen.runtime._topics import topic_descriptor
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -4,13 +4,8 @@ from typing import Any
 
 import pytest
 
-from svcgen.runtime._context import Context
-from svcgen.runtime._descriptor import Identity
+from svcgen.runtime import Context, Identity, Next, Registry, Result, Service
 from svcgen.runtime._envelope import EnvelopeError
-from svcgen.runtime._pipeline import Next
-from svcgen.runtime._registry import Registry
-from svcgen.runtime._result import Result
-from svcgen.runtime._service import Service
 from tests.support.sample import GetOrder, build_service
 
 
@@ -40,7 +35,11 @@ def test_failure_envelope_drops_payload() -> None:
 def test_headers_and_body_are_optional() -> None:
     answer = apply(build_service(), {"topic": "orders:get"})
     assert answer["statusCode"] == "validation-error"
-    assert json.loads(answer["body"]) == {"status": "validation-error", "detail": "orderId: required"}
+    assert json.loads(answer["body"]) == {
+        "status": "validation-error",
+        "detail": "orderId: required",
+        "errors": [{"path": "orderId", "message": "required"}],
+    }
 
 
 def test_selected_version_is_echoed() -> None:

@@ -1,7 +1,8 @@
 import asyncio
 import threading
 
-from svcgen.runtime._health import HealthCheck, HealthCheckResult, HealthChecks, HealthReport
+from svcgen.runtime import HealthCheck, HealthCheckResult, HealthChecks
+from svcgen.runtime._health import HealthReport
 
 
 def run(checks: HealthChecks) -> dict[str, object]:

@@ -4,13 +4,9 @@ from typing import Any
 
 import pytest
 
-from svcgen.runtime._context import Context
-from svcgen.runtime._descriptor import Identity
+from svcgen.runtime import Context, Identity, Next, Registry, Result, Service
 from svcgen.runtime._invocation import Invocation, lowered
-from svcgen.runtime._pipeline import BindingFailure, Next
-from svcgen.runtime._registry import Registry
-from svcgen.runtime._result import Result
-from svcgen.runtime._service import Service
+from svcgen.runtime._pipeline import BindingFailure
 from svcgen.runtime._versioning import requested_version
 from tests.support.sample import GetOrder, Order, build_service
 

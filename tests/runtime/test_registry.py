@@ -2,9 +2,7 @@ from typing import Any
 
 import pytest
 
-from svcgen.runtime._context import Context
-from svcgen.runtime._registry import HandlerBindingError, Registry, RegistryError, TopicKey
-from svcgen.runtime._result import Result
+from svcgen.runtime import Context, HandlerBindingError, Registry, RegistryError, Result, TopicKey
 from tests.support.sample import GetOrder, Order, PlaceOrder, build_registry, place_order
 
 

@@ -2,8 +2,8 @@ from dataclasses import dataclass
 
 import pytest
 
+from svcgen.runtime import Result
 from svcgen.runtime import _status as st
-from svcgen.runtime._result import Result
 
 
 @dataclass

@@ -1,7 +1,7 @@
 import pytest
 
+from svcgen.runtime import Result
 from svcgen.runtime import _status as st
-from svcgen.runtime._result import Result
 
 DESIGN_TABLE = [
     ("ok", 200), ("created", 201), ("accepted", 202), ("updated", 204), ("deleted", 204), ("ignored", 200),

@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from svcgen.runtime._http.app import HttpApp
+from svcgen.runtime import HttpApp
 
 
 def call(app: HttpApp, method: str, url: str, **kwargs: Any) -> httpx.Response:

@@ -26,6 +26,8 @@ def manifest_document(fragment: dict[str, Any]) -> dict[str, Any]:
     document: dict[str, Any] = {"svcgen": 1, "service": "orders"}
     if "enums" in fragment:
         document["enums"] = fragment["enums"]
+    if "security" in fragment:
+        document["security"] = fragment["security"]
     document["types"] = types
     document["topics"] = fragment.get("topics", BASE_TOPICS)
     return document

@@ -6,15 +6,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from svcgen.runtime._context import Context
-from svcgen.runtime._descriptor import Identity
+from svcgen.runtime import Context, Identity, Middleware, Registry, Result, Service
 from svcgen.runtime._mesh.exporters import InMemoryExporter
 from svcgen.runtime._mesh.issues import IssueAggregator
 from svcgen.runtime._mesh.traces import TraceMiddleware
-from svcgen.runtime._pipeline import Middleware
-from svcgen.runtime._registry import Registry
-from svcgen.runtime._result import Result
-from svcgen.runtime._service import Service
 
 STARTED = datetime(2026, 11, 22, 10, 0, 0, 123000, tzinfo=UTC)
 STARTED_TEXT = "2026-11-22T10:00:00.123Z"

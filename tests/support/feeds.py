@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from svcgen.collector import Collector, CollectorLimits, MemoryStore, Store
-from svcgen.collector.store import SharedStore
+from svcgen.collector import Collector, CollectorLimits, MemoryBackend, MemoryStore, Store
+from svcgen.collector.store import Backend
 
 START = 1_800_000_000.0
 START_TEXT = "2027-01-15T08:00:00.000Z"
@@ -23,15 +23,21 @@ class Clock:
         self.now += seconds
 
 
-StoreFactory = Callable[[], Store | SharedStore]
+StoreFactory = Callable[[], Store | Backend]
 default_store: StoreFactory = MemoryStore
 """The store `collector()` uses when given none; the `any_store` fixture runs a test on each kind."""
 
 
-def collector(store: Store | SharedStore | None = None, clock: Clock | None = None, **options: Any) -> Collector:
+def collector(store: Store | Backend | None = None, clock: Clock | None = None, **options: Any) -> Collector:
     limits = options.pop("limits", None) or CollectorLimits()
     return Collector(store if store is not None else default_store(), clock=clock or Clock(), limits=limits,
                      **options)  # fmt: skip
+
+
+def memory(c: Collector) -> MemoryBackend:
+    """The memory backend of a collector built on a memory or JSON-file store (its tables, for white-box checks)."""
+    assert isinstance(c.backend, MemoryBackend)
+    return c.backend
 
 
 def topic(

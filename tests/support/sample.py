@@ -7,12 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from svcgen.runtime._context import Context
-from svcgen.runtime._descriptor import Identity
-from svcgen.runtime._health import HealthCheck, HealthCheckResult, HealthChecks
-from svcgen.runtime._registry import Registry
-from svcgen.runtime._result import Result
-from svcgen.runtime._service import Service
+from svcgen.runtime import Context, HealthCheck, HealthCheckResult, HealthChecks, Identity, Registry, Result, Service
 
 
 @dataclass

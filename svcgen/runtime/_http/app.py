@@ -17,6 +17,7 @@ from .._envelope import EnvelopeError
 from .._invocation import Invocation
 from .._jsontext import document_bytes
 from .._pipeline import cancelled_from_outside
+from .._result import Result
 from .._service import Service
 from .._topics import is_reserved_topic
 from .docspage import DOCS_HEADERS, docs_page
@@ -26,6 +27,7 @@ from .requests import (
     AsgiScope,
     BodyTooLarge,
     ClientDisconnected,
+    Message,
     QueryNotUtf8,
     Receive,
     Send,
@@ -34,12 +36,13 @@ from .requests import (
     request_headers,
 )
 from .responses import send_failure, send_outcome, send_response
-from .routing import PathNotUtf8, Route, RouteError, Router, split_path, split_raw_path
+from .routing import METHODS, PathNotUtf8, Route, RouteError, Router, split_path, split_raw_path
 
 logger = logging.getLogger("svcgen.http")
 
 LifespanHook = Callable[[], Awaitable[None]]
 _Surface = Callable[[AsgiScope, Receive, Send], Awaitable[None]]
+AsgiApp = Callable[[AsgiScope, Receive, Send], Awaitable[None]]
 _Call = tuple[str, "dict[str, str] | None", "str | None", str]
 
 
@@ -91,8 +94,21 @@ class HttpApp:
         # POST {prefix}/invoke/<topic>[/<version>]: the typed per-topic face the operations document describes.
         self._topic_invoke = split_path(well_known_surfaces(service.prefix)["invoke"][1]) if invoke else None
         self._refuse_shadowing()
+        self._entry: AsgiApp = self._serve
+        """The app as served: `_serve` inside the ASGI middleware `wrap` put around it."""
 
     async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
+        await self._entry(scope, receive, send)
+
+    def wrap(self, *middleware: Callable[[AsgiApp], AsgiApp]) -> HttpApp:
+        """Put ASGI middleware around the app, the first given outermost: each is called with the app it wraps
+        (a class like Starlette's middleware, or a function) and returns the wrapping app. Lifespan events pass
+        through them too."""
+        for step in reversed(middleware):
+            self._entry = step(self._entry)
+        return self
+
+    async def _serve(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "http":
             await self._http(scope, receive, send)
@@ -111,18 +127,20 @@ class HttpApp:
             segments = split_raw_path(scope.get("raw_path") or path.encode())
             call = self._call(method, segments, scope)
             if call is None:
-                await send_failure(send, 404, st.NOT_FOUND, f"no route for {method} {path}")
+                await self._unrouted(scope, receive, send, segments)
                 return
             topic, fields, path_version, static_version = call
+            headers = MappingProxyType(request_headers(scope))
             invocation = Invocation(
                 topic,
-                MappingProxyType(request_headers(scope)),
+                headers,
                 await read_body(receive, self.max_body_bytes),
                 fields,
                 path_version,
                 static_version,
                 "http",
                 self._json_limits,
+                headers,
             )
             await send_outcome(send, await self.service.invoke(invocation))
         except BodyTooLarge:
@@ -140,6 +158,45 @@ class HttpApp:
             # A binding or middleware bug must never take the host down; the request gets a clean failure body.
             logger.error("unexpected error serving %s %s", method, path, exc_info=exc)
             await send_failure(send, 500, st.UNEXPECTED_ERROR, "the server failed to handle the request")
+
+    async def _unrouted(self, scope: AsgiScope, receive: Receive, send: Send, segments: list[str]) -> None:
+        """No surface or route takes this method here: HEAD as the path's GET without its body, OPTIONS 204 and
+        another method 405, both with `Allow`; 404 where no method is served."""
+        method = scope["method"]
+        path = scope["path"]
+        if method == "HEAD":
+            surface = self.surfaces.get(("GET", path.rstrip("/") or "/"))
+            if surface is not None:
+                await surface(scope, receive, _without_body(send))
+                return
+            if self._call("GET", segments, scope) is not None:
+                await self._http({**scope, "method": "GET"}, receive, _without_body(send))
+                return
+        allowed = self.allowed_methods(path, segments)
+        if not allowed:
+            await send_failure(send, 404, st.NOT_FOUND, f"no route for {method} {path}")
+            return
+        allow = {"allow": ", ".join(allowed)}
+        if method == "OPTIONS":
+            await send_response(send, 204, b"", allow)
+            return
+        await send_response(send, 405, _method_not_allowed(method, path), {**allow, "content-type": "application/json"})
+
+    def allowed_methods(self, path: str, segments: list[str]) -> list[str]:
+        """The methods something answers at `path` (HEAD with GET, OPTIONS with any), in a stable order; empty
+        when nothing does."""
+        key = path.rstrip("/") or "/"
+        methods = {method for method, surface in self.surfaces if surface == key}
+        methods.update(method for method in METHODS if self.router.match(method, segments) is not None)
+        base = self._topic_invoke
+        if base is not None and len(segments) in (len(base) + 1, len(base) + 2) and segments[: len(base)] == base:
+            methods.add("POST")
+        if not methods:
+            return []
+        if "GET" in methods:
+            methods.add("HEAD")
+        methods.add("OPTIONS")
+        return [method for method in _METHOD_ORDER if method in methods]
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -163,19 +220,38 @@ class HttpApp:
                 return
 
     def _surfaces(self, *, invoke: bool, spec: bool, openapi: bool, http_api: bool) -> dict[tuple[str, str], _Surface]:
+        guarded = self._guarded
         handlers: dict[str, _Surface | None] = {
             "invoke": self._invoke if invoke else None,
             "health": self._health if self.service.health is not None else None,
-            "spec": _constant(document_bytes(self.service.spec)) if spec else None,
-            "openapi": self._openapi if openapi else None,
-            "http-api": self._http_api if http_api else None,
-            "docs": self._docs if http_api else None,
+            "spec": guarded(_constant(document_bytes(self.service.spec))) if spec else None,
+            "openapi": guarded(self._openapi) if openapi else None,
+            "http-api": guarded(self._http_api) if http_api else None,
+            "docs": guarded(self._docs) if http_api else None,
         }
         return {
             surface: handler
             for name, surface in well_known_surfaces(self.service.prefix).items()
             if (handler := handlers[name]) is not None
         }
+
+    def _guarded(self, surface: _Surface) -> _Surface:
+        """A well-known document surface behind `security.wellKnown`, when the service declares one."""
+        guard = self.service.guard
+        if guard is None or not guard.security.well_known:
+            return surface
+        needed = guard.security.well_known
+
+        async def checked(scope: AsgiScope, receive: Receive, send: Send) -> None:
+            answer = await guard.check(needed, request_headers(scope))
+            if isinstance(answer, Result):
+                body = orjson.dumps(answer.failure_body())
+                headers = {"content-type": "application/json", **answer.headers}
+                await send_response(send, answer.http_code, body, headers)
+                return
+            await surface(scope, receive, send)
+
+        return checked
 
     def _check_topic(self, route: Route) -> None:
         if is_reserved_topic(route.topic):
@@ -212,7 +288,8 @@ class HttpApp:
     async def _invoke(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
         raw = await read_body(receive, self.max_body_bytes)
         try:
-            answer = await self.service.invoke_envelope(raw, json_limits=self._json_limits)
+            credentials = request_headers(scope)  # the request's own headers, never the envelope's
+            answer = await self.service.invoke_envelope(raw, json_limits=self._json_limits, credentials=credentials)
         except EnvelopeError as exc:
             await send_failure(send, 400, st.BAD_REQUEST, str(exc))
             return
@@ -234,7 +311,10 @@ class HttpApp:
     def http_api(self) -> dict[str, Any]:
         """The HTTP API document of the application routes (contracts/http-api.json); built on first use."""
         service = self.service
-        return build_http_api(service.registry, self.routes, title=service.title, version=service.api_version)
+        security = service.guard.security if service.guard is not None else None
+        return build_http_api(
+            service.registry, self.routes, title=service.title, version=service.api_version, security=security
+        )
 
     @cached_property
     def http_api_body(self) -> bytes:
@@ -280,6 +360,24 @@ def shadowed_surface(route: Route, prefix: str, served: Collection[str] | None =
     if "invoke" in served and route.method == method and route.could_match(split_path(path), extra=(1, 2)):
         return f"{method} {path}/<topic>[/<version>]"
     return None
+
+
+_METHOD_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def _without_body(send: Send) -> Send:
+    """HEAD: the GET answer's status and headers (its content-length included), no body."""
+
+    async def head(message: Message) -> None:
+        if message.get("type") == "http.response.body":
+            message = {**message, "body": b""}
+        await send(message)
+
+    return head
+
+
+def _method_not_allowed(method: str, path: str) -> bytes:
+    return orjson.dumps({"status": st.BAD_REQUEST, "detail": f"{method} is not allowed on {path}; see Allow"})
 
 
 def _constant(body: bytes) -> _Surface:

@@ -49,8 +49,11 @@ def docs_page(document: Mapping[str, Any]) -> bytes:
         f"<h1>{title}</h1>",
         f"<p>Version {escape(str(info.get('version', '')))} · OpenAPI {escape(str(document.get('openapi', '')))}"
         ' · <a href="http-api.json">http-api.json</a></p>',
-        '<h2 id="operations">Operations</h2>',
     ]
+    schemes = document.get("components", {}).get("securitySchemes", {})
+    if schemes:
+        parts.append(_schemes(schemes))
+    parts.append('<h2 id="operations">Operations</h2>')
     for path, item in document.get("paths", {}).items():
         for method, operation in item.items():
             parts.append(_operation(method, path, operation))
@@ -73,6 +76,8 @@ def _operation(method: str, path: str, operation: Mapping[str, Any]) -> str:
         out.append('<p class="deprecated">Deprecated</p>')
     if operation.get("description"):
         out.append(f"<p>{escape(str(operation['description']))}</p>")
+    if "security" in operation:
+        out.append(_security(operation["security"]))
     parameters = operation.get("parameters", [])
     if parameters:
         out.append('<h4>Parameters</h4><table class="parameters"><tr><th>Name</th><th>In</th><th>Required</th>'
@@ -103,6 +108,34 @@ def _operation(method: str, path: str, operation: Mapping[str, Any]) -> str:
         )
     out.append("</table></section>")
     return "\n".join(out)
+
+
+def _schemes(schemes: Mapping[str, Any]) -> str:
+    out = ['<h2 id="security">Security</h2><table class="security-schemes"><tr><th>Scheme</th><th>Credential</th>'
+           "<th>Description</th></tr>"]  # fmt: skip
+    for name, scheme in schemes.items():
+        if scheme.get("type") == "apiKey":
+            credential = f"API key in the <code>{escape(str(scheme.get('name', '')))}</code> header"
+        else:
+            credential = f"<code>Authorization: Bearer</code> {escape(str(scheme.get('bearerFormat', 'token')))}"
+        out.append(f'<tr class="security-scheme" id="security-{escape(name)}"><td><code>{escape(name)}</code></td>'
+                   f"<td>{credential}</td><td>{escape(str(scheme.get('description', '')))}</td></tr>")  # fmt: skip
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def _security(requirements: list[Mapping[str, list[str]]]) -> str:
+    """Who may call: `public`, or each way in (any one suffices) with its scopes."""
+    if not requirements:
+        return '<p class="security">Security: public</p>'
+    ways = []
+    for requirement in requirements:
+        parts = []
+        for name, scopes in requirement.items():
+            needed = f" (scopes: {escape(' '.join(scopes))})" if scopes else ""
+            parts.append(f'<a href="#security-{escape(name)}">{escape(name)}</a>{needed}')
+        ways.append(" and ".join(parts))
+    return '<p class="security">Security: ' + " or ".join(ways) + "</p>"
 
 
 def _media_schema(content: Mapping[str, Any] | None) -> Any:

@@ -26,6 +26,7 @@ from .._naming import camel_name, slug
 from .._openapi import COMPONENT_REF, JSON_MEDIA_TYPE, PATH_SAFE, error_schema
 from .._registry import Registration, Registry
 from .._schema import JsonSchema, definition_of, schema_of_shape
+from .._security import ApiKeyScheme, Requirements, Security
 from .._shapes import (
     ArrayShape,
     ConstrainedShape,
@@ -43,6 +44,7 @@ from .routing import Route
 
 OPENAPI_VERSION: Final = "3.1.0"
 FAILURE_COMPONENT: Final = "Failure"
+VALIDATION_FAILURE_COMPONENT: Final = "ValidationFailure"
 _QUERY_METHODS: Final = frozenset({"GET", "HEAD"})
 _METHOD_ORDER: Final = ("get", "put", "post", "delete", "options", "head", "patch")
 """Operations of one path in the order of OpenAPI's path item fields."""
@@ -74,20 +76,53 @@ class _Operation:
     """None for a route without a static version to a topic of several versions: the caller's header picks."""
 
 
-def build_http_api(registry: Registry, routes: Iterable[Route], *, title: str, version: str) -> dict[str, Any]:
-    """The document; treat it as read-only (parts are shared)."""
+def build_http_api(
+    registry: Registry, routes: Iterable[Route], *, title: str, version: str, security: Security | None = None
+) -> dict[str, Any]:
+    """The document; treat it as read-only (parts are shared). With `security`, its schemes are
+    `components.securitySchemes` and every operation names its requirements (`[]` where public)."""
     operations = _operations(registry, routes)
     names = _Names(operations)
     ids = _operation_ids(operations)
     paths: dict[str, dict[str, Any]] = {}
     for operation, operation_id in zip(operations, ids, strict=True):
-        paths.setdefault(operation.path, {})[operation.method.lower()] = _operation(operation, operation_id, names)
+        built = _operation(operation, operation_id, names)
+        if security is not None:
+            _secure(built, security.of(operation.registration), names)
+        paths.setdefault(operation.path, {})[operation.method.lower()] = built
+    components: dict[str, Any] = {"schemas": names.components()}
+    if security is not None and security.schemes:
+        components["securitySchemes"] = {scheme.name: _scheme(scheme) for scheme in security.schemes}
     return {
         "openapi": OPENAPI_VERSION,
         "info": {"title": title, "version": version},
         "paths": {path: _in_method_order(paths[path]) for path in sorted(paths)},
-        "components": {"schemas": names.components()},
+        "components": components,
     }
+
+
+def _scheme(scheme: Any) -> dict[str, Any]:
+    if isinstance(scheme, ApiKeyScheme):
+        described: dict[str, Any] = {"type": "apiKey", "in": "header", "name": scheme.header}
+    else:
+        described = {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}
+    if scheme.description:
+        described["description"] = scheme.description
+    return described
+
+
+def _secure(operation: dict[str, Any], needed: Requirements, names: _Names) -> None:
+    """The operation's `security` (any one entry suffices) and, when it needs one, its 401 and 403 answers."""
+    operation["security"] = [{name: list(scopes) for name, scopes in requirement} for requirement in needed]
+    if not needed:
+        return
+    responses = operation["responses"]
+    content = {JSON_MEDIA_TYPE: {"schema": ref(names.failure)}}
+    responses.setdefault("401", {"description": "unauthorized: no valid credential", "content": content})
+    if any(scopes for requirement in needed for _, scopes in requirement):
+        responses.setdefault("403", {"description": "forbidden: the credential lacks a required scope",
+                                     "content": content})  # fmt: skip
+    operation["responses"] = dict(sorted(responses.items()))
 
 
 def _in_method_order(item: dict[str, Any]) -> dict[str, Any]:
@@ -159,6 +194,8 @@ class _Names:
                 self._collect(shape_of(registration.response_type))
         self.failure = self._fresh(FAILURE_COMPONENT)
         self._definitions[self.failure] = error_schema()
+        self.validation_failure = self._fresh(VALIDATION_FAILURE_COMPONENT)
+        self._definitions[self.validation_failure] = _validation_failure_schema()
 
     def refer(self, shape: Shape) -> JsonSchema | None:
         named = _named_class(shape)
@@ -332,15 +369,29 @@ def _responses(
         failure_codes.setdefault(code, status)
     responses: dict[str, Any] = {}
     failure_content = {JSON_MEDIA_TYPE: {"schema": ref(names.failure)}}
+    validation_content = {JSON_MEDIA_TYPE: {"schema": ref(names.validation_failure)}}
     for code in sorted({*described, *failure_codes}):
         if code in described:
             answer: dict[str, Any] = {"description": ", ".join(described[code])}
             if code not in st.NO_BODY_CODES:
                 answer["content"] = {JSON_MEDIA_TYPE: {"schema": response}}
         else:
-            answer = {"description": failure_codes[code], "content": failure_content}
+            content = validation_content if code == st.FAILURE_CODES[st.VALIDATION_ERROR] else failure_content
+            answer = {"description": failure_codes[code], "content": content}
         responses[str(code)] = answer
     return responses
+
+
+def _validation_failure_schema() -> JsonSchema:
+    """The 422 body: the failure body plus `errors`, one `{path, message}` per field (wire-name paths, at most
+    20), for a form to show each message at its field."""
+    base = error_schema()
+    item = {
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "message": {"type": "string"}},
+        "required": ["path", "message"],
+    }
+    return {**base, "properties": {**base["properties"], "errors": {"type": "array", "items": item, "maxItems": 20}}}
 
 
 def _can_miss(operation: _Operation) -> bool:

@@ -7,18 +7,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, Final
 
 import orjson
 
+from .._codec import codec_for
 from .._health import HealthReport
 from .._http.sender import HttpSender
 from .._result import Result
 from .._topics import DEFAULT_PREFIX, HEARTBEAT_TOPIC, ISSUES_TOPIC, REGISTER_TOPIC, TRACES_TOPIC, normalize_prefix
 from .._wiring import Sender
-from .clock import rfc3339
+from .messages import CheckResult, HealthDocument, Heartbeat
 
 logger = logging.getLogger("svcgen.mesh.feeds")
+_ENCODE_HEARTBEAT: Final = codec_for(Heartbeat).encode
 
 DEFAULT_FEED_TIMEOUT = 2.0
 TOKEN_ENV = "SVCGEN_COLLECTOR_TOKEN"
@@ -118,12 +121,17 @@ def heartbeat_document(
     instance_id: str | None = None,
     descriptor_hash: str | None = None,
 ) -> dict[str, Any]:
-    """`{service, sentAt, instanceId?, descriptorHash?, health}`; `sent_at` in epoch seconds; health defaults to
-    healthy with no checks."""
-    document: dict[str, Any] = {"service": service, "sentAt": rfc3339(sent_at)}
-    if instance_id:
-        document["instanceId"] = instance_id
-    if descriptor_hash:
-        document["descriptorHash"] = descriptor_hash
-    document["health"] = report.document() if report is not None else {"isHealthy": True, "healthChecks": {}}
+    """`{service, sentAt, instanceId?, descriptorHash?, health}`, encoded through the heartbeat's record; `sent_at` in
+    epoch seconds; health defaults to healthy with no checks."""
+    health = (
+        HealthDocument()
+        if report is None
+        else HealthDocument(
+            report.is_healthy,
+            {name: CheckResult(result.status, result.detail or None) for name, result in report.checks.items()},
+        )
+    )
+    document: dict[str, Any] = _ENCODE_HEARTBEAT(
+        Heartbeat(service, datetime.fromtimestamp(sent_at, UTC), instance_id or None, descriptor_hash or None, health)
+    )
     return document

@@ -16,8 +16,10 @@ import hashlib
 import logging
 import threading
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
+from .._codec import codec_for
 from .._status import (
     BAD_REQUEST,
     CONFLICT,
@@ -31,13 +33,16 @@ from .._status import (
     UNEXPECTED_ERROR,
     VALIDATION_ERROR,
 )
-from .clock import WallClock, rfc3339, wall_clock
+from .._topics import UNKNOWN_TOPIC
+from .clock import WallClock, wall_clock
+from .messages import IssueBatch, IssueEntry
 
 if TYPE_CHECKING:
     from .._context import Context
     from .traces import TraceEvent
 
 logger = logging.getLogger("svcgen.mesh.issues")
+_ENCODE_BATCH: Final = codec_for(IssueBatch).encode
 
 VALIDATION: Final = "validation"
 EXCEPTION: Final = "exception"
@@ -99,25 +104,22 @@ class _Issue:
     count: int = 0
     exemplars: list[str] = field(default_factory=list)
 
-    def to_wire(self, service: str) -> dict[str, Any]:
-        wire: dict[str, Any] = {
-            "fingerprint": self.fingerprint,
-            "classification": self.classification,
-            "service": service,
-            "topic": self.topic,
-        }
-        if self.version:
-            wire["version"] = self.version
-        if self.transport:
-            wire["transport"] = self.transport
-        wire["status"] = self.status
-        if self.exception_type:
-            wire["exceptionType"] = self.exception_type
-        wire["count"] = self.count
-        wire["firstSeen"] = rfc3339(self.first_seen)
-        wire["lastSeen"] = rfc3339(self.last_seen)
-        wire["exemplarTraceIds"] = list(self.exemplars)
-        return wire
+    def to_entry(self, service: str) -> IssueEntry:
+        """The issue as the issues feed's record declares it (the collector decodes the same record)."""
+        return IssueEntry(
+            fingerprint=self.fingerprint,
+            classification=self.classification,
+            service=service,
+            topic=self.topic,
+            version=self.version or None,
+            transport=self.transport or None,
+            status=self.status,
+            exception_type=self.exception_type or None,
+            count=self.count,
+            first_seen=datetime.fromtimestamp(self.first_seen, UTC),
+            last_seen=datetime.fromtimestamp(self.last_seen, UTC),
+            exemplar_trace_ids=list(self.exemplars),
+        )
 
 
 class IssueAggregator:
@@ -186,11 +188,12 @@ class IssueAggregator:
                 exemplars.append(trace_id)
 
     def observe(self, event: TraceEvent, context: Context) -> None:
-        """A trace middleware observer: records the event when its invocation failed."""
+        """A trace middleware observer: records the event when its invocation failed; a topic the service does not
+        have under UNKNOWN_TOPIC, so made-up names cannot crowd real issues out of the window."""
         if event.successful:
             return
         self.record(
-            event.topic,
+            event.topic if event.routed else UNKNOWN_TOPIC,
             event.status,
             event.topic_version or "",
             context.transport,
@@ -211,7 +214,10 @@ class IssueAggregator:
                 self.max_issues,
                 dropped,
             )
-        return {"service": self.service, "issues": [issue.to_wire(self.service) for issue in window.values()]}
+        batch: dict[str, Any] = _ENCODE_BATCH(
+            IssueBatch(self.service, [issue.to_entry(self.service) for issue in window.values()])
+        )
+        return batch
 
     def __len__(self) -> int:
         """Distinct issues in the current window."""

@@ -3,7 +3,8 @@ and the four collector queries, each request and answer (spec "Reserved topics",
 
 The reporter encodes its feeds through the runtime codec and the collector decodes them through it, so both sides
 hold one rule, and the collector's served spec publishes these schemas for its eight topics. Wire names are the
-camelCase of the attributes; a value that is not known is omitted, never null (`Meta(omit_null=True)`).
+camelCase of the attributes; a value that is not known is omitted, never null (`Meta(omit_null=True)`), and a time
+is written in the mesh's one form, UTC to the millisecond with `Z` (`Meta(utc_millis=True)`, docs/wire.md).
 
 The collector reads a batch entry by entry: a malformed entry is skipped and counted, not the batch refused (spec
 "Collector ingest"), so a batch is first read with its entries still raw (`RawTraceBatch`, `RawIssueBatch`).
@@ -20,13 +21,16 @@ from .._meta import Meta
 MAX_TEXT: Final = 256
 """Longest id, name or status a feed may carry."""
 
-Text = Annotated[str, Meta(min_length=1, max_length=MAX_TEXT)]
-"""An id or a name: non-empty, bounded."""
-StatusText = Annotated[str, Meta(max_length=MAX_TEXT)]
+NO_NUL: Final = r"^[^\x00]*$"
+"""No NUL character: no store's text can hold one (PostgreSQL refuses it), so a feed never carries one."""
+
+Text = Annotated[str, Meta(min_length=1, max_length=MAX_TEXT, pattern=NO_NUL)]
+"""An id or a name: non-empty, bounded, without NUL."""
+StatusText = Annotated[str, Meta(max_length=MAX_TEXT, pattern=NO_NUL)]
 """A result status as sent (an empty or unknown one is counted as a failure)."""
 Count = Annotated[int, Meta(minimum=0)]
 
-_MESH = Meta(omit_null=True)
+_MESH = Meta(omit_null=True, utc_millis=True)
 
 
 # --- register: the service descriptor ------------------------------------------------------------------------
@@ -38,7 +42,7 @@ class TopicDescriptor:
 
     __svcgen_meta__: ClassVar[Meta] = _MESH
     id: Text
-    version: Annotated[str, Meta(max_length=MAX_TEXT)] | None = None
+    version: Annotated[str, Meta(max_length=MAX_TEXT, pattern=NO_NUL)] | None = None
     request_schema: Any = None
     response_schema: Any = None
 
@@ -109,9 +113,9 @@ class TraceEntry:
     instance_id: Text | None = None
     topic_version: Text | None = None
     exception_type: Text | None = None
-    correlation_id: Text | None = None
     duration_ms: Annotated[float, Meta(minimum=0)] | None = None
     started_at: datetime | None = None
+    correlation_id: Text | None = None
 
 
 @dataclass(frozen=True, slots=True)

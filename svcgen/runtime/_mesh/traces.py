@@ -21,15 +21,20 @@ import logging
 from asyncio import CancelledError
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
+from .._codec import codec_for
 from .._context import Context
 from .._descriptor import Identity
 from .._pipeline import BindingFailure, Next, cancelled_from_outside
 from .._result import Result
 from .._status import TIMEOUT, UNEXPECTED_ERROR
-from .clock import MonotonicClock, WallClock, monotonic_clock, rfc3339, wall_clock
-from .messages import MAX_TEXT  # caller-chosen text past it: an unrouted topic is cut, a correlation id left out
+from .clock import MonotonicClock, WallClock, monotonic_clock, wall_clock
+from .messages import (
+    MAX_TEXT,  # caller-chosen text past it: an unrouted topic is cut, a correlation id left out
+    TraceEntry,
+)
 from .tracecontext import (
     TRACEPARENT,
     IdGenerator,
@@ -48,6 +53,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("svcgen.mesh.traces")
 
 CORRELATION_HEADER: Final = "x-correlation-id"
+_ENCODE_ENTRY: Final = codec_for(TraceEntry).encode
 LOG_EVERY: Final = 1000
 """A tracing failure that keeps happening is logged on its 1st, 1001st, ... occurrence, not per request."""
 
@@ -100,6 +106,9 @@ class TraceEvent:
     handler_answered: bool = False
     """Not a wire key: the status is the answer of the handler (or a middleware) of a routed call, not one the
     binding made (unknown topic, undecodable request, handler raised)."""
+    routed: bool = True
+    """Not a wire key: the service has the topic (and version). An unrouted event's topic is the caller's text:
+    it is counted under UNKNOWN_TOPIC."""
 
     @classmethod
     def from_record(cls, record: TraceRecord) -> TraceEvent:
@@ -123,6 +132,7 @@ class TraceEvent:
             correlation_id if correlation_id and len(correlation_id) <= MAX_TEXT else None,
             successful,
             transport or None,
+            routed=routed,
         )
 
     def to_record(self) -> TraceRecord:
@@ -131,7 +141,7 @@ class TraceEvent:
         duration = (self.duration_ms or 0.0) / 1000.0
         held, number = (self.trace, 0) if isinstance(self.trace, TraceContext) else self.trace
         return (
-            held, number, origin, self.topic, True, self.status, self.successful, self.topic_version or "",
+            held, number, origin, self.topic, self.routed, self.status, self.successful, self.topic_version or "",
             self.exception_type, 0.0, duration, self.correlation_id, self.transport or "",
         )
 
@@ -154,30 +164,27 @@ class TraceEvent:
             trace = self.trace = resolve(trace)
         return trace
 
-    def to_wire(self) -> dict[str, Any]:
-        """Spec "Trace event" keys in table order; unknown keys are omitted, never null."""
+    def to_entry(self) -> TraceEntry:
+        """The event as the traces feed's record declares it (the collector decodes the same record)."""
         trace = self.decided_trace()
-        wire: dict[str, Any] = {
-            "traceId": trace.trace_id,
-            "spanId": trace.span_id,
-            "service": self.service,
-            "topic": self.topic,
-            "status": self.status,
-        }
-        if trace.parent_span_id:
-            wire["parentSpanId"] = trace.parent_span_id
-        if self.instance_id:
-            wire["instanceId"] = self.instance_id
-        if self.topic_version:
-            wire["topicVersion"] = self.topic_version
-        if self.exception_type:
-            wire["exceptionType"] = self.exception_type
-        if self.duration_ms is not None:
-            wire["durationMs"] = round(self.duration_ms, 3)
-        if self.started_at is not None:
-            wire["startedAt"] = rfc3339(self.started_at)
-        if self.correlation_id:
-            wire["correlationId"] = self.correlation_id
+        return TraceEntry(
+            trace.trace_id,
+            trace.span_id,
+            self.service,
+            self.topic,
+            self.status,
+            trace.parent_span_id or None,
+            self.instance_id or None,
+            self.topic_version or None,
+            self.exception_type or None,
+            None if self.duration_ms is None else round(self.duration_ms, 3),  # microseconds: the wire's precision
+            None if self.started_at is None else datetime.fromtimestamp(self.started_at, UTC),
+            self.correlation_id or None,
+        )
+
+    def to_wire(self) -> dict[str, Any]:
+        """Spec "Trace event", encoded through its record: unknown keys are omitted, never null."""
+        wire: dict[str, Any] = _ENCODE_ENTRY(self.to_entry())
         return wire
 
 

@@ -57,8 +57,9 @@ async def invoke_topic(
     service: Service, topic: str, version: str | None, headers: Mapping[str, str], body: bytes, limits: Limits
 ) -> Outcome:
     """The binding's one call of `Service.invoke`."""
-    invocation = Invocation(topic, lowered(headers), body, path_version=version, transport=TRANSPORT,
-                            json_limits=limits.json)  # fmt: skip
+    carried = lowered(headers)
+    invocation = Invocation(topic, carried, body, path_version=version, transport=TRANSPORT,
+                            json_limits=limits.json, credentials=carried)  # fmt: skip
     return await service.invoke(invocation)
 
 
@@ -202,6 +203,7 @@ class NatsBinding:
             envelope = parse_envelope(msg.data, self.limits.json)
             merged = {**headers, **{name.lower(): value for name, value in envelope.headers.items()}}
             value = {"topic": envelope.topic, "headers": merged, "body": envelope.body}
-            return await self.service.invoke_envelope(value, json_limits=self.limits.json)
+            # Credentials are the message's own NATS headers; the envelope's inner headers never authenticate.
+            return await self.service.invoke_envelope(value, json_limits=self.limits.json, credentials=headers)
         except EnvelopeError as exc:
             return failure_envelope(st.BAD_REQUEST, str(exc))

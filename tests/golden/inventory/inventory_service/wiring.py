@@ -44,8 +44,14 @@ def wire(wiring: Wiring) -> None:
         wiring.dependencies.value(Pool, pool)
         wiring.on_startup(pool.open)
         wiring.on_shutdown(pool.close)
-    Idempotency-Key answers are kept in this process unless replicas share a store:
-    `wiring.idempotency = PostgresIdempotencyStore(url)` (docs/runtime.md, "Resilience").
+
+    The edge (docs/security.md): `wiring.api_keys["<apiKey scheme>"] = {key: subject}` (from the environment or a
+    secret store, never committed); `wiring.credentials["<produced topic>"] = BearerToken(fetch)` or `ApiKey(...)`;
+    `wiring.middleware` (pipeline) and `wiring.asgi_middleware` (ASGI), outermost first; `wiring.cors = Cors(...)`.
+
+    Resilience (docs/runtime.md):
+    Idempotency-Key answers are kept in this process unless replicas share a store
+    (`wiring.idempotency = PostgresIdempotencyStore(url)`).
     """
     wiring.targets.update(TARGETS)
     wiring.nats_url = NATS_URL

@@ -52,10 +52,15 @@ def wire(wiring: Wiring) -> None:
         wiring.on_startup(pool.open)
         wiring.on_shutdown(pool.close)
 
-    Calls of produced topics are retried on 429, 502, 503, 504 and connection errors (`wiring.retry =
-    Retry(retries=3)`, or per topic `wiring.retries["..."] = Retry(retries=0)`).
-    Idempotency-Key answers are kept in this process unless replicas share a store:
-    `wiring.idempotency = PostgresIdempotencyStore(url)` (docs/runtime.md, "Resilience").
+    The edge (docs/security.md): `wiring.api_keys["<apiKey scheme>"] = {key: subject}` (from the environment or a
+    secret store, never committed); `wiring.credentials["<produced topic>"] = BearerToken(fetch)` or `ApiKey(...)`;
+    `wiring.middleware` (pipeline) and `wiring.asgi_middleware` (ASGI), outermost first; `wiring.cors = Cors(...)`.
+
+    Resilience (docs/runtime.md):
+    calls of produced topics are retried on 429, 502, 503, 504 and connection errors (`wiring.retry =
+    Retry(retries=3)`, per topic `wiring.retries["<produced topic>"] = Retry(retries=0)`);
+    Idempotency-Key answers are kept in this process unless replicas share a store
+    (`wiring.idempotency = PostgresIdempotencyStore(url)`).
     """
     wiring.targets.update(TARGETS)
     wiring.nats_url = NATS_URL

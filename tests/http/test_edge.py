@@ -1,0 +1,142 @@
+"""HTTP at the edge as clients expect it: 405 with Allow, HEAD, OPTIONS, CORS through Starlette's middleware, the
+user's ASGI and pipeline middleware from the wiring, `invoke=False`, and 422 `errors` a form can map to fields."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from svcgen.runtime import Context, Cors, Result, Wiring
+from svcgen.runtime._http.app import HttpApp, create_app
+from svcgen.runtime._pipeline import Next
+from tests.support.client import call
+from tests.support.sample import build_service
+from tests.support.server import running
+
+from .test_app import PLACE, ROUTES
+
+
+def make_app(**options: Any) -> HttpApp:
+    return create_app(build_service(), ROUTES, **options)
+
+
+def test_wrong_method_is_405_with_allow_on_routes_and_well_known_surfaces() -> None:
+    app = make_app()
+    answer = call(app, "PATCH", "/orders/o-1")
+    assert answer.status_code == 405
+    assert answer.headers["allow"] == "GET, HEAD, DELETE, OPTIONS"
+    assert answer.json()["detail"] == "PATCH is not allowed on /orders/o-1; see Allow"
+    assert call(app, "GET", "/svc/invoke").headers["allow"] == "POST, OPTIONS"
+    assert call(app, "GET", "/svc/invoke/orders:place").status_code == 405
+    assert call(app, "POST", "/svc/health").headers["allow"] == "GET, HEAD, OPTIONS"
+    assert call(app, "GET", "/nowhere").status_code == 404
+
+
+def test_head_answers_every_get_without_a_body() -> None:
+    app = make_app()
+    for path in ("/orders/o-5", "/svc/health", "/svc/openapi.json", "/svc/docs"):
+        got = call(app, "GET", path)
+        head = call(app, "HEAD", path)
+        assert head.status_code == got.status_code == 200, path
+        assert head.content == b""
+        assert head.headers["content-length"] == got.headers["content-length"]
+        assert head.headers["content-type"] == got.headers["content-type"]
+    assert call(app, "HEAD", "/orders").status_code == 405  # POST only: HEAD is not GET's
+
+
+def test_options_is_204_with_allow() -> None:
+    app = make_app()
+    answer = call(app, "OPTIONS", "/orders/o-1")
+    assert answer.status_code == 204 and answer.content == b""
+    assert answer.headers["allow"] == "GET, HEAD, DELETE, OPTIONS"
+    assert call(app, "OPTIONS", "/nowhere").status_code == 404
+
+
+def test_head_and_options_through_uvicorn() -> None:
+    with running(make_app()) as url, httpx.Client(base_url=url, timeout=10) as client:
+        head = client.head("/orders/o-5")
+        assert head.status_code == 200 and head.content == b""
+        assert client.options("/orders").headers["allow"] == "POST, OPTIONS"
+        assert client.put("/orders").status_code == 405
+
+
+def test_invoke_false_turns_the_invoke_faces_off() -> None:
+    app = make_app(invoke=False)
+    assert call(app, "POST", "/svc/invoke", json={"topic": "svc:mesh"}).status_code == 404
+    assert call(app, "POST", "/svc/invoke/orders:place", json=PLACE).status_code == 404
+    assert call(app, "POST", "/orders", json=PLACE).status_code == 201
+
+
+def test_validation_error_lists_each_field_with_its_wire_path() -> None:
+    app = make_app()
+    bad = {"customerId": 7, "items": [{"sku": "a"}, {"sku": 3, "quantity": "many"}], "placedAt": "yesterday"}
+    answer = call(app, "POST", "/orders", json=bad)
+    assert answer.status_code == 422
+    body = answer.json()
+    assert body["status"] == "validation-error" and body["detail"]
+    paths = [error["path"] for error in body["errors"]]
+    assert paths == ["customerId", "items[1].sku", "items[1].quantity", "placedAt"]
+    assert all(error["message"] for error in body["errors"])
+
+
+def test_validation_errors_stop_at_twenty() -> None:
+    app = make_app()
+    bad = {"customerId": "c", "items": [{"sku": n} for n in range(30)], "placedAt": "2026-01-01T00:00:00Z"}
+    errors = call(app, "POST", "/orders", json=bad).json()["errors"]
+    assert len(errors) == 20 and errors[0]["path"] == "items[0].sku"
+
+
+def test_wiring_puts_asgi_middleware_outermost_first_and_pipeline_middleware_in() -> None:
+    seen: list[str] = []
+
+    def tagging(name: str) -> Any:
+        def wrap(inner: Any) -> Any:
+            async def app(scope: Any, receive: Any, send: Any) -> None:
+                if scope["type"] == "http":
+                    seen.append(name)
+                await inner(scope, receive, send)
+
+            return app
+
+        return wrap
+
+    async def stamp(context: Context, following: Next) -> Result[Any]:
+        seen.append(f"pipeline:{context.topic}")
+        return (await following(context)).with_headers({"x-stamped": "yes"})
+
+    wiring = Wiring(environ={})
+    wiring.asgi_middleware += [tagging("outer"), tagging("inner")]
+    wiring.middleware.append(stamp)
+    app = wiring.attach(create_app(build_service(middleware=wiring.middleware), ROUTES))
+    answer = call(app, "GET", "/orders/o-1")
+    assert answer.headers["x-stamped"] == "yes"
+    assert seen == ["outer", "inner", "pipeline:orders:get"]
+
+
+def test_cors_preflight_and_simple_requests_through_starlette() -> None:
+    wiring = Wiring(environ={})
+    wiring.cors = Cors(allow_origins=["https://app.example.test"])
+    app = wiring.attach(make_app())
+    with running(app) as url, httpx.Client(base_url=url, timeout=10) as client:
+        preflight = client.options(
+            "/orders",
+            headers={
+                "origin": "https://app.example.test",
+                "access-control-request-method": "POST",
+                "access-control-request-headers": "authorization, content-type",
+            },
+        )
+        assert preflight.status_code == 200
+        assert preflight.headers["access-control-allow-origin"] == "https://app.example.test"
+        assert "POST" in preflight.headers["access-control-allow-methods"]
+        simple = client.get("/orders/o-1", headers={"origin": "https://app.example.test"})
+        assert simple.headers["access-control-allow-origin"] == "https://app.example.test"
+        foreign = client.get("/orders/o-1", headers={"origin": "https://evil.example.test"})
+        assert "access-control-allow-origin" not in foreign.headers
+        refused = client.options(
+            "/orders", headers={"origin": "https://evil.example.test", "access-control-request-method": "POST"}
+        )
+        assert refused.status_code == 400
+        # without an Origin it is plain OPTIONS: 204 with Allow
+        assert client.options("/orders").status_code == 204

@@ -1,0 +1,209 @@
+"""The guard and outbound credentials without a server: key files, API keys, the verified-token cache, JWKS pacing
+through an injected transport and clock, token providers cached until expiry, credentials per produced topic."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jwt
+import pytest
+
+from svcgen.runtime import ApiKey, BearerToken, Result, Wiring, WiringError
+from svcgen.runtime._credentials import SenderWithCredentials
+from svcgen.runtime._security import ApiKeyScheme, Guard, JwtScheme, Principal, Security, SecurityError
+from tests.support.security import AUDIENCE, ISSUER, jwks_of, public_pem, rsa_key, staff_scheme, token
+
+SECRET = b"s3cret-that-is-long-enough-for-hs256-!!"
+
+
+def run(coroutine: Any) -> Any:
+    return asyncio.run(coroutine)
+
+
+def bearer(text: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {text}"}
+
+
+def hs_security(tmp_path: Path) -> Security:
+    secret = tmp_path / "staff.secret"
+    secret.write_bytes(SECRET + b"\n")
+    scheme = JwtScheme("staff", ISSUER, [AUDIENCE], ["HS256"], key=str(secret))
+    return Security.declare([scheme], default=[{"staff": ["a"]}])
+
+
+def test_shared_secret_key_file(tmp_path: Path) -> None:
+    guard = Guard(hs_security(tmp_path)).load()
+    needed = guard.security.default
+    good = jwt.encode({"iss": ISSUER, "aud": AUDIENCE, "sub": "s", "exp": time.time() + 60, "scope": "a"}, SECRET)
+    assert isinstance(run(guard.check(needed, bearer(good))), Principal)
+    other = jwt.encode({"iss": ISSUER, "aud": AUDIENCE, "exp": time.time() + 60, "scope": "a"}, SECRET + b"x")
+    refused = run(guard.check(needed, bearer(other)))
+    assert isinstance(refused, Result) and refused.status == "unauthorized" and refused.detail is not None
+    assert "bad signature" in refused.detail
+
+
+def test_pem_public_key_file_and_startup_errors(tmp_path: Path) -> None:
+    key = rsa_key()
+    pem = tmp_path / "staff.pem"
+    pem.write_bytes(public_pem(key))
+    guard = Guard(Security.declare([staff_scheme(key=str(pem))], default=["staff"])).load()
+    assert isinstance(run(guard.check(guard.security.default, bearer(token(key)))), Principal)
+    missing = Security.declare([staff_scheme(key=str(tmp_path / "nope.pem"))])
+    with pytest.raises(SecurityError, match=r"nope\.pem cannot be read"):
+        Guard(missing).load()
+    wiring = Wiring(environ={})
+    with pytest.raises(WiringError, match=r"nope\.pem"):
+        wiring.guard(missing)
+    short = tmp_path / "short.secret"
+    short.write_text("tiny")
+    with pytest.raises(SecurityError, match="shorter than 32 bytes"):
+        Guard(Security.declare([JwtScheme("s", ISSUER, [AUDIENCE], ["HS256"], key=str(short))])).load()
+
+
+def test_declarations_that_cannot_work_are_refused() -> None:
+    with pytest.raises(SecurityError, match="never none"):
+        JwtScheme("s", ISSUER, [AUDIENCE], ["none"], jwks="https://x/jwks")
+    with pytest.raises(SecurityError, match="exactly one"):
+        JwtScheme("s", ISSUER, [AUDIENCE], ["RS256"])
+    with pytest.raises(SecurityError, match="not a declared scheme"):
+        Security.declare([ApiKeyScheme("partner")], default=["staff"])
+    with pytest.raises(SecurityError, match="not an apiKey scheme"):
+        Guard(Security.declare([ApiKeyScheme("partner")]), api_keys={"other": {"k": "s"}})
+
+
+def test_api_key_maps_to_its_subject() -> None:
+    guard = Guard(Security.declare([ApiKeyScheme("partner", "X-Key")], default=["partner"]),
+                  api_keys={"partner": {"key-a": "alpha", "key-b": "beta"}})  # fmt: skip
+    principal = run(guard.check(guard.security.default, {"x-key": "key-b"}))
+    assert principal == Principal("partner", "beta")
+    assert run(guard.check(guard.security.default, {"x-key": "key-c"})).status == "unauthorized"
+    assert run(guard.check((), {})) is None  # public
+
+
+class JwksTransport(httpx.AsyncBaseTransport):
+    def __init__(self, document: Any) -> None:
+        self.document = document
+        self.requests = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.requests += 1
+        if isinstance(self.document, Exception):
+            raise self.document
+        return httpx.Response(200, json=self.document)
+
+
+def test_jwks_refetch_on_unknown_kid_is_paced_by_the_clock() -> None:
+    key, rotated = rsa_key(), rsa_key()
+    transport = JwksTransport(jwks_of(key))
+    now = [1000.0]
+    guard = Guard(Security.declare([staff_scheme(jwks="https://id.test/jwks")], default=["staff"]),
+                  transport=transport, clock=lambda: now[0], refetch_seconds=30)  # fmt: skip
+    needed = guard.security.default
+    assert isinstance(run(guard.check(needed, bearer(token(key)))), Principal)
+    fresh = token(rotated, kid="key-2")
+    assert run(guard.check(needed, bearer(fresh))).detail.endswith("unknown key")
+    assert transport.requests == 1  # fetched just now: no refetch yet
+    now[0] += 31
+    for _ in range(5):
+        assert run(guard.check(needed, bearer(fresh))).detail.endswith("unknown key")
+    assert transport.requests == 2  # the first fetch, one refetch for the unknown kid; the rest waited
+    transport.document = {"keys": [*jwks_of(key)["keys"], *jwks_of(rotated, "key-2")["keys"]]}
+    now[0] += 31
+    assert isinstance(run(guard.check(needed, bearer(fresh))), Principal)  # the rotated key, once allowed
+    assert transport.requests == 3
+
+
+def test_jwks_outage_keeps_the_last_keys_and_fails_health() -> None:
+    key = rsa_key()
+    transport = JwksTransport(jwks_of(key))
+    now = [0.0]
+    guard = Guard(Security.declare([staff_scheme(jwks="https://id.test/jwks")], default=["staff"]),
+                  transport=transport, clock=lambda: now[0], cache_seconds=60)  # fmt: skip
+    check = guard.health_check()
+    assert check is not None
+    assert run(check.check()).status == "ok"
+    transport.document = httpx.ConnectError("down")
+    now[0] += 61  # the cache expired: a refetch is due and fails
+    good = token(key, jti="other")
+    assert isinstance(run(guard.check(guard.security.default, bearer(good))), Principal)
+    assert run(check.check()).status == "failed"
+
+
+def test_bearer_token_is_fetched_once_per_lifetime() -> None:
+    now = [1000.0]
+    calls: list[float] = []
+
+    async def provider() -> tuple[str, float]:
+        calls.append(now[0])
+        return f"t{len(calls)}", now[0] + 300
+
+    credential = BearerToken(provider, clock=lambda: now[0])
+
+    async def many() -> list[str]:
+        return [(await credential.headers())["authorization"] for _ in range(50)]
+
+    assert set(run(many())) == {"Bearer t1"} and len(calls) == 1
+    now[0] += 280  # within the 30 s margin before expiry: replaced
+    assert run(credential.headers())["authorization"] == "Bearer t2"
+
+
+def test_bearer_token_reads_a_jwts_expiry() -> None:
+    now = [time.time()]
+    issued = jwt.encode({"exp": int(now[0]) + 3600}, SECRET)
+
+    async def provider() -> str:
+        return issued
+
+    credential = BearerToken(provider, clock=lambda: now[0])
+    run(credential.token())
+    now[0] += 3000
+    run(credential.token())
+    assert credential.fetches == 1
+    now[0] += 580
+    run(credential.token())
+    assert credential.fetches == 2
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, dict[str, str]]] = []
+
+    async def send(self, topic: str, payload: Any = None, headers: Any = None) -> Result[Any]:
+        self.sent.append((topic, dict(headers or {})))
+        return Result.ok()
+
+    async def aclose(self) -> None:
+        return None
+
+
+def test_credentials_go_per_topic_and_the_callers_header_wins() -> None:
+    recorder = Recorder()
+
+    async def failing() -> str:
+        raise RuntimeError("idp down")
+
+    sender = SenderWithCredentials(recorder, {"a:b": ApiKey("X-Api-Key", "k1"), "c:d": BearerToken(failing)})
+
+    async def go() -> list[Result[Any]]:
+        return [
+            await sender.send("a:b"),
+            await sender.send("a:b", headers={"x-api-key": "mine"}),
+            await sender.send("e:f"),
+            await sender.send("c:d"),
+        ]
+
+    results = run(go())
+    assert recorder.sent == [("a:b", {"x-api-key": "k1"}), ("a:b", {"x-api-key": "mine"}), ("e:f", {})]
+    assert results[3].status == "unauthorized" and "RuntimeError" in (results[3].detail or "")
+
+
+def test_wiring_refuses_credentials_for_a_topic_it_does_not_produce() -> None:
+    wiring = Wiring(environ={})
+    wiring.targets["a:b"] = "http://127.0.0.1:1/svc/invoke"
+    wiring.credentials["x:y"] = ApiKey("x-api-key", "k")
+    with pytest.raises(WiringError, match="x:y"):
+        wiring.sender(["a:b"])
