@@ -9,7 +9,19 @@ from typing import Any
 import httpx
 import pytest
 
-from svcgen.runtime import Context, HttpApp, Identity, MemoryIdempotencyStore, Registry, Result, Route, Service
+from svcgen.runtime import (
+    ApiKeyScheme,
+    Context,
+    Guard,
+    HttpApp,
+    Identity,
+    MemoryIdempotencyStore,
+    Registry,
+    Result,
+    Route,
+    Security,
+    Service,
+)
 from svcgen.runtime._idempotency import StoredAnswer
 
 
@@ -194,3 +206,22 @@ def test_a_store_that_cannot_keep_the_answer_still_answers_and_one_that_is_down_
     assert (created.status_code, counter.calls) == (201, 1)
     (refused,) = asyncio.run(calls(app_for(counter, Down()), ("POST", "/orders", {"json": {}, "headers": KEY})))
     assert (refused.status_code, counter.calls) == (503, 1)
+
+
+def test_one_caller_s_key_never_answers_another_caller_s_call() -> None:
+    counter = Counter()
+    registry = Registry()
+    registry.add("o:place", counter.place, request=Order, response=dict[str, Any], success=["created"])
+    guard = Guard(Security.declare([ApiKeyScheme("partner", "X-Key")], default=["partner"]),
+                  api_keys={"partner": {"key-a": "alpha", "key-b": "beta"}})  # fmt: skip
+    app = HttpApp(Service(Identity("o"), registry, security=guard), [Route.parse("POST /orders", "o:place")])
+    alpha, beta, alpha_again = asyncio.run(
+        calls(
+            app,
+            ("POST", "/orders", {"json": {"item": "a"}, "headers": {**KEY, "x-key": "key-a"}}),
+            ("POST", "/orders", {"json": {"item": "a"}, "headers": {**KEY, "x-key": "key-b"}}),
+            ("POST", "/orders", {"json": {"item": "a"}, "headers": {**KEY, "x-key": "key-a"}}),
+        )
+    )
+    assert (alpha.json()["order"], beta.json()["order"], alpha_again.json()["order"]) == (1, 2, 1)
+    assert "idempotent-replayed" not in beta.headers and alpha_again.headers["idempotent-replayed"] == "true"
