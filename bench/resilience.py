@@ -151,6 +151,32 @@ async def _retries(record: Recorder, url: str) -> None:
     record("  a non-idempotent topic (plus a fresh Idempotency-Key)", (statistics.median(keyed) - 1) * 100, "%")
 
 
+class Answering:
+    """A sender that answers at once: what is left of a call through `RetryingSender` is the wrapper's own cost."""
+
+    ok: Result[Any] = Result.ok({})
+
+    async def send(self, topic: str, payload: Any = None, headers: Any = None) -> Result[Any]:
+        return self.ok
+
+
+def wrapper_cost(record: Recorder) -> None:
+    inner = Answering()
+    retrying = RetryingSender(inner, idempotent={"orders:get"})
+    calls = 20_000
+
+    async def rounds() -> tuple[list[float], list[float]]:
+        plain, wrapped = [], []
+        for _ in range(ROUNDS):
+            plain.append(await cpu_us(lambda: inner.send("orders:get", b"{}"), calls))
+            wrapped.append(await cpu_us(lambda: retrying.send("orders:get", b"{}"), calls))
+        return plain, wrapped
+
+    plain, wrapped = asyncio.run(rounds())
+    added = statistics.median([w - p for w, p in zip(wrapped, plain, strict=True)])
+    record("RetryingSender's own cost per call, retries unused", added, "µs")
+
+
 PLAIN_INVOKE = "invoke without a key"
 PLAIN_CALL = "HttpSender call to uvicorn, one at a time (client CPU)"
 
@@ -159,6 +185,7 @@ def measure(record: Recorder, args: argparse.Namespace) -> None:
     idempotency(record)
     print()
     retries(record)
+    wrapper_cost(record)
 
 
 def main(argv: list[str] | None = None) -> list[Figure]:
