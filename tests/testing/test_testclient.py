@@ -137,3 +137,11 @@ def test_a_failing_startup_is_an_error_naming_it(orders: ModuleType) -> None:
 def test_a_fake_for_a_topic_the_service_does_not_produce_is_refused(orders: ModuleType) -> None:
     with pytest.raises(KeyError, match="'payments:refund' is not a topic this service produces"):
         TestClient(orders, owners={"payments:refund": capture}, environ={})
+
+
+def test_the_handler_test_in_docs_testing_md_runs(orders: ModuleType) -> None:
+    doc = (REPO / "docs" / "testing.md").read_text(encoding="utf-8")
+    code = doc.split("## A handler test in ten lines", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, Any] = {}
+    exec(compile(code, "docs/testing.md", "exec"), namespace)  # the example as a reader copies it
+    namespace["test_placing_an_order_captures_the_payment"]()
