@@ -259,6 +259,40 @@ def collector() -> None:
     """The mesh collector: ingest, queries, poller, UI artifacts and dashboard."""
 
 
+@collector.command("repair")
+@click.option("--store", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The collector's JSON-file store (the collector stopped: the store takes one at a time).")
+def collector_repair(store: Path) -> None:
+    """Replay what the log segments a collector set aside as damaged still hold into the store, then keep them as
+    `.repaired-<time>`."""
+    from datetime import UTC, datetime
+
+    from .collector import JsonFileStore, MemoryBackend, StoreError
+    from .collector.caps import CollectorLimits
+    from .collector.store import DAMAGED, read_damaged
+
+    files = JsonFileStore(store)
+    damaged = files.damaged_segments() if store.parent.is_dir() else []
+    if not damaged:
+        _fail([f"{store}: no damaged log segments to repair"])
+    backend = MemoryBackend(files)
+    try:
+        backend.open(CollectorLimits())
+    except StoreError as error:
+        _fail([f"{store}: {error}"])
+    applied = skipped = 0
+    for segment in damaged:
+        changes, unreadable = read_damaged(segment)
+        done, refused = backend.replay_readable(changes)
+        applied, skipped = applied + done, skipped + refused + unreadable
+    backend.close()  # a snapshot holding everything replayed
+    when = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    for segment in damaged:
+        segment.rename(segment.with_name(segment.name.split(DAMAGED)[0] + f".repaired-{when}"))
+    click.echo(f"replayed {applied} change(s) from {len(damaged)} damaged segment(s) into {store}; skipped {skipped} "
+               f"damaged or malformed line(s); the segments are kept as *.repaired-{when}")
+
+
 @collector.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind.")
 @click.option("--port", default=8700, show_default=True, type=click.IntRange(0, 65535), help="Port to bind.")

@@ -1,8 +1,45 @@
-"""Shared pytest options."""
+"""Shared pytest options, and which tests are slow: marked here, in one place, by folder or module.
+
+`pytest -m "not slow"` is the loop to iterate in (docs/architecture.md, Tests); `make test` runs everything.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+
+TESTS = Path(__file__).resolve().parent
+
+SLOW: dict[str, str] = {
+    "install": "fresh virtual environments and pip installs",
+    "reliability": "load, fuzz, outage and replica suites",
+    "serve": "svcgen serve and --reload in subprocesses",
+    "dashboard": "headless Chromium",
+    "codegen/test_quality.py": "mypy --strict, ruff and pytest over generated packages",
+    "codegen/test_e2e.py": "build, serve, implement, rebuild in subprocesses",
+    "codegen/test_schema_property.py": "property suite: random manifests built and derived",
+    "codegen/test_determinism.py": "builds under several hash seeds in subprocesses",
+    "codegen/test_binding.py::test_mypy_rejects_a_handler_annotated_with_other_types": "mypy --strict in a subprocess",
+    "manifest/test_properties.py": "property suite: random manifests",
+    "manifest/test_schemacheck.py::test_it_agrees_with_jsonschema_on_manifests_valid_and_broken_anywhere": (
+        "property test against jsonschema"
+    ),
+    "runtime/test_contract_property.py": "property suite: random constrained types and values",
+    "collector/test_host.py": "svcgen collector serve in subprocesses",
+    "collector/test_mismatches.py": "a running collector and dashboard",
+    "collector/test_traces.py::test_memory_is_flat_under_an_endless_trace_feed": "a memory soak",
+    "collector/test_lock.py::test_a_generated_service_given_the_token_reports_to_a_locked_collector": (
+        "a generated service and a collector, served"
+    ),
+    "collector/test_postgres.py::test_an_unreachable_database_is_service_unavailable_and_unhealthy": (
+        "waits out a database connect timeout"
+    ),
+    "mesh/test_two_services.py": "two generated services and a collector under uvicorn, waiting for their feeds",
+    "nats/test_nats_serve.py": "svcgen serve over NATS in subprocesses",
+    "diff/test_cli.py::test_check_against_a_revision_in_a_git_repository_as_ci_runs_it": "git in subprocesses",
+}
+"""Path under tests/ (a folder, a module, or a module::test) → why it is slow."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -12,6 +49,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="rewrite golden files from the current output instead of comparing against them",
     )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    missing = [where for where in SLOW if not (TESTS / where.partition("::")[0]).exists()]
+    if missing:  # a renamed folder or module would quietly join the fast loop
+        raise pytest.UsageError(f"tests/conftest.py SLOW names what does not exist: {', '.join(missing)}")
+    for item in items:
+        where = Path(str(item.path)).resolve()
+        if where.is_relative_to(TESTS) and is_slow(where.relative_to(TESTS).as_posix(), item.name.partition("[")[0]):
+            item.add_marker(pytest.mark.slow)
+
+
+def is_slow(path: str, test: str) -> bool:
+    """Whether the test `test` of the module at `path` (relative to tests/) is under an entry of SLOW."""
+    for entry in SLOW:
+        slow_path, _, slow_test = entry.partition("::")
+        if (path == slow_path or path.startswith(slow_path + "/")) and slow_test in ("", test):
+            return True
+    return False
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from .collector import Collector
 from .memory import MemoryBackend, SnapshotError
 from .service import collector_service
 from .snapshot import Snapshot
-from .store import Backend, JsonFileStore, MemoryStore, Rows, Store, Stored, StoreError
+from .store import Backend, JsonFileStore, MemoryStore, Rows, Store, Stored, StoreError, StoreInUse
 
 __all__ = ["Backend", "Collector", "CollectorLimits", "JsonFileStore", "MemoryBackend", "MemoryStore", "Rows",
-           "Snapshot", "SnapshotError", "Store", "StoreError", "Stored", "collector_service"]
+           "Snapshot", "SnapshotError", "Store", "StoreError", "StoreInUse", "Stored", "collector_service"]

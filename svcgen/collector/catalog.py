@@ -23,7 +23,8 @@ polled health).
 
 Health of a service (`health`), from the instances heard within `stale_after` and the polls:
 - `unknown`: no health data (no fresh heartbeat, no poll);
-- `healthy`: every fresh instance and every poll reports healthy;
+- `healthy`: every fresh instance and every poll reports healthy (a successful poll of a service with no health
+  checks to report counts as healthy, as the service's artifact status says);
 - `unhealthy`: none does (a failed poll counts as unhealthy: the service is unreachable);
 - `degraded`: some do, some do not.
 """
@@ -133,8 +134,8 @@ class ServiceRecords:
         for poll in self.polls:
             if not poll["ok"]:
                 seen.append(False)
-            elif "health" in poll:
-                seen.append(poll["health"].get("isHealthy") is not False)
+            else:  # a service that answered with no health checks to report is healthy, as its artifact says
+                seen.append(poll.get("health", {}).get("isHealthy") is not False)
         if not seen:
             return "unknown"
         if all(seen):
@@ -184,14 +185,14 @@ class Catalog:
         entry["descriptorHash"] = digest
         entry["registeredAt"] = at
         self._resize("catalog", (service, version), _entry_size(entry))
-        instance_id = _instance_id(descriptor)
-        if instance_id == NO_INSTANCE_ID:
+        named = instance_id(descriptor)
+        if named == NO_INSTANCE_ID:
             for instance in self.instances.values():
                 if instance["service"] == service and instance.get("descriptorHash") == digest:
                     instance["hashMatches"] = True
                     instance["registerExpected"] = False
             return
-        instance = self._instance(service, instance_id)
+        instance = self._instance(service, named)
         if version:
             instance["serviceVersion"] = version
         instance["descriptorHash"] = digest
@@ -199,7 +200,7 @@ class Catalog:
         instance["registerExpected"] = False
 
     def heartbeat(self, service: str, heartbeat: Json, health: Json, at: str) -> HeartbeatVerdict:
-        instance = self._instance(service, _instance_id(heartbeat))
+        instance = self._instance(service, instance_id(heartbeat))
         sent = heartbeat.get("descriptorHash")
         held = {entry["descriptorHash"] for entry in self._of(service) if "descriptorHash" in entry}
         drift = False
@@ -215,7 +216,7 @@ class Catalog:
         instance["health"] = health
         instance["lastHeartbeatAt"] = at
         verdict = HeartbeatVerdict(instance["registerExpected"], drift)
-        self._resize("instances", (service, _instance_id(heartbeat)), _json_size(health))
+        self._resize("instances", (service, instance_id(heartbeat)), _json_size(health))
         return verdict
 
     def poll(
@@ -473,7 +474,8 @@ def _heard(entry: CatalogEntry) -> str:
     return max(entry.get("registeredAt", ""), entry.get("specFetchedAt", ""))
 
 
-def _instance_id(document: Json) -> str:
+def instance_id(document: Json) -> str:
+    """The instance a register or heartbeat speaks for (NO_INSTANCE_ID when it names none)."""
     value = document.get("instanceId")
     return value if isinstance(value, str) else NO_INSTANCE_ID
 

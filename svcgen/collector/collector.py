@@ -246,6 +246,15 @@ class Collector:
         with self.backend.read(Rows.EVERYTHING) as tables:
             return tables.snapshot(self._now())
 
+    def artifact_snapshot(self) -> Snapshot:
+        """What the UI artifacts are written from: the snapshot without the trace window's events and the batch
+        ids, which no artifact shows (on PostgreSQL read from the aggregate tables, one replica at a time)."""
+        with self.backend.read(Rows.ARTIFACTS) as tables:
+            snapshot = tables.snapshot(self._now())
+        snapshot["traces"] = {**snapshot["traces"], "events": []}
+        snapshot["batches"] = []
+        return snapshot
+
     def flush(self) -> None:
         """Write out what is pending and stop the backend's background work (at shutdown: a JSON-file store
         compacts, so the next start reads one snapshot)."""

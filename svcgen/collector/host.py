@@ -208,7 +208,8 @@ class CollectorHost:
         try:
             # A blocking backend (a database) is read off the event loop.
             blocking = self.collector.backend.blocking
-            snapshot = await asyncio.to_thread(self.collector.snapshot) if blocking else self.collector.snapshot()
+            read = self.collector.artifact_snapshot
+            snapshot = await asyncio.to_thread(read) if blocking else read()
             await asyncio.to_thread(write_artifacts, snapshot, self.artifacts, prefix=self.settings.prefix)
             self.artifact_writes += 1
         except Exception as exc:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from ..runtime import _status as st
 from ..runtime._envelope import EnvelopeError, parse_envelope
@@ -30,13 +30,19 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("svcgen.collector.jetstream")
 
+DEFAULT_MAX_DELIVERIES: Final = 100
+"""Deliveries of one message the store could not take before it is given up (see FeedConsumer)."""
+
 
 class FeedConsumer:
     """Pulls the mesh stream through the durable consumer `durable` and ingests each message as `service` (the
     collector service) ingests a posted envelope: acked after the service answered success (its store committed),
-    naked for redelivery after `retry_delay` when it answered `service-unavailable` (the store cannot persist now),
-    and terminated, counted in `malformed` and logged once, when it can never be taken (not an envelope, not a feed
-    topic, a body the collector refuses)."""
+    naked for redelivery when it answered `service-unavailable` (the store cannot persist now), after `retry_delay`
+    doubled on each delivery up to `max_retry_delay`, and terminated, counted in `malformed` and logged once, when
+    it can never be taken (not an envelope, not a feed topic, a body the collector refuses). The delivery cap: a
+    message delivered `max_deliveries` times and still not taken is given up, terminated, counted in `given_up` and
+    logged with what it was, so no message is redelivered forever (with the defaults, after about 1.5 hours of a
+    store that cannot persist)."""
 
     def __init__(
         self,
@@ -48,6 +54,8 @@ class FeedConsumer:
         batch: int = 100,
         fetch_timeout: float = 1.0,
         retry_delay: float = 1.0,
+        max_retry_delay: float = 60.0,
+        max_deliveries: int = DEFAULT_MAX_DELIVERIES,
         ack_wait: float = 30.0,
         connect: Connect = connect_nats,
         connect_timeout: float = CONNECT_TIMEOUT,
@@ -60,11 +68,15 @@ class FeedConsumer:
         self.batch = batch
         self.fetch_timeout = fetch_timeout
         self.retry_delay = retry_delay
+        self.max_retry_delay = max_retry_delay
+        self.max_deliveries = max_deliveries
         self.ack_wait = ack_wait
         self.ingested = 0
         self.malformed = 0
         self.retried = 0
         """Messages given back for redelivery because the store could not take them."""
+        self.given_up = 0
+        """Messages terminated after `max_deliveries` deliveries the store could not take."""
         self._connection = MeshConnection(url, self.stream, connect, connect_timeout)
         self._subscription: JetStreamContext.PullSubscription | None = None
         self._task: asyncio.Task[None] | None = None
@@ -121,8 +133,12 @@ class FeedConsumer:
             await message.ack()
             self.ingested += 1
         elif outcome.result.status == st.SERVICE_UNAVAILABLE:
+            delivered = _deliveries(message)
+            if delivered >= self.max_deliveries:
+                await self._give_up(message, delivered, f"{envelope.topic}: {outcome.result.detail}")
+                return
             self.retried += 1
-            await message.nak(delay=self.retry_delay)
+            await message.nak(delay=min(self.retry_delay * 2 ** min(delivered - 1, 32), self.max_retry_delay))
         else:
             await self._reject(message, f"{envelope.topic}: {outcome.result.status} ({outcome.result.detail})")
 
@@ -131,6 +147,14 @@ class FeedConsumer:
         self.malformed += 1
         logger.warning("mesh feed message %s on %s cannot be taken and is dropped (%d so far): %s",
                        _sequence(message), message.subject, self.malformed, why[:300])  # fmt: skip
+        await message.term()
+
+    async def _give_up(self, message: Msg, delivered: int, why: str) -> None:
+        self.given_up += 1
+        batch = (message.headers or {}).get("Nats-Msg-Id", "none")  # a feed's batchId (JetStreamSender)
+        logger.warning("mesh feed message %s on %s (batchId %s, %d bytes) given up after %d deliveries the store "
+                       "could not take (%d so far); terminated: %s", _sequence(message), message.subject, batch[:100],
+                       len(message.data), delivered, self.given_up, why[:300])  # fmt: skip
         await message.term()
 
     async def _subscribe(self) -> JetStreamContext.PullSubscription:
@@ -158,6 +182,13 @@ class FeedConsumer:
                     self._failing = True
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stopping.wait(), self.retry_delay)
+
+
+def _deliveries(message: Msg) -> int:
+    try:
+        return int(message.metadata.num_delivered)
+    except Exception:
+        return 1
 
 
 def _sequence(message: Msg) -> str:

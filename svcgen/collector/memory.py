@@ -65,7 +65,9 @@ class MemoryBackend:
     # --- Backend --------------------------------------------------------------------------------------------
 
     def open(self, limits: CollectorLimits) -> None:
+        """Claim the store (StoreInUse when another collector holds it), load it, start writing."""
         self.limits = limits
+        self.store.claim()
         stored: Stored | None
         try:
             stored = self.store.load()
@@ -76,8 +78,13 @@ class MemoryBackend:
             logger.warning("collector store is unreadable (%s); moved aside: %s; starting empty", exc, where)
             self._reset()
             stored = None
+        if stored is not None and stored.damage is not None:
+            moved = self.store.set_aside_damaged()
+            logger.warning("collector log is damaged (%s): replayed the %d change(s) before the damage; the log from "
+                           "there on is kept aside as %s; run `svcgen collector repair` to replay what it still "
+                           "holds", stored.damage, len(stored.changes), ", ".join(moved) or "nothing")  # fmt: skip
         self.store.open()
-        if stored is not None and stored.changes:
+        if stored is not None and (stored.changes or stored.damage is not None):
             self.store.compact(self.snapshot())  # one snapshot again, so the next start replays little
 
     def apply(self, change: Json) -> Applied:
@@ -183,6 +190,20 @@ class MemoryBackend:
             except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
                 self._set_state(saved)
                 raise SnapshotError(f"malformed collector snapshot ({type(exc).__name__}: {exc})") from exc
+
+    def replay_readable(self, changes: Sequence[Json]) -> tuple[int, int]:
+        """Apply each change that applies, skipping the rest (a damaged log's leftovers, for `svcgen collector
+        repair`); (applied, skipped). Not logged: `close` writes them into the snapshot."""
+        applied = skipped = 0
+        with self._lock:
+            for change in changes:
+                try:
+                    self._apply(change)
+                except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+                    skipped += 1
+                    continue
+                applied += 1
+        return applied, skipped
 
     def restore_stored(self, stored: Stored) -> None:
         """Replace the whole state with what a store's `load` read (SnapshotError when it is malformed)."""

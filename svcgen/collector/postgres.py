@@ -26,7 +26,10 @@ database, so health reports the loss while no feed arrives, and the pool reconne
 from __future__ import annotations
 
 import contextlib
+import logging
+import math
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -40,7 +43,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ..runtime._status import STATUS_CODES
 from ..runtime._topics import DEFAULT_PREFIX
 from .caps import CollectorLimits
-from .catalog import Catalog, ServiceRecords, _entry_size, _json_size
+from .catalog import Catalog, ServiceRecords, _entry_size, _json_size, instance_id
 from .issuebook import IssueBook
 from .missingfeeds import FeedLog
 from .snapshot import CounterEntry, EdgeEntry, FeedEntry, Json
@@ -52,6 +55,9 @@ SCHEMA_VERSION: Final = 2
 """The table layout this module writes; a database holding a newer one is refused, never changed, an older one
 migrated on start (`_MIGRATIONS`)."""
 DEFAULT_POOL_SIZE: Final = 4
+"""Connections for feeds (changes)."""
+DEFAULT_QUERY_POOL_SIZE: Final = 2
+"""Connections for queries, a pool of their own: however many clients query, feeds keep their connections."""
 DEFAULT_TIMEOUT: Final = 5.0
 """Seconds a change waits for a connection before it is answered `service-unavailable`."""
 DEFAULT_PROBE_INTERVAL: Final = 1.0
@@ -60,6 +66,7 @@ _SCHEMA_LOCK: Final = 7_432_001
 _SPAN_LOCKS: Final = 7_432_002
 _SERVICE_LOCKS: Final = 7_432_003
 _ISSUE_LOCKS: Final = 7_432_004
+_ARTIFACT_LOCK: Final = 7_432_005
 _KINDS: Final = ("catalog", "instances", "polls")
 
 _TABLES: Final = f"""
@@ -179,6 +186,36 @@ def _bytes_total(kind: str) -> str:
 T = TypeVar("T")
 Cursor = psycopg.Cursor[Any]
 
+POOL_LOG_INTERVAL: Final = 60.0
+"""Seconds between two warnings of psycopg's pool: while the database is away it warns on every attempt."""
+
+
+class PoolWarnings(logging.Filter):
+    """Lets one warning of psycopg's pool through per `interval` and says how many it held back meanwhile; the
+    collector's own health check and warning say what is wrong, once a minute."""
+
+    def __init__(self, interval: float = POOL_LOG_INTERVAL, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self.interval = interval
+        self.clock = clock
+        self.held_back = 0
+        self._last = -math.inf
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        now = self.clock()
+        if now - self._last < self.interval:
+            self.held_back += 1
+            return False
+        self._last = now
+        if self.held_back:
+            record.msg = f"{record.msg} ({self.held_back} similar warning(s) of the pool held back since the last)"
+            self.held_back = 0
+        return True
+
+
+_POOL_WARNINGS = PoolWarnings()
+logging.getLogger("psycopg.pool").addFilter(_POOL_WARNINGS)
+
 
 @dataclass(frozen=True, slots=True)
 class _Bound:
@@ -201,6 +238,7 @@ class PostgresStore:
         url: str,
         *,
         pool_size: int = DEFAULT_POOL_SIZE,
+        query_pool_size: int = DEFAULT_QUERY_POOL_SIZE,
         timeout: float = DEFAULT_TIMEOUT,
         probe_interval: float = DEFAULT_PROBE_INTERVAL,
     ) -> None:
@@ -211,6 +249,9 @@ class PostgresStore:
         self._pool = ConnectionPool(url, min_size=1, max_size=pool_size, open=False, timeout=timeout,
                                     kwargs={"connect_timeout": max(1, round(timeout))},
                                     name="svcgen-collector")  # fmt: skip
+        self._query_pool = ConnectionPool(url, min_size=1, max_size=query_pool_size, open=False, timeout=timeout,
+                                          kwargs={"connect_timeout": max(1, round(timeout))},
+                                          name="svcgen-collector-queries")  # fmt: skip
         self._problem: str | None = None
         self._schema_ready = False
         self._stop = threading.Event()
@@ -221,6 +262,7 @@ class PostgresStore:
     def open(self, limits: CollectorLimits) -> None:
         self.limits = limits
         self._pool.open(wait=False)
+        self._query_pool.open(wait=False)
         with contextlib.suppress(StoreUnavailable):
             self._ensure_schema()
         self._stop.clear()
@@ -233,6 +275,7 @@ class PostgresStore:
             self._watcher.join()
             self._watcher = None
         self._pool.close()
+        self._query_pool.close()
 
     @property
     def problem(self) -> str | None:
@@ -277,8 +320,9 @@ class PostgresStore:
             try:
                 if schema and not self._schema_ready:
                     self._ensure_schema()
+                pool = self._query_pool if read_only else self._pool
                 try:
-                    with self._pool.connection(timeout=timeout) as connection, connection.transaction(), \
+                    with pool.connection(timeout=timeout) as connection, connection.transaction(), \
                             connection.cursor() as cursor:  # fmt: skip
                         if read_only:
                             cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
@@ -292,7 +336,7 @@ class PostgresStore:
                 continue
             except psycopg.OperationalError as exc:
                 self._problem = f"the database cannot be reached ({_first_line(exc)})"
-                self._pool.check()  # drop the connections the server closed, so a retry gets a live one
+                pool.check()  # drop the connections the server closed, so a retry gets a live one
                 if attempt + 1 < _RETRIES:
                     continue
                 raise StoreUnavailable(self._problem) from None
@@ -626,8 +670,20 @@ class PostgresStore:
         op, at = change["op"], change["at"]
         service = change["descriptor"]["service"] if op == "register" else change["service"]
         cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_SERVICE_LOCKS, service))
-        cursor.execute("SELECT kind, key, document::text, bytes FROM collector_catalog WHERE service = %s "
-                       "ORDER BY touched", (service,))  # fmt: skip
+        if op == "heartbeat":
+            # Its own instance row and the service's descriptor hashes, nothing more: a heartbeat costs the same
+            # at 10 instances as at 10,000, whatever the descriptors and specs weigh.
+            cursor.execute(
+                "SELECT kind, key, CASE kind WHEN 'catalog' THEN json_strip_nulls(json_build_object("
+                "'service', service, 'serviceVersion', document->'serviceVersion', 'descriptorHash', "
+                "document->'descriptorHash', 'changes', '[]'::json, 'removedTopics', '[]'::json)) ELSE document "
+                "END::text, bytes FROM collector_catalog WHERE service = %s AND (kind = 'catalog' OR "
+                "(kind = 'instances' AND key = %s)) ORDER BY touched",
+                (service, instance_id(change)),
+            )
+        else:
+            cursor.execute("SELECT kind, key, document::text, bytes FROM collector_catalog WHERE service = %s "
+                           "ORDER BY touched", (service,))  # fmt: skip
         before: dict[tuple[str, str], bytes] = {}
         sizes: dict[tuple[str, str], int] = {}
         held: dict[str, list[Any]] = {kind: [] for kind in _KINDS}
@@ -662,6 +718,8 @@ class PostgresStore:
             *(("polls", item["baseUrl"], item, _json_size(item.get("health"))) for item in polls),
         ]
         for kind, key, document, size in documents:
+            if op == "heartbeat" and kind != "instances":
+                continue  # read as a summary above: only the instance row is the heartbeat's to write
             text = orjson.dumps(document)
             if before.get((kind, key)) != text:
                 rows.append((kind, key, text.decode(), size))
@@ -736,16 +794,25 @@ class PostgresStore:
         """The rows `rows` names, each table read by its index: a trace its events, a service its rows, the fleet
         the catalog, feeds and issues with the counters summed per (service, topic)."""
         kind, key = rows.kind, rows.key
+        if kind == "artifacts":
+            # One replica at a time reads the aggregates for its artifacts; the others wait their turn.
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", (_ARTIFACT_LOCK,))
         cursor.execute("SELECT name, value FROM collector_totals WHERE name = ANY(%s)", (list(_DROPPED),))
         totals = dict(cursor.fetchall())
         catalog = Catalog(self.limits)
         held: dict[str, list[Any]] = {kind_: [] for kind_ in _KINDS}
-        if kind in ("fleet", "topic", "everything"):
+        if kind in ("fleet", "artifacts", "everything"):
             cursor.execute("SELECT kind, document::text FROM collector_catalog ORDER BY touched")
+        elif kind == "topic":
+            # The entries that name the topic (as its JSON string, as stored): who handles, sends or once handled
+            # it is among them; instances and polls never are.
+            mention = "%" + _like_escaped(orjson.dumps(key).decode()) + "%"
+            cursor.execute("SELECT kind, document::text FROM collector_catalog WHERE kind = 'catalog' AND "
+                           "document::text LIKE %s ORDER BY touched", (mention,))  # fmt: skip
         elif kind == "service":
             cursor.execute("SELECT kind, document::text FROM collector_catalog WHERE service = %s ORDER BY touched",
                            (key,))  # fmt: skip
-        if kind in ("fleet", "topic", "everything", "service"):
+        if kind in ("fleet", "topic", "artifacts", "everything", "service"):
             for kind_, text in cursor.fetchall():
                 held[kind_].append(orjson.loads(text))
         catalog.restore(held["catalog"], held["instances"], held["polls"])
@@ -753,7 +820,7 @@ class PostgresStore:
             catalog.evicted[kind_] = totals.get(kind_, 0)
         feeds = FeedLog(self.limits)
         feed_rows: list[tuple[str, bool, int, int]] = []
-        if kind in ("fleet", "everything"):
+        if kind in ("fleet", "artifacts", "everything"):
             cursor.execute("SELECT service, traces, issue_batches, unexplained_failures FROM collector_feeds "
                            "ORDER BY touched")  # fmt: skip
             feed_rows = cursor.fetchall()
@@ -767,7 +834,7 @@ class PostgresStore:
         counters = self._read_counters(cursor, rows)
         edges: list[EdgeEntry] = []
         events: list[Json] = []
-        if kind == "everything":
+        if kind in ("artifacts", "everything"):
             cursor.execute("SELECT client, server, count, errors, recent_durations_ms::text, first_started_at, "
                            "last_started_at FROM collector_edges ORDER BY touched")  # fmt: skip
             for client, server, count, errors, durations, first, last in cursor.fetchall():
@@ -778,6 +845,7 @@ class PostgresStore:
                 if last is not None:
                     edge["lastStartedAt"] = last
                 edges.append(edge)
+        if kind == "everything":
             cursor.execute("SELECT event::text FROM collector_events ORDER BY seq")
             events = [orjson.loads(text) for (text,) in cursor.fetchall()]
         elif kind == "trace":
@@ -790,9 +858,9 @@ class PostgresStore:
         trace_log.other_statuses = totals.get("otherStatuses", 0)
         trace_log.evicted_edges = totals.get("edges", 0)
         issue_book = IssueBook(self.limits)
-        if kind in ("fleet", "everything"):
+        if kind in ("fleet", "artifacts", "everything"):
             cursor.execute("SELECT issue::text FROM collector_issues ORDER BY touched")
-            issue_book.restore([orjson.loads(text) for (text,) in cursor.fetchall()])
+            issue_book.hold([orjson.loads(text) for (text,) in cursor.fetchall()])
         issue_book.dropped = totals.get("issues", 0)
         batches: list[tuple[str, str, int]] = []
         if kind == "everything":
@@ -806,7 +874,7 @@ class PostgresStore:
         if rows.kind == "fleet":
             cursor.execute("SELECT service, topic, '', '', least(sum(count), %s)::bigint, 0, 0, NULL, NULL "
                            "FROM collector_counters GROUP BY service, topic", (MAX_COUNT,))  # fmt: skip
-        elif rows.kind == "everything":
+        elif rows.kind in ("artifacts", "everything"):
             cursor.execute("SELECT service, topic, version, status, count, total_duration_ms, timed_count, "
                            "first_started_at, last_started_at FROM collector_counters ORDER BY touched")  # fmt: skip
         elif rows.kind in ("service", "topic"):
@@ -845,6 +913,10 @@ def _add_totals(cursor: Cursor, totals: dict[str, int]) -> None:
             "FROM unnest(%s::text[], %s::bigint[]) AS d(name, amount) WHERE t.name = d.name",
             ([name for name, _ in changed], [amount for _, amount in changed]),
         )
+
+
+def _like_escaped(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def unstorable(exc: BaseException) -> bool:

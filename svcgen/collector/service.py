@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
 from ..runtime._context import Context
@@ -41,6 +42,11 @@ from ..runtime._topics import (
 from .collector import Answer, Collector
 
 DEFAULT_NAME: Final = "svc-collector"
+FEED_THREADS: Final = 4
+"""Feeds handled at once on a blocking backend (the PostgreSQL feed pool's size)."""
+QUERY_THREADS: Final = 2
+"""Queries answered at once on a blocking backend (the PostgreSQL query pool's size); more wait their turn."""
+QUERY_PREFIX: Final = "svc:mesh:query:"
 
 
 def collector_service(
@@ -65,21 +71,27 @@ def collector_service(
         QUERY_TOPIC_TOPIC: (collector.query_topic, TopicQuery, TopicAnswer),
         QUERY_TRACE_TOPIC: (collector.query_trace, TraceQuery, TraceAnswer),
     }
-    blocking = collector.backend.blocking
+    # On a blocking backend feeds and queries wait in threads of their own: however many clients query, the feeds
+    # keep their threads (and their database connections).
+    feeds = ThreadPoolExecutor(FEED_THREADS, "svcgen-collector-feeds") if collector.backend.blocking else None
+    reads = ThreadPoolExecutor(QUERY_THREADS, "svcgen-collector-queries") if collector.backend.blocking else None
     for topic, (answer, request, response) in topics.items():
-        registry.add(topic, _handler(answer, blocking), request=dict[str, Any], response=dict[str, Any],
+        threads = reads if topic.startswith(QUERY_PREFIX) else feeds
+        registry.add(topic, _handler(answer, threads), request=dict[str, Any], response=dict[str, Any],
                      published=(request, response))  # fmt: skip
     health = HealthChecks([HealthCheck("store", _store_check(collector))])
     identity = Identity(name, instance_id=instance_id, binding="http")
     return Service(identity, registry, health=health, prefix=prefix)
 
 
-def _handler(answer: Callable[[Any], Answer], blocking: bool) -> Callable[[dict[str, Any], Context], Any]:
+def _handler(
+    answer: Callable[[Any], Answer], threads: ThreadPoolExecutor | None
+) -> Callable[[dict[str, Any], Context], Any]:
     # In memory every ingest runs on the event loop, one at a time: no thread hops for a few microseconds of work.
-    # On a shared store each one waits for a database round trip, so it runs in a worker thread.
+    # On a database each one waits for a round trip, so it runs in a worker thread.
     async def handle(request: dict[str, Any], context: Context) -> Answer:
-        if blocking:
-            return await asyncio.to_thread(answer, request)
+        if threads is not None:
+            return await asyncio.get_running_loop().run_in_executor(threads, answer, request)
         return answer(request)
 
     handle.__qualname__ = f"collector.{getattr(answer, '__name__', 'answer')}"

@@ -13,12 +13,16 @@ process and persists through a `Store` (memory or the JSON-file log); `PostgresS
 one transaction per change, shared by every replica.
 
 A store that cannot be read is never overwritten: the collector moves it aside (`<name>.corrupt-<UTC time>`) and
-starts empty. A line cut short at the end of a segment is a write the collector never acknowledged, not damage.
+starts empty. A line cut short at the end of a segment is a write the collector never acknowledged, not damage. A
+damaged line inside the log (not JSON) is replayed up to: the collector starts with everything before it, and the
+log from that segment on is kept aside (`<segment>.damaged-<UTC time>`) for `svcgen collector repair`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import os
 import re
 import threading
@@ -44,6 +48,8 @@ DEFAULT_COMPACT_AFTER: Final = 8 * 2**20
 """Log bytes at which a snapshot is written, unless the last snapshot is larger (then its size)."""
 COMPACT_RETRY: Final = 1.0
 """Seconds between attempts to write a snapshot after one failed."""
+DAMAGED: Final = ".damaged-"
+"""Suffix (then the UTC time) of log segments set aside from their damage on, for `svcgen collector repair`."""
 LOG_SEGMENT: Final = "logSegment"
 """Snapshot key: the first log segment the snapshot does not include."""
 
@@ -52,15 +58,27 @@ class StoreError(Exception):
     """The store cannot be read (corrupt, truncated, not a collector store); the message says why."""
 
 
+class StoreInUse(StoreError):
+    """Another collector writes to this store: two writers would each lose what the other acknowledged."""
+
+
 @dataclass(slots=True)
 class Stored:
     """What a store holds: the newest snapshot, and the changes logged after it, oldest first."""
 
     snapshot: Snapshot | None = None
     changes: list[Json] = field(default_factory=list)
+    damage: str | None = None
+    """Where the log is damaged (a line that is not JSON before a segment's end): `changes` stop there; the rest of
+    the log is `Store.set_aside_damaged`'s to keep."""
 
 
 class Store(Protocol):
+    def claim(self) -> None:
+        """Take the store for this process alone, before `load`, until `close`; raises StoreInUse when another
+        collector holds it."""
+        ...
+
     def load(self) -> Stored:
         """Read the store without changing it; raises StoreError when it cannot be read."""
         ...
@@ -85,6 +103,11 @@ class Store(Protocol):
         """Move an unreadable store out of the way, keeping it; the names it now has."""
         ...
 
+    def set_aside_damaged(self) -> list[str]:
+        """After a `load` that found damage: move the log from the damaged segment on out of the way (for `svcgen
+        collector repair`), keeping it; the names it now has."""
+        ...
+
     def close(self) -> None:
         """Write out what is pending and stop background work."""
         ...
@@ -105,13 +128,16 @@ class Rows:
     holds, the query picks its rows), never fewer. Build one with the class constants or `service`, `topic`,
     `trace`."""
 
-    kind: Literal["fleet", "service", "topic", "trace", "dropped", "everything"]
+    kind: Literal["fleet", "service", "topic", "trace", "dropped", "artifacts", "everything"]
     key: str = ""
 
     FLEET: ClassVar[Rows]
     """The fleet query: the catalog, feeds and issues, and the counters summed per (service, topic)."""
     DROPPED: ClassVar[Rows]
     """Only the `dropped` counts."""
+    ARTIFACTS: ClassVar[Rows]
+    """What the UI artifacts are written from: every table but the trace window's events and the batch ids (a
+    database backend reads it one replica at a time)."""
     EVERYTHING: ClassVar[Rows]
     """A snapshot: every table, the trace window, the edges and the batch ids."""
 
@@ -133,6 +159,7 @@ class Rows:
 
 Rows.FLEET = Rows("fleet")
 Rows.DROPPED = Rows("dropped")
+Rows.ARTIFACTS = Rows("artifacts")
 Rows.EVERYTHING = Rows("everything")
 
 
@@ -245,6 +272,9 @@ class MemoryStore:
         self.compactions = 0
         self.problem: str | None = None
 
+    def claim(self) -> None:
+        pass
+
     def load(self) -> Stored:
         return Stored(self.snapshot)
 
@@ -263,6 +293,9 @@ class MemoryStore:
 
     def set_aside(self) -> list[str]:
         self.snapshot = None
+        return []
+
+    def set_aside_damaged(self) -> list[str]:
         return []
 
     def close(self) -> None:
@@ -294,6 +327,30 @@ class JsonFileStore:
         self._retry_at = 0.0
         self._stop = threading.Event()
         self._syncer: threading.Thread | None = None
+        self._claim: int | None = None
+        self._damaged: list[Path] = []
+        self._damaged_line = 1
+
+    def claim(self) -> None:
+        """An exclusive lock on `<path>.lock` (flock), held until `close`: a second collector on this store refuses
+        to start, naming the holder, instead of silently losing half of what both acknowledged."""
+        if self._claim is not None:
+            return
+        lock = self.path.with_name(self.path.name + ".lock")
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:
+            return  # no directory to write in yet: nothing to guard; the first write claims it (`_writable`)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise StoreInUse(f"another collector (pid {holder}) is using this store; one store takes one "
+                             "collector (for replicas, use a PostgreSQL store)") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._claim = fd
 
     # --- reading --------------------------------------------------------------------------------------------
 
@@ -328,10 +385,20 @@ class JsonFileStore:
             self._segment = max(self._segment, first)
             snapshot = cast(Snapshot, document)
         changes: list[Json] = []
+        self._damaged = []
         for number, segment in self._segments():
-            if number >= first:
-                changes.extend(_read_segment(segment))
-        return Stored(snapshot, changes)
+            if number < first:
+                continue
+            if self._damaged:  # past the damage: kept aside whole, never replayed out of order
+                self._damaged.append(segment)
+                continue
+            read, damaged_at = _read_segment(segment)
+            changes.extend(read)
+            if damaged_at is not None:
+                self._damaged.append(segment)
+                self._damaged_line = damaged_at
+                damage = f"{segment.name} line {damaged_at} is not valid JSON"
+        return Stored(snapshot, changes, damage if self._damaged else None)
 
     def exists(self) -> bool:
         """Whether a collector ever wrote here (a snapshot or a log segment)."""
@@ -378,6 +445,11 @@ class JsonFileStore:
             self._log_bytes += len(line)
 
     def _writable(self) -> int:
+        if self._claim is None:
+            try:
+                self.claim()
+            except StoreInUse as exc:
+                raise OSError(errno.EBUSY, str(exc)) from None
         if self._fd is not None and os.fstat(self._fd).st_nlink == 0:
             # Someone removed the segment we write to: what it held lives on only in memory, so the next
             # snapshot must come soon and hold everything.
@@ -388,11 +460,17 @@ class JsonFileStore:
         return self._fd
 
     def _retire_segment(self) -> None:
+        """Later lines go to a fresh segment, unless nothing reached this one (a full disk refuses every write):
+        then it is reused, so failing writes do not leave a trail of empty segments."""
+        written = False
         if self._fd is not None:
+            with contextlib.suppress(OSError):
+                written = os.fstat(self._fd).st_size > 0
             with contextlib.suppress(OSError):
                 os.close(self._fd)
             self._fd = None
-        self._segment += 1
+        if written:
+            self._segment += 1
 
     def _sync_loop(self) -> None:
         while not self._stop.wait(self.sync_interval):
@@ -457,6 +535,28 @@ class JsonFileStore:
                 with contextlib.suppress(OSError):
                     segment.unlink()
 
+    def set_aside_damaged(self) -> list[str]:
+        suffix = DAMAGED + datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        moved = []
+        for index, segment in enumerate(self._damaged):
+            target = segment.with_name(segment.name + suffix)
+            with contextlib.suppress(FileNotFoundError):
+                if index == 0:  # the lines before the damage were replayed: only the damage on is kept aside
+                    lines = segment.read_bytes().split(b"\n")
+                    write_atomic(target, b"\n".join(lines[self._damaged_line - 1 :]))
+                    segment.unlink()
+                else:
+                    segment.rename(target)
+                moved.append(target.name)
+        self._damaged = []
+        return moved
+
+    def damaged_segments(self) -> list[Path]:
+        """Log segments a collector set aside as damaged (`set_aside_damaged`), oldest first."""
+        pattern = re.compile(re.escape(self.path.name) + r"\.(\d{6,})\.log" + re.escape(DAMAGED) + r"\S+")
+        found = [entry for entry in self.path.parent.iterdir() if pattern.fullmatch(entry.name)]
+        return sorted(found, key=lambda entry: entry.name)
+
     def set_aside(self) -> list[str]:
         suffix = ".corrupt-" + datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         moved = []
@@ -478,13 +578,17 @@ class JsonFileStore:
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
+        if self._claim is not None:
+            os.close(self._claim)  # releases the lock
+            self._claim = None
 
     @property
     def problem(self) -> str | None:
         return next(iter(self._errors.values()), None)
 
 
-def _read_segment(path: Path) -> list[Json]:
+def _read_segment(path: Path) -> tuple[list[Json], int | None]:
+    """The segment's changes up to its first damaged line, and that line's number (None when it has none)."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -493,16 +597,35 @@ def _read_segment(path: Path) -> list[Json]:
         raise StoreError(f"{path.name} cannot be read ({exc.strerror or type(exc).__name__})") from None
     lines = data.split(b"\n")
     # The last piece is empty after a complete line, or a line cut short by a kill: never acknowledged.
-    changes = []
+    changes: list[Json] = []
     for number, line in enumerate(lines[:-1], 1):
         try:
             change: Any = orjson.loads(line)
         except orjson.JSONDecodeError:
-            raise StoreError(f"{path.name} line {number} is not valid JSON") from None
+            return changes, number
         if not isinstance(change, dict):
-            raise StoreError(f"{path.name} line {number} is not a change")
+            return changes, number
         changes.append(change)
-    return changes
+    return changes, None
+
+
+def read_damaged(path: Path) -> tuple[list[Json], int]:
+    """Every change a damaged segment still holds (its undamaged lines), and how many lines were not one."""
+    changes: list[Json] = []
+    skipped = 0
+    for line in path.read_bytes().split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            change: Any = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            skipped += 1
+            continue
+        if isinstance(change, dict):
+            changes.append(change)
+        else:
+            skipped += 1
+    return changes, skipped
 
 
 def _write_all(fd: int, data: bytes) -> None:

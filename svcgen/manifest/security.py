@@ -22,7 +22,7 @@ JWT_KEYS = ("issuer", "audience", "jwks", "key", "algorithms")
 Report = Callable[[Position, str], None]
 
 
-def check_security(document: YamlDocument, findings: SchemaFindings, error: Report) -> None:
+def check_security(document: YamlDocument, findings: SchemaFindings, error: Report, warn: Report) -> None:
     data = document.data if isinstance(document.data, dict) else {}
     security = data.get("security")
     schemes: dict[str, str] = {}
@@ -34,6 +34,10 @@ def check_security(document: YamlDocument, findings: SchemaFindings, error: Repo
                 path: JsonPath = ("security", "schemes", name)
                 if isinstance(scheme, dict) and path not in findings.rejected:
                     kind = _check_scheme(document, findings, error, path, str(name), scheme)
+                    jwks = scheme.get("jwks")
+                    if isinstance(jwks, str) and jwks.startswith("http://") and not _loopback(jwks):
+                        warn(document.at((*path, "jwks")), f"scheme {name!r} fetches its keys over plain http, where "
+                             "they can be swapped in transit; use https")  # fmt: skip
                     if kind:
                         schemes[str(name)] = kind
         elif "schemes" in security:
@@ -53,6 +57,11 @@ def check_security(document: YamlDocument, findings: SchemaFindings, error: Repo
                     continue
                 _check_requirements(document, findings, error, ("topics", index, "security"), topic["security"],
                                     schemes)  # fmt: skip
+
+
+def _loopback(url: str) -> bool:
+    host = url.removeprefix("http://").split("/", 1)[0].rsplit(":", 1)[0]
+    return host in ("localhost", "127.0.0.1", "[::1]")
 
 
 def _check_scheme(

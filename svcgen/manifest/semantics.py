@@ -152,7 +152,7 @@ class _Checker:
         self.check_routes()
         self.check_statuses()
         self.check_timeouts()
-        check_security(self.doc, self.findings, self.error)
+        check_security(self.doc, self.findings, self.error, self.warn)
 
     # -- identity -------------------------------------------------------------------------------
 

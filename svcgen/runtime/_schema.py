@@ -39,7 +39,7 @@ _SCALAR_SCHEMAS: dict[str, JsonSchema] = {
     "integer": {"type": "integer"},
     "number": {"type": "number"},
     "datetime": {"type": "string", "format": "date-time"},
-    "bytes": {"type": "string"},
+    "bytes": {"type": "string", "contentEncoding": "base64"},
 }
 
 

@@ -10,6 +10,8 @@ and refetched on an unknown `kid` at most once per `refetch_seconds`. A credenti
   unknown key, an algorithm not pinned: 401 `unauthorized` with `WWW-Authenticate`.
 - A valid credential without a required scope: 403 `forbidden`, `WWW-Authenticate` with `insufficient_scope`.
 - Anything while the JWKS cannot be fetched: 401, and the `security` health check fails.
+
+JWT schemes need the `jwt` extra (`pip install 'svcgen[jwt]'`); without it `Guard.load` (at startup) says so.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ RequirementsSpec: TypeAlias = Sequence[str | Mapping[str, Sequence[str]]]
 
 PUBLIC: Final[Requirements] = ()
 HMAC_ALGORITHMS: Final = frozenset({"HS256", "HS384", "HS512"})
+JWT_MISSING: Final = "JWT schemes need PyJWT with cryptography where the service runs: pip install 'svcgen[jwt]'"
 MAX_TOKEN_CHARS: Final = 8192
 """A longer bearer token is refused unread: no parse cost for an oversized credential."""
 VERIFIED_CACHE_ENTRIES: Final = 4096
@@ -203,8 +206,10 @@ class Guard:
     def load(self) -> Guard:
         """Read every key file now, so a missing or unreadable one stops the service at startup (SecurityError)."""
         for verifier in self._verifiers.values():
-            if isinstance(verifier, _JwtVerifier) and isinstance(verifier.keys, _StaticKey):
-                verifier.keys.load()
+            if isinstance(verifier, _JwtVerifier):
+                pyjwt()
+                if isinstance(verifier.keys, _StaticKey):
+                    verifier.keys.load()
         return self
 
     def requirements(self, registration: Registration | None) -> Requirements:
@@ -318,9 +323,6 @@ class _KeySource:
 
 class _JwtVerifier(_Verifier):
     def __init__(self, scheme: JwtScheme, keys: _KeySource, now: Callable[[], float], remember: bool) -> None:
-        import jwt
-
-        self._jwt = jwt
         self.scheme = scheme
         self.keys = keys
         self.algorithms = list(scheme.algorithms)
@@ -347,7 +349,11 @@ class _JwtVerifier(_Verifier):
             if remembered[0] > now:
                 return remembered[1]
             del self._verified[token]
-        jwt = self._jwt
+        try:
+            jwt = pyjwt()
+        except SecurityError as error:
+            logger.error("%s", error)
+            raise _Refused("JWT verification is not installed") from None
         try:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError:
@@ -387,6 +393,18 @@ class _JwtVerifier(_Verifier):
         cache[token] = (min(float(expires), now + VERIFIED_CACHE_SECONDS), principal)
         if len(cache) > VERIFIED_CACHE_ENTRIES:
             cache.popitem(last=False)
+
+
+def pyjwt() -> Any:
+    """The `jwt` module (PyJWT) with its cryptography backend; SecurityError naming the extra when missing."""
+    try:
+        import jwt
+        import jwt.algorithms
+    except ImportError:
+        raise SecurityError(JWT_MISSING) from None
+    if not jwt.algorithms.has_crypto:
+        raise SecurityError(JWT_MISSING)
+    return jwt
 
 
 def _scopes(claims: Mapping[str, Any]) -> frozenset[str]:
@@ -476,7 +494,8 @@ class _Jwks(_KeySource):
     async def key_for(self, token: str, kid: str | None) -> Any:
         now = self._clock()
         stale = self._fetched_at is None or now - self._fetched_at >= self._cache_seconds
-        if (stale or self._lookup(kid) is None) and self._may_fetch(now):
+        # A fetch in flight is awaited by every caller (the first requests after startup included).
+        if self._fetching is not None or ((stale or self._lookup(kid) is None) and self._may_fetch(now)):
             await self._refresh()
         key = self._lookup(kid)
         if key is not None:
@@ -511,10 +530,9 @@ class _Jwks(_KeySource):
                 self._fetching = None
 
     async def _fetch(self) -> None:
-        import jwt
-
         self.fetches += 1
         try:
+            jwt = pyjwt()
             async with httpx.AsyncClient(transport=self._transport, timeout=self.fetch_timeout) as client:
                 response = await client.get(self.scheme.jwks, headers={"accept": "application/json"})
             response.raise_for_status()

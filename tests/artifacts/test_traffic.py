@@ -119,3 +119,16 @@ def test_empty_traffic_has_empty_arrays() -> None:
         "windowEndUtc": None,
         "entries": [],
     }
+
+
+def test_one_clock_from_the_future_does_not_collapse_every_rate() -> None:
+    """Issue 31: one service whose clock ran years ahead pushed the window's end out, and every rate fell to
+    nearly nothing. Start times are held to the collector's own clock (the snapshot's savedAt)."""
+    snapshot = empty_snapshot()
+    snapshot["savedAt"] = "2026-11-22T10:10:00.000Z"
+    snapshot["edges"] = [edge("a", "b", 30, firstStartedAt="2026-11-22T10:00:00.000Z",
+                              lastStartedAt="2026-11-22T10:09:00.000Z"),
+                         edge("x", "y", 4, firstStartedAt="2099-01-01T00:00:00.000Z",
+                              lastStartedAt="2099-01-01T00:00:01.000Z")]  # fmt: skip
+    rates = [e["requestsPerMinute"] for e in build_topology(snapshot, generated_at=NOW)["edges"]]
+    assert rates == [pytest.approx(3.0), pytest.approx(4.0)]  # 30 calls over 10 minutes; 4 within the last minute

@@ -102,3 +102,33 @@ def test_generated_service_enforces_and_generated_clients_authenticate(
                 statuses = asyncio.run(call())
                 assert statuses == ["not-implemented"] * 4 + ["unauthorized"]
                 assert calls == 1  # one token for three calls: cached until it expires
+
+
+def test_openapi_json_is_unchanged_by_security_and_invoke_false_turns_the_faces_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(REPO)
+    text = (REPO / "examples" / "manifests" / "clinic.yaml").read_text(encoding="utf-8")
+    plain = "\n".join(line for line in text.splitlines() if "security: " not in line)
+    plain = plain[: plain.index("security:")] + plain[plain.index("types:") :]
+    documents = {}
+    for name, manifest in (("secured", text.replace("title: Clinic API", "title: Clinic API\ninvoke: false")),
+                           ("plain", plain)):  # fmt: skip
+        path = tmp_path / name / "clinic.yaml"
+        path.parent.mkdir()
+        path.write_text(manifest, encoding="utf-8")
+        model = load_manifest(str(path))
+        files = {generated.relpath: generated.text for generated in render_package(model, tmp_path / name)}
+        documents[name] = files
+    assert documents["secured"]["contracts/openapi.json"] == documents["plain"]["contracts/openapi.json"]
+    assert "securitySchemes" in documents["secured"]["contracts/http-api.json"]
+    assert "securitySchemes" not in documents["plain"]["contracts/http-api.json"]
+    assert "invoke=False" in documents["secured"]["service.py"]
+    model = load_manifest(str(tmp_path / "secured" / "clinic.yaml"))
+    write_package(render_package(model, tmp_path / "secured"), tmp_path / "secured" / "clinic_service")
+    with imported(tmp_path / "secured", "clinic_service"):
+        app = importlib.import_module("clinic_service.service").create_app(setup=Wiring(environ={}))
+        with running(app) as url, httpx.Client(base_url=url, timeout=10) as client:
+            assert client.post("/svc/invoke", json={"topic": "svc:spec"}).status_code == 404
+            assert client.post("/svc/invoke/clinic:opening", json={}).status_code == 404
+            assert client.get("/opening").status_code == 501

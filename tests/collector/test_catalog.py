@@ -147,6 +147,23 @@ def test_a_polled_service_appears_in_the_fleet_without_pushing() -> None:
                     "ok": True, "health": {"isHealthy": True, "healthChecks": {}}, "failures": 0}
 
 
+def test_a_polled_service_without_health_checks_is_healthy_in_the_fleet_as_in_its_artifact() -> None:
+    """Issue 31: the fleet said `unknown` for a polled service with no health checks while its artifact status
+    (manifest.json) said `healthy`. A successful poll is health evidence: the service answered."""
+    from svcgen.collector.artifacts.health import service_health
+
+    c = collector()
+    c.record_poll("stock", "http://stock", spec={"service": "stock", "topics": [topic("stock:get")]}, health=None,
+                  error=None)  # fmt: skip
+    (service,) = ok(c.query_fleet())["services"]
+    assert service["health"] == "healthy"
+    assert ok(c.query_service({"service": "stock"}))["health"] == "healthy"
+    (poll,) = c.snapshot()["polls"]
+    assert service_health(poll, []).status == service["health"]
+    c.record_poll("stock", "http://stock", spec=None, health=None, error="connection refused")
+    assert ok(c.query_fleet())["services"][0]["health"] == "unhealthy"  # unreachable, in the fleet's words
+
+
 def test_a_new_spec_keeps_the_previous_hash_and_diffs_topics() -> None:
     c = collector()
     first = {"service": "stock", "topics": [topic("stock:get"), topic("stock:put")]}

@@ -144,3 +144,20 @@ def test_queries_answer_the_design_shapes() -> None:
     }
     trace = ok(c.query_trace({"traceId": "t" * 32}))
     assert [e["spanId"] for e in trace["events"]] == ["a" * 16, "b" * 16]
+
+
+@pytest.mark.usefixtures("any_store")
+def test_times_outside_years_0001_to_9999_utc_are_never_acknowledged() -> None:
+    """Issue 31: `9999-12-31T23:59:59-14:00` (the year 10000 in UTC) was acknowledged, then lost at restart or
+    counted twice. Such a time is refused at ingest: the entry is skipped and counted, the rest taken."""
+    c = collector()
+    edges = ["9999-12-31T23:59:59-14:00", "0001-01-01T00:00:00+14:00"]
+    events = [event(1), *({**event(2 + n), "startedAt": moment} for n, moment in enumerate(edges))]
+    events.append({**event(9), "startedAt": "9999-12-31T23:59:59Z"})  # the last moment there is: taken
+    assert ok(c.traces({"events": events})) == {"accepted": 2}
+    entries = [issue(fingerprint="a" * 32), {**issue(fingerprint="b" * 32), "lastSeen": edges[0]}]
+    assert ok(c.issues({"service": "orders", "issues": entries})) == {"accepted": 1}
+    assert ok(c.query_fleet())["dropped"]["skipped"] == 3
+    assert ok(c.query_topic({"topic": "orders:get"}))["versions"][0]["lastInvokedAt"] == "9999-12-31T23:59:59.000Z"
+    refused = c.heartbeat({**heartbeat("orders"), "sentAt": edges[1]})
+    assert refused.status == "bad-request"

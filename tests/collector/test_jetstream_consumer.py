@@ -22,6 +22,7 @@ from svcgen.runtime._mesh.jetstream import JetStreamSender, MeshStream
 from tests.support import feeds as documents
 from tests.support.broker import ThrowawayNats, mesh_stream, nats_url
 from tests.support.databases import postgres_session_url, postgres_url
+from tests.support.server import free_port
 
 __all__ = ["mesh_stream", "nats_url", "postgres_session_url", "postgres_url"]
 
@@ -251,3 +252,65 @@ def test_svcgen_collector_serve_nats_without_nats_py_fails_with_one_line(monkeyp
     assert result.exit_code == 1
     assert "mesh feeds over NATS need nats-py: pip install 'svcgen[nats]'" in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_poisoned_event_over_jetstream_is_skipped_and_its_batch_acked_on_postgresql(
+    nats_url: str, mesh_stream: MeshStream, postgres_url: str
+) -> None:
+    """Issue 31: one event PostgreSQL could not hold failed its batch on every try, and over JetStream the batch
+    was redelivered every second forever. The event is skipped and counted; the batch is acked at once."""
+    collector = documents.collector(PostgresStore(postgres_url))
+    feeds = consumer(nats_url, collector, mesh_stream, durable="c-poison", retry_delay=0.1)
+    wide = "\U0001f600" * 256
+    events = [documents.event(1), {**documents.event(2), "topic": "junk\x00topic"},
+              {**documents.event(3), "service": wide, "topic": wide, "topicVersion": wide}]  # fmt: skip
+
+    async def run() -> tuple[int, int]:
+        await publish(nats_url, mesh_stream, lambda f: f.traces([documents.event(4)], "before"))  # makes the stream
+        client = await nats.connect(nats_url)
+        try:  # published as it is: no sender's checks in the way
+            envelope = feed_envelope("svc:mesh:traces", {"events": events, "batchId": "poisoned"})
+            await client.jetstream().publish(f"{mesh_stream.subject_prefix}.traces", orjson.dumps(envelope))
+        finally:
+            await client.close()
+        try:
+            await pull_until([feeds], lambda: feeds.ingested == 2)
+            return await unacknowledged(nats_url, mesh_stream, "c-poison")
+        finally:
+            await feeds.stop()
+
+    assert asyncio.run(run()) == (0, 0)
+    assert (feeds.retried, feeds.malformed) == (0, 0)
+    assert invocations(collector) == 2
+    assert invocations(collector, wide) == 1
+    assert documents.ok(collector.query_fleet())["dropped"]["skipped"] == 1
+    assert collector.store_problem is None
+    collector.flush()
+
+
+def test_a_message_the_store_never_takes_is_given_up_after_the_delivery_cap_and_logged(
+    nats_url: str, mesh_stream: MeshStream, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A store that cannot persist (a database that is not there) answers service-unavailable on every delivery:
+    past `max_deliveries` the message is terminated and logged with what it was, not redelivered forever."""
+    store = PostgresStore(f"postgresql://postgres@127.0.0.1:{free_port()}/none", timeout=0.5, probe_interval=0.2)
+    collector = documents.collector(store)
+    feeds = consumer(nats_url, collector, mesh_stream, durable="c-cap", retry_delay=0.05, max_retry_delay=0.1,
+                     max_deliveries=3)  # fmt: skip
+    caplog.set_level(logging.WARNING, logger="svcgen.collector.jetstream")
+
+    async def run() -> tuple[int, int]:
+        await publish(nats_url, mesh_stream, lambda f: f.traces([documents.event(1)], "never-taken"))
+        try:
+            await pull_until([feeds], lambda: feeds.given_up == 1)
+            return await unacknowledged(nats_url, mesh_stream, "c-cap")
+        finally:
+            await feeds.stop()
+
+    try:
+        assert asyncio.run(run()) == (0, 0)
+    finally:
+        collector.flush()
+    assert (feeds.retried, feeds.given_up, feeds.ingested) == (2, 1, 0)
+    (line,) = [record.getMessage() for record in caplog.records if "given up" in record.getMessage()]
+    assert "after 3 deliveries" in line and "batchId never-taken" in line

@@ -4,14 +4,21 @@ unreachable database answered `service-unavailable` with the reason in health.""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import threading
+from typing import Any
 
+import httpx
 import psycopg
 import pytest
 
-from svcgen.collector import CollectorLimits, StoreError
-from svcgen.collector.postgres import SCHEMA_VERSION, PostgresStore
-from tests.support.feeds import collector, event, issue, ok
+from svcgen.collector import CollectorLimits, StoreError, collector_service
+from svcgen.collector.postgres import SCHEMA_VERSION, PoolWarnings, PostgresStore
+from svcgen.runtime._http.app import create_app
+from svcgen.runtime._mesh.feeds import REREGISTER_KEY
+from tests.collector.test_service import invoke
+from tests.support.feeds import Clock, collector, descriptor, event, heartbeat, issue, ok, topic
 from tests.support.server import free_port
 
 
@@ -171,3 +178,91 @@ def test_an_unreachable_database_is_service_unavailable_and_unhealthy() -> None:
         assert c.store_failures == 2  # the feeds refused; a query is not a feed
     finally:
         c.flush()
+
+
+def test_a_trace_query_reads_the_trace_alone_and_a_service_query_its_own_rows(postgres_url: str) -> None:
+    """Issue 31: every query read the whole state back. With the catalog, issue and feed tables locked by another
+    transaction (a query reading them would wait), the trace and topic-free queries still answer: they read only
+    the rows they need."""
+    c = collector(PostgresStore(postgres_url))
+    ok(c.register(descriptor("orders", [topic("orders:get")])))
+    ok(c.traces({"events": [event(1), event(2)]}))
+    with psycopg.connect(postgres_url) as holder:
+        holder.execute("LOCK TABLE collector_issues, collector_edges IN ACCESS EXCLUSIVE MODE")
+        assert [e["spanId"] for e in ok(c.query_trace({"traceId": f"{1:032x}"}))["events"]] == [f"{1:016x}"]
+        assert c.query_trace({"traceId": "f" * 32}).status == "not-found"
+        assert ok(c.query_service({"service": "orders"}))["invocations"] == 2
+        assert ok(c.query_topic({"topic": "orders:get"}))["consumers"] == ["orders"]
+        holder.execute("LOCK TABLE collector_catalog IN ACCESS EXCLUSIVE MODE")
+        assert ok(c.query_trace({"traceId": f"{2:032x}"}))["traceId"] == f"{2:032x}"
+    c.flush()
+
+
+def test_queries_cannot_starve_the_feeds(postgres_url: str) -> None:
+    """Issue 31: six query clients cut ingest from about 120 to 2 requests/s. Queries wait in threads and on
+    connections of their own: with every query connection stuck, feeds are still taken at once."""
+    c = collector(PostgresStore(postgres_url, timeout=60.0))
+    app = create_app(collector_service(c))
+    ok(c.traces({"events": [event(1)]}))
+
+    async def run() -> list[tuple[str, Any]]:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://c") as client:
+            with psycopg.connect(postgres_url) as holder:
+                holder.execute("LOCK TABLE collector_issues IN ACCESS EXCLUSIVE MODE")  # every fleet query waits
+                queries = [asyncio.create_task(invoke(client, "svc:mesh:query:fleet", {})) for _ in range(6)]
+                for n in range(2, 12):
+                    status, answer = await invoke(client, "svc:mesh:traces", {"events": [event(n)]})
+                    assert (status, answer) == ("ok", {"accepted": 1})
+                assert not any(query.done() for query in queries)  # the lock held them all the while
+            return await asyncio.gather(*queries)
+
+    answers = asyncio.run(run())
+    assert [status for status, _ in answers] == ["ok"] * 6
+    assert ok(c.query_topic({"topic": "orders:get"}))["invocations"] == 11
+    c.flush()
+
+
+def test_a_heartbeat_writes_its_own_instance_row_only(postgres_url: str) -> None:
+    clock = Clock()
+    c = collector(PostgresStore(postgres_url), clock=clock)
+    ok(c.register(descriptor("orders", [topic("orders:get")])))
+    for n in range(20):
+        ok(c.heartbeat(heartbeat("orders", instance=f"i-{n}")))
+    with psycopg.connect(postgres_url) as connection:
+        before: dict[str, int] = dict(connection.execute("SELECT key, touched FROM collector_catalog"))
+    clock.advance(30)
+    answer = ok(c.heartbeat(heartbeat("orders", instance="i-7")))
+    assert REREGISTER_KEY not in answer
+    with psycopg.connect(postgres_url) as connection:
+        after: dict[str, int] = dict(connection.execute("SELECT key, touched FROM collector_catalog"))
+    assert {key for key in after if after[key] != before.get(key)} == {"i-7"}
+    assert ok(c.query_service({"service": "orders"}))["instances"][-1]["instanceId"] == "i-7"
+    drifted = c.heartbeat(heartbeat("orders", instance="i-3", digest="sha256:other"))
+    assert ok(drifted)[REREGISTER_KEY] is True  # the descriptor hashes were read: drift is still found
+    c.flush()
+
+
+def test_psycopg_pool_warnings_are_throttled() -> None:
+    """Issue 31: while the database was away psycopg's pool logged a warning on every connection attempt."""
+    clock = Clock(0.0)
+    throttle = PoolWarnings(interval=60.0, clock=clock)
+
+    def passes(message: str) -> bool:
+        return throttle.filter(logging.LogRecord("psycopg.pool", logging.WARNING, "", 0, message, None, None))
+
+    assert [passes("error connecting") for _ in range(5)] == [True, False, False, False, False]
+    clock.advance(61)
+    record = logging.LogRecord("psycopg.pool", logging.WARNING, "", 0, "error connecting", None, None)
+    assert throttle.filter(record) and "4 similar warning(s) of the pool held back" in record.getMessage()
+
+
+def test_an_unreachable_database_logs_few_pool_warnings(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="psycopg.pool")
+    store = PostgresStore(f"postgresql://postgres@127.0.0.1:{free_port()}/none", timeout=0.3, probe_interval=0.05)
+    c = collector(store)
+    try:
+        for n in range(20):
+            assert c.traces({"events": [event(n)]}).status == "service-unavailable"
+    finally:
+        c.flush()
+    assert sum(record.name == "psycopg.pool" for record in caplog.records) <= 1

@@ -5,8 +5,12 @@ the feed fail and the collector unhealthy; compaction leaves one snapshot and no
 from __future__ import annotations
 
 import asyncio
+import errno
 import itertools
 import logging
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +23,11 @@ from svcgen.collector import (
     JsonFileStore,
     MemoryStore,
     SnapshotError,
+    StoreInUse,
     collector_service,
 )
-from tests.support.feeds import Clock, collector, descriptor, event, heartbeat, issue, memory, ok, topic
+from svcgen.collector import store as store_module
+from tests.support.feeds import Clock, collector, crash, descriptor, event, heartbeat, issue, memory, ok, topic
 
 
 def populate(c: Collector) -> None:
@@ -50,7 +56,8 @@ def answers(c: Collector) -> list[Any]:
 
 
 def files(directory: Path) -> list[str]:
-    return sorted(path.name for path in directory.iterdir())
+    """The store's files but its lock file (held while a collector runs on it)."""
+    return sorted(path.name for path in directory.iterdir() if not path.name.endswith(".lock"))
 
 
 @pytest.mark.parametrize("flushed", [False, True], ids=["from-the-log", "from-the-snapshot"])
@@ -272,3 +279,87 @@ def test_changes_after_a_restart_on_a_compacted_store_survive_the_next_restart(t
         if n == 0:
             c.flush()  # the snapshot now says which log segments it holds; new ones must come after them
     assert ok(collector(JsonFileStore(path)).query_topic({"topic": "orders:get"}))["invocations"] == 3
+
+
+def test_a_second_collector_on_one_json_store_refuses_to_start(tmp_path: Path) -> None:
+    """Issue 31: two collectors on one JSON store silently lost half of what they acknowledged. The store is
+    locked: the second refuses to start, naming the first; once the first has stopped, a collector starts."""
+    path = tmp_path / "collector.json"
+    first = Collector(JsonFileStore(path))
+    ok(first.register(descriptor("orders")))
+    with pytest.raises(StoreInUse, match=rf"another collector \(pid {os.getpid()}\) is using this store"):
+        Collector(JsonFileStore(path))
+    first.flush()
+    again = Collector(JsonFileStore(path))
+    assert [entry["service"] for entry in ok(again.query_fleet())["services"]] == ["orders"]
+    again.flush()
+
+
+def test_svcgen_collector_serve_on_a_store_in_use_exits_with_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "collector.json"
+    first = Collector(JsonFileStore(path))
+    try:
+        result = subprocess.run([sys.executable, "-m", "svcgen", "collector", "serve", "--port", "0", "--store",
+                                 str(path)], capture_output=True, text=True, timeout=60)  # fmt: skip
+    finally:
+        first.flush()
+    assert result.returncode == 1
+    (line,) = result.stderr.strip().splitlines()
+    assert "another collector" in line and "is using this store" in line
+
+
+def test_a_full_disk_reuses_the_empty_segment_and_loses_nothing_acknowledged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 31: under a full disk every refused write left one more empty log segment behind."""
+    path = tmp_path / "collector.json"
+    c = collector(JsonFileStore(path))
+    ok(c.register(descriptor("orders")))
+
+    def full(fd: int, data: bytes) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(store_module, "_write_all", full)
+        answers = {c.traces({"events": [event(n)]}).status for n in range(50)}
+    assert answers == {"service-unavailable"}
+    segments = [name for name in files(tmp_path) if name.endswith(".log")]
+    assert len(segments) <= 2, segments  # the register's segment and at most one fresh one, reused
+    assert ok(c.traces({"events": [event(99)]})) == {"accepted": 1}  # space again: taken at once
+    again = collector(JsonFileStore(path))
+    assert ok(again.query_topic({"topic": "orders:get"}))["invocations"] == 1
+
+
+def test_a_damaged_log_line_replays_up_to_the_damage_and_repair_recovers_the_rest(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 31: one damaged byte moved the whole store aside, with no way to repair it. The collector starts with
+    everything before the damage and keeps the rest aside; `svcgen collector repair` replays what it still holds."""
+    path = tmp_path / "collector.json"
+    store = JsonFileStore(path)
+    c = collector(store)
+    ok(c.register(descriptor("orders")))
+    for n in range(1, 4):
+        ok(c.traces({"events": [event(n)]}))
+    crash(store)  # killed: the four changes are in the log only
+    (segment,) = [tmp_path / name for name in files(tmp_path) if name.endswith(".log")]
+    lines = segment.read_bytes().split(b"\n")
+    lines[2] = b"#" + lines[2][1:]  # one damaged byte in the third change (the second traces batch)
+    segment.write_bytes(b"\n".join(lines))
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        started = collector(JsonFileStore(path))
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert "line 3 is not valid JSON" in warning and "svcgen collector repair" in warning
+    assert [s["service"] for s in ok(started.query_fleet())["services"]] == ["orders"]
+    assert ok(started.query_topic({"topic": "orders:get"}))["invocations"] == 1  # what came before the damage
+    assert [name for name in files(tmp_path) if ".damaged-" in name]
+    started.flush()
+    repaired = subprocess.run([sys.executable, "-m", "svcgen", "collector", "repair", "--store", str(path)],
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert repaired.returncode == 0, repaired.stderr
+    assert "replayed 1 change(s) from 1 damaged segment(s)" in repaired.stdout and "skipped 1" in repaired.stdout
+    again = collector(JsonFileStore(path))
+    assert ok(again.query_topic({"topic": "orders:get"}))["invocations"] == 2  # the damaged batch alone is lost
+    assert not [name for name in files(tmp_path) if ".damaged-" in name]
+    again.flush()

@@ -1,13 +1,19 @@
 import asyncio
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import httpx
+import orjson
 
-from svcgen.runtime import HealthCheckResult, Result
+from svcgen.runtime import Context, Dependencies, HealthCheckResult, Identity, Result, TraceContext, codec_for
+from svcgen.runtime._descriptor import build_descriptor
 from svcgen.runtime._health import HealthReport
 from svcgen.runtime._mesh.feeds import EnvelopeSender, FeedSender, heartbeat_document
+from svcgen.runtime._mesh.issues import IssueAggregator
+from svcgen.runtime._mesh.messages import Heartbeat, IssueBatch, ServiceDescriptor, TraceEntry
+from svcgen.runtime._mesh.traces import TraceEvent
+from tests.support.fakes import registry
 
 
 def collector_transport(answers: dict[str, Any], seen: list[dict[str, Any]]) -> httpx.MockTransport:
@@ -102,3 +108,27 @@ def test_heartbeat_document_omits_unknowns_and_defaults_health() -> None:
         "descriptorHash": "sha256:ab",
         "health": {"isHealthy": False, "healthChecks": {"db": {"status": "failed", "detail": "down"}}},
     }
+
+
+def test_what_a_reporter_sends_is_byte_for_byte_what_the_collectors_records_encode() -> None:
+    """One wire rule: each feed body, decoded by the record the collector reads it with and encoded again, is the
+    same bytes, key order and time form (`...123Z`) included."""
+    moment = datetime(2026, 11, 22, 10, 0, 0, 123000, tzinfo=UTC).timestamp()
+    report = HealthReport({"db": HealthCheckResult.ok(), "cache": HealthCheckResult.failed("down")})
+    trace = TraceContext("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331", "00f067aa0ba902b7")
+    event = TraceEvent(trace, "orders", "orders:place", "service-unavailable", "i-1", "v1", "KeyError", 12.3456789,
+                       moment, "c-1", False, "http")  # fmt: skip
+    issues = IssueAggregator("orders", clock=lambda: moment)
+    issues.observe(event, Context("orders:place", "v1", {}, Dependencies().open_scope(), transport="http"))
+    descriptor = build_descriptor(Identity("orders", "1.0.0", "i-1", placement={"zone": "a"}), registry(), [])
+    bodies: list[tuple[type[Any], Any]] = [
+        (Heartbeat, heartbeat_document("orders", moment, report, instance_id="i-1", descriptor_hash="sha256:ab")),
+        (TraceEntry, event.to_wire()),
+        (IssueBatch, issues.flush()),
+        (ServiceDescriptor, descriptor.document),
+    ]
+    for record, body in bodies:
+        codec = codec_for(record)
+        assert orjson.dumps(codec.encode(codec.decode(body))) == orjson.dumps(body), record.__name__
+    assert event.to_wire()["startedAt"] == "2026-11-22T10:00:00.123Z"
+    assert bodies[2][1]["issues"][0]["firstSeen"] == "2026-11-22T10:00:00.123Z"

@@ -276,3 +276,35 @@ def test_undelivered_trace_events_are_logged_once_per_beat(caplog: pytest.LogCap
         "7 trace event(s) never reached the collector since the last beat (7 in all)",
         "2 trace event(s) never reached the collector since the last beat (9 in all)",
     ]
+
+
+def test_a_batch_answered_bad_request_is_dropped_counted_and_logged_never_resent(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 31: the collector refused a poisoned batch and the reporter resent it forever, holding back every
+    batch after it. A `bad-request` answer will not change on a resend: the batch is dropped, counted, logged."""
+    sender = RecordingSender()
+    refused = Result.bad_request("traces: a value cannot be stored")
+    sender.script("svc:mesh:traces", refused)
+    sender.script("svc:mesh:issues", Result.bad_request("issues: a value cannot be stored"))
+    source = Source([{"traceId": "poison"}])
+    issue = {"fingerprint": "f" * 32, "count": 1}
+    reporter = make(sender, source, issues=[issue])
+    caplog.set_level(logging.WARNING, logger="svcgen.mesh.reporter")
+
+    async def run() -> None:
+        await reporter.flush_traces()
+        source.add({"traceId": "next"})
+        await reporter.flush_traces()
+        await reporter.beat()
+        await reporter.beat()
+
+    asyncio.run(run())
+    assert sent(sender, "traces") == [{"events": [{"traceId": "poison"}], "batchId": "b-1"},
+                                      {"events": [{"traceId": "next"}], "batchId": "b-2"}]  # fmt: skip
+    assert [batch["batchId"] for batch in sent(sender, "issues")] == ["b-3", "b-4"]  # b-3 not resent
+    assert (reporter.refused_trace_events, reporter.refused_issue_batches) == (1, 1)
+    assert reporter.pending_trace_events == 0
+    logged = [record.getMessage() for record in caplog.records]
+    assert any("trace batch b-1 of 1 refused by the collector" in line and "not resent" in line for line in logged)
+    assert any("issue batch b-3 refused by the collector" in line for line in logged)

@@ -273,7 +273,8 @@ def test_a_feed_acknowledged_right_before_sigkill_is_there_after_the_restart(tmp
                "status": "ok"} for n in range(50)]  # fmt: skip
     try:
         collector.start()
-        assert invoke(collector.base, "svc:mesh:register", {"service": "orders", "topics": []})[0] == "ok"
+        assert invoke(collector.base, "svc:mesh:register", {"service": "orders", "topics": [
+            {"id": "orders:place", "requestSchema": {}, "responseSchema": {}}]})[0] == "ok"
         assert invoke(collector.base, "svc:mesh:traces", {"events": events}) == ("ok", {"accepted": 50})
         collector.kill()
         collector.start()

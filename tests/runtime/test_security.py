@@ -207,3 +207,35 @@ def test_wiring_refuses_credentials_for_a_topic_it_does_not_produce() -> None:
     wiring.credentials["x:y"] = ApiKey("x-api-key", "k")
     with pytest.raises(WiringError, match="x:y"):
         wiring.sender(["a:b"])
+
+
+def test_callers_during_the_first_fetch_wait_for_it() -> None:
+    key = rsa_key()
+
+    class SlowJwks(JwksTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            await asyncio.sleep(0.05)
+            return await super().handle_async_request(request)
+
+    transport = SlowJwks(jwks_of(key))
+    guard = Guard(Security.declare([staff_scheme(jwks="https://id.test/jwks")], default=["staff"]), transport=transport)
+    good = bearer(token(key))
+
+    async def burst() -> list[Any]:
+        answers: list[Any] = await asyncio.gather(*(guard.check(guard.security.default, good) for _ in range(20)))
+        return answers
+
+    assert all(isinstance(answer, Principal) for answer in run(burst()))
+    assert transport.requests == 1
+
+
+def test_without_the_jwt_extra_the_start_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(__import__("sys").modules, "jwt", None)  # as if PyJWT were not installed
+    security = Security.declare([staff_scheme(jwks="https://id.test/jwks")], default=["staff"])
+    with pytest.raises(WiringError, match=r"pip install 'svcgen\[jwt\]'"):
+        Wiring(environ={}).guard(security)
+    guard = Guard(security)  # built anyway (as `svcgen build` does for the documents): refuses, never a 500
+    answer = run(guard.check(guard.security.default, bearer("a.b.c")))
+    assert answer.status == "unauthorized"
+    api_only = Security.declare([ApiKeyScheme("partner")], default=["partner"])
+    Wiring(environ={}).guard(api_only)  # API-key schemes need nothing more

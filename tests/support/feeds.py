@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from svcgen.collector import Collector, CollectorLimits, MemoryBackend, MemoryStore, Store
+from svcgen.collector import Collector, CollectorLimits, JsonFileStore, MemoryBackend, MemoryStore, Store
 from svcgen.collector.store import Backend
 
 START = 1_800_000_000.0
@@ -28,7 +30,27 @@ default_store: StoreFactory = MemoryStore
 """The store `collector()` uses when given none; the `any_store` fixture runs a test on each kind."""
 
 
+_open_stores: dict[Path, JsonFileStore] = {}
+"""The JSON-file store each path was last opened with by `collector()`."""
+
+
+def crash(store: JsonFileStore) -> None:
+    """Leave `store` as a killed collector would: its lock released (the kernel does that for a dead process), its
+    background work stopped, nothing more written (no compaction)."""
+    store._stop.set()
+    if store._claim is not None:
+        os.close(store._claim)
+        store._claim = None
+
+
 def collector(store: Store | Backend | None = None, clock: Clock | None = None, **options: Any) -> Collector:
+    """A collector for a test; on a JSON-file store another collector of the test left open is crashed first, as
+    a restart after a kill (one store takes one collector)."""
+    if isinstance(store, JsonFileStore):
+        earlier = _open_stores.get(store.path.resolve())
+        if earlier is not None and earlier is not store:
+            crash(earlier)
+        _open_stores[store.path.resolve()] = store
     limits = options.pop("limits", None) or CollectorLimits()
     return Collector(store if store is not None else default_store(), clock=clock or Clock(), limits=limits,
                      **options)  # fmt: skip

@@ -7,6 +7,8 @@ needs at least one call; the rate needs the edge's first start time.
 `requestsPerMinute` is the edge's calls over the trace window's span: from the edge's first call to the end of
 the window (the newest start time the collector has counted, any service), never less than 60 s. So 2 calls
 0.3 s apart are 2 per minute, not thousands, and an edge that went quiet decays instead of keeping its burst rate.
+Start times are held to the collector's own clock (the snapshot's `savedAt`): one from a clock in the future is
+taken as now, so one such service cannot push the window's end out and collapse every rate.
 """
 
 from __future__ import annotations
@@ -31,10 +33,12 @@ def build_topology(snapshot: Snapshot, *, generated_at: str) -> Json:
 
 
 def window_end(snapshot: Snapshot) -> float | None:
-    """The newest start time among the counted calls and the edges, epoch seconds; None when none has one."""
+    """The newest start time among the counted calls and the edges, epoch seconds, none later than the collector's
+    clock when it took the snapshot; None when none has one."""
     times = [parse_rfc3339(counter.get("lastStartedAt")) for counter in snapshot["counters"]]
     times += [parse_rfc3339(edge.get("lastStartedAt")) for edge in snapshot["edges"]]
-    known = [at for at in times if at is not None]
+    now = parse_rfc3339(snapshot.get("savedAt")) or math.inf
+    known = [min(at, now) for at in times if at is not None]
     return max(known) if known else None
 
 
@@ -62,9 +66,13 @@ def percentile(ordered: Sequence[float], rank: float) -> float | None:
 
 
 def requests_per_minute(count: int, first: str | None, last: str | None, end: float | None = None) -> float | None:
-    """Calls per minute from `first` to `end` (else `last`), the span never less than MIN_RATE_SPAN_SECONDS."""
-    start = parse_rfc3339(first)
-    stop = max(at for at in (parse_rfc3339(last), end, start) if at is not None) if start is not None else None
+    """Calls per minute from `first` to `end` (else `last`), the span never less than MIN_RATE_SPAN_SECONDS; times
+    after `end` (from a clock in the future) are taken as `end`."""
+    start, stop_at = parse_rfc3339(first), parse_rfc3339(last)
+    if end is not None:
+        start = min(start, end) if start is not None else None
+        stop_at = min(stop_at, end) if stop_at is not None else None
+    stop = max(at for at in (stop_at, end, start) if at is not None) if start is not None else None
     if start is None or stop is None or count <= 0:
         return None
     return count / (max(stop - start, MIN_RATE_SPAN_SECONDS) / 60)

@@ -6,11 +6,12 @@ It runs in its own tasks, so nothing it does (a slow, refusing or broken collect
 every send is bounded by its sender's timeout.
 
 Every batch carries a `batchId`, the same on every resend, so the collector can deduplicate a batch that arrived
-although its answer did not: any failed send (refused, unreachable, timed out) is kept whole and resent. What
-cannot be kept is counted, never silent: events the trace queue dropped when full, batches pushed out of a
-full issue retry buffer, and whatever is still queued or unsent when shutdown's deadline passes. While one
-trace batch waits to be resent nothing more is drained, so the trace queue (bounded, counting its drops) is the
-only place events wait.
+although its answer did not: any failed send (unreachable, timed out, the collector unable to persist) is kept whole
+and resent. A batch the collector answers `bad-request` is dropped, counted and logged instead: it would be refused
+on every resend and hold back everything after it. What cannot be kept is counted, never silent: events the trace
+queue dropped when full, batches pushed out of a full issue retry buffer, and whatever is still queued or unsent
+when shutdown's deadline passes. While one trace batch waits to be resent nothing more is drained, so the trace
+queue (bounded, counting its drops) is the only place events wait.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from typing import Any, Final
 
 from .._descriptor import Descriptor
 from .._health import HealthReport
+from .._result import Result
+from .._status import BAD_REQUEST
 from .clock import WallClock, wall_clock
 from .feeds import REREGISTER_KEY, FeedSender, heartbeat_document
 
@@ -113,6 +116,10 @@ class Reporter:
         source's own drops (a full queue) are in `dropped`."""
         self.lost_issue_batches = 0
         """Non-empty issue batches pushed out of the full issue retry buffer or unsent at shutdown."""
+        self.refused_trace_events = 0
+        """Events of trace batches the collector answered `bad-request`: dropped, never resent."""
+        self.refused_issue_batches = 0
+        """Issue batches the collector answered `bad-request`: dropped, never resent."""
         self._trace_failures = 0
         self._unsent: _TraceBatch | None = None
         """The batch whose send failed, kept whole with its id and resent before anything newer."""
@@ -207,11 +214,11 @@ class Reporter:
             return
         delivering = True
         while self._issue_retry and delivering:
-            delivering = (await self.feeds.issues(self._issue_retry[0])).is_successful
+            delivering = self._taken(await self.feeds.issues(self._issue_retry[0]), self._issue_retry[0])
             if delivering:
                 self._issue_retry.popleft()
         batch = {**self.issues(), "batchId": self.batch_ids()}
-        if delivering and (await self.feeds.issues(batch)).is_successful:
+        if delivering and self._taken(await self.feeds.issues(batch), batch):
             return
         if batch.get("issues"):
             self._issue_retry.append(batch)
@@ -220,6 +227,15 @@ class Reporter:
                 self.lost_issue_batches += 1
                 logger.warning("issue retry buffer full (%d batches): the oldest batch was dropped (%d in all)",
                                self.issue_retry_cap, self.lost_issue_batches)
+
+    def _taken(self, sent: Result[Any], batch: Mapping[str, Any]) -> bool:
+        """Whether an issue batch is done with: accepted, or refused as `bad-request` (dropped, counted, logged)."""
+        if sent.status == BAD_REQUEST:
+            self.refused_issue_batches += 1
+            logger.warning("issue batch %s refused by the collector (%s); dropped, not resent (%d so far)",
+                           batch.get("batchId"), (sent.detail or "")[:200], self.refused_issue_batches)  # fmt: skip
+            return True
+        return sent.is_successful
 
     async def _send_traces(self, batch: _TraceBatch) -> bool:
         try:
@@ -234,6 +250,12 @@ class Reporter:
             self.trace_batches_sent += 1
             self._trace_failures = 0
             return True
+        if sent.status == BAD_REQUEST:
+            self.refused_trace_events += len(batch.events)
+            logger.warning("trace batch %s of %d refused by the collector (%s); dropped, not resent (%d event(s) "
+                           "refused so far)", batch.batch_id, len(batch.events), (sent.detail or "")[:200],
+                           self.refused_trace_events)  # fmt: skip
+            return True  # the next batch goes on: resending this one would be refused again, forever
         self._trace_failures += 1
         if self._trace_failures == 1:  # once per outage, not once a second
             logger.info("trace batch %s of %d not delivered (%s); resending it until it is", batch.batch_id,

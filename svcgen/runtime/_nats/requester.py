@@ -4,6 +4,8 @@ A target is `nats://host:port/<service>`: the message goes to `svc.topic.<servic
 NATS headers (the version as `svc-version`, the trace as `traceparent`), and the reply is the callee's response
 envelope, whose statusCode is the result's status. Like `HttpSender`, a send never raises: no responders is
 `service-unavailable` at once, no reply within the timeout `timeout`, anything else on the way a failed `Result`.
+Each message carries how long its sender still waits (`svc-deadline`, milliseconds: its timeout, or what is left of
+the current deadline when that is sooner), so a callee does not start work nobody waits for any more.
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ class NatsSender(ClosesOnExit):
       its own and closes them in `aclose`.
     - `extra_headers`: as `HttpSender`'s, e.g. `propagation_headers`, so the callee joins the caller's trace.
     - Payloads are sent as `HttpSender` sends them: `bytes`/`str` as JSON text, `None` empty, else as JSON.
-    - Within a deadline, what is left goes out as `svc-deadline` and bounds the wait, as with `HttpSender`.
+    - The wait (`timeout`, or what is left of the current deadline when sooner) goes out as `svc-deadline`;
+      `clock` (monotonic) measures the deadline.
     """
 
     def __init__(
@@ -93,7 +96,8 @@ class NatsSender(ClosesOnExit):
                 return Result.of(TIMEOUT, detail=f"the deadline passed before calling {where}")
             wait = min(wait, left)
         try:
-            reply = await connection.request(subject, body, timeout=wait, headers=self._headers(headers, left))
+            # The wait goes out as the callee's deadline: past it nobody reads the answer.
+            reply = await connection.request(subject, body, timeout=wait, headers=self._headers(headers, wait))
         except errors.NoRespondersError:
             return Result.of(SERVICE_UNAVAILABLE, detail=f"no service answers on {where}")
         except errors.TimeoutError:
@@ -105,9 +109,9 @@ class NatsSender(ClosesOnExit):
             return Result.of(SERVICE_UNAVAILABLE, detail=f"cannot reach {where} ({type(exc).__name__})")
         return answer_of(reply.data, where)
 
-    def _headers(self, headers: Mapping[str, str] | None, left: float | None) -> dict[str, str] | None:
+    def _headers(self, headers: Mapping[str, str] | None, left: float) -> dict[str, str]:
         merged = outbound_headers(headers, self._extra_headers, left)
-        return {name: value.decode("latin-1") for name, value in merged.items()} or None
+        return {name: value.decode("latin-1") for name, value in merged.items()}
 
     async def aclose(self) -> None:
         self._closed = True

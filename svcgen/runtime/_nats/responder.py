@@ -11,22 +11,28 @@ Every message with a reply subject gets a response envelope. What HTTP answers w
 malformed envelope, a message over the size or header limit, a binding fault) is an envelope whose statusCode is
 the same failure status, with the same detail. A message without a reply subject is dropped and counted: nobody
 could read its answer. Invocations run concurrently up to `max_in_flight`; past that the subscription's own bounded
-queue holds the rest.
+queue holds the rest. One topic runs at most `topic_slots` of them: past that its messages are answered
+`too-many-requests` at once, so a slow topic cannot take every slot and stall the others. A message whose
+requester's deadline (the `svc-deadline` header, which `NatsSender` sets) has passed when it is taken is dropped,
+counted, and never run: nobody waits for its answer. `stop` stops taking messages: those still queued are answered
+`service-unavailable` without running, the running ones get what is left of `stop_timeout`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Final, TypeAlias
 
 import orjson
 
 from .. import _status as st
+from .._deadline import DEADLINE_HEADER, Clock, caller_deadline, deadline_header
 from .._envelope import EnvelopeError, parse_envelope, response_envelope_bytes
 from .._http.limits import LimitExceeded, Limits, check_headers
-from .._invocation import Invocation, lowered
+from .._invocation import NO_HEADERS, Invocation, lowered
 from .._pipeline import cancelled_from_outside
 from .._result import Outcome, Result
 from .._service import Service
@@ -42,6 +48,8 @@ logger = logging.getLogger("svcgen.nats")
 TRANSPORT: Final = "nats"
 DEFAULT_MAX_IN_FLIGHT: Final = 256
 """Invocations one binding runs at once."""
+DEFAULT_TOPIC_SLOTS: Final = 64
+"""Invocations of one topic one binding runs at once."""
 PENDING_MESSAGES: Final = 10_000
 PENDING_BYTES: Final = 64 * 1024 * 1024
 """The subscription's queue of messages not yet taken, in messages and bytes; past either the NATS client drops
@@ -63,6 +71,15 @@ async def invoke_topic(
     return await service.invoke(invocation)
 
 
+def _envelope_topic(data: bytes) -> str:
+    """The topic an envelope names, for its slots; "" when it names none (the invocation then fails at once)."""
+    try:
+        topic = orjson.loads(data).get("topic")
+    except (orjson.JSONDecodeError, AttributeError):
+        return ""
+    return topic[:256] if isinstance(topic, str) else ""
+
+
 def failure_envelope(status: str, detail: str) -> bytes:
     failure = Result.of(status, detail=detail)
     return response_envelope_bytes(Outcome(failure, orjson.dumps(failure.failure_body())))
@@ -80,7 +97,9 @@ class NatsBinding:
         *,
         limits: Limits | None = None,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        topic_slots: int = DEFAULT_TOPIC_SLOTS,
         stop_timeout: float = STOP_TIMEOUT,
+        clock: Clock = time.monotonic,
     ) -> None:
         self.service = service
         self.limits = limits or Limits()
@@ -90,11 +109,19 @@ class NatsBinding:
         self.stop_timeout = stop_timeout
         self.unanswerable = 0
         """Messages dropped because they had no reply subject."""
+        self.expired = 0
+        """Messages dropped unrun because their requester's deadline had passed."""
+        self.refused = 0
+        """Messages answered `too-many-requests` (their topic's slots full) or, while stopping, unrun."""
+        self.topic_slots = topic_slots
+        self.clock = clock
         self.reply_errors = 0
         self._source = connection
         self._connection: Client | None = None
         self._slots = asyncio.Semaphore(max_in_flight)
         self._running: set[asyncio.Task[None]] = set()
+        self._per_topic: dict[str, int] = {}
+        self._stopping = False
         self._subscriptions: list[Subscription] = []
 
     async def start(self) -> None:
@@ -114,41 +141,88 @@ class NatsBinding:
         logger.info("serving %s over NATS on %s and %s.>", self.queue, self.invoke_subject, self.topic_prefix)
 
     async def stop(self) -> None:
-        """Stop taking messages, answer the ones taken, then return; the connection stays open."""
+        """Stop taking messages (the queued ones are answered `service-unavailable`, unrun), give the running ones
+        what is left of `stop_timeout`, cancel the rest, then return; the connection stays open."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.stop_timeout
+        self._stopping = True
         subscriptions, self._subscriptions = self._subscriptions, []
         for subscription in subscriptions:
             try:
-                await subscription.drain()  # type: ignore[no-untyped-call]  # nats-py leaves it unannotated
+                drained = subscription.drain()  # type: ignore[no-untyped-call]  # nats-py leaves it unannotated
+                await asyncio.wait_for(drained, timeout=max(0.0, deadline - loop.time()))
             except Exception as error:
                 logger.warning("NATS: unsubscribing failed (%s)", type(error).__name__)
         if self._running:
-            _, late = await asyncio.wait(set(self._running), timeout=self.stop_timeout)
+            _, late = await asyncio.wait(set(self._running), timeout=max(0.0, deadline - loop.time()))
             for task in late:
                 task.cancel()
 
     async def _on_envelope(self, msg: Msg) -> None:
-        await self._take(msg, self._answer_envelope)
+        await self._take(msg, self._answer_envelope, _envelope_topic(msg.data))
 
     async def _on_topic(self, msg: Msg) -> None:
-        await self._take(msg, self._answer_topic)
+        called = topic_of(msg.subject, self.topic_prefix)
+        await self._take(msg, self._answer_topic, called[0] if called is not None else "")
 
-    async def _take(self, msg: Msg, answer: Callable[[Msg], Awaitable[bytes]]) -> None:
-        """The subscription's callback: runs the answer as its own task, so one slow handler holds up no other."""
+    async def _take(self, msg: Msg, answer: Callable[[Msg], Awaitable[bytes]], topic: str) -> None:
+        """The subscription's callback: runs the answer as its own task, so one slow handler holds up no other;
+        never waits on a topic's slots, so one slow topic holds up no other topic."""
         if not msg.reply:
             self.unanswerable += 1
             if (self.unanswerable - 1) % LOG_EVERY == 0:
                 logger.warning("NATS: %d message(s) without a reply subject dropped", self.unanswerable)
             return
+        # `svc-deadline` is what the requester still waits, from now: fixed here, so waiting for a slot counts.
+        deadline = caller_deadline(msg.headers or NO_HEADERS, self.clock())
+        if self._expired(deadline):
+            return
+        if self._stopping:
+            await self._refuse_stopping(msg)
+            return
+        running = self._per_topic.get(topic, 0)
+        if running >= self.topic_slots:
+            self.refused += 1
+            detail = f"{running} invocations of this topic are running here already; try again later"
+            await self._publish(msg.reply, failure_envelope(st.TOO_MANY_REQUESTS, detail))
+            return
         await self._slots.acquire()
-        task = asyncio.create_task(self._reply(msg, answer))
+        if self._stopping:  # it waited for a slot while `stop` began
+            self._slots.release()
+            await self._refuse_stopping(msg)
+            return
+        self._per_topic[topic] = self._per_topic.get(topic, 0) + 1
+        task = asyncio.create_task(self._reply(msg, answer, deadline))
         self._running.add(task)
-        task.add_done_callback(self._finished)
+        task.add_done_callback(lambda done: self._finished(done, topic))
 
-    def _finished(self, task: asyncio.Task[None]) -> None:
+    async def _refuse_stopping(self, msg: Msg) -> None:
+        self.refused += 1
+        detail = "the service is stopping; send it again (another replica may take it)"
+        await self._publish(msg.reply, failure_envelope(st.SERVICE_UNAVAILABLE, detail))
+
+    def _expired(self, deadline: float | None) -> bool:
+        """Whether the requester's deadline has passed (then the message is dropped: nobody reads its answer)."""
+        passed = deadline is not None and deadline <= self.clock()
+        if passed:
+            self.expired += 1
+            if (self.expired - 1) % LOG_EVERY == 0:
+                logger.warning("NATS: %d message(s) past their requester's deadline dropped unrun", self.expired)
+        return passed
+
+    def _finished(self, task: asyncio.Task[None], topic: str) -> None:
         self._running.discard(task)
         self._slots.release()
+        left = self._per_topic.pop(topic, 1) - 1
+        if left:
+            self._per_topic[topic] = left
 
-    async def _reply(self, msg: Msg, answer: Callable[[Msg], Awaitable[bytes]]) -> None:
+    async def _reply(self, msg: Msg, answer: Callable[[Msg], Awaitable[bytes]], deadline: float | None) -> None:
+        if self._expired(deadline):  # it may have waited for a slot past its deadline
+            return
+        if deadline is not None and msg.headers:
+            # What is left now: the handler's deadline does not restart after the wait for a slot.
+            msg.headers[DEADLINE_HEADER] = deadline_header(deadline - self.clock())
         try:
             reply = await answer(msg)
         except LimitExceeded as exc:
