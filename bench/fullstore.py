@@ -65,6 +65,12 @@ def build(url: str, args: argparse.Namespace) -> float:
             "'[]'::json), 300, nextval('collector_touch') FROM generate_series(0, %s - 1) s",
             (TOPICS, services, STARTED_AT, services),
         )
+        db.execute(  # the topic index the collector keeps beside the catalog: handled and sent topics
+            "INSERT INTO collector_topics (topic, service) SELECT 'svc' || s || ':op' || t, 'svc' || s "
+            "FROM generate_series(0, %s - 1) s, generate_series(0, %s - 1) t UNION "
+            "SELECT 'svc' || ((s + 1) %% %s) || ':op0', 'svc' || s FROM generate_series(0, %s - 1) s",
+            (services, TOPICS, services, services),
+        )
         db.execute(
             "INSERT INTO collector_catalog (kind, service, key, document, bytes, touched) "
             "SELECT 'instances', 'svc' || s, 'i-' || s, json_build_object('service', 'svc' || s, 'instanceId', "

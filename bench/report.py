@@ -83,6 +83,12 @@ BENCHES = (
           "httpx (what `HttpSender` uses), through a raw keep-alive HTTP socket (no client library), and as a "
           "nats-py request on the per-topic subject (what `NatsSender` uses), taking turns in every round; and "
           "the server's CPU per request over HTTP and over NATS."),
+    Bench("events", "Events over JetStream (bench/events.py)",
+          "svcgen's events against FastStream's on the same JetStream server in the same run: each publishes 2000 "
+          "events (64 publishes awaiting their acknowledgement at once) to a stream of its own, keyed, and handles "
+          "them with a durable pull consumer that decodes the typed payload and acknowledges after the handler; "
+          "throughput from the first publish to the last handling, publish→handle latency per event; the systems "
+          "take turns in every round, who goes first alternating."),
     Bench("resilience", "Resilience (bench/resilience.py)",
           "CPU time of the calling thread per call. Idempotency: `Service.invoke` of a typed non-idempotent topic "
           "with a fresh `Idempotency-Key` per call (claim, run, keep the answer in the memory store at its cap) "
@@ -104,6 +110,15 @@ BENCHES = (
           "query p50 at the cap within 2x of the empty store's; trace ingest on PostgreSQL (one and two replica "
           "processes on one database) beside the in-memory store at both sizes: throughput flat, and the two "
           "replicas' against one's."),
+    Bench("fullstore", "Collector at fleet scale on PostgreSQL (bench/fullstore.py)",
+          "A full store built in the database with generate_series (10,000 services, 1,000,000 trace events, "
+          "100,000 counters and 100,000 issue fingerprints), then one collector replica over HTTP (uvicorn, its "
+          "own process): the p50 of each query, trace ingest (2 senders, batches of 100) alone and with 6 query "
+          "clients in the same run, the replica's RSS after the run, and the heartbeat's p50 at 10 and at 10,000 "
+          "instances of one service."),
+    Bench("catalogrss", "What the byte budgets cost in memory (bench/catalogrss.py)",
+          "A memory collector's catalog filled to its 32 MiB JSON budget with descriptors decoded from JSON text, "
+          "and its trace window to its cap: the RSS growth beside the budget each fills."),
 )  # fmt: skip
 
 

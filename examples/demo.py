@@ -4,6 +4,8 @@
 2. A live mesh: build orders, payments and inventory with real handlers, run a collector, send mixed traffic
    (successes, validation errors, a handler exception, calls from orders to payments), probe every service,
    print the fleet and one trace spanning two services, write the UI artifacts and the dashboard.
+3. Events over JetStream: bookings publishes `bookings:booked`, notifications handles it; a confirmation that
+   keeps failing is dead-lettered, then replayed once the cause is fixed.
 """
 
 from __future__ import annotations
@@ -111,9 +113,11 @@ def main() -> None:
                    "countryCode": "FR"}
         show(client, "POST", "/v2/orders", {**ORDER, "shippingAddress": address})
         show(client, "POST", "/svc/invoke/orders:place/v1", ORDER)
+    import demo_events
     import demo_mesh
 
     demo_mesh.run()
+    demo_events.run()
     print("\n=== demo done: the packages are in out/, the mesh state in out/mesh/")
 
 

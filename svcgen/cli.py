@@ -539,3 +539,33 @@ def _fail(lines: Iterable[str], status: int = 1) -> NoReturn:
     for line in lines:
         click.echo(line, err=True)
     raise SystemExit(status)
+
+
+
+@main.group()
+def events() -> None:
+    """Events over JetStream (docs/events.md)."""
+
+
+@events.command("dead-letters")
+@click.argument("action", type=click.Choice(["list", "replay", "drop"]))
+@click.option("--nats", "url", metavar="URL", envvar="SVCGEN_NATS", required=True,
+              help="The NATS server (nats://host:port); default $SVCGEN_NATS.")
+@click.option("--subscriber", metavar="SERVICE", help="Only the dead letters of this subscribing service.")
+@click.option("--event", metavar="EVENT", help="Only those of this event id (every version); needs --subscriber.")
+def dead_letters_command(action: str, url: str, subscriber: str | None, event: str | None) -> None:
+    """List (one line each, with its payload), replay (republish to the original subject under a new message id,
+    then remove) or drop what subscribers gave up on."""
+    from .deadletters import run
+    from .runtime._nats.connections import NatsError
+
+    if event is not None and subscriber is None:
+        _fail(["--event needs --subscriber: dead letters are kept per subscriber"], status=2)
+    try:
+        count = asyncio.run(run(action, url, subscriber, event, click.echo))
+    except NatsError as error:
+        _fail([str(error)])
+    except Exception as error:
+        _fail([f"dead letters at {url}: {type(error).__name__}: {error}"])
+    done = {"list": "dead letter(s)", "replay": "replayed", "drop": "dropped"}[action]
+    click.echo(f"{count} {done}", err=True)

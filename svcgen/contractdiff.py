@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .manifest.model import EnumDef, FieldDef, Manifest, RecordDef, Requirement, Requirements, TopicDef
+from .manifest.model import EnumDef, FieldDef, Manifest, RecordDef, Requirement, Requirements, RouteDef, TopicDef
 from .manifest.typeexpr import TypeExpr
 
 # The rules live in the runtime (the mesh judges live contracts by them too); they stay this module's names.
@@ -110,10 +110,42 @@ def diff_manifests(old: Manifest, new: Manifest, levels: Mapping[str, Level] | N
     def leveled(finding: Finding) -> Finding:
         return replace(finding, level=overrides[finding.rule]) if finding.rule in overrides else finding
 
+    old, new = with_events(old), with_events(new)
     scoped = [(topic, leveled(finding)) for topic, finding in _Differ(old, new).findings()]
     found = [finding for _, finding in scoped]
     gate = [leveled(finding) for finding in _gate(old, new, scoped)]
-    return DiffReport(tuple(sorted([*found, *gate], key=lambda finding: (finding.path, finding.rule))))
+    events = {topic_key(topic) for topic in (*old.topics, *new.topics) if topic.routes == _EVENT_MARK}
+    ordered = sorted((_as_event(finding, events) for finding in [*found, *gate]), key=lambda f: (f.path, f.rule))
+    return DiffReport(tuple(ordered))
+
+
+_EVENT_MARK: tuple[RouteDef, ...] = (RouteDef("EVENT", "/"),)
+"""Marks the topic an event stands in for while diffing (never rendered: routes are not diffed for it)."""
+_NO_PAYLOAD = TypeExpr("scalar", "any")
+
+
+def _event_topic(event_id: str, version: str, payload: TypeExpr, summary: str | None) -> TopicDef:
+    """An event as the diff walks it: a topic whose response is the payload, since the payload flows from its
+    publisher to its subscribers as a response flows from an owner to its callers (the response-direction rules)."""
+    return TopicDef(event_id, version, _NO_PAYLOAD, payload, summary, _EVENT_MARK)
+
+
+def with_events(manifest: Manifest) -> Manifest:
+    """`manifest` with each published event among its topics (as `_event_topic`), unless a topic has its key."""
+    taken = {(topic.id, topic.version) for topic in manifest.topics}
+    events = tuple(_event_topic(event.id, event.version, event.payload, event.summary) for event in manifest.events
+                   if (event.id, event.version) not in taken)  # fmt: skip
+    return replace(manifest, topics=manifest.topics + events) if events else manifest
+
+
+def _as_event(finding: Finding, events: set[str]) -> Finding:
+    """An event's finding in its own words: its payload, not a response."""
+    key, dot, rest = finding.path.partition(".")
+    if key not in events:
+        return finding
+    if dot and rest.startswith("response"):
+        return replace(finding, path=f"{key}.payload{rest[len('response'):]}")
+    return finding
 
 
 @dataclass(frozen=True)
@@ -217,6 +249,33 @@ def compat_manifests(manifests: Sequence[Manifest], levels: Mapping[str, Level] 
                               replace(finding, level=overrides[finding.rule]) if finding.rule in overrides else finding)
                 for owner_name, finding in found
             ]
+    # A subscription against its publisher's event: the subscriber's copy (or `from:` snapshot) is the old contract.
+    for subscriber in manifests:
+        for entry in subscriber.subscribes:
+            key = f"{entry.id}@{entry.version}" if entry.version else entry.id
+            publishers = [manifest for manifest in manifests if manifest.service == entry.publisher]
+            events = [(publisher, event) for publisher in publishers for event in publisher.events
+                      if event.id == entry.id and event.version == entry.version]  # fmt: skip
+            if not events:
+                if publishers and any(event.id == entry.id for event in publishers[0].events):
+                    checked += 1
+                    missing = _finding("topic-version-removed", key, key, None)
+                    findings.append(CompatFinding(subscriber.service, entry.publisher, missing))
+                else:
+                    unmatched.append(Unmatched(subscriber.service, key))
+                continue
+            checked += 1
+            for publisher, event in events:
+                copy = replace(subscriber, topics=(_event_topic(entry.id, entry.version, entry.payload, None),),
+                               produces=(), events=())  # fmt: skip
+                served = replace(publisher, topics=(_event_topic(event.id, event.version, event.payload, None),),
+                                 produces=(), events=())  # fmt: skip
+                for _, finding in _Differ(copy, served).findings():
+                    if finding.direction == "response":
+                        finding = _as_event(finding, {key})
+                        if finding.rule in overrides:
+                            finding = replace(finding, level=overrides[finding.rule])
+                        findings.append(CompatFinding(subscriber.service, publisher.service, finding))
     ordered = sorted(findings, key=lambda item: (item.producer, item.owner, item.finding.path, item.finding.rule))
     return CompatReport(tuple(ordered), tuple(unmatched), checked)
 

@@ -8,6 +8,7 @@ the running registry cannot disagree.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..manifest.model import Manifest, MeshDef, Requirements, SecurityDef, TopicDef
 from ..manifest.typeexpr import TypeExpr
@@ -19,6 +20,9 @@ from .errors import CodegenError
 from .imports import Imports
 from .pynames import is_module_name
 from .typehints import annotation
+
+if TYPE_CHECKING:
+    from .events import EventBinding, SubscriptionBinding
 
 BINDING = "http"
 MODELS_MODULE = "models"
@@ -82,6 +86,8 @@ class ServiceBindings:
     binding: str = BINDING
     security: SecurityDef | None = None
     invoke: bool = True
+    events: tuple[EventBinding, ...] = ()
+    subscriptions: tuple[SubscriptionBinding, ...] = ()
 
     def identity(self) -> Identity:
         return Identity(
@@ -93,6 +99,8 @@ class ServiceBindings:
 
 
 def service_bindings(manifest: Manifest) -> ServiceBindings:
+    from .events import event_bindings, subscription_bindings  # events.py spells types with type_text here
+
     modules = handler_slugs(TopicKey(topic.id, topic.version) for topic in manifest.topics)
     methods = handler_slugs(TopicKey(topic.id, topic.version) for topic in manifest.produces)
     _check_identifiers(manifest.topics, modules, "handler module")
@@ -137,6 +145,8 @@ def service_bindings(manifest: Manifest) -> ServiceBindings:
         mesh=manifest.mesh,
         security=manifest.security,
         invoke=manifest.invoke,
+        events=event_bindings(manifest),
+        subscriptions=subscription_bindings(manifest),
     )
 
 

@@ -28,9 +28,11 @@ from ..runtime._result import Result
 from ..runtime._security import ApiKeyScheme, JwtScheme, Security
 from .bindings import MODELS_MODULE, ServiceBindings, type_text
 from .errors import CodegenError
+from .events import asyncapi_bytes
 from .imports import Imports
 from .views import requirement_literals, security_view
 
+ASYNCAPI = "contracts/asyncapi.json"
 DESCRIPTOR = "contracts/descriptor.json"
 HTTP_API = "contracts/http-api.json"
 OPENAPI = "contracts/openapi.json"
@@ -56,12 +58,15 @@ def contract_documents(bindings: ServiceBindings, models_source: str, package: s
         service = app.service
         descriptor = dict(service.descriptor.document)
         descriptor.pop("instanceId", None)  # the mesh's instance: per running instance, never committed
-        return {
+        documents = {
             DESCRIPTOR: document_bytes(descriptor),
             HTTP_API: app.http_api_body,
             OPENAPI: document_bytes(service.openapi),
             SPEC: document_bytes(service.spec),
         }
+        if bindings.events or bindings.subscriptions:
+            documents[ASYNCAPI] = asyncapi_bytes(bindings, lambda expr: _resolve(expr, module))
+        return documents
     finally:
         del sys.modules[name]
 

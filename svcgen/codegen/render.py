@@ -11,6 +11,7 @@ from ..manifest.model import Manifest
 from ..runtime._version import API_LEVEL
 from .bindings import service_bindings
 from .contracts import contract_documents
+from .events import event_stub_view, events_view
 from .files import GeneratedFile, header_line, manifest_reference
 from .records import models_view
 from .templating import render
@@ -45,6 +46,11 @@ def render_package(manifest: Manifest, out: Path) -> list[GeneratedFile]:
     ]
     if bindings.produces:
         files.append(generated("clients.py", clients=clients_view(bindings)))
+    if bindings.events:
+        files.append(generated("events.py", events=events_view(bindings.events)))
+    for entry in bindings.subscriptions:
+        stub = render("package/handlers/on_event.py.jinja", stub=event_stub_view(entry), **context)
+        files.append(GeneratedFile(f"handlers/{entry.module}.py", stub, "user"))
     for topic in bindings.topics:
         stub = render("package/handlers/handler.py.jinja", stub=stub_view(topic), **context)
         files.append(GeneratedFile(f"handlers/{topic.module}.py", stub, "user"))

@@ -18,6 +18,7 @@ from ..runtime._status import OK
 from ..runtime._topics import DEFAULT_PREFIX
 from ..runtime._wiring import NATS_ENV, target_variable
 from .bindings import MODELS_MODULE, ServiceBindings, TopicBinding, type_text
+from .events import ServiceEvents, service_events
 from .imports import Imports
 from .typehints import annotation
 
@@ -88,6 +89,7 @@ class ServiceView:
     routes: tuple[RouteRow, ...]
     produces: tuple[ProducedRow, ...]
     security: SecurityView | None = None
+    events: ServiceEvents | None = None
 
 
 @dataclass(frozen=True)
@@ -218,7 +220,8 @@ def service_view(bindings: ServiceBindings) -> ServiceView:
         for p in bindings.produces
     )
     routes = tuple(RouteRow(spec, t.topic, t.version) for t in bindings.topics for spec in t.routes)
-    return ServiceView(imports.lines(), topics, routes, produces, security)
+    events = service_events(bindings.events, bindings.subscriptions, imports)
+    return ServiceView(imports.lines(), topics, routes, produces, security, events)
 
 
 def requirement_literals(requirements: Requirements) -> list[dict[str, list[str]]]:

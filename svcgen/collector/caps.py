@@ -50,7 +50,8 @@ class CollectorLimits:
     failed."""
     catalog_bytes: int = 32 * 2**20
     """JSON bytes of every descriptor, spec and health document held together; past it the least recently
-    updated entry of the largest table goes (counted)."""
+    updated entry of the largest table goes (counted). JSON bytes, not memory: in memory the catalog takes about 7
+    times as much (bench/catalogrss.py; docs/collector.md, Limits)."""
     depth: int = 64
     """Deepest nesting of a stored document (descriptor, spec, health); deeper is refused like an oversized one."""
 

@@ -129,6 +129,12 @@ CREATE TABLE IF NOT EXISTS collector_issues (
     touched bigint NOT NULL
 );
 CREATE INDEX IF NOT EXISTS collector_issues_touched ON collector_issues (touched);
+CREATE TABLE IF NOT EXISTS collector_topics (
+    topic text COLLATE "C" NOT NULL,
+    service text COLLATE "C" NOT NULL,
+    PRIMARY KEY (topic, service)
+);
+CREATE INDEX IF NOT EXISTS collector_topics_service ON collector_topics (service);
 CREATE TABLE IF NOT EXISTS collector_feeds (
     service text COLLATE "C" PRIMARY KEY,
     traces boolean NOT NULL,
@@ -164,7 +170,8 @@ _MIGRATIONS: Final = {
        "ALTER TABLE collector_counters DROP CONSTRAINT IF EXISTS collector_counters_pkey; "
        "ALTER TABLE collector_counters ADD PRIMARY KEY (key)",
 }
-"""From version n to n + 1: v2 keys counters by the hash of their names (four long names overflowed the index)."""
+"""From version n to n + 1: v2 keys counters by the hash of their names (four long names overflowed the index), and
+indexes the services that name each topic (`collector_topics`, filled from the catalog after the statements)."""
 
 _DROPPED: Final = ("traceWindow", "counters", "otherStatuses", "edges", "issues", *_KINDS, "services", "skipped",
                    "refused", "duplicateBatches")
@@ -301,6 +308,9 @@ class PostgresStore:
             elif found < SCHEMA_VERSION:
                 for version in range(found, SCHEMA_VERSION):
                     cursor.execute(_MIGRATIONS[version])
+                cursor.execute("SELECT DISTINCT service FROM collector_catalog WHERE kind = 'catalog'")
+                for (service,) in cursor.fetchall():  # v2's topic index, for what v1 holds
+                    self._index_topics(cursor, service)
                 cursor.execute("UPDATE collector_schema SET version = %s", (SCHEMA_VERSION,))
             cursor.execute("INSERT INTO collector_totals (name, value) SELECT unnest(%s::text[]), 0 "
                            "ON CONFLICT DO NOTHING", (list(_TOTAL_NAMES),))  # fmt: skip
@@ -734,12 +744,26 @@ class PostgresStore:
                 if (kind, key) not in before:
                     totals[_rows_total(kind)] += 1
                 totals[_bytes_total(kind)] += size - sizes.get((kind, key), 0)
+            if any(kind == "catalog" for kind, *_ in rows):
+                self._index_topics(cursor, service)
             for kind, cap in (("catalog", self.limits.catalog), ("instances", self.limits.instances),
                               ("polls", self.limits.polls)):  # fmt: skip
                 self._bound(cursor, _Bound("collector_catalog", cap, kind, where=kind), totals)
             self._catalog_budget(cursor, totals)
         _add_totals(cursor, totals)
         return Applied(reregister=applied.reregister, dropped=_dropped_any(totals))
+
+    def _index_topics(self, cursor: Cursor, service: str) -> None:
+        """`collector_topics` rows of `service`: every topic id its catalog entries handle, send or once handled,
+        so a topic query reads the entries of the services naming it and no others. A row outliving its entry
+        (evicted) only makes a topic query read a row it finds gone."""
+        cursor.execute("SELECT document::text FROM collector_catalog WHERE kind = 'catalog' AND service = %s",
+                       (service,))  # fmt: skip
+        records = ServiceRecords(entries=[orjson.loads(text) for (text,) in cursor.fetchall()])
+        named = sorted({topic for topic, _ in records.provided() | records.produced() | records.removed()})
+        cursor.execute("DELETE FROM collector_topics WHERE service = %s AND NOT topic = ANY(%s)", (service, named))
+        cursor.execute("INSERT INTO collector_topics (topic, service) SELECT unnest(%s::text[]), %s "
+                       "ON CONFLICT DO NOTHING", (named, service))  # fmt: skip
 
     def _catalog_budget(self, cursor: Cursor, totals: dict[str, int]) -> None:
         """Past the catalog's byte budget the least recently updated row of the kind holding the most bytes goes,
@@ -804,11 +828,11 @@ class PostgresStore:
         if kind in ("fleet", "artifacts", "everything"):
             cursor.execute("SELECT kind, document::text FROM collector_catalog ORDER BY touched")
         elif kind == "topic":
-            # The entries that name the topic (as its JSON string, as stored): who handles, sends or once handled
-            # it is among them; instances and polls never are.
-            mention = "%" + _like_escaped(orjson.dumps(key).decode()) + "%"
-            cursor.execute("SELECT kind, document::text FROM collector_catalog WHERE kind = 'catalog' AND "
-                           "document::text LIKE %s ORDER BY touched", (mention,))  # fmt: skip
+            # The entries of the services that name the topic (`collector_topics`): who handles, sends or once
+            # handled it is among them; instances and polls never are.
+            cursor.execute("SELECT kind, document::text FROM collector_catalog WHERE kind = 'catalog' AND service "
+                           "IN (SELECT service FROM collector_topics WHERE topic = %s) ORDER BY touched",
+                           (key,))  # fmt: skip
         elif kind == "service":
             cursor.execute("SELECT kind, document::text FROM collector_catalog WHERE service = %s ORDER BY touched",
                            (key,))  # fmt: skip
@@ -913,10 +937,6 @@ def _add_totals(cursor: Cursor, totals: dict[str, int]) -> None:
             "FROM unnest(%s::text[], %s::bigint[]) AS d(name, amount) WHERE t.name = d.name",
             ([name for name, _ in changed], [amount for _, amount in changed]),
         )
-
-
-def _like_escaped(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def unstorable(exc: BaseException) -> bool:

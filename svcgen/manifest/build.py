@@ -10,6 +10,7 @@ from typing import Any
 from ..runtime._status import OK
 from ..runtime._topics import DEFAULT_PREFIX, normalize_prefix
 from .contract import CONTRACT_KEYWORDS
+from .events import build_events
 from .loader import YamlDocument
 from .model import (
     NO_DEFAULT,
@@ -73,6 +74,8 @@ def build_manifest(document: YamlDocument, base_dir: Path, sources: Sources) -> 
         known = {record.name for record in records} | {enum.name for enum in enums}
         records += [record for record in owned.records if record.name not in known]
         enums += [enum for enum in owned.enums if enum.name not in known]
+    known = {record.name for record in records} | {enum.name for enum in enums}
+    events, subscribes, taken_records, taken_enums = build_events(data, base_dir, known, sources)
     return Manifest(
         path=document.file.replace("\\", "/"),
         service=service,
@@ -86,10 +89,12 @@ def build_manifest(document: YamlDocument, base_dir: Path, sources: Sources) -> 
         mesh=None if mesh is None else _mesh(mesh),
         security=_security(data["security"]) if "security" in data else None,
         invoke=bool(data.get("invoke", True)),
-        types=tuple(records),
-        enums=tuple(enums),
+        types=tuple(records + taken_records),
+        enums=tuple(enums + taken_enums),
         topics=tuple(_topic(entry) for entry in data.get("topics", ())),
         produces=tuple(produces),
+        events=events,
+        subscribes=subscribes,
     )
 
 

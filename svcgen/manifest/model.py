@@ -120,6 +120,41 @@ class SecurityDef:
 
 
 @dataclass(frozen=True)
+class EventDef:
+    """An event this service publishes."""
+
+    id: str
+    version: str
+    payload: TypeExpr
+    key: str | None = None
+    """The wire name of the payload field that identifies the event (its `Nats-Msg-Id`)."""
+    summary: str | None = None
+
+
+@dataclass(frozen=True)
+class DeliveryDef:
+    max_deliver: int = 5
+    backoff: tuple[float, ...] = (1.0, 10.0, 60.0)
+    """Seconds before each redelivery; the last step repeats."""
+    ack_wait: float = 30.0
+
+
+@dataclass(frozen=True)
+class SubscriptionDef:
+    """An event this service handles."""
+
+    id: str
+    version: str
+    publisher: str
+    """The publishing service (its stream and subjects are named after it)."""
+    payload: TypeExpr
+    delivery: DeliveryDef = DeliveryDef()
+    summary: str | None = None
+    source: str | None = None
+    """The publisher's manifest as `from:` names it; None when the payload is declared here."""
+
+
+@dataclass(frozen=True)
 class MeshDef:
     collector: str | None
     heartbeat_seconds: float = 30.0
@@ -150,4 +185,6 @@ class Manifest:
     enums: tuple[EnumDef, ...] = ()
     topics: tuple[TopicDef, ...] = ()
     produces: tuple[TopicDef, ...] = ()
+    events: tuple[EventDef, ...] = ()
+    subscribes: tuple[SubscriptionDef, ...] = ()
     extras: dict[str, Any] = field(default_factory=dict)

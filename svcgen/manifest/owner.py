@@ -15,7 +15,7 @@ from typing import Literal
 from .diagnostics import ManifestError
 from .loader import YamlDocument
 from .model import EnumDef, Manifest, Position, RecordDef, TopicDef
-from .sources import FromCycle, Sources
+from .sources import FromCycle, LoadedOwner, Sources
 from .spelling import suggestion
 
 EntryKey = Literal["from", "id", "version"]
@@ -46,6 +46,16 @@ def owned_topic(sources: Sources, base_dir: Path, relative: str, topic_id: str, 
     """The topic `topic_id` (at `version`; None: its only version) of the owner's manifest at `relative` (to
     `base_dir`, the producer's directory), with the types it reaches; the manifest comes from `sources`, loaded
     once however many entries name it. Raises OwnerError."""
+    target, loaded = load_owner(sources, base_dir, relative)
+    owner = loaded.manifest
+    topic = _topic(owner, relative, topic_id, version)
+    records, enums = relocated(relative, *_reached(owner, topic))
+    return OwnedTopic(target.as_posix(), owner.service, topic, records, enums, _positions(loaded.document, owner))
+
+
+def load_owner(sources: Sources, base_dir: Path, relative: str) -> tuple[Path, LoadedOwner]:
+    """The manifest at `relative` (to `base_dir`) from `sources`, and where it is; raises OwnerError (a missing
+    file, an invalid manifest, a `from:` cycle)."""
     if PurePosixPath(relative).is_absolute() or PureWindowsPath(relative).is_absolute():
         raise OwnerError(f"owner's manifest path {relative!r} must be relative to the manifest's directory")
     target = Path(posixpath.normpath((base_dir / relative).as_posix()))  # named without `dir/..` detours
@@ -66,16 +76,20 @@ def owned_topic(sources: Sources, base_dir: Path, relative: str, topic_id: str, 
         problems = [diagnostic for diagnostic in error.diagnostics if diagnostic.is_error]
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise OwnerError(f"owner's manifest {relative!r} is invalid: {problems[0]}{more}") from None
-    owner = loaded.manifest
-    topic = _topic(owner, relative, topic_id, version)
-    records, enums = _reached(owner, topic)
+    return target, loaded
+
+
+def relocated(
+    relative: str, records: tuple[RecordDef, ...], enums: tuple[EnumDef, ...]
+) -> tuple[tuple[RecordDef, ...], tuple[EnumDef, ...]]:
+    """The owner's records with their jsonSchema paths relative to the taker's directory."""
     folder = posixpath.dirname(relative.replace("\\", "/"))
-    records = tuple(
+    moved = tuple(
         replace(record, json_schema=posixpath.normpath(posixpath.join(folder, record.json_schema)))
         if record.json_schema else record
         for record in records
     )
-    return OwnedTopic(target.as_posix(), owner.service, topic, records, enums, _positions(loaded.document, owner))
+    return moved, enums
 
 
 def _topic(owner: Manifest, relative: str, topic_id: str, version: str | None) -> TopicDef:
@@ -101,9 +115,14 @@ def _topic(owner: Manifest, relative: str, topic_id: str, version: str | None) -
 
 def _reached(owner: Manifest, topic: TopicDef) -> tuple[tuple[RecordDef, ...], tuple[EnumDef, ...]]:
     """The owner's records and enums the topic's request and response reach, in the owner's order."""
+    return reached_types(owner, [*topic.request.records(), *topic.response.records()])
+
+
+def reached_types(owner: Manifest, names: list[str]) -> tuple[tuple[RecordDef, ...], tuple[EnumDef, ...]]:
+    """The owner's records and enums the type names reach, in the owner's order."""
     records = {record.name: record for record in owner.types}
     reached: set[str] = set()
-    pending = [*topic.request.records(), *topic.response.records()]
+    pending = list(names)
     while pending:
         name = pending.pop()
         if name in reached:

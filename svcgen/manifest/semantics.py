@@ -25,6 +25,7 @@ from ..runtime._topics import (
 from .build import parse_duration, record_def, same_definition
 from .contract import CONTRACT_KEYWORDS, check_enum, check_field_contract
 from .diagnostics import Diagnostic
+from .events import check_events
 from .fits import RecordFields, ValueTypes
 from .loader import JsonPath, YamlDocument
 from .model import EnumDef, Position, RecordDef
@@ -144,6 +145,7 @@ class _Checker:
                         self.check_produced_role(index, entry, role)
                     self.parsed[path] = self.parse(self.read(entry, (section, index), role, str), path)
         self.check_provided_clashes()
+        check_events(self)
         self.check_type_names_known()
         self.check_defaults()
         self.check_unused()
@@ -415,7 +417,7 @@ class _Checker:
         pending = [
             name
             for path, expr in self.parsed.items()
-            if path[0] in ("topics", "produces") and expr is not None
+            if path[0] in ("topics", "produces", "events", "subscribes") and expr is not None
             for name in expr.records()
         ]
         while pending:

@@ -13,6 +13,20 @@ from ._credentials import ApiKey, BearerToken
 from ._deadline import deadline
 from ._dependencies import Dependencies, DependencyError, Scope
 from ._descriptor import Identity, ProducedTopic
+from ._events import (
+    Delivered,
+    Delivery,
+    DeliveryInfo,
+    EventBroker,
+    EventBus,
+    EventHandler,
+    EventsError,
+    EventSpec,
+    Retention,
+    Subscription,
+    Subscriptions,
+    Verdict,
+)
 from ._health import HealthCheck, HealthCheckResult, HealthChecks
 from ._http.app import AppOptions, HttpApp, create_app
 from ._http.cors import Cors
@@ -25,6 +39,7 @@ from ._mesh.host import MeshHost, MeshSettings
 from ._mesh.profile import declare_profile, self_check
 from ._mesh.tracecontext import TraceContext, current_trace, propagation_headers
 from ._meta import Meta
+from ._nats.events import JetStreamBroker
 from ._nats.requester import NatsSender
 from ._nats.responder import NatsBinding
 from ._pipeline import Middleware, Next
@@ -48,8 +63,16 @@ __all__ = [
     "Context",
     "Cors",
     "DecodeError",
+    "Delivered",
+    "Delivery",
+    "DeliveryInfo",
     "Dependencies",
     "DependencyError",
+    "EventBroker",
+    "EventBus",
+    "EventHandler",
+    "EventSpec",
+    "EventsError",
     "Guard",
     "Handler",
     "HandlerBindingError",
@@ -60,6 +83,7 @@ __all__ = [
     "HttpSender",
     "IdempotencyStore",
     "Identity",
+    "JetStreamBroker",
     "JsonLimits",
     "JwtScheme",
     "Limits",
@@ -77,6 +101,7 @@ __all__ = [
     "Registry",
     "RegistryError",
     "Result",
+    "Retention",
     "Retry",
     "RetryingSender",
     "Route",
@@ -88,8 +113,11 @@ __all__ = [
     "Service",
     "ServiceDefinition",
     "ServiceOptions",
+    "Subscription",
+    "Subscriptions",
     "TopicKey",
     "TraceContext",
+    "Verdict",
     "Wiring",
     "WiringError",
     "codec_for",

@@ -5,7 +5,7 @@ contracts step builds the same `build_app` over placeholder handlers, so the doc
 the running app serves. The order, in one place:
 
 1. the user's `wire(setup)` (dependencies, hooks, targets); then the produced-topic `Clients` on one sender,
-   unless `wire` provided its own;
+   unless `wire` provided its own; then the event bus (published events and subscriptions) and its `Events`;
 2. the `Service`: the mesh's trace middleware first (it times the whole invocation), the mesh's identity (it
    names this instance), the registry, health checks and produced topics;
 3. the `HttpApp` over it and the routes, and the profile self-check into the descriptor (before the mesh
@@ -17,11 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypedDict, Unpack
+from typing import Any, TypedDict, Unpack
 
 from ._clients import ClientsBase
 from ._dependencies import Dependencies
 from ._descriptor import Identity, ProducedTopic
+from ._events import EventBus, EventSpec, Subscriptions
 from ._health import HealthChecks
 from ._http.app import AppOptions, HttpApp
 from ._http.routing import Route
@@ -65,6 +66,12 @@ class ServiceDefinition:
     """The manifest's mesh settings; `create_app` makes a `MeshHost` of them unless given one."""
     clients: type[ClientsBase] | None = None
     """The generated `Clients`: `create_app` provides one over the wiring's sender for the produced topics."""
+    events: Sequence[EventSpec] = ()
+    """The events the service publishes."""
+    subscriptions: Callable[[], Subscriptions] | None = None
+    """Builds the events the service handles, each bound to its handler."""
+    publisher: Callable[[EventBus], Any] | None = None
+    """The generated `Events` (typed publish methods): `create_app` provides one over the service's event bus."""
     security: Security | None = None
     """Who may call each topic; `create_app` enforces it with the wiring's API keys (`Wiring.guard`)."""
     invoke: bool = True
@@ -125,8 +132,17 @@ class ServiceDefinition:
             # One pooled sender per process, closed at shutdown; handlers get it as context.scope.get(Clients).
             sender = setup.sender(self.produces, extra_headers=propagation_headers)
             setup.dependencies.value(self.clients, self.clients(sender))
+        bus = None
+        if self.events or self.subscriptions is not None:
+            # Over JetStream on the wiring's NATS server (or its event_broker); without either: WiringError.
+            subscriptions = self.subscriptions() if self.subscriptions is not None else Subscriptions()
+            bus = setup.events(self.identity.service, self.events, subscriptions, extra_headers=propagation_headers)
+            if self.publisher is not None and self.publisher not in setup.dependencies:
+                setup.dependencies.value(self.publisher, self.publisher(bus))
         if mesh is None and self.mesh is not None:
             mesh = MeshHost(self.identity, self.mesh, environ=setup.environ)
+        if bus is not None and mesh is not None:
+            bus.on_dead_letter.append(mesh.observe_dead_letter)  # each dead letter is an issue
         service: ServiceOptions = {"middleware": setup.middleware}
         if self.security is not None:
             service["security"] = setup.guard(self.security)

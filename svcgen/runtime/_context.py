@@ -10,6 +10,7 @@ from ._dependencies import Scope
 from ._jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits
 
 if TYPE_CHECKING:
+    from ._events import DeliveryInfo
     from ._registry import Registration
     from ._security import Principal
 
@@ -38,3 +39,5 @@ class Context:
     whichever comes first; None when neither bounds it. Outbound calls made meanwhile carry what is left."""
     items: dict[str, Any] = field(default_factory=dict)
     """Free room for middleware to pass values along one invocation."""
+    delivery: DeliveryInfo | None = None
+    """An event delivery's attempt number and first-delivery time; None outside an event handler."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
-API_LEVEL: Final = 7
+API_LEVEL: Final = 8
 """Raised when generated code starts to need something the public runtime did not offer before.
 
 2: typed handler binding (`Handler`, `HandlerBindingError`) and the user's wiring module (`Wiring`).
@@ -13,7 +13,9 @@ API_LEVEL: Final = 7
 5: thin generated code: `ServiceDefinition` assembles the app, `ClientsBase.call` makes every client call, typed
    options (`AppOptions`, `ServiceOptions`).
 6: security (`Security`, `JwtScheme`, `ApiKeyScheme`, `Registry.add(security=)`) and the wiring's edge settings.
-7: topic options `idempotent` and `timeout` (`Registry.add`, `ProducedTopic`), retried senders (`Wiring.sender`
+7: events (`EventSpec`, `Subscriptions`, `EventHandler`, `Delivery`; `ServiceDefinition` events, subscriptions,
+   publisher).
+8: topic options `idempotent` and `timeout` (`Registry.add`, `ProducedTopic`), retried senders (`Wiring.sender`
    takes `ProducedTopic`s)."""
 
 

@@ -19,12 +19,15 @@ import httpx
 from ._credentials import Credential, SenderWithCredentials
 from ._dependencies import Dependencies
 from ._descriptor import ProducedTopic
+from ._events import EventBroker, EventBus, EventSpec, Retention, Subscriptions, events_need_broker
 from ._http.app import AsgiApp, HttpApp
 from ._http.cors import Cors, cors_middleware
 from ._http.sender import HeaderHook, HttpSender, _join, _split_base
 from ._idempotency import IdempotencyStore
+from ._jsontext import document_bytes
 from ._naming import slug
 from ._nats.connections import NATS_MISSING, ConnectFactory, NatsConnections, NatsError, nats_installed, server_of
+from ._nats.events import JetStreamBroker
 from ._nats.requester import NatsSender, nats_target
 from ._nats.responder import NatsBinding
 from ._pipeline import Middleware
@@ -36,6 +39,8 @@ TARGET_ENV_PREFIX = "SVCGEN_TARGET_"
 NATS_ENV = "SVCGEN_NATS"
 """The NATS server to serve the topics on as well (`svcgen serve --nats URL` sets it); overrides `nats_url`."""
 NATS_SCHEMES = ("nats://", "tls://")
+ASYNCAPI_DOCUMENT = "asyncapi.json"
+"""Served at `{prefix}/asyncapi.json` by a service with events, as committed to contracts/asyncapi.json."""
 Hook = TypeVar("Hook", bound=Callable[[], Awaitable[None]])
 
 
@@ -122,6 +127,11 @@ class Wiring:
         self.nats = NatsConnections(nats_connect)
         self._nats_connect = nats_connect
         self._uses_nats = False
+        self.event_broker: EventBroker | None = None
+        """What carries the service's events; default JetStream on the NATS server (`nats_url`, SVCGEN_NATS)."""
+        self.event_retention = Retention()
+        """How long and how much the stream of the events this service publishes keeps."""
+        self._events: EventBus | None = None
         self.startup: list[Callable[[], Awaitable[None]]] = []
         self.shutdown: list[Callable[[], Awaitable[None]]] = []
         self.retry = Retry()
@@ -212,6 +222,27 @@ class Wiring:
         self.shutdown.append(retrying.aclose)
         return retrying
 
+    def events(
+        self,
+        service: str,
+        published: Iterable[EventSpec],
+        subscriptions: Subscriptions,
+        *,
+        extra_headers: Callable[[], Mapping[str, str]] | None = None,
+    ) -> EventBus:
+        """The service's events over `event_broker`, else JetStream on its NATS server; WiringError (one line) when
+        there is neither: no silent in-process fallback. Started and stopped with the app (`attach`)."""
+        published = tuple(published)
+        broker = self.event_broker
+        if broker is None:
+            url = self.serve_nats_on()
+            if url is None:
+                raise WiringError(events_need_broker(service, published, subscriptions))
+            broker = JetStreamBroker(lambda: self.nats.get(url))
+            self._uses_nats = True
+        self._events = EventBus(service, published, subscriptions, broker, self.event_retention, extra_headers)
+        return self._events
+
     def serve_nats_on(self) -> str | None:
         """The NATS server the app's topics are served on as well (SVCGEN_NATS, else `nats_url`), or None."""
         setting = NATS_ENV if self.environ.get(NATS_ENV, "").strip() else "nats_url in wiring.py"
@@ -255,6 +286,16 @@ class Wiring:
             binding = NatsBinding(app.service, lambda: self.nats.get(url), limits=app.limits)
             app.on_startup.append(binding.start)
             app.on_shutdown.insert(0, binding.stop)
+        events = self._events
+        if events is not None:
+            document = events.asyncapi(title=app.service.title, version=app.service.api_version)
+            app.serve_document(ASYNCAPI_DOCUMENT, document_bytes(document))
+
+            async def start_events() -> None:
+                await events.start(app.service, json_limits=app.limits.json)
+
+            app.on_startup.append(start_events)
+            app.on_shutdown.insert(0, events.stop)
         if url is not None or self._uses_nats:
             app.on_shutdown.append(self.nats.aclose)
         return app

@@ -1,6 +1,7 @@
-"""Testing a generated service: `TestClient` (sync) and `AsyncTestClient` run the package's app with its
-lifespan and wiring, fake owners answer the topics it produces, and dependencies can be overridden
-(docs/testing.md).
+"""Testing a generated service (docs/testing.md): `TestClient` (sync) and `AsyncTestClient` run the package's app
+with its lifespan and wiring, fake owners answer the topics it produces, dependencies can be overridden, and its
+events go through `MemoryBroker`, which carries them in the process with the delivery rules of JetStream
+(docs/events.md; `setup.event_broker = MemoryBroker()` before `create_app(setup=setup)` outside the test client).
 
     from svcgen.testing import TestClient
     import orders_service
@@ -11,14 +12,16 @@ lifespan and wiring, fake owners answer the topics it produces, and dependencies
 """
 
 from ._client import AsyncTestClient, LifespanError, TestClient
+from ._events import MemoryBroker, MemoryDeadLetter, StoredEvent
 from ._owners import FakeOwner, FakeOwners
-
-# The in-memory event broker (svcgen/testing/_events.py, DESIGN §10) is exported here beside these.
 
 __all__ = [
     "AsyncTestClient",
     "FakeOwner",
     "FakeOwners",
     "LifespanError",
+    "MemoryBroker",
+    "MemoryDeadLetter",
+    "StoredEvent",
     "TestClient",
 ]

@@ -1,10 +1,11 @@
 """`TestClient` and `AsyncTestClient`: a generated package's app under test, its lifespan and wiring run.
 
 Each builds the app the way `create_app()` does in production (wiring.py's `wire` included), with three
-changes a test wants: the topics the service produces go to in-memory fake owners (`owners`), dependencies can
-be overridden (an override wins over what `wire` provides), and settings come from `environ`. Entering runs the
-app's startup (the wiring's hooks, the mesh, a NATS binding if configured), leaving runs its shutdown, as a
-server would; requests go to the app in process, never over a socket.
+changes a test wants: the topics the service produces go to in-memory fake owners (`owners`), its events go
+through an in-memory broker (`broker`), dependencies can be overridden (an override wins over what `wire`
+provides), and settings come from `environ`. Entering runs the app's startup (the wiring's hooks, the mesh, the
+event bus, a NATS binding if configured), leaving runs its shutdown, as a server would; requests go to the app in
+process, never over a socket.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import httpx
 
 from svcgen.runtime import Dependencies, HttpApp, Wiring
 
+from ._events import MemoryBroker
 from ._owners import FakeOwner, FakeOwners
 
 T = TypeVar("T")
@@ -77,6 +79,8 @@ class AsyncTestClient(httpx.AsyncClient):
     - `owners`: produced topic → fake owner (see `FakeOwners`); more with `client.owners.add(...)`.
     - `overrides`: dependency key (a type) → the instance handlers get instead of wiring.py's.
     - `environ`: the settings wiring.py and the mesh read (default `os.environ`).
+    - `broker`: where the service's events go (default a new `MemoryBroker`: in this process, with the delivery
+      rules of JetStream); `client.broker.stored("<service>")` lists what it published.
     - `options`: go to `create_app` (e.g. `mesh=...`).
     """
 
@@ -87,6 +91,7 @@ class AsyncTestClient(httpx.AsyncClient):
         owners: Mapping[str, FakeOwner[Any, Any]] | None = None,
         overrides: Mapping[Any, Any] | None = None,
         environ: Mapping[str, str] | None = None,
+        broker: MemoryBroker | None = None,
         **options: Any,
     ) -> None:
         self.package = _Package(package)
@@ -98,6 +103,8 @@ class AsyncTestClient(httpx.AsyncClient):
             pinned.setdefault(self.package.clients, self.package.clients(self.owners))
         self.wiring = Wiring(environ=os.environ if environ is None else environ)
         self.wiring.dependencies = _Overridable(pinned)
+        self.broker = broker if broker is not None else MemoryBroker()
+        self.wiring.event_broker = self.broker
         self.app: HttpApp = self.package.service.create_app(setup=self.wiring, **options)
         self._lifespan: _Lifespan | None = None
         super().__init__(transport=httpx.ASGITransport(app=self.app), base_url=BASE_URL)
@@ -216,6 +223,7 @@ class TestClient(httpx.Client):
         self.app = self.inner.app
         self.owners = self.inner.owners
         self.wiring = self.inner.wiring
+        self.broker = self.inner.broker
         super().__init__(transport=_ThreadTransport(self.inner, self._loop), base_url=BASE_URL)
 
     @property

@@ -20,7 +20,7 @@ SCALAR_SCHEMAS: dict[str, dict[str, Any]] = {
     "float": {"type": "number"},
     "boolean": {"type": "boolean"},
     "datetime": {"type": "string", "format": "date-time"},
-    "bytes": {"type": "string"},
+    "bytes": {"type": "string", "contentEncoding": "base64"},
     "any": {},
 }
 DEFAULTS = {"string": "x", "integer": 1, "float": 1.5, "boolean": False}

@@ -15,7 +15,7 @@ import pytest
 
 from svcgen.collector import CollectorLimits, StoreError, collector_service
 from svcgen.collector.postgres import SCHEMA_VERSION, PoolWarnings, PostgresStore
-from svcgen.runtime._http.app import create_app
+from svcgen.runtime import create_app
 from svcgen.runtime._mesh.feeds import REREGISTER_KEY
 from tests.collector.test_service import invoke
 from tests.support.feeds import Clock, collector, descriptor, event, heartbeat, issue, ok, topic

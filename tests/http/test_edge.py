@@ -7,9 +7,7 @@ from typing import Any
 
 import httpx
 
-from svcgen.runtime import Context, Cors, Result, Wiring
-from svcgen.runtime._http.app import HttpApp, create_app
-from svcgen.runtime._pipeline import Next
+from svcgen.runtime import Context, Cors, HttpApp, Next, Result, Wiring, create_app
 from tests.support.client import call
 from tests.support.sample import build_service
 from tests.support.server import running

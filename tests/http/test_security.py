@@ -11,7 +11,7 @@ import httpx
 import pytest
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
-from svcgen.runtime._security import Guard
+from svcgen.runtime import Guard
 from tests.support.security import (
     AUDIENCE,
     ISSUER,

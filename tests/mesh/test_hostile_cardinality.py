@@ -17,10 +17,8 @@ import pytest
 from nats.aio.client import Client
 
 from svcgen.collector import Collector, CollectorLimits, collector_service
-from svcgen.runtime import Identity, NatsBinding, Service
-from svcgen.runtime._http.app import create_app
+from svcgen.runtime import Identity, MeshHost, MeshSettings, NatsBinding, Service, create_app
 from svcgen.runtime._mesh.feeds import EnvelopeSender
-from svcgen.runtime._mesh.host import MeshHost, MeshSettings
 from svcgen.runtime._mesh.reporter import Reporter
 from svcgen.runtime._nats.subjects import invoke_subject, topic_subject
 from svcgen.runtime._topics import UNKNOWN_TOPIC

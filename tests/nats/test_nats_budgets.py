@@ -15,9 +15,8 @@ import orjson
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
-from svcgen.runtime import Context, Identity, NatsBinding, Registry, Result, Service
+from svcgen.runtime import Context, Identity, NatsBinding, NatsSender, Registry, Result, Service
 from svcgen.runtime._deadline import DEADLINE_HEADER
-from svcgen.runtime._nats.requester import NatsSender
 from svcgen.runtime._nats.subjects import topic_subject
 from tests.support.broker import unique_name
 

@@ -10,9 +10,8 @@ import httpx
 import nats
 import orjson
 
-from svcgen.runtime import NatsBinding
+from svcgen.runtime import Guard, NatsBinding
 from svcgen.runtime._nats.subjects import invoke_subject, topic_subject
-from svcgen.runtime._security import Guard
 from tests.support.broker import unique_name
 from tests.support.security import Calls, clinic_security, clinic_service, jwks_of, rsa_key, token
 

@@ -283,7 +283,11 @@ def test_an_integer_beyond_64_bits_is_a_validation_error_not_a_500(estate: dict[
                            headers={"content-type": "application/json"}, timeout=10)  # fmt: skip
     assert (placed.status_code, placed.json()) == (
         422,
-        {"status": "validation-error", "detail": "items[0].quantity: integer out of range (signed 64-bit)"},
+        {
+            "status": "validation-error",
+            "detail": "items[0].quantity: integer out of range (signed 64-bit)",
+            "errors": [{"path": "items[0].quantity", "message": "integer out of range (signed 64-bit)"}],
+        },
     )
     queried = requests.get(f"{inventory}/stock/sku-1/movements?limit={10**30}", timeout=10)
     assert (queried.status_code, queried.json()["detail"]) == (422, "limit: integer out of range (signed 64-bit)")

@@ -51,7 +51,7 @@ class Pong:
         (int, {"type": "integer"}),
         (float, {"type": "number"}),
         (datetime, {"type": "string", "format": "date-time"}),
-        (bytes, {"type": "string"}),
+        (bytes, {"type": "string", "contentEncoding": "base64"}),
         (int | None, {"type": ["integer", "null"]}),
         (Optional[str], {"type": ["string", "null"]}),  # noqa: UP045
         (datetime | None, {"type": ["string", "null"], "format": "date-time"}),

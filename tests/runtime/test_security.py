@@ -12,9 +12,20 @@ import httpx
 import jwt
 import pytest
 
-from svcgen.runtime import ApiKey, BearerToken, Result, Wiring, WiringError
+from svcgen.runtime import (
+    ApiKey,
+    ApiKeyScheme,
+    BearerToken,
+    Guard,
+    JwtScheme,
+    Principal,
+    Result,
+    Security,
+    SecurityError,
+    Wiring,
+    WiringError,
+)
 from svcgen.runtime._credentials import SenderWithCredentials
-from svcgen.runtime._security import ApiKeyScheme, Guard, JwtScheme, Principal, Security, SecurityError
 from tests.support.security import AUDIENCE, ISSUER, jwks_of, public_pem, rsa_key, staff_scheme, token
 
 SECRET = b"s3cret-that-is-long-enough-for-hs256-!!"

@@ -16,7 +16,7 @@ from svcgen.manifest import load_manifest
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "tests" / "golden"
-EXAMPLES = ("clinic", "inventory", "orders", "payments")
+EXAMPLES = ("bookings", "clinic", "inventory", "notifications", "orders", "payments")
 CLI = "from svcgen.cli import main; main()"
 _TOOL_DIRS = frozenset({"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
 

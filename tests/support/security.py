@@ -18,13 +18,20 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
-from svcgen.runtime import Context, Result
-from svcgen.runtime._descriptor import Identity
-from svcgen.runtime._http.app import HttpApp
-from svcgen.runtime._http.routing import Route
-from svcgen.runtime._registry import Registry
-from svcgen.runtime._security import ApiKeyScheme, Guard, JwtScheme, Principal, Security
-from svcgen.runtime._service import Service
+from svcgen.runtime import (
+    ApiKeyScheme,
+    Context,
+    Guard,
+    HttpApp,
+    Identity,
+    JwtScheme,
+    Principal,
+    Registry,
+    Result,
+    Route,
+    Security,
+    Service,
+)
 from tests.support.server import running
 
 ISSUER = "https://id.example.test/"

@@ -145,3 +145,34 @@ def test_the_handler_test_in_docs_testing_md_runs(orders: ModuleType) -> None:
     namespace: dict[str, Any] = {}
     exec(compile(code, "docs/testing.md", "exec"), namespace)  # the example as a reader copies it
     namespace["test_placing_an_order_captures_the_payment"]()
+
+
+BOOK = '''
+from __future__ import annotations
+
+from svcgen.runtime import Context, Result
+
+from ..events import Events
+from ..models import Appointment, AppointmentBooked, BookAppointment
+
+
+async def handle(request: BookAppointment, context: Context) -> Result[Appointment]:
+    published = await context.scope.get(Events).bookings_booked(
+        AppointmentBooked(appointment_id="a-1", patient_id=request.patient_id, email=request.email, slot=request.slot)
+    )
+    if not published.is_successful:
+        return Result.service_unavailable(f"not published: {published.status}")
+    return Result.created(Appointment(appointment_id="a-1", patient_id=request.patient_id, slot=request.slot))
+'''
+
+
+def test_events_go_through_the_in_memory_broker(tmp_path: Path) -> None:
+    os.chdir(REPO)
+    package_dir = build_example("bookings", tmp_path)
+    (package_dir / "handlers" / "bookings_book.py").write_text(BOOK, encoding="utf-8")
+    booking = {"patientId": "p-1", "slot": "2026-01-02T09:00:00Z", "email": "p@example.com"}
+    with imported(tmp_path, "bookings_service") as bookings, TestClient(bookings, environ={}) as client:
+        response = client.post("/appointments", json=booking)
+        stored = client.broker.stored("bookings")
+    assert response.status_code == 201, response.text
+    assert [event.headers.get("Nats-Msg-Id") for event in stored] == ["bookings:booked::a-1"]  # keyed

@@ -235,6 +235,11 @@ class HttpApp:
             if (handler := handlers[name]) is not None
         }
 
+    def serve_document(self, name: str, body: bytes) -> None:
+        """Serve `body` (JSON) at `GET {prefix}/<name>`: a derived document beside the service's own, like the
+        events' asyncapi.json."""
+        self.surfaces[("GET", f"{self.service.prefix}/{name}")] = self._guarded(_constant(body))
+
     def _guarded(self, surface: _Surface) -> _Surface:
         """A well-known document surface behind `security.wellKnown`, when the service declares one."""
         guard = self.service.guard

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .._descriptor import Identity
+from .._events import DEAD_LETTER, Delivered, Subscription, Verdict, safe_headers
 from .._http.app import HttpApp
 from .._pipeline import Middleware
 from .._wiring import Sender, WiringError
@@ -19,6 +20,7 @@ from .issues import IssueAggregator
 from .jetstream import MESH_NATS_ENV, JetStreamSender, require_nats
 from .otlp import DEFAULT_SCHEDULE_DELAY, SCHEDULE_DELAY_ENV, OtlpExporter, traces_endpoint
 from .reporter import DEFAULT_INTERVAL, Reporter
+from .tracecontext import TRACEPARENT, parse_traceparent
 from .traces import TraceMiddleware
 
 DEFAULT_TRACE_QUEUE_CAP = 10_000
@@ -124,6 +126,14 @@ class MeshHost:
         )
         self._sender = sender
         self.reporter: Reporter | None = None
+
+    def observe_dead_letter(self, subscription: Subscription, delivered: Delivered, verdict: Verdict) -> None:
+        """An `EventBus.on_dead_letter` observer: each dead letter is an issue classified `dead-letter`."""
+        if self.issues is None:
+            return
+        parent = parse_traceparent(safe_headers(delivered.headers).get(TRACEPARENT, ""))
+        self.issues.record(subscription.id, verdict.status, subscription.version, "event", verdict.exception_type,
+                           parent[0] if parent is not None else None, classification=DEAD_LETTER)  # fmt: skip
 
     @property
     def middleware(self) -> list[Middleware]:

@@ -159,8 +159,10 @@ class IssueAggregator:
         trace_id: str | None = None,
         *,
         handler_answered: bool = False,
+        classification: str | None = None,
     ) -> None:
-        classification = classify(status, exception_type, handler_answered=handler_answered)
+        """`classification` overrides the rules (a dead letter is `dead-letter` whatever its last status)."""
+        classification = classification or classify(status, exception_type, handler_answered=handler_answered)
         key = (topic, version, classification, exception_type or status)
         now = self._clock()
         with self._lock:

@@ -1,0 +1,246 @@
+"""`events:` and `subscribes:`: what a service publishes and what it handles (DESIGN §10, docs/events.md).
+
+The semantic checks run inside the manifest's one semantic pass (`check_events`, called by semantics.py with its
+checker), and `build_events` makes the model's part. A subscription with `from:` takes the payload type (and every
+record and enum it reaches) from the publisher's manifest, loaded and validated like any other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..runtime._eventnames import parse_duration
+from ..runtime._naming import slug
+from .model import DeliveryDef, EnumDef, EventDef, Manifest, RecordDef, SubscriptionDef
+from .owner import OwnerError, load_owner, reached_types, relocated
+from .spelling import suggestion
+from .typeexpr import parse_type
+
+if TYPE_CHECKING:
+    from .loader import JsonPath
+    from .semantics import _Checker
+    from .sources import Sources
+
+DEFAULT_DELIVERY = DeliveryDef()
+MAX_DELIVER = 1000
+
+
+@dataclass(frozen=True)
+class PublishedEvent:
+    """An event of a publisher's manifest, with the types its payload reaches."""
+
+    publisher: str
+    event: EventDef
+    records: tuple[RecordDef, ...]
+    enums: tuple[EnumDef, ...]
+    where: str
+    """The publisher's manifest as loaded, for messages."""
+
+
+def published_event(
+    sources: Sources, base_dir: Path, relative: str, event_id: str, version: str | None
+) -> PublishedEvent:
+    """The event `event_id` (at `version`; None: its only version) the manifest at `relative` publishes; raises
+    OwnerError keyed to the entry key it is about."""
+    target, loaded = load_owner(sources, base_dir, relative)
+    owner = loaded.manifest
+    event = _event(owner, relative, event_id, version)
+    records, enums = reached_types(owner, sorted(event.payload.records()))
+    return PublishedEvent(owner.service, event, *relocated(relative, records, enums), target.as_posix())
+
+
+def _event(owner: Manifest, relative: str, event_id: str, version: str | None) -> EventDef:
+    candidates = [event for event in owner.events if event.id == event_id]
+    where = f"publisher {owner.service} ({relative})"
+    if not candidates:
+        ids = list(dict.fromkeys(event.id for event in owner.events))
+        hint = suggestion(event_id, ids) or (f"; it publishes {', '.join(ids)}" if ids else "; it publishes no events")
+        raise OwnerError(f"{where} publishes no event {event_id!r}{hint}", "id")
+    versions = ", ".join(repr(event.version) for event in candidates)
+    if version is None:
+        if len(candidates) > 1:
+            raise OwnerError(f"{where} publishes {event_id} in versions {versions}; name one with 'version'", "id")
+        return candidates[0]
+    for event in candidates:
+        if event.version == version:
+            return event
+    raise OwnerError(f"{where} publishes {event_id} in versions {versions}, not {version!r}", "version")
+
+
+def delivery_def(spec: dict[str, Any] | None) -> DeliveryDef:
+    """The delivery settings of a subscription that passed the checks (defaults where absent)."""
+    spec = spec or {}
+    return DeliveryDef(
+        max_deliver=int(spec.get("maxDeliver", DEFAULT_DELIVERY.max_deliver)),
+        backoff=tuple(parse_duration(step) for step in spec["backoff"]) if "backoff" in spec
+        else DEFAULT_DELIVERY.backoff,
+        ack_wait=parse_duration(spec["ackWait"]) if "ackWait" in spec else DEFAULT_DELIVERY.ack_wait,
+    )
+
+
+def build_events(
+    data: dict[str, Any], base_dir: Path, known: set[str], sources: Sources
+) -> tuple[tuple[EventDef, ...], tuple[SubscriptionDef, ...], list[RecordDef], list[EnumDef]]:
+    """(events, subscriptions, records and enums taken from publishers that `known` names do not cover yet)."""
+    events = tuple(
+        EventDef(
+            entry["id"], entry.get("version", ""), parse_type(entry["payload"]), entry.get("key"), entry.get("summary")
+        )
+        for entry in data.get("events", ())
+    )
+    subscriptions: list[SubscriptionDef] = []
+    records: list[RecordDef] = []
+    enums: list[EnumDef] = []
+    for entry in data.get("subscribes", ()):
+        delivery = delivery_def(entry.get("delivery"))
+        if "from" not in entry:
+            payload = parse_type(entry["payload"])
+            subscriptions.append(
+                SubscriptionDef(entry["id"], entry.get("version", ""), entry["publisher"], payload, delivery,
+                                entry.get("summary"))
+            )
+            continue
+        taken = published_event(sources, base_dir, entry["from"], entry["id"], entry.get("version"))
+        subscriptions.append(SubscriptionDef(taken.event.id, taken.event.version, taken.publisher,
+                                             taken.event.payload, delivery,
+                                             entry.get("summary", taken.event.summary), entry["from"]))  # fmt: skip
+        for record in taken.records:
+            if record.name not in known:
+                known.add(record.name)
+                records.append(record)
+        for enum in taken.enums:
+            if enum.name not in known:
+                known.add(enum.name)
+                enums.append(enum)
+    return events, tuple(subscriptions), records, enums
+
+
+def check_events(checker: _Checker) -> None:
+    """Every problem of `events:` and `subscribes:`, reported through the semantic pass's `checker`."""
+    _check_published(checker)
+    _check_subscribed(checker)
+
+
+def _check_published(checker: _Checker) -> None:
+    entries = checker.read(checker.data, (), "events", list, []) or []
+    seen: dict[tuple[str, str], int] = {}
+    for index, entry in enumerate(entries):
+        path: JsonPath = ("events", index)
+        payload = checker.parse(checker.read(entry, path, "payload", str), (*path, "payload"))
+        checker.parsed[(*path, "payload")] = payload
+        _check_id(checker, path, entry, seen, "event")
+        key = checker.read(entry, path, "key", str)
+        if key is None or payload is None:
+            continue
+        record = checker.records.get(payload.name) if payload.kind == "record" and not payload.is_nullable else None
+        if record is None:
+            checker.error(checker.doc.at((*path, "key")),
+                          f"key {key!r} needs a record payload, but the payload is {payload}; remove 'key' or make "
+                          "the payload a record")  # fmt: skip
+        elif record.names_known and key not in record.fields:
+            hint = suggestion(key, list(record.fields)) or f"; its fields are {', '.join(record.fields) or 'none'}"
+            checker.error(checker.doc.at((*path, "key")),
+                          f"key {key!r} is not a field of the payload {payload.name}{hint}")  # fmt: skip
+
+
+def _check_subscribed(checker: _Checker) -> None:
+    entries = checker.read(checker.data, (), "subscribes", list, []) or []
+    seen: dict[tuple[str, str], int] = {}
+    taken: list[tuple[int, PublishedEvent]] = []
+    for index, entry in enumerate(entries):
+        path: JsonPath = ("subscribes", index)
+        if not isinstance(entry, dict):
+            continue
+        _check_delivery(checker, path, entry.get("delivery"))
+        has_from, has_payload = "from" in entry, "payload" in entry
+        if has_from and (has_payload or "publisher" in entry):
+            extra = "payload" if has_payload else "publisher"
+            checker.error(checker.doc.key_at((*path, extra)),
+                          f"a subscription with 'from' takes its {extra} from the publisher's manifest; remove "
+                          f"{extra!r}, or 'from' to declare it here")  # fmt: skip
+        if not has_from:
+            if not has_payload:
+                checker.error(checker.doc.key_at(path),
+                              "a subscription needs 'from: <the publisher's manifest>' or 'payload: <type>' with "
+                              "'publisher: <service>'")  # fmt: skip
+            elif "publisher" not in entry:
+                checker.error(checker.doc.key_at(path),
+                              "a subscription with 'payload' names its publisher: add 'publisher: <service>' (its "
+                              "stream and subjects are named after it), or take everything with 'from'")  # fmt: skip
+            payload = checker.parse(checker.read(entry, path, "payload", str), (*path, "payload"))
+            checker.parsed[(*path, "payload")] = payload
+            _check_id(checker, path, entry, seen, "subscription")
+            continue
+        relative, event_id = checker.read(entry, path, "from", str), checker.read(entry, path, "id", str)
+        version = checker.read(entry, path, "version", str)
+        if relative is None or event_id is None:
+            checker.uses_known = False
+            continue
+        try:
+            published = published_event(checker.sources, checker.base_dir, relative, event_id, version)
+        except OwnerError as error:
+            checker.uses_known = False
+            message = str(error).replace("owner's manifest", "publisher's manifest")
+            checker.error(checker.doc.at((*path, error.key)), message)
+            continue
+        checker.parsed[(*path, "payload")] = published.event.payload
+        taken.append((index, published))
+        _check_id(checker, path, {**entry, "version": published.event.version}, seen, "subscription")
+    from .build import same_definition  # build imports this module for build_events
+
+    for index, published in taken:
+        definitions: list[RecordDef | EnumDef] = [*published.records, *published.enums]
+        for definition in definitions:
+            local = checker.local_definition(definition.name)
+            if local is not None and not same_definition(local, definition):
+                section = "enums" if definition.name in checker.enums else "types"
+                checker.error(checker.doc.key_at((section, definition.name)),
+                              f"type {definition.name!r} differs from the one subscription {published.event.id} "
+                              f"(line {checker.doc.at(('subscribes', index)).line}) takes from {published.where}; "
+                              "remove the local type to use the publisher's, or rename it")  # fmt: skip
+
+
+def _check_id(checker: _Checker, path: JsonPath, entry: Any, seen: dict[tuple[str, str], int], what: str) -> None:
+    event_id = checker.read(entry, path, "id", str)
+    version = checker.read(entry, path, "version", str, "")
+    if event_id is None or version is None:
+        return
+    position = checker.doc.at((*path, "id"))
+    if not slug(event_id):
+        checker.error(position, f"event id {event_id!r} needs at least one letter or digit, like orders:placed")
+    if version and not slug(version):
+        checker.error(checker.doc.at((*path, "version")), f"version {version!r} needs at least one letter or digit")
+    key = (event_id, version)
+    if key in seen:
+        label = f"{event_id!r} version {version!r}" if version else f"{event_id!r} without a version"
+        checker.error(position, f"{what} {label} is already declared at line {seen[key]}; each (id, version) once")
+    else:
+        seen[key] = position.line
+
+
+def _check_delivery(checker: _Checker, path: JsonPath, spec: Any) -> None:
+    if not isinstance(spec, dict):
+        return
+    where: JsonPath = (*path, "delivery")
+    attempts = spec.get("maxDeliver")
+    if isinstance(attempts, int) and attempts > MAX_DELIVER:
+        checker.error(checker.doc.at((*where, "maxDeliver")),
+                      f"maxDeliver {attempts} is more than {MAX_DELIVER} attempts; a message that fails that often "
+                      "belongs in the dead-letter stream sooner")  # fmt: skip
+    steps = spec.get("backoff")
+    if isinstance(steps, list):
+        for number, step in enumerate(steps):
+            if isinstance(step, str):
+                _check_duration(checker, (*where, "backoff", number), step, "backoff step")
+    wait = spec.get("ackWait")
+    if isinstance(wait, str):
+        _check_duration(checker, (*where, "ackWait"), wait, "ackWait")
+
+
+def _check_duration(checker: _Checker, path: JsonPath, text: str, what: str) -> None:
+    try:
+        parse_duration(text)
+    except ValueError as error:
+        checker.error(checker.doc.at(path), f"{what} {error}")

@@ -1,0 +1,268 @@
+"""Events over NATS JetStream (docs/events.md): the `EventBroker` a service with events uses in production.
+
+- A publisher's stream `SVC_EVENTS_<PUBLISHER>` holds `svc.event.<publisher>.>` with bounded age and bytes and a
+  duplicate window (a `Nats-Msg-Id` seen within it is stored once); whichever side starts first creates it.
+- Each (subscriber service, event) has one durable pull consumer, shared by the subscriber's replicas: JetStream
+  hands each message to one of them, and again only after a `nak` (with the backoff delay) or when `ack_wait`
+  passes without an answer (a replica that died). A handler still running tells JetStream so (`in_progress`) every
+  half `ack_wait`, so a slow handler is not handled twice.
+- Dead letters go to the stream `SVC_DEAD_LETTERS` (`svc.dead.>`); the original is acknowledged only once the dead
+  letter is stored, so nothing is dropped unrecorded.
+
+nats-py is an extra (`svcgen[nats]`): imported when a broker is used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Final
+
+from .._eventnames import DEAD_LETTER_STREAM, DEAD_SUBJECT_ROOT, publisher_subjects, stream_name
+from .._events import (
+    ACK,
+    DEAD,
+    Delivered,
+    EventsError,
+    Retention,
+    Subscription,
+    Verdict,
+    consumer_name,
+    dead_letter_headers,
+    dead_subject,
+)
+from .responder import ConnectionSource
+
+if TYPE_CHECKING:
+    from nats.aio.client import Client
+    from nats.aio.msg import Msg
+    from nats.js.client import JetStreamContext
+
+logger = logging.getLogger("svcgen.events")
+
+FETCH_BATCH: Final = 64
+FETCH_WAIT: Final = 1.0
+"""Seconds one pull waits for messages; also how soon a stopping consumer notices."""
+MAX_IN_FLIGHT: Final = 64
+"""Deliveries one consumer handles at once (and the most it holds unacknowledged)."""
+STOP_TIMEOUT: Final = 10.0
+DEAD_LETTER_RETENTION: Final = Retention(max_age=30 * 24 * 3600.0)
+
+
+class JetStreamBroker:
+    """Publishes and consumes events on one NATS connection (`connection`: an open nats-py client, or an async
+    function giving the process's shared one; never closed here)."""
+
+    def __init__(
+        self,
+        connection: Client | ConnectionSource,
+        *,
+        fetch_batch: int = FETCH_BATCH,
+        max_in_flight: int = MAX_IN_FLIGHT,
+        dead_letters: Retention = DEAD_LETTER_RETENTION,
+    ) -> None:
+        self._source = connection
+        self._js: JetStreamContext | None = None
+        self.fetch_batch = fetch_batch
+        self.max_in_flight = max_in_flight
+        self.dead_letters = dead_letters
+        self._loops: list[asyncio.Task[None]] = []
+        self._running: set[asyncio.Task[None]] = set()
+        self._subscriptions: list[Any] = []
+        self._stopping = asyncio.Event()
+        self._ensured: set[str] = set()
+
+    async def jetstream(self) -> JetStreamContext:
+        if self._js is None:
+            source = self._source
+            client = await source() if callable(source) else source
+            self._js = client.jetstream()
+        return self._js
+
+    async def ensure_stream(self, publisher: str, retention: Retention) -> None:
+        await self._ensure(stream_name(publisher), publisher_subjects(publisher), retention)
+
+    async def _ensure(self, name: str, subjects: str, retention: Retention) -> None:
+        if name in self._ensured:
+            return
+        from nats.js.errors import BadRequestError, NotFoundError
+
+        js = await self.jetstream()
+        try:
+            await js.stream_info(name)
+        except NotFoundError:
+            try:
+                await js.add_stream(
+                    name=name, subjects=[subjects], max_age=retention.max_age, max_bytes=retention.max_bytes,
+                    duplicate_window=retention.duplicate_window,
+                )
+                logger.info("created the JetStream stream %s (%s)", name, subjects)
+            except BadRequestError:
+                await js.stream_info(name)  # created meanwhile by another replica; else it raises
+        except Exception as exc:
+            raise EventsError(f"JetStream stream {name} cannot be used: {type(exc).__name__}: {exc}") from None
+        self._ensured.add(name)
+
+    async def publish(self, publisher: str, subject: str, data: bytes, headers: Mapping[str, str],
+                      timeout: float) -> bool:  # fmt: skip
+        js = await self.jetstream()
+        try:
+            ack = await js.publish(subject, data, timeout=timeout, stream=stream_name(publisher),
+                                   headers=dict(headers) or None)  # fmt: skip
+        except Exception:
+            self._ensured.discard(stream_name(publisher))  # a deleted stream is made again by the next start
+            raise
+        return bool(ack.duplicate)
+
+    async def subscribe(
+        self,
+        subscriber: str,
+        subscription: Subscription,
+        retention: Retention,
+        deliver: Callable[[Delivered], Awaitable[Verdict]],
+    ) -> None:
+        from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+        from nats.js.errors import NotFoundError
+
+        await self._ensure(subscription.stream, publisher_subjects(subscription.publisher), retention)
+        await self._ensure(DEAD_LETTER_STREAM, f"{DEAD_SUBJECT_ROOT}.>", self.dead_letters)
+        js = await self.jetstream()
+        durable = consumer_name(subscriber, subscription)
+        try:
+            await js.consumer_info(subscription.stream, durable)
+        except NotFoundError:
+            config = ConsumerConfig(
+                durable_name=durable, filter_subject=subscription.subject, ack_policy=AckPolicy.EXPLICIT,
+                deliver_policy=DeliverPolicy.ALL, ack_wait=subscription.delivery.ack_wait,
+                max_ack_pending=self.max_in_flight * 16,
+                # Unlimited here: the delivery rules dead-letter after max_deliver attempts; a cap here would drop a
+                # message unrecorded whenever the dead-letter stream could not take it in time.
+                max_deliver=-1,
+            )  # fmt: skip
+            await js.add_consumer(subscription.stream, config)
+        pull = await js.pull_subscribe_bind(durable, stream=subscription.stream)
+        self._subscriptions.append(pull)
+        loop = asyncio.create_task(self._pull(pull, subscriber, subscription, deliver), name=f"svcgen-events-{durable}")
+        self._loops.append(loop)
+        logger.info("%s handles %s from %s (durable consumer %s)", subscriber, subscription.subject,
+                    subscription.stream, durable)  # fmt: skip
+
+    async def _pull(self, pull: Any, subscriber: str, subscription: Subscription,
+                    deliver: Callable[[Delivered], Awaitable[Verdict]]) -> None:  # fmt: skip
+        import nats.errors
+
+        slots = asyncio.Semaphore(self.max_in_flight)
+        busy: set[asyncio.Task[None]] = set()
+        failures = 0
+        while not self._stopping.is_set():
+            wanted = max(1, min(self.fetch_batch, self.max_in_flight - len(busy)))  # no more than can start now
+            try:
+                messages = await pull.fetch(wanted, timeout=FETCH_WAIT)
+                failures = 0
+            except (TimeoutError, nats.errors.TimeoutError):
+                continue
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                failures += 1
+                if failures == 1 or failures % 100 == 0:
+                    logger.warning("events: fetching %s failed (%s); retrying", subscription.subject,
+                                   type(exc).__name__)  # fmt: skip
+                await asyncio.sleep(min(0.1 * failures, 2.0))
+                continue
+            for msg in messages:
+                await slots.acquire()
+                task = asyncio.create_task(self._handle(msg, subscriber, subscription, deliver))
+                self._running.add(task)
+                busy.add(task)
+                task.add_done_callback(self._running.discard)
+                task.add_done_callback(busy.discard)
+                task.add_done_callback(lambda _: slots.release())
+
+    async def _handle(self, msg: Msg, subscriber: str, subscription: Subscription,
+                      deliver: Callable[[Delivered], Awaitable[Verdict]]) -> None:  # fmt: skip
+        try:
+            meta = msg.metadata
+            delivered = Delivered(
+                msg.data, msg.headers or {}, meta.num_delivered or 1,
+                meta.timestamp or datetime.now(UTC), msg.subject, meta.stream or subscription.stream,
+                meta.sequence.stream if meta.sequence is not None else 0,
+            )  # fmt: skip
+        except Exception:
+            delivered = Delivered(bytes(msg.data or b""), {}, 1, datetime.now(UTC), msg.subject, subscription.stream)
+        keep_alive = _KeepAlive(msg, subscription.delivery.ack_wait / 2)
+        try:
+            verdict = await deliver(delivered)
+        finally:
+            keep_alive.cancel()
+        try:
+            if verdict.action == ACK:
+                await msg.ack()
+            elif verdict.action == DEAD:
+                await self._dead_letter(msg, subscriber, subscription, delivered, verdict)
+            else:
+                await msg.nak(delay=verdict.delay)
+        except Exception as exc:
+            # Unanswered, JetStream delivers it again after ack_wait: late, never lost.
+            logger.warning("events: answering a delivery of %s failed (%s)", msg.subject, type(exc).__name__)
+
+    async def _dead_letter(self, msg: Msg, subscriber: str, subscription: Subscription, delivered: Delivered,
+                           verdict: Verdict) -> None:  # fmt: skip
+        js = await self.jetstream()
+        headers = dead_letter_headers(subscriber, subscription, delivered, verdict)
+        try:
+            await js.publish(dead_subject(subscriber, subscription), delivered.data, timeout=5.0,
+                             stream=DEAD_LETTER_STREAM, headers=headers)  # fmt: skip
+        except Exception as exc:
+            logger.error("events: the dead letter of %s could not be stored (%s); it is delivered again",
+                         msg.subject, type(exc).__name__)  # fmt: skip
+            await msg.nak(delay=subscription.delivery.backoff[-1])
+            return
+        logger.warning("events: %s dead-lettered for %s after %s attempt(s): %s", msg.subject, subscriber,
+                       headers.get("Svc-Attempts"), verdict.reason)  # fmt: skip
+        await msg.ack()
+
+    async def close(self) -> None:
+        """Stop fetching, let the deliveries running finish (their answers reach JetStream), then return."""
+        self._stopping.set()
+        loops, self._loops = self._loops, []
+        if loops:
+            await asyncio.wait(loops, timeout=FETCH_WAIT * 3)
+            for loop in loops:
+                loop.cancel()
+        if self._running:
+            _, late = await asyncio.wait(set(self._running), timeout=STOP_TIMEOUT)
+            for task in late:
+                task.cancel()
+        for pull in self._subscriptions:
+            with contextlib.suppress(Exception):
+                await pull.unsubscribe()  # the durable consumer stays: the next start resumes it
+        self._subscriptions = []
+
+
+class _KeepAlive:
+    """Tells JetStream every `every` seconds that the delivery is still being handled; a timer, not a task, so a
+    handler that ends in time costs nothing more."""
+
+    def __init__(self, msg: Msg, every: float) -> None:
+        self._msg = msg
+        self._every = every
+        self._loop = asyncio.get_running_loop()
+        self._timer: asyncio.TimerHandle | None = self._loop.call_later(every, self._fire)
+        self._sending: asyncio.Task[None] | None = None
+
+    def _fire(self) -> None:
+        self._sending = self._loop.create_task(self._send())
+        self._timer = self._loop.call_later(self._every, self._fire)
+
+    async def _send(self) -> None:
+        with contextlib.suppress(Exception):
+            await self._msg.in_progress()
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None

@@ -1,0 +1,84 @@
+"""Subscribers and publishers over real JetStream for the event tests: unique names per test, streams removed
+after it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import nats
+from nats.aio.client import Client
+
+from svcgen.runtime import (
+    Context,
+    Delivery,
+    EventBus,
+    EventSpec,
+    Identity,
+    JetStreamBroker,
+    Registry,
+    Result,
+    Service,
+    Subscriptions,
+)
+from svcgen.runtime._eventnames import event_subject, stream_name
+
+DEADLINE = 30.0
+
+
+@dataclass
+class Placed:
+    order_id: str
+    total: int = 0
+
+
+async def wait_for(predicate: Callable[[], bool], what: str, deadline: float = DEADLINE) -> None:
+    """Polls until `predicate` holds; fails naming `what` after a generous deadline (never a timing assertion)."""
+    end = time.monotonic() + deadline
+    while not predicate():
+        if time.monotonic() > end:
+            raise AssertionError(f"gave up waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+def publisher_bus(client: Client, service: str) -> EventBus:
+    return EventBus(service, [EventSpec("orders:placed", Placed, key="orderId")], Subscriptions(),
+                    JetStreamBroker(client))  # fmt: skip
+
+
+def subscriber(
+    client: Client,
+    service: str,
+    publisher: str,
+    handler: Callable[[Placed, Context], Awaitable[Result[None]]],
+    delivery: Delivery | None = None,
+    **options: Any,
+) -> tuple[EventBus, Service]:
+    subscriptions = Subscriptions()
+    subscriptions.add("orders:placed", handler, publisher=publisher, payload=Placed, delivery=delivery)
+    bus = EventBus(service, [], subscriptions, JetStreamBroker(client), **options)
+    return bus, Service(Identity(service), Registry())
+
+
+@contextlib.asynccontextmanager
+async def connected(url: str) -> AsyncIterator[Client]:
+    client = await nats.connect(url)
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+async def cleanup(url: str, publisher: str) -> None:
+    async with connected(url) as client:
+        with contextlib.suppress(Exception):
+            await client.jetstream().delete_stream(stream_name(publisher))
+
+
+async def publish_raw(client: Client, publisher: str, data: bytes, headers: dict[str, str] | None = None) -> None:
+    await client.jetstream().publish(event_subject(publisher, "orders:placed"), data, stream=stream_name(publisher),
+                                     headers=headers)  # fmt: skip

@@ -1,0 +1,307 @@
+"""Events over the real JetStream server: publish acknowledged, deduplicated by key, one handling per event across
+replicas, backoff and dead letters after exactly maxDeliver attempts, hostile messages never wedge a subscriber."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+
+import orjson
+import pytest
+
+from svcgen.deadletters import dead_letters, replay
+from svcgen.runtime import Context, Delivery, Result, Wiring, WiringError
+from svcgen.runtime._events import Subscriptions
+from tests.events.harness import (
+    Placed,
+    cleanup,
+    connected,
+    publish_raw,
+    publisher_bus,
+    subscriber,
+    wait_for,
+)
+from tests.support.broker import unique_name
+from tests.support.codegen import REPO, run_cli
+
+FAST = Delivery(max_deliver=3, backoff=(0.05,), ack_wait=5.0)
+
+
+async def _letters(client: object, name: str) -> list[object]:
+    return [letter async for letter in dead_letters(client, subscriber=name)]  # type: ignore[arg-type]
+
+
+def test_publish_is_accepted_once_stored_and_a_repeated_key_is_stored_once(nats_url: str) -> None:
+    publisher = unique_name("pub")
+
+    async def main() -> None:
+        async with connected(nats_url) as client:
+            bus = publisher_bus(client, publisher)
+            await bus.start(None)  # type: ignore[arg-type]  # a publisher alone needs no service
+            first = await bus.publish("orders:placed", Placed("o-1", 5))
+            again = await bus.publish("orders:placed", Placed("o-1", 5))
+            other = await bus.publish("orders:placed", Placed("o-2", 7))
+            assert (first.status, again.status, other.status) == ("accepted", "accepted", "accepted")
+            assert again.headers.get("svc-duplicate") == "true" and "svc-duplicate" not in first.headers
+            info = await client.jetstream().stream_info(f"SVC_EVENTS_{publisher.upper()}")
+            assert info.state.messages == 2
+            assert info.config.subjects == [f"svc.event.{publisher}.>"]
+            assert info.config.max_age and info.config.max_bytes and info.config.max_bytes > 0
+            await bus.stop()
+
+    try:
+        asyncio.run(main())
+    finally:
+        asyncio.run(cleanup(nats_url, publisher))
+
+
+def test_publish_without_a_stream_server_is_a_failure_never_a_silent_drop() -> None:
+    async def main() -> None:
+        async with connected_or_none("nats://127.0.0.1:1") as client:
+            assert client is None
+
+    asyncio.run(main())
+    bus_result = asyncio.run(_publish_to_unreachable())
+    assert bus_result.status in ("service-unavailable", "timeout")
+
+
+async def _publish_to_unreachable() -> Result[None]:
+    from svcgen.runtime import EventBus, EventSpec, JetStreamBroker
+
+    async def refuse() -> object:
+        raise ConnectionRefusedError("no server")
+
+    bus = EventBus("lonely", [EventSpec("orders:placed", Placed)], Subscriptions(), JetStreamBroker(refuse))  # type: ignore[arg-type]
+    return await bus.publish("orders:placed", Placed("o-1"))
+
+
+@contextlib.asynccontextmanager
+async def connected_or_none(url: str):  # type: ignore[no-untyped-def]
+    try:
+        async with connected(url) as client:
+            yield client
+    except Exception:
+        yield None
+
+
+def test_two_replicas_share_one_durable_consumer_and_each_event_is_handled_once(nats_url: str) -> None:
+    publisher, name = unique_name("pub"), unique_name("sub")
+    handled: collections.Counter[str] = collections.Counter()
+    by_replica: collections.Counter[int] = collections.Counter()
+    count = 60
+
+    def handler_for(replica: int):  # type: ignore[no-untyped-def]
+        async def handle(event: Placed, context: Context) -> Result[None]:
+            handled[event.order_id] += 1
+            by_replica[replica] += 1
+            await asyncio.sleep(0.005)
+            return Result.ok()
+
+        return handle
+
+    async def main() -> None:
+        async with connected(nats_url) as one, connected(nats_url) as two, connected(nats_url) as pub:
+            sender = publisher_bus(pub, publisher)
+            await sender.start(None)  # type: ignore[arg-type]
+            replicas = [subscriber(client, name, publisher, handler_for(index), FAST)
+                        for index, client in enumerate((one, two))]  # fmt: skip
+            for bus, service in replicas:
+                await bus.start(service)
+            for number in range(count):
+                assert (await sender.publish("orders:placed", Placed(f"o-{number}"))).status == "accepted"
+            await wait_for(lambda: len(handled) == count, f"{count} events handled")
+            await asyncio.sleep(0.5)  # room for a wrong second handling to show
+            for bus, _ in replicas:
+                await bus.stop()
+        assert set(handled.values()) == {1}
+        assert sum(by_replica.values()) == count
+
+    try:
+        asyncio.run(main())
+    finally:
+        asyncio.run(cleanup(nats_url, publisher))
+
+
+def test_a_failing_handler_is_retried_then_dead_lettered_after_exactly_max_deliver_attempts(nats_url: str) -> None:
+    publisher, name = unique_name("pub"), unique_name("sub")
+    attempts: list[int] = []
+
+    async def handle(event: Placed, context: Context) -> Result[None]:
+        assert context.delivery is not None
+        attempts.append(context.delivery.attempt)
+        if event.order_id == "poison":
+            raise RuntimeError("cannot handle this one")
+        return Result.ok()
+
+    async def main() -> None:
+        async with connected(nats_url) as client:
+            sender = publisher_bus(client, publisher)
+            await sender.start(None)  # type: ignore[arg-type]
+            bus, service = subscriber(client, name, publisher, handle, FAST)
+            await bus.start(service)
+            await sender.publish("orders:placed", Placed("poison"))
+            letters: list[object] = []
+
+            async def poll() -> None:
+                while not letters:
+                    letters.extend(await _letters(client, name))
+                    await asyncio.sleep(0.1)
+
+            await asyncio.wait_for(poll(), 30)
+            # The subscriber goes on: a good event after the poison one is handled.
+            await sender.publish("orders:placed", Placed("fine"))
+            await wait_for(lambda: len(attempts) == 4, "the good event")
+            await asyncio.sleep(1.0)  # a loop would show as more attempts
+            await bus.stop()
+            assert attempts == [1, 2, 3, 1]
+            (letter,) = letters
+            assert letter.attempts == "3" and letter.status == "service-unavailable"  # type: ignore[attr-defined]
+            assert letter.original_subject == f"svc.event.{publisher}.orders_placed"  # type: ignore[attr-defined]
+            assert letter.subject == f"svc.dead.{name}.orders_placed"  # type: ignore[attr-defined]
+            assert orjson.loads(letter.data)["orderId"] == "poison"  # type: ignore[attr-defined]
+
+    try:
+        asyncio.run(main())
+    finally:
+        asyncio.run(cleanup(nats_url, publisher))
+
+
+def test_hostile_messages_are_dead_lettered_at_once_and_never_wedge_the_subscriber(nats_url: str) -> None:
+    publisher, name = unique_name("pub"), unique_name("sub")
+    handled: list[str] = []
+
+    async def handle(event: Placed, context: Context) -> Result[None]:
+        handled.append(event.order_id)
+        return Result.ok()
+
+    hostile = [
+        (b"\xff\xfe garbage", None),
+        (b"[" * 5000 + b"]" * 5000, None),
+        (b'{"orderId": 12}', None),
+        (orjson.dumps({"orderId": "x" * 70_000}), None),
+        (b'{"orderId": "h-1"}', {"traceparent": "not-a-traceparent", "X-Huge": "v" * 9000}),
+        (b'{"orderId": "h-2"', {"svc-version": "\u00e9\u00e9"}),
+    ]
+
+    async def main() -> None:
+        async with connected(nats_url) as client:
+            sender = publisher_bus(client, publisher)
+            await sender.start(None)  # type: ignore[arg-type]
+            bus, service = subscriber(client, name, publisher, handle, FAST, max_event_bytes=64_000)
+            await bus.start(service)
+            for data, headers in hostile:
+                await publish_raw(client, publisher, data, headers)
+            await sender.publish("orders:placed", Placed("after"))
+            await wait_for(lambda: "after" in handled, "the event after the hostile ones")
+            found: list[object] = []
+
+            async def poll() -> None:
+                while len(found) < 5:
+                    found[:] = await _letters(client, name)
+                    await asyncio.sleep(0.1)
+
+            await asyncio.wait_for(poll(), 30)
+            await bus.stop()
+            assert sorted(handled) == ["after", "h-1"]
+            assert {letter.attempts for letter in found} == {"1"}  # type: ignore[attr-defined]
+            reasons = " ".join(letter.reason for letter in found)  # type: ignore[attr-defined]
+            assert "undecodable" in reasons and "exceeds 64000 bytes" in reasons
+
+    try:
+        asyncio.run(main())
+    finally:
+        asyncio.run(cleanup(nats_url, publisher))
+
+
+def test_a_replayed_dead_letter_is_delivered_again_under_a_new_message_id(nats_url: str) -> None:
+    publisher, name = unique_name("pub"), unique_name("sub")
+    fixed = {"value": False}
+    handled: list[str] = []
+
+    async def handle(event: Placed, context: Context) -> Result[None]:
+        if not fixed["value"]:
+            return Result.service_unavailable("downstream is down")
+        handled.append(event.order_id)
+        return Result.ok()
+
+    async def main() -> None:
+        async with connected(nats_url) as client:
+            sender = publisher_bus(client, publisher)
+            await sender.start(None)  # type: ignore[arg-type]
+            bus, service = subscriber(client, name, publisher, handle, Delivery(max_deliver=1, backoff=(0.05,)))
+            await bus.start(service)
+            await sender.publish("orders:placed", Placed("o-9"))  # key o-9: Nats-Msg-Id
+            letters: list[object] = []
+
+            async def poll() -> None:
+                while not letters:
+                    letters.extend(await _letters(client, name))
+                    await asyncio.sleep(0.1)
+
+            await asyncio.wait_for(poll(), 30)
+            fixed["value"] = True
+            await replay(client, letters[0])  # type: ignore[arg-type]
+            await wait_for(lambda: handled == ["o-9"], "the replayed event")
+            assert await _letters(client, name) == []
+            await bus.stop()
+
+    try:
+        asyncio.run(main())
+    finally:
+        asyncio.run(cleanup(nats_url, publisher))
+
+
+def test_a_service_with_events_and_no_nats_refuses_to_start_with_one_line() -> None:
+    wiring = Wiring(environ={})
+    subscriptions = Subscriptions()
+
+    async def handle(event: Placed, context: Context) -> Result[None]:
+        return Result.ok()
+
+    subscriptions.add("orders:placed", handle, publisher="orders", payload=Placed)
+    with pytest.raises(WiringError) as caught:
+        wiring.events("notify", [], subscriptions)
+    message = str(caught.value)
+    assert "\n" not in message and "SVCGEN_NATS" in message and "subscribes to 1 event" in message
+
+
+def test_the_dead_letters_command_lists_replays_and_drops(nats_url: str) -> None:
+    publisher, name = unique_name("pub"), unique_name("sub")
+    handled: list[str] = []
+
+    async def handle(event: Placed, context: Context) -> Result[None]:
+        handled.append(event.order_id)
+        return Result.service_unavailable("down") if len(handled) <= 2 else Result.ok()
+
+    async def dead_letter_two() -> None:
+        async with connected(nats_url) as client:
+            sender = publisher_bus(client, publisher)
+            await sender.start(None)  # type: ignore[arg-type]
+            bus, service = subscriber(client, name, publisher, handle, Delivery(max_deliver=1, backoff=(0.05,)))
+            await bus.start(service)
+            await sender.publish("orders:placed", Placed("o-1", 10))
+            await sender.publish("orders:placed", Placed("o-2", 20))
+
+            async def poll() -> None:
+                while len(await _letters(client, name)) < 2:
+                    await asyncio.sleep(0.1)
+
+            await asyncio.wait_for(poll(), 30)
+            listed = run_cli("events", "dead-letters", "list", "--nats", nats_url, "--subscriber", name, cwd=REPO)
+            assert listed.returncode == 0, listed.stderr
+            lines = listed.stdout.splitlines()
+            assert len(lines) == 2 and all("orders:placed attempts=1 status=service-unavailable" in x for x in lines)
+            assert '"orderId":"o-1"' in lines[0] and "2 dead letter(s)" in listed.stderr
+            replayed = run_cli("events", "dead-letters", "replay", "--nats", nats_url, "--subscriber", name,
+                               "--event", "orders:placed", cwd=REPO)  # fmt: skip
+            assert replayed.returncode == 0 and "2 replayed" in replayed.stderr, replayed.stderr
+            await wait_for(lambda: sorted(handled[2:]) == ["o-1", "o-2"], "both replayed events handled")
+            await bus.stop()
+        dropped = run_cli("events", "dead-letters", "drop", "--nats", nats_url, "--subscriber", name, cwd=REPO)
+        assert dropped.returncode == 0 and "0 dropped" in dropped.stderr
+
+    try:
+        asyncio.run(dead_letter_two())
+    finally:
+        asyncio.run(cleanup(nats_url, publisher))
