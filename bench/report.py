@@ -95,7 +95,8 @@ BENCHES = (
           "against the same calls without a key, rounds alternating; the added cost is the median of the per-round "
           "differences. Retries: one `HttpSender` call at a time to a constant-answer app under uvicorn in another "
           "process, plain against the same sender inside `RetryingSender` with retries configured and never "
-          "triggered, rounds alternating, the overhead being the median of the per-round ratios."),
+          "triggered, taking turns call by call, the overhead being the median of the per-round ratios; and the "
+          "wrapper's own cost over a sender that answers at once."),
     Bench("hostile", "Hostile bodies (bench/hostile.py)",
           "CPU per request of 1 MiB bodies built to be expensive under the limits (arrays nested 62 deep, runs of "
           "empty arrays or objects, numbers, strings of brackets or escapes, 88,000 keys, a duplicate key at the "
