@@ -9,8 +9,9 @@ does not count.
   of the per-round differences. The replay of a kept answer is timed too.
 - Retries: one `HttpSender` call at a time to a constant-answer ASGI app under uvicorn in another process, plain
   against the same sender wrapped in `RetryingSender` (default policy, never triggered: every answer is 200), for
-  an idempotent topic; the variants take turns call by call, the overhead is the median of the per-round ratios. The non-idempotent
-  case (which also mints an Idempotency-Key per call) is shown beside it.
+  an idempotent topic; the variants take turns call by call, the overhead is the median of the per-round ratios.
+  The non-idempotent case (which also mints an Idempotency-Key per call) is shown beside it, and the wrapper's own
+  cost over a sender that answers at once.
 """
 
 from __future__ import annotations
