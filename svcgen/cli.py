@@ -313,9 +313,13 @@ def collector_repair(store: Path) -> None:
 @click.option("--nats", metavar="URL",
               help="Also take the feeds from this NATS server's JetStream stream SVC_MESH, through the durable "
                    "consumer svc-collector that replicas share (needs svcgen[nats]).")
+@click.option("--heartbeat-seconds", default=30.0, show_default=True, type=click.FloatRange(min=0.1),
+              help="The services' heartbeat interval (their manifests' mesh.heartbeatSeconds): an instance that "
+                   "missed three heartbeats shows as stale.")
 def collector_serve(
     host: str, port: int, store: str | None, polls: tuple[str, ...], poll_interval: float,
     artifacts: Path | None, artifacts_interval: float, token_file: Path | None, nats: str | None,
+    heartbeat_seconds: float,
 ) -> None:
     """Run the collector: envelope invoke surface with the collector topics, its health and spec, the
     poller, the UI artifacts and the dashboard at /."""
@@ -355,7 +359,8 @@ def collector_serve(
             "collector bound to %s without a token: anyone who can reach it can write to it and read it "
             "(lock it with --token-file FILE or SVCGEN_COLLECTOR_TOKEN)", host)
     settings = CollectorSettings(store=store_file, database=database, fleet=fleet, poll_interval=poll_interval,
-                                 artifacts=artifacts, artifacts_interval=artifacts_interval, token=token, nats=nats)
+                                 artifacts=artifacts, artifacts_interval=artifacts_interval, token=token, nats=nats,
+                                 heartbeat_seconds=heartbeat_seconds)
     try:
         collector_host = CollectorHost(settings)
     except StoreError as error:

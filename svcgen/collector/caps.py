@@ -23,6 +23,11 @@ class CollectorLimits:
     """Spans whose parent has not arrived yet (a server often reports before its client); oldest forgotten."""
     recent_durations: int = 256
     """Newest durations kept per edge for percentiles."""
+    bucket_minutes: int = 1_440
+    """Minutes of per-minute counters and latency histograms kept (24 h); older cells go as the clock moves on."""
+    bucket_series: int = 10_000
+    """Distinct topic (service, topic, version, transport, status) and edge (client, server, status) series of
+    time buckets (in memory; PostgreSQL keeps its rows by time only); past it the least recently counted goes."""
     issues: int = 1_000
     """Merged issues; the least recently seen is dropped first."""
     exemplars: int = 5

@@ -21,6 +21,9 @@ polled health).
   of its serviceVersion, else to the one of its descriptor hash, else to the service's newest; a poll to the entry
   it updated (same base URL), else to the newest.
 
+An instance that has missed three heartbeats (silent for the collector's `stale_after`) is `stale`: listed with
+`stale: true`, never counted healthy; one silent for longer than the retention is no longer listed (`listed`).
+
 Health of a service (`health`), from the instances heard within `stale_after` and the polls:
 - `unknown`: no health data (no fresh heartbeat, no poll);
 - `healthy`: every fresh instance and every poll reports healthy (a successful poll of a service with no health
@@ -87,6 +90,19 @@ class ServiceRecords:
         """Whether the service ever sent or answered health (drives `missingFeeds`)."""
         return any("health" in item for item in (*self.instances, *self.polls))
 
+    def names(self, topic_id: str) -> bool:
+        """Whether any of the service's documents (descriptors, specs, removed topics) mention `topic_id`: a cheap
+        test before reading its topics."""
+        for entry in self.entries:
+            for document, key in ((entry.get("descriptor"), "topics"), (entry.get("descriptor"), "produces"),
+                                  (entry.get("spec"), "topics")):  # fmt: skip
+                listed = document.get(key) if document else None
+                if isinstance(listed, list) and any(isinstance(t, dict) and t.get("id") == topic_id for t in listed):
+                    return True
+            if any(item.get("topic") == topic_id for item in entry.get("removedTopics", ())):
+                return True
+        return False
+
     def provided(self) -> set[tuple[str, str]]:
         """(topic, version) the service's descriptors and specs list."""
         topics: set[tuple[str, str]] = set()
@@ -116,6 +132,11 @@ class ServiceRecords:
                     version = item.get("version")
                     topics.add((item["topic"], version if isinstance(version, str) else ""))
         return topics
+
+    def listed(self, retained_since: str) -> list[InstanceEntry]:
+        """The named instances heard within the retention (or never heartbeating: registered only)."""
+        return [instance for instance in self.named_instances
+                if instance.get("lastHeartbeatAt", retained_since) >= retained_since]  # fmt: skip
 
     def produced(self) -> set[tuple[str, str]]:
         """(topic, version) the service's descriptors say it sends."""
@@ -480,11 +501,19 @@ def instance_id(document: Json) -> str:
     return value if isinstance(value, str) else NO_INSTANCE_ID
 
 
-def instance_view(instance: InstanceEntry) -> dict[str, Any]:
+def is_stale(instance: InstanceEntry, fresh_since: str) -> bool:
+    """Heartbeated once and silent since before `fresh_since` (three missed heartbeats)."""
+    return instance.get("lastHeartbeatAt", fresh_since) < fresh_since
+
+
+def instance_view(instance: InstanceEntry, fresh_since: str) -> dict[str, Any]:
+    """`healthy` only for a live instance: a stale one says `stale: true` and nothing about its health."""
     view: dict[str, Any] = {"instanceId": instance["instanceId"]}
     health = instance.get("health")
-    if health is not None:
+    stale = is_stale(instance, fresh_since)
+    if health is not None and not stale:
         view["healthy"] = health.get("isHealthy") is not False
+    view["stale"] = stale
     view["hashMatches"] = instance["hashMatches"]
     view["registerExpected"] = instance["registerExpected"]
     if "serviceVersion" in instance:

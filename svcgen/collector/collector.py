@@ -36,6 +36,7 @@ from ..runtime._codec import DecodeError, codec_for
 from ..runtime._mesh.clock import WallClock, rfc3339, wall_clock
 from ..runtime._mesh.feeds import REREGISTER_KEY
 from ..runtime._mesh.messages import (
+    FleetQuery,
     HealthDocument,
     Heartbeat,
     RawIssueBatch,
@@ -45,9 +46,11 @@ from ..runtime._mesh.messages import (
     TopicQuery,
     TraceQuery,
 )
+from ..runtime._mesh.reporter import DEFAULT_INTERVAL
 from ..runtime._result import Result
 from ..runtime._topics import DEFAULT_PREFIX
 from . import queries
+from .buckets import minute_of, parse_window
 from .caps import CollectorLimits
 from .issuebook import normalize_issue
 from .memory import MemoryBackend, SnapshotError
@@ -58,8 +61,12 @@ from .wire import Unstorable, stored_size
 
 logger = logging.getLogger("svcgen.mesh.collector")
 
-DEFAULT_STALE_AFTER: Final = 600.0
-"""Seconds after its last heartbeat an instance stops counting towards its service's health."""
+HEARTBEAT_MISSES: Final = 3
+DEFAULT_STALE_AFTER: Final = HEARTBEAT_MISSES * DEFAULT_INTERVAL
+"""Seconds after its last heartbeat an instance is `stale` (three heartbeats missed at the reporter's default
+interval) and stops counting towards its service's health."""
+DEFAULT_RETENTION: Final = 24 * 3600.0
+"""Seconds of history the collector keeps: the time buckets' span; an instance silent for longer is not listed."""
 DEFAULT_LOG_INTERVAL: Final = 60.0
 
 Answer = Result[dict[str, Any]]
@@ -77,6 +84,7 @@ class Collector:
         limits: CollectorLimits | None = None,
         clock: WallClock = wall_clock,
         stale_after: float = DEFAULT_STALE_AFTER,
+        retention: float = DEFAULT_RETENTION,
         log_interval: float = DEFAULT_LOG_INTERVAL,
     ) -> None:
         """`store`: a `Backend`, or a `Store` (memory, JSON file) kept in a `MemoryBackend`; None keeps the state
@@ -85,6 +93,7 @@ class Collector:
         self.limits = limits or CollectorLimits()
         self.clock = clock
         self.stale_after = stale_after
+        self.retention = retention
         self.log_interval = log_interval
         self.store_failures = 0
         """Changes the store refused (each answered `service-unavailable`)."""
@@ -182,10 +191,21 @@ class Collector:
 
     def query_fleet(self, body: Any = None) -> Answer:
         try:
+            window = _FLEET_QUERY({} if body is None else body).window
+            minutes = None if window is None else parse_window(window)
+        except DecodeError as error:
+            return _malformed("query fleet", error)
+        except ValueError as exc:
+            return Result.bad_request(f"query fleet: {exc}")
+        try:
             with self.backend.read(Rows.FLEET) as tables:
                 answer = queries.fleet(tables.catalog, tables.feeds, tables.trace_log, tables.issue_book,
-                                       self._fresh())  # fmt: skip
+                                       self._fresh(), self._retained())  # fmt: skip
                 answer["dropped"] = tables.dropped
+            if window is not None and minutes is not None:
+                with self.backend.read(Rows.buckets(None, minutes, self._minute())) as tables:
+                    answer["window"] = window
+                    answer["ranking"] = queries.ranking(tables.trace_log.buckets, minutes, self._minute())
         except StoreUnavailable as exc:
             return _unreadable(exc)
         return Result.ok(answer)
@@ -197,19 +217,28 @@ class Collector:
             return _malformed("query service", error)
         try:
             with self.backend.read(Rows.service(name)) as tables:
-                found = queries.service(tables.catalog, tables.feeds, tables.trace_log, name, self._fresh())
+                found = queries.service(tables.catalog, tables.feeds, tables.trace_log, name, self._fresh(),
+                                        self._retained())  # fmt: skip
         except StoreUnavailable as exc:
             return _unreadable(exc)
         return Result.ok(found) if found is not None else Result.not_found(f"no service {name}")
 
     def query_topic(self, body: Any) -> Answer:
         try:
-            name = _TOPIC_QUERY(body).topic
+            asked = _TOPIC_QUERY(body)
+            name, window = asked.topic, asked.window
+            minutes = None if window is None else parse_window(window)
         except DecodeError as error:
             return _malformed("query topic", error)
+        except ValueError as exc:
+            return Result.bad_request(f"query topic: {exc}")
         try:
             with self.backend.read(Rows.topic(name)) as tables:
                 found = queries.topic(tables.catalog, tables.trace_log, name)
+            if found is not None and window is not None and minutes is not None:
+                with self.backend.read(Rows.buckets(name, minutes, self._minute())) as tables:
+                    found["window"] = queries.topic_window(tables.trace_log.buckets, name, window, minutes,
+                                                           self._minute())  # fmt: skip
         except StoreUnavailable as exc:
             return _unreadable(exc)
         return Result.ok(found) if found is not None else Result.not_found(f"no topic {name}")
@@ -244,13 +273,18 @@ class Collector:
         events and documents are shared with the collector. Raises StoreUnavailable when the store cannot be
         read."""
         with self.backend.read(Rows.EVERYTHING) as tables:
-            return tables.snapshot(self._now())
+            snapshot = tables.snapshot(self._now())
+        snapshot["staleSince"] = self._fresh()
+        snapshot["retainedSince"] = self._retained()
+        return snapshot
 
     def artifact_snapshot(self) -> Snapshot:
         """What the UI artifacts are written from: the snapshot without the trace window's events and the batch
         ids, which no artifact shows (on PostgreSQL read from the aggregate tables, one replica at a time)."""
         with self.backend.read(Rows.ARTIFACTS) as tables:
             snapshot = tables.snapshot(self._now())
+        snapshot["staleSince"] = self._fresh()
+        snapshot["retainedSince"] = self._retained()
         snapshot["traces"] = {**snapshot["traces"], "events": []}
         snapshot["batches"] = []
         return snapshot
@@ -326,6 +360,12 @@ class Collector:
     def _fresh(self) -> str:
         return rfc3339(self.clock() - self.stale_after)
 
+    def _retained(self) -> str:
+        return rfc3339(self.clock() - self.retention)
+
+    def _minute(self) -> int:
+        return minute_of(self.clock())
+
 
 def _unreadable(exc: StoreUnavailable) -> Answer:
     return Result.service_unavailable(f"the collector cannot read its store now ({exc}); ask again later")
@@ -337,6 +377,7 @@ _TRACE_BATCH = codec_for(RawTraceBatch).decode
 _ISSUE_BATCH = codec_for(RawIssueBatch).decode
 _SERVICE_QUERY = codec_for(ServiceQuery).decode
 _TOPIC_QUERY = codec_for(TopicQuery).decode
+_FLEET_QUERY = codec_for(FleetQuery).decode
 _TRACE_QUERY = codec_for(TraceQuery).decode
 _DECODE_HEALTH = codec_for(HealthDocument).decode
 _ENCODE_HEALTH: Callable[[HealthDocument], Json] = codec_for(HealthDocument).encode

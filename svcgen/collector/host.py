@@ -29,10 +29,12 @@ from ..runtime._http.requests import AsgiScope, Receive, Send
 from ..runtime._http.responses import send_failure
 from ..runtime._mesh.feeds import TOKEN_ENV
 from ..runtime._mesh.jetstream import MeshStream
+from ..runtime._mesh.reporter import DEFAULT_INTERVAL
 from ..runtime._topics import DEFAULT_PREFIX
 from . import Collector, JsonFileStore, collector_service
 from .artifacts import write_artifacts
 from .artifacts.site import DASHBOARD, ArtifactSite
+from .collector import HEARTBEAT_MISSES
 from .jetstream import FeedConsumer
 from .poller import DEFAULT_INTERVAL as DEFAULT_POLL_INTERVAL
 from .poller import FleetEntry, Poller
@@ -62,6 +64,8 @@ class CollectorSettings:
     nats: str | None = None
     """A NATS URL: also take the feeds from its JetStream stream, through a durable consumer (jetstream.py)."""
     nats_stream: MeshStream = field(default_factory=MeshStream)
+    heartbeat_seconds: float = DEFAULT_INTERVAL
+    """The reporters' heartbeat interval: an instance silent for three of them is stale."""
 
 
 class TokenLock:
@@ -157,7 +161,7 @@ class CollectorHost:
     ) -> None:
         self.settings = settings
         if collector is None:
-            collector = Collector(_store(settings))
+            collector = Collector(_store(settings), stale_after=HEARTBEAT_MISSES * settings.heartbeat_seconds)
         self.collector = collector
         self.api = HttpApp(collector_service(self.collector, prefix=settings.prefix))
         self.poller = (
@@ -175,7 +179,7 @@ class CollectorHost:
         self.feeds = FeedConsumer(settings.nats, self.api.service, settings.nats_stream) if settings.nats else None
         self._own_artifacts = settings.artifacts is None
         self.artifacts = settings.artifacts or Path(tempfile.mkdtemp(prefix="svcgen-artifacts-"))
-        site = ArtifactSite(self.artifacts, self.api, prefix=settings.prefix)
+        site = ArtifactSite(self.artifacts, self.api, prefix=settings.prefix, locked=bool(settings.token))
         self.app: ArtifactSite | TokenLock = TokenLock(site, settings.token) if settings.token else site
         self.artifact_writes = 0
         self._writer: asyncio.Task[None] | None = None

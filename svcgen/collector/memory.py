@@ -180,6 +180,7 @@ class MemoryBackend:
                 self.catalog.restore(snapshot["catalog"], snapshot["instances"], snapshot["polls"])
                 self.feeds.restore(snapshot["feeds"])
                 self.trace_log.restore(snapshot["traces"], snapshot["counters"], snapshot["edges"])
+                self.trace_log.buckets.restore(snapshot.get("buckets", []))
                 self.issue_book.restore(snapshot["issues"])
                 self.skipped = int(snapshot["skipped"])
                 for entry in snapshot.get("batches", []):
@@ -271,7 +272,7 @@ class MemoryBackend:
                 service = event["service"]
                 if service not in declared:
                     declared[service] = self.catalog.records(service).declared()
-                if self.trace_log.add(event, declared[service]):
+                if self.trace_log.add(event, declared[service], at):
                     failures[event["service"]] += is_failure(event["status"])
             for service, failed in failures.items():
                 self.feeds.traced(service, failed)

@@ -40,8 +40,19 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from ..runtime._mesh.clock import parse_rfc3339
 from ..runtime._status import STATUS_CODES
 from ..runtime._topics import DEFAULT_PREFIX
+from .buckets import (
+    BucketBook,
+    Cell,
+    MinuteReader,
+    count_into,
+    is_client_failure,
+    is_server_failure,
+    minute_of,
+    new_cell,
+)
 from .caps import CollectorLimits
 from .catalog import Catalog, ServiceRecords, _entry_size, _json_size, instance_id
 from .issuebook import IssueBook
@@ -112,6 +123,19 @@ CREATE TABLE IF NOT EXISTS collector_edges (
     PRIMARY KEY (client, server)
 );
 CREATE INDEX IF NOT EXISTS collector_edges_touched ON collector_edges (touched);
+ALTER TABLE collector_edges ADD COLUMN IF NOT EXISTS client_errors bigint NOT NULL DEFAULT 0;
+CREATE TABLE IF NOT EXISTS collector_buckets (
+    kind text COLLATE "C" NOT NULL CHECK (kind IN ('t', 'e')),
+    a text COLLATE "C" NOT NULL,
+    b text COLLATE "C" NOT NULL,
+    version text COLLATE "C" NOT NULL,
+    transport text COLLATE "C" NOT NULL,
+    status text COLLATE "C" NOT NULL,
+    minute bigint NOT NULL,
+    cell float8[] NOT NULL,
+    PRIMARY KEY (kind, b, a, version, transport, status, minute)
+);
+CREATE INDEX IF NOT EXISTS collector_buckets_minute ON collector_buckets (minute);
 CREATE TABLE IF NOT EXISTS collector_catalog (
     kind text COLLATE "C" NOT NULL CHECK (kind IN {_KINDS!r}),
     service text COLLATE "C" NOT NULL,
@@ -253,6 +277,7 @@ class PostgresStore:
         self.timeout = timeout
         self.probe_interval = probe_interval
         self.limits = CollectorLimits()
+        self._minute = MinuteReader()
         self._pool = ConnectionPool(url, min_size=1, max_size=pool_size, open=False, timeout=timeout,
                                     kwargs={"connect_timeout": max(1, round(timeout))},
                                     name="svcgen-collector")  # fmt: skip
@@ -438,9 +463,11 @@ class PostgresStore:
         events: list[Json] = change["events"]
         if not events:
             return 0
-        return self._each_storable(cursor, events, totals, self._insert_events)
+        arrived = minute_of(parse_rfc3339(change["at"]) or 0.0)
+        return self._each_storable(cursor, events, totals,
+                                   lambda cursor, events, totals: self._insert_events(cursor, events, totals, arrived))
 
-    def _insert_events(self, cursor: Cursor, events: list[Json], totals: dict[str, int]) -> None:
+    def _insert_events(self, cursor: Cursor, events: list[Json], totals: dict[str, int], arrived: int) -> None:
         spans = {event["spanId"] for event in events} | {event["parentSpanId"] for event in events
                                                            if "parentSpanId" in event}  # fmt: skip
         cursor.execute("SELECT pg_advisory_xact_lock(%s, h) FROM (SELECT DISTINCT hashtext(s) AS h "
@@ -466,15 +493,18 @@ class PostgresStore:
             by_key.setdefault((event["traceId"], event["spanId"]), event)
         inserted_events = [(seq, by_key[(trace_id, span_id)]) for seq, trace_id, span_id in inserted]
         fresh = [event for _, event in inserted_events]
-        self._edges(cursor, inserted_events, totals)
-        self._counters(cursor, fresh, totals)
+        cells: dict[tuple[str, str, str, str, str, str, int], Cell] = {}
+        self._edges(cursor, inserted_events, totals, cells, arrived)
+        self._counters(cursor, fresh, totals, cells, arrived)
+        self._buckets(cursor, cells, arrived)
         failures: dict[str, int] = {}
         for event in fresh:
             failures[event["service"]] = failures.get(event["service"], 0) + is_failure(event["status"])
         self._traced(cursor, failures, totals)
         self._prune_window(cursor, len(fresh), sum(_event_bytes(event) for event in fresh), totals)
 
-    def _edges(self, cursor: Cursor, fresh: list[tuple[int, Json]], totals: dict[str, int]) -> None:
+    def _edges(self, cursor: Cursor, fresh: list[tuple[int, Json]], totals: dict[str, int],
+               cells: dict[tuple[str, str, str, str, str, str, int], Cell], arrived: int) -> None:
         """Each edge once: a new child with its parent (new or not), a new parent with the children that were
         there before this batch. Two index lookups by span id, so the cost follows the batch, not the window."""
         seqs = [seq for seq, _ in fresh]
@@ -515,17 +545,23 @@ class PostgresStore:
         )
         totals[_rows_total("collector_edges")] += cursor.rowcount
         cursor.execute(
-            "SELECT client, server, count, errors, recent_durations_ms::text, first_started_at, last_started_at "
-            "FROM collector_edges WHERE (client, server) IN (SELECT * FROM unnest(%s::text[], %s::text[])) "
+            "SELECT client, server, count, errors, client_errors, recent_durations_ms::text, first_started_at, "
+            "last_started_at FROM collector_edges "
+            "WHERE (client, server) IN (SELECT * FROM unnest(%s::text[], %s::text[])) "
             "ORDER BY client, server FOR UPDATE",
             ([client for client, _ in keys], [server for _, server in keys]),
         )
         rows = []
-        for client, server, count, errors, durations_text, first, last in cursor.fetchall():
+        for client, server, count, errors, client_errors, durations_text, first, last in cursor.fetchall():
             durations = orjson.loads(durations_text)
             for child in calls[(client, server)]:
                 count = saturated(count + 1)
-                errors = saturated(errors + is_failure(child["status"]))
+                errors = saturated(errors + is_server_failure(child["status"]))
+                client_errors = saturated(client_errors + is_client_failure(child["status"]))
+                status = child["status"] if child["status"] in STATUS_CODES else OTHER_STATUS
+                minute = self._minute(child.get("startedAt"))
+                cell_key = ("e", client, server, "", "", status, arrived if minute is None else minute)
+                count_into(cells.get(cell_key) or cells.setdefault(cell_key, new_cell()), child.get("durationMs"))
                 if "durationMs" in child:
                     durations.append(child["durationMs"])
                 started = child.get("startedAt")
@@ -533,9 +569,10 @@ class PostgresStore:
                     first = started if first is None or started < first else first
                     last = started if last is None or started > last else last
             recent = orjson.dumps(durations[-self.limits.recent_durations :]).decode()
-            rows.append((count, errors, recent, first, last, client, server))
+            rows.append((count, errors, client_errors, recent, first, last, client, server))
         cursor.executemany(
-            "UPDATE collector_edges SET count = %s, errors = %s, recent_durations_ms = %s, first_started_at = %s, "
+            "UPDATE collector_edges SET count = %s, errors = %s, client_errors = %s, recent_durations_ms = %s, "
+            "first_started_at = %s, "
             "last_started_at = %s, touched = nextval('collector_touch') WHERE client = %s AND server = %s",
             rows,
         )
@@ -550,7 +587,8 @@ class PostgresStore:
             entries[service].append(orjson.loads(text))
         return {service: ServiceRecords(entries=held).declared() for service, held in entries.items()}
 
-    def _counters(self, cursor: Cursor, events: list[Json], totals: dict[str, int]) -> None:
+    def _counters(self, cursor: Cursor, events: list[Json], totals: dict[str, int],
+                  cells: dict[tuple[str, str, str, str, str, str, int], Cell], arrived: int) -> None:
         sums: dict[tuple[str, str, str, str], list[Any]] = {}
         declared = self._declared(cursor, sorted({event["service"] for event in events}))
         for event in events:
@@ -562,6 +600,10 @@ class PostgresStore:
             entry = sums.setdefault(key, [0, 0.0, 0, None, None])
             entry[0] += 1
             duration = event.get("durationMs")
+            minute = self._minute(event.get("startedAt"))
+            cell_key = ("t", key[0], key[1], key[2], event.get("transport", ""), status,
+                        arrived if minute is None else minute)  # fmt: skip
+            count_into(cells.get(cell_key) or cells.setdefault(cell_key, new_cell()), duration)
             if duration is not None:
                 entry[1] += duration
                 entry[2] += 1
@@ -588,6 +630,22 @@ class PostgresStore:
         )
         totals[_rows_total("collector_counters")] += sum(1 for (fresh,) in cursor.fetchall() if fresh)
         self._bound(cursor, _Bound("collector_counters", self.limits.counters, "counters"), totals)
+
+    def _buckets(self, cursor: Cursor, cells: dict[tuple[str, str, str, str, str, str, int], Cell],
+                 arrived: int) -> None:
+        """Add the newly accepted calls' cells (each sums into its row: replicas add exactly) and drop rows past
+        the retention. Rows in key order, as every replica locks them."""
+        oldest = arrived - self.limits.bucket_minutes + 1
+        rows = [(*key, cell.tolist()) for key, cell in sorted(cells.items()) if key[6] >= oldest]
+        if rows:
+            cursor.executemany(
+                "INSERT INTO collector_buckets AS k (kind, a, b, version, transport, status, minute, cell) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s::float8[]) "
+                "ON CONFLICT (kind, b, a, version, transport, status, minute) DO UPDATE SET cell = "
+                "(SELECT array_agg(x + y ORDER BY i) FROM unnest(k.cell, excluded.cell) WITH ORDINALITY AS t(x, y, i))",
+                rows,
+            )
+        cursor.execute("DELETE FROM collector_buckets WHERE minute < %s", (oldest,))
 
     def _traced(self, cursor: Cursor, failures: dict[str, int], totals: dict[str, int]) -> None:
         names = sorted(failures)
@@ -859,10 +917,10 @@ class PostgresStore:
         edges: list[EdgeEntry] = []
         events: list[Json] = []
         if kind in ("artifacts", "everything"):
-            cursor.execute("SELECT client, server, count, errors, recent_durations_ms::text, first_started_at, "
-                           "last_started_at FROM collector_edges ORDER BY touched")  # fmt: skip
-            for client, server, count, errors, durations, first, last in cursor.fetchall():
-                edge = EdgeEntry(client=client, server=server, count=count, errors=errors,
+            cursor.execute("SELECT client, server, count, errors, client_errors, recent_durations_ms::text, "
+                           "first_started_at, last_started_at FROM collector_edges ORDER BY touched")  # fmt: skip
+            for client, server, count, errors, client_errors, durations, first, last in cursor.fetchall():
+                edge = EdgeEntry(client=client, server=server, count=count, errors=errors, clientErrors=client_errors,
                                  recentDurationsMs=orjson.loads(durations))  # fmt: skip
                 if first is not None:
                     edge["firstStartedAt"] = first
@@ -878,6 +936,8 @@ class PostgresStore:
         trace_log = TraceLog(self.limits)
         trace_log.restore({"cap": self.limits.trace_window, "dropped": totals.get("traceWindow", 0),
                            "events": events}, counters, edges)  # fmt: skip
+        if kind in ("buckets", "artifacts", "everything"):
+            self._read_buckets(cursor, rows, trace_log.buckets)
         trace_log.evicted_counters = totals.get("counters", 0)
         trace_log.other_statuses = totals.get("otherStatuses", 0)
         trace_log.evicted_edges = totals.get("edges", 0)
@@ -892,6 +952,22 @@ class PostgresStore:
             batches = [(feed, batch_id, accepted) for feed, batch_id, accepted in cursor.fetchall()]
         return Tables(catalog, feeds, trace_log, issue_book, {name: totals.get(name, 0) for name in _DROPPED},
                       totals.get("skipped", 0), batches)  # fmt: skip
+
+    def _read_buckets(self, cursor: Cursor, rows: Rows, book: BucketBook) -> None:
+        """The cells a window needs (a topic's, or every topic's and edge's), or all of them for a snapshot."""
+        query = "SELECT kind, a, b, version, transport, status, minute, cell FROM collector_buckets"
+        if rows.kind in ("artifacts", "everything"):
+            cursor.execute(query + " ORDER BY minute")
+        elif rows.key:
+            cursor.execute(query + " WHERE kind = 't' AND b = %s AND minute BETWEEN %s AND %s ORDER BY minute",
+                           (rows.key, rows.first, rows.last))  # fmt: skip
+        else:
+            cursor.execute(query + " WHERE minute BETWEEN %s AND %s ORDER BY minute", (rows.first, rows.last))
+        for kind, a, b, version, transport, status, minute, cell in cursor.fetchall():
+            if kind == "t":
+                book.merge_topic((a, b, version, transport, status), minute, cell)
+            else:
+                book.merge_edge((a, b, status), minute, cell)
 
     def _read_counters(self, cursor: Cursor, rows: Rows) -> list[CounterEntry]:
         """The counter rows `rows` needs; the fleet's summed per (service, topic) in the database."""

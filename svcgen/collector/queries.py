@@ -7,17 +7,24 @@ sends `payments:capture` and payments handles it, the topic's providers are `[or
 
 - fleet `{}` → `{services: [{service, serviceVersion?, topics, health, instances, missingFeeds}], topics: [{topic,
   providers, consumers, invocations}], issues}`: one service entry per (service, serviceVersion), with
-  `serviceVersion` when known; `topics` counts the topic ids the entry handles, `instances` its named instances;
+  `serviceVersion` when known; `topics` counts the topic ids the entry handles, `instances` its named instances
+  heard within the retention, `staleInstances` those of them that missed three heartbeats;
   `missingFeeds` is the service's (feeds are not per version). `invocations` counts every trace event of the topic
   (all services, versions, statuses); `issues` are the merged issues and the `contract-mismatch` issues derived from
   the catalog (mismatches.py), most recently seen first.
-- service `{service}` → `{service, health, instances: [{instanceId, healthy?, hashMatches, registerExpected, ...}],
+- service `{service}` → `{service, health, instances: [{instanceId, healthy?, stale, hashMatches, registerExpected,
+  ...}],
   invocations, missingFeeds}`.
-- topic `{topic}` → `{topic, providers, consumers, invocations, errors, statusCounts, versions}`; `versions` has one
+- topic `{topic}` → `{topic, providers, consumers, invocations, errors, clientErrors, errorRate, clientErrorRate,
+  statusCounts, versions}`: `errors` counts server-side failures (5xx statuses, exceptions, statuses outside the
+  table), `clientErrors` client answers (4xx), each rate over `invocations` (null without calls); `versions` has one
   `{version, providers, consumers, invocations, lastInvokedAt}` per version some service declared, once declared or
   invoked (`lastInvokedAt`: the newest `startedAt` of its trace events, null when none carried one), so a reviewer
   can tell whether an old version still has senders, handlers or traffic.
 - trace `{traceId}` → `{traceId, events}`: the events still in the trace window, in arrival order.
+- with `window` (`5m`, `1h`, `24h`, ending at the collector's current minute), from the time buckets (buckets.py):
+  the topic answer adds `window` (exact counts, rates, p50/p95/p99, per version, a sparkline); the fleet answer adds
+  `ranking`, every (service, topic, version) with calls in the window by impact.
 
 A topic some service once declared stays known: its answer is `ok`, with empty consumers and providers once
 nobody handles or sends it, and its counters. Each query returns None for an unknown service, topic or trace
@@ -30,15 +37,19 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from .catalog import Catalog, Member, ServiceRecords, instance_view
+from ..runtime._mesh.clock import rfc3339
+from .buckets import BucketBook, Figures, is_client_failure, is_server_failure
+from .catalog import Catalog, Member, ServiceRecords, instance_view, is_stale
 from .issuebook import IssueBook, mismatch_issue
 from .mismatches import find_mismatches
 from .missingfeeds import FeedLog
 from .snapshot import CounterEntry, Json
-from .tracelog import TraceLog, is_failure
+from .tracelog import TraceLog
 
 
-def fleet(catalog: Catalog, feeds: FeedLog, traces: TraceLog, issues: IssueBook, fresh_since: str) -> Json:
+def fleet(
+    catalog: Catalog, feeds: FeedLog, traces: TraceLog, issues: IssueBook, fresh_since: str, retained_since: str = ""
+) -> Json:
     groups = catalog.grouped()
     members = catalog.members()
     invocations: defaultdict[str, int] = defaultdict(int)
@@ -58,10 +69,12 @@ def fleet(catalog: Catalog, feeds: FeedLog, traces: TraceLog, issues: IssueBook,
             entry["serviceVersion"] = member.version
         entry["topics"] = len({topic for topic, _ in records.provided()})
         entry["health"] = records.health(fresh_since)
-        entry["instances"] = len(records.named_instances)
+        listed = records.listed(retained_since)
+        entry["instances"] = len(listed)
+        entry["staleInstances"] = sum(is_stale(instance, fresh_since) for instance in listed)
         entry["missingFeeds"] = feeds.missing(member.service, described=whole.described, health=whole.has_health)
         services.append(entry)
-    index = TopicIndex(groups)
+    index = TopicIndex(groups, versions=False)
     topics = [
         {"topic": name, **index.parties(name), "invocations": invocations.get(name, 0)}
         for name in sorted(index.known | invocations.keys())
@@ -69,7 +82,9 @@ def fleet(catalog: Catalog, feeds: FeedLog, traces: TraceLog, issues: IssueBook,
     return {"services": services, "topics": topics, "issues": newest_issues(issues, catalog)}
 
 
-def service(catalog: Catalog, feeds: FeedLog, traces: TraceLog, name: str, fresh_since: str) -> Json | None:
+def service(
+    catalog: Catalog, feeds: FeedLog, traces: TraceLog, name: str, fresh_since: str, retained_since: str = ""
+) -> Json | None:
     records = catalog.grouped().get(name)
     counted = [counter["count"] for counter in traces.counters.values() if counter["service"] == name]
     if records is None and name not in feeds.entries and not counted:
@@ -78,14 +93,14 @@ def service(catalog: Catalog, feeds: FeedLog, traces: TraceLog, name: str, fresh
     return {
         "service": name,
         "health": records.health(fresh_since),
-        "instances": [instance_view(instance) for instance in records.named_instances],
+        "instances": [instance_view(instance, fresh_since) for instance in records.listed(retained_since)],
         "invocations": sum(counted),
         "missingFeeds": feeds.missing(name, described=records.described, health=records.has_health),
     }
 
 
 def topic(catalog: Catalog, traces: TraceLog, name: str) -> Json | None:
-    index = TopicIndex(catalog.grouped())
+    index = TopicIndex(catalog.grouped(), only=name)
     status_counts: defaultdict[str, int] = defaultdict(int)
     counters: list[CounterEntry] = []
     for counter in traces.counters.values():
@@ -94,14 +109,23 @@ def topic(catalog: Catalog, traces: TraceLog, name: str) -> Json | None:
             counters.append(counter)
     if name not in index.known and not status_counts:
         return None
+    invocations = sum(status_counts.values())
+    errors = sum(count for status, count in status_counts.items() if is_server_failure(status))
+    client_errors = sum(count for status, count in status_counts.items() if is_client_failure(status))
     return {
         "topic": name,
         **index.parties(name),
-        "invocations": sum(status_counts.values()),
-        "errors": sum(count for status, count in status_counts.items() if is_failure(status)),
+        "invocations": invocations,
+        "errors": errors,
+        "clientErrors": client_errors,
+        **({"errorRate": errors / invocations, "clientErrorRate": client_errors / invocations} if invocations else {}),
         "statusCounts": dict(sorted(status_counts.items())),
         "versions": index.versions(name, counters),
     }
+
+
+def _sorted(names: set[str]) -> list[str]:
+    return list(names) if len(names) < 2 else sorted(names)  # most topics have one sender and one handler
 
 
 @dataclass(slots=True)
@@ -113,27 +137,36 @@ class Parties:
 class TopicIndex:
     """Per topic id and per (topic id, version), the services that send it (providers) and those that handle it
     (consumers), and every topic id some service handles, sends or once handled (`known`); built in one pass over
-    the catalog."""
+    the catalog. With `only`, just that topic id's: a service whose documents do not name it is passed over
+    without reading its topics (the topic query on a large catalog)."""
 
-    def __init__(self, groups: dict[str, ServiceRecords]) -> None:
+    def __init__(self, groups: dict[str, ServiceRecords], only: str | None = None, *, versions: bool = True) -> None:
         self.by_topic: defaultdict[str, Parties] = defaultdict(Parties)
         self.by_version: defaultdict[tuple[str, str], Parties] = defaultdict(Parties)
         self.known: set[str] = set()
+        by_topic, by_version = self.by_topic, self.by_version
         for service_name, records in groups.items():
+            if only is not None and not records.names(only):
+                continue
             for key in records.produced():
-                self.by_topic[key[0]].providers.add(service_name)
-                self.by_version[key].providers.add(service_name)
+                by_topic[key[0]].providers.add(service_name)
+                if versions:
+                    by_version[key].providers.add(service_name)
             for key in records.provided():
-                self.by_topic[key[0]].consumers.add(service_name)
-                self.by_version[key].consumers.add(service_name)
+                by_topic[key[0]].consumers.add(service_name)
+                if versions:
+                    by_version[key].consumers.add(service_name)
             for key in records.removed():
-                self.by_version.setdefault(key, Parties())  # once declared, a version stays listed
+                if versions:
+                    by_version.setdefault(key, Parties())  # once declared, a version stays listed
             self.known.update(topic_id for topic_id, _ in records.removed())
         self.known.update(self.by_topic)
 
     def parties(self, topic_id: str) -> Json:
-        parties = self.by_topic.get(topic_id) or Parties()
-        return {"providers": sorted(parties.providers), "consumers": sorted(parties.consumers)}
+        parties = self.by_topic.get(topic_id)
+        if parties is None:
+            return {"providers": [], "consumers": []}
+        return {"providers": _sorted(parties.providers), "consumers": _sorted(parties.consumers)}
 
     def versions(self, topic_id: str, counters: list[CounterEntry]) -> list[Json]:
         """Per version of `topic_id` declared, once declared or invoked: who declares it, and its traffic."""
@@ -166,3 +199,54 @@ def newest_issues(issues: IssueBook, catalog: Catalog) -> list[Json]:
     listed.extend(mismatch_issue(mismatch) for mismatch in find_mismatches(catalog.entries.values()))
     listed.sort(key=lambda issue: issue["lastSeen"], reverse=True)
     return listed
+
+
+SPARK_POINTS = 60
+"""Most points a sparkline has: a 24 h window is drawn in 30-minute steps (its cells cover ten minutes)."""
+
+
+def spark_step(minutes: int) -> int:
+    """Minutes per sparkline point: a whole number of the window's cells, at most SPARK_POINTS points."""
+    resolution = BucketBook.step(minutes)
+    return resolution * max(1, -(-minutes // (SPARK_POINTS * resolution)))
+
+
+def topic_window(book: BucketBook, name: str, window: str, minutes: int, now_minute: int) -> Json:
+    first, last = book.span(minutes, now_minute)
+    step = spark_step(minutes)
+    points = -(-minutes // step)
+    calls, errors = [0] * points, [0] * points
+    total = Figures()
+    by_version: dict[str, Figures] = {}
+    for key, minute, cell in book.topic_cells(name, first, last):
+        status = key[4]
+        total.add(status, cell)
+        by_version.setdefault(key[2], Figures()).add(status, cell)
+        point = min(max(minute - first, 0) // step, points - 1)
+        calls[point] += int(cell[0])
+        if is_server_failure(status):
+            errors[point] += int(cell[0])
+    return {
+        "window": window,
+        "since": rfc3339(first * 60),
+        "until": rfc3339((last + 1) * 60),
+        **total.wire(minutes),
+        "statusCounts": dict(sorted(total.status_counts.items())),
+        "versions": [{"version": version, **figures.wire(minutes)} for version, figures in sorted(by_version.items())],
+        "sparkline": {"stepMinutes": step, "calls": calls, "errors": errors},
+    }
+
+
+def ranking(book: BucketBook, minutes: int, now_minute: int) -> list[Json]:
+    """(service, topic, version) with calls in the window: server-side failures first, then share of call time."""
+    first, last = book.span(minutes, now_minute)
+    groups: dict[tuple[str, str, str], Figures] = {}
+    for key, cell in book.topic_totals(first, last):
+        group = groups.get(key[:3])
+        if group is None:
+            group = groups[key[:3]] = Figures()
+        group.add(key[4], cell)
+    time_spent = sum(figures.total_ms for figures in groups.values()) or 1.0
+    ranked = sorted(groups.items(), key=lambda item: (-item[1].errors, -item[1].total_ms, item[0]))
+    return [{"service": service, "topic": topic, "version": version, **figures.wire(minutes),
+             "impact": figures.total_ms / time_spent} for (service, topic, version), figures in ranked]  # fmt: skip

@@ -114,7 +114,9 @@ class EdgeEntry(TypedDict):
     server: str
     count: int
     errors: int
-    """Calls whose status is a failure."""
+    """Calls that failed on the server's side (5xx statuses, exceptions, statuses outside the table)."""
+    clientErrors: NotRequired[int]
+    """Calls answered with a client failure (4xx); absent in snapshots written before it was counted."""
     recentDurationsMs: list[float]
     """The newest durations, bounded; percentiles are computed from these."""
     firstStartedAt: NotRequired[str]
@@ -142,6 +144,10 @@ class BatchEntry(TypedDict):
 class Snapshot(TypedDict):
     format: int
     savedAt: str
+    staleSince: NotRequired[str]
+    """Instances whose last heartbeat is older are stale (three missed heartbeats when the snapshot was taken)."""
+    retainedSince: NotRequired[str]
+    """Instances silent since before it are no longer shown."""
     catalog: list[CatalogEntry]
     instances: list[InstanceEntry]
     polls: list[PollEntry]
@@ -150,6 +156,10 @@ class Snapshot(TypedDict):
     """Merged issues in the wire shape of docs/mesh-view.md (Issues), including the collector's own `contract-drift`."""
     counters: list[CounterEntry]
     edges: list[EdgeEntry]
+    buckets: NotRequired[list[list[Any]]]
+    """Per-minute cells of the time buckets (buckets.py), `[kind, key..., minute, count, timed, totalMs, bins...]`:
+    kind `t` for a topic series (service, topic, version, transport, status), `e` for an edge (client, server,
+    status)."""
     traces: TraceWindow
     skipped: int
     """Malformed trace or issue entries skipped since the collector started."""

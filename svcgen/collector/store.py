@@ -128,8 +128,11 @@ class Rows:
     holds, the query picks its rows), never fewer. Build one with the class constants or `service`, `topic`,
     `trace`."""
 
-    kind: Literal["fleet", "service", "topic", "trace", "dropped", "artifacts", "everything"]
+    kind: Literal["fleet", "service", "topic", "trace", "dropped", "artifacts", "everything", "buckets"]
     key: str = ""
+    first: int = 0
+    last: int = 0
+    """For `buckets`: the window's first and last minute."""
 
     FLEET: ClassVar[Rows]
     """The fleet query: the catalog, feeds and issues, and the counters summed per (service, topic)."""
@@ -150,6 +153,12 @@ class Rows:
     def topic(cls, name: str) -> Rows:
         """The topic query: the catalog (who declares it) and the counter rows of topic `name`."""
         return cls("topic", name)
+
+    @classmethod
+    def buckets(cls, topic: str | None, minutes: int, now_minute: int) -> Rows:
+        """A window query: the time buckets of `topic` (of every topic when None; edges too) in the `minutes`
+        ending at `now_minute`."""
+        return cls("buckets", topic or "", now_minute - minutes + 1, now_minute)
 
     @classmethod
     def trace(cls, trace_id: str) -> Rows:
@@ -190,6 +199,7 @@ class Tables:
             feeds=self.feeds.snapshot(),
             issues=self.issue_book.snapshot(),
             counters=self.trace_log.counter_snapshot(),
+            buckets=self.trace_log.buckets.snapshot(),
             edges=self.trace_log.edge_snapshot(),
             traces=self.trace_log.window_snapshot(),
             skipped=self.skipped,

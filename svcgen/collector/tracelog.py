@@ -27,6 +27,7 @@ from ..runtime._codec import codec_for
 from ..runtime._mesh.messages import TraceEntry
 from ..runtime._status import STATUS_CODES, is_success
 from ..runtime._topics import UNKNOWN_TOPIC
+from .buckets import BucketBook, MinuteReader, is_client_failure, is_server_failure
 from .caps import CollectorLimits
 from .snapshot import CounterEntry, EdgeEntry, Json, TraceWindow
 from .wire import MAX_COUNT, decode_entry, mesh_time, put_bounded, require, saturated
@@ -88,8 +89,11 @@ class _Edge:
     durations: deque[float]
     count: int = 0
     errors: int = 0
+    """Server-side failures (`is_server_failure`)."""
     first: str | None = None
     last: str | None = None
+    client_errors: int = 0
+    """Client answers (`is_client_failure`)."""
 
     def entry(self) -> EdgeEntry:
         entry = EdgeEntry(
@@ -97,6 +101,7 @@ class _Edge:
             server=self.server,
             count=self.count,
             errors=self.errors,
+            clientErrors=self.client_errors,
             recentDurationsMs=list(self.durations),
         )
         if self.first is not None:
@@ -114,6 +119,7 @@ class _Child:
     status: str
     duration: float | None
     started: str | None
+    minute: int | None
 
 
 @dataclass
@@ -136,16 +142,22 @@ class TraceLog:
         self.edges: OrderedDict[tuple[str, str], _Edge] = OrderedDict()
         self.spans: OrderedDict[str, str] = OrderedDict()
         self.pending: OrderedDict[str, list[_Child]] = OrderedDict()
+        self.buckets = BucketBook(self.limits.bucket_minutes, self.limits.bucket_series)
+        self._minute = MinuteReader()
 
-    def add(self, event: Json, declared: Collection[str] | None = None) -> bool:
-        """One normalised event: into the window, the counters (`counted_as` against the topics its service has
-        `declared`) and the edges. False, and nothing counted, for an event the window holds already (the same
-        traceId and spanId): a resent event is counted once."""
+    def add(self, event: Json, declared: Collection[str] | None = None, arrived_at: str | None = None) -> bool:
+        """One normalised event: into the window, the counters and time buckets (`counted_as` against the topics
+        its service has `declared`) and the edges. False, and nothing counted, for an event the window holds
+        already (the same traceId and spanId): a resent event is counted once. It is bucketed in the minute it
+        started, else the minute it arrived (`arrived_at`, RFC 3339)."""
         if any(held["spanId"] == event["spanId"] for held in self.by_trace.get(event["traceId"], ())):
             return False
+        minute = self._minute(event.get("startedAt"))
+        if minute is None:
+            minute = self._minute(arrived_at)
         self._window_add(event)
-        self._count(event, counted_as(event, declared))
-        self._link(event)
+        self._count(event, counted_as(event, declared), minute)
+        self._link(event, minute)
         return True
 
     def trace(self, trace_id: str) -> list[Json]:
@@ -167,12 +179,15 @@ class TraceLog:
                 if not siblings:
                     del self.by_trace[old["traceId"]]
 
-    def _count(self, event: Json, counted: tuple[str, str]) -> None:
+    def _count(self, event: Json, counted: tuple[str, str], minute: int | None) -> None:
         status = event["status"]
         if status not in STATUS_CODES:
             status = OTHER_STATUS
             self.other_statuses += 1
         key = (event["service"], *counted, status)
+        duration = event.get("durationMs")
+        if minute is not None:
+            self.buckets.count_topic((key[0], key[1], key[2], event.get("transport", ""), status), minute, duration)
         counter = self.counters.get(key)
         if counter is None:
             while len(self.counters) >= self.limits.counters:
@@ -184,7 +199,6 @@ class TraceLog:
         else:
             self.counters.move_to_end(key)
         counter["count"] = saturated(counter["count"] + 1)
-        duration = event.get("durationMs")
         if duration is not None:
             counter["totalDurationMs"] += duration
             counter["timedCount"] = saturated(counter["timedCount"] + 1)
@@ -195,11 +209,11 @@ class TraceLog:
             if started > counter.get("lastStartedAt", ""):
                 counter["lastStartedAt"] = started
 
-    def _link(self, event: Json) -> None:
+    def _link(self, event: Json, minute: int | None) -> None:
         service = event["service"]
         parent = event.get("parentSpanId")
         if parent is not None:
-            child = _Child(service, event["status"], event.get("durationMs"), event.get("startedAt"))
+            child = _Child(service, event["status"], event.get("durationMs"), event.get("startedAt"), minute)
             client = self.spans.get(parent)
             if client is not None:
                 self._edge(client, child)
@@ -228,10 +242,15 @@ class TraceLog:
         else:
             self.edges.move_to_end(key)
         edge.count = saturated(edge.count + 1)
-        if is_failure(child.status):
+        if is_server_failure(child.status):
             edge.errors = saturated(edge.errors + 1)
+        elif is_client_failure(child.status):
+            edge.client_errors = saturated(edge.client_errors + 1)
         if child.duration is not None:
             edge.durations.append(child.duration)
+        if child.minute is not None:
+            status = child.status if child.status in STATUS_CODES else OTHER_STATUS
+            self.buckets.count_edge((client, child.service, status), child.minute, child.duration)
         if child.started is not None:
             if edge.first is None or child.started < edge.first:
                 edge.first = child.started
@@ -260,7 +279,7 @@ class TraceLog:
         for entry in edges:
             require(entry, _EDGE_FIELDS)
             durations = [float(d) for d in entry["recentDurationsMs"]]
-            _require_storable(counts=(entry["count"], entry["errors"]), sums=durations)
+            _require_storable(counts=(entry["count"], entry["errors"], entry.get("clientErrors", 0)), sums=durations)
             edge = _Edge(
                 entry["client"],
                 entry["server"],
@@ -269,6 +288,7 @@ class TraceLog:
                 int(entry["errors"]),
                 entry.get("firstStartedAt"),
                 entry.get("lastStartedAt"),
+                int(entry.get("clientErrors", 0)),
             )
             put_bounded(self.edges, (edge.client, edge.server), edge, self.limits.edges)
         require(window, {"dropped": int, "events": list})

@@ -41,3 +41,6 @@ class Context:
     """Free room for middleware to pass values along one invocation."""
     delivery: DeliveryInfo | None = None
     """An event delivery's attempt number and first-delivery time; None outside an event handler."""
+    encoded: tuple[Any, bytes] | None = None
+    """(the Result, its payload's JSON): the pipeline encodes a success where the trace sees a failure to; the
+    service frames these bytes when the middleware handed back that very Result."""

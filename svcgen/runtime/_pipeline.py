@@ -13,6 +13,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from . import _status as st
 from ._codec import Codec, DecodeError, codec_for
 from ._context import Context
@@ -54,6 +56,7 @@ class _Target:
     registration: Registration
     request_codec: Codec[Any]
     expects_object: bool
+    encode_response: Callable[[Any], Any]
 
 
 class Pipeline:
@@ -114,8 +117,10 @@ class Pipeline:
         if not isinstance(returned, Result):
             logger.error("handler for %s returned %s, not a Result", registration.key, type(returned).__name__)
             return _failure(st.UNEXPECTED_ERROR, f"{registration.key} returned an invalid result")
-        if returned.is_successful and returned.status not in registration.success:
-            registration.note_success(returned.status)
+        if returned.is_successful:
+            if returned.status not in registration.success:
+                registration.note_success(returned.status)
+            return _encoded(target, returned, context)
         return returned
 
     def _prepare(self, registration: Registration) -> _Target:
@@ -123,6 +128,7 @@ class Pipeline:
             registration,
             codec_for(registration.request_type),
             isinstance(shape_of(registration.request_type), RecordShape | MapShape),
+            codec_for(registration.response_type).encode,
         )
         self._targets[id(registration)] = target
         return target
@@ -133,6 +139,30 @@ async def _call(registration: Registration, request: Any, context: Context) -> A
         return await registration.handler(request, context)  # type: ignore[misc]
     # A sync handler's thread cannot be stopped at a deadline; the caller gets its `timeout` all the same.
     return await asyncio.to_thread(registration.handler, request, context)
+def _encoded(target: _Target, result: Result[Any], context: Context) -> Result[Any]:
+    """Encode a success's payload here, inside the traced pipeline, so a response that does not fit its type is
+    traced and counted as the `unexpected-error` it is answered with; the bytes are kept on the context for the
+    transport (`Context.encoded`)."""
+    payload = result.payload
+    if payload is None and result.status in st.PAYLOAD_OPTIONAL:
+        return result
+    try:
+        context.encoded = (result, orjson.dumps(target.encode_response(payload)))
+    except Exception as exc:
+        key = target.registration.key
+        logger.error("response of %s does not encode: %s", key, type(exc).__name__)
+        return BindingFailure(
+            st.UNEXPECTED_ERROR, None, f"{context.topic} produced a response that does not fit its type ({_why(exc)})"
+        )
+    return result
+
+
+def _why(exc: Exception) -> str:
+    """The codec's own words (the field path and what it expected) or the exception type: never a message a
+    handler's object may have made up."""
+    if isinstance(exc, DecodeError):
+        return str(exc)
+    return type(exc).__name__
 
 
 def _failure(status: str, detail: str) -> BindingFailure:

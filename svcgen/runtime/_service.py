@@ -175,6 +175,9 @@ class Service:
         finally:
             if context.scope.holds_instances:
                 await _close_scope(context)
+        encoded = context.encoded
+        if encoded is not None and encoded[0] is result:
+            return Outcome(result, encoded[1], registration.version if registration is not None else "")
         return self._encode(result, registration, topic)
 
     async def invoke_envelope(
@@ -202,7 +205,8 @@ class Service:
         return await self.health.run() if self.health is not None else HealthReport({})
 
     def _encode(self, result: Result[Any], registration: Registration | None, topic: str) -> Outcome:
-        """The payload's JSON text for every transport alike; which answers carry no body is HTTP's business."""
+        """The payload's JSON text for every transport alike; which answers carry no body is HTTP's business. The
+        pipeline encodes a handler's success itself; this encodes what a middleware answered instead."""
         version = registration.version if registration is not None else ""
         if not result.is_successful:
             return Outcome(result, orjson.dumps(result.failure_body()), version)

@@ -28,7 +28,8 @@ from tests.support.snapshots import (
 from tests.support.snapshots import poll as poll_entry
 
 MANIFEST_SERVICE_KEYS = {"name", "status", "contractDrift", "specUrl", "healthUrl"}
-SERVICE_KEYS = {"name", "fetchedAtUtc", "specJson", "specHash", "previousSpecHash", "contractDrift", "health", "error"}
+SERVICE_KEYS = {"name", "fetchedAtUtc", "specJson", "specHash", "previousSpecHash", "contractDrift", "health", "error",
+                "instances", "staleInstances"}
 
 
 def _services() -> dict[str, dict[str, object]]:

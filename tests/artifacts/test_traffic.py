@@ -14,6 +14,7 @@ EDGE_KEYS = {
     "source",
     "requestsPerMinute",
     "errorRate",
+    "clientErrorRate",
     "p50LatencyMs",
     "p95LatencyMs",
     "p99LatencyMs",

@@ -17,7 +17,7 @@ from svcgen.runtime._jsontext import document_bytes
 from tests.support.snapshots import NOW, NOW_EPOCH, empty_snapshot, instance, sample_snapshot
 
 TOP_LEVEL = {"manifest.json", "topology.json", "topics.json", "usage.json", "asyncapi.json", "annotations.json",
-             "issues.json"}
+             "issues.json", "windows.json"}
 HOSTILE_NAMES = ["../../etc/passwd", "/abs", "a/b", "..", ".", "", "nul\x00byte", "ünïcødé", "日本", "a\\b", "CON"]
 
 

@@ -122,7 +122,8 @@ def test_svcgen_artifacts_writes_the_estate_and_the_dashboard_from_a_store(tmp_p
     assert "wrote" in result.stdout
     names = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
     assert names == {"manifest.json", "topology.json", "topics.json", "usage.json", "asyncapi.json",
-                     "annotations.json", "issues.json", "services/orders.json", "dashboard.html"}  # fmt: skip
+                     "annotations.json", "issues.json", "windows.json", "services/orders.json",
+                     "dashboard.html"}  # fmt: skip
 
 
 def test_svcgen_artifacts_refuses_a_missing_or_corrupt_store(tmp_path: Path) -> None:

@@ -125,7 +125,7 @@ def test_queries_answer_the_design_shapes() -> None:
     assert set(fleet) == {"services", "topics", "issues", "dropped"}
     assert [s["service"] for s in fleet["services"]] == ["pay", "shop"]
     shop = fleet["services"][1]
-    assert set(shop) == {"service", "topics", "health", "instances", "missingFeeds"}
+    assert set(shop) == {"service", "topics", "health", "instances", "staleInstances", "missingFeeds"}
     assert shop["topics"] == 1
     # The messaging sense: shop sends pay:charge (its provider), pay handles it (its consumer).
     assert fleet["topics"] == [
@@ -138,7 +138,7 @@ def test_queries_answer_the_design_shapes() -> None:
     assert {"healthy": True, "hashMatches": True}.items() <= service["instances"][0].items()
     assert ok(c.query_topic({"topic": "pay:charge"})) == {
         "topic": "pay:charge", "providers": ["shop"], "consumers": ["pay"], "invocations": 1, "errors": 1,
-        "statusCounts": {"timeout": 1},
+        "clientErrors": 0, "errorRate": 1.0, "clientErrorRate": 0.0, "statusCounts": {"timeout": 1},
         "versions": [{"version": "", "providers": ["shop"], "consumers": ["pay"], "invocations": 1,
                       "lastInvokedAt": "2027-01-15T08:00:00.000Z"}],
     }

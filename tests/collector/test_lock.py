@@ -69,7 +69,7 @@ def test_a_generated_service_given_the_token_reports_to_a_locked_collector(tmp_p
         fleet = wait_for(reported, timeout=30, what="the books service's feeds")
         (books,) = fleet["services"]
         assert books == {"service": "books", "serviceVersion": "2.1.0", "topics": 1, "health": "healthy",
-                         "instances": 1, "missingFeeds": []}
+                         "instances": 1, "staleInstances": 0, "missingFeeds": []}
         assert sorted((i["classification"], i["status"]) for i in fleet["issues"]) == [
             ("client", "not-found"), ("exception", "service-unavailable")]
         topic = mesh.query("svc:mesh:query:topic", {"topic": "books:get"})

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from svcgen.collector.artifacts import build_topics
+from svcgen.collector.artifacts import build_service_documents, build_topics
+from svcgen.collector.collector import DEFAULT_RETENTION, DEFAULT_STALE_AFTER
 from svcgen.runtime._mesh.feeds import REREGISTER_KEY
 from tests.support.feeds import Clock, collector, descriptor, event, heartbeat, ok, topic
 
@@ -89,8 +90,8 @@ def test_a_topic_once_declared_stays_known_with_its_counters() -> None:
     c.traces({"events": [event(1, topic_id="orders:cancel", status="conflict"), event(2, topic_id="orders:cancel")]})
     c.register(descriptor(topics=[topic("orders:get")]))
     assert ok(c.query_topic({"topic": "orders:cancel"})) == {
-        "topic": "orders:cancel", "providers": [], "consumers": [], "invocations": 2, "errors": 1,
-        "statusCounts": {"conflict": 1, "ok": 1},
+        "topic": "orders:cancel", "providers": [], "consumers": [], "invocations": 2, "errors": 0,
+        "clientErrors": 1, "errorRate": 0.0, "clientErrorRate": 0.5, "statusCounts": {"conflict": 1, "ok": 1},
         "versions": [{"version": "", "providers": [], "consumers": [], "invocations": 2,
                       "lastInvokedAt": "2027-01-15T08:00:00.000Z"}],
     }
@@ -124,3 +125,32 @@ def test_one_schema_change_is_recorded_once() -> None:
     c.register(descriptor(topics=[topic("orders:get", {"type": "integer"})]))
     assert [change["at"] for change in c.snapshot()["catalog"][0]["changes"]] == [
         "2027-01-15T08:00:30.000Z", "2027-01-15T08:01:00.000Z"]
+
+
+@pytest.mark.usefixtures("any_store")
+def test_an_instance_that_missed_three_heartbeats_is_stale_not_healthy_and_a_long_silent_one_goes() -> None:
+    clock = Clock()
+    c = collector(clock=clock)
+    c.register(descriptor(instance="i-1"))
+    for instance in ("i-1", "i-2", "i-3"):
+        c.heartbeat(heartbeat(instance=instance))
+    clock.advance(DEFAULT_STALE_AFTER / 2)
+    c.heartbeat(heartbeat(instance="i-1"))
+    clock.advance(DEFAULT_STALE_AFTER / 2 + 1)  # i-2 and i-3 missed three beats; i-1 did not
+    (orders,) = ok(c.query_fleet())["services"]
+    assert (orders["instances"], orders["staleInstances"], orders["health"]) == (3, 2, "healthy")
+    views = {view["instanceId"]: view for view in ok(c.query_service({"service": "orders"}))["instances"]}
+    assert (views["i-1"]["stale"], views["i-1"]["healthy"]) == (False, True)
+    assert views["i-2"]["stale"] is True and "healthy" not in views["i-2"]
+    documents = build_service_documents(c.snapshot())
+    assert documents["orders"]["staleInstances"] == 2
+    assert [(i["instanceId"], i["stale"], i["healthy"]) for i in documents["orders"]["instances"]] == [
+        ("i-1", False, True), ("i-2", True, None), ("i-3", True, None)]
+    clock.advance(DEFAULT_STALE_AFTER)
+    (orders,) = ok(c.query_fleet())["services"]
+    assert (orders["staleInstances"], orders["health"]) == (3, "unknown")  # no live evidence: not healthy
+    clock.advance(DEFAULT_RETENTION)
+    (orders,) = ok(c.query_fleet())["services"]
+    assert (orders["instances"], orders["staleInstances"]) == (0, 0)
+    assert ok(c.query_service({"service": "orders"}))["instances"] == []
+    assert build_service_documents(c.snapshot())["orders"]["instances"] == []

@@ -189,8 +189,10 @@ def test_every_answer_fits_the_record_the_spec_publishes() -> None:
     answers: list[tuple[type, Any]] = [(Accepted, ok(answer)) for answer in accepted]
     answers += [
         (FleetAnswer, ok(c.query_fleet({}))),
+        (FleetAnswer, ok(c.query_fleet({"window": "1h"}))),
         (ServiceAnswer, ok(c.query_service({"service": "orders"}))),
         (TopicAnswer, ok(c.query_topic({"topic": "orders:get"}))),
+        (TopicAnswer, ok(c.query_topic({"topic": "orders:get", "window": "5m"}))),
         (TraceAnswer, ok(c.query_trace({"traceId": f"{1:032x}"}))),
     ]
     assert any(answer.get("reregister") for _, answer in answers)

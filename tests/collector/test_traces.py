@@ -8,6 +8,7 @@ import tracemalloc
 import pytest
 
 from svcgen.collector import CollectorLimits
+from svcgen.collector.artifacts import build_topology
 from svcgen.runtime._topics import UNKNOWN_TOPIC
 from tests.support.feeds import collector, descriptor, event, memory, ok, topic
 
@@ -103,3 +104,24 @@ def test_counters_are_held_against_the_descriptor_whatever_the_reporter_sends() 
     assert ok(c.query_topic({"topic": UNKNOWN_TOPIC}))["invocations"] == 50
     assert ok(c.query_topic({"topic": "early:1"}))["invocations"] == 1
     assert c.dropped()["counters"] == 0
+
+
+@pytest.mark.usefixtures("any_store")
+def test_server_side_failures_and_client_answers_are_counted_apart_on_edges_topics_and_topology() -> None:
+    c = collector()
+    calls = [("ok", 1), ("not-found", 2), ("not-found", 3), ("validation-error", 4), ("service-unavailable", 5),
+             ("made-up", 6)]  # fmt: skip
+    events = []
+    for status, n in calls:
+        events.append(event(n, service="shop", topic_id="shop:buy", span=f"{n:015x}c"))
+        events.append(event(n, service="pay", topic_id="pay:charge", span=f"{n:015x}s", parent=f"{n:015x}c",
+                            status=status))  # fmt: skip
+    c.traces({"events": events})
+    (edge,) = c.snapshot()["edges"]
+    assert (edge["count"], edge["errors"], edge["clientErrors"]) == (6, 2, 3)
+    charge = ok(c.query_topic({"topic": "pay:charge"}))
+    assert (charge["errors"], charge["clientErrors"]) == (2, 3)
+    assert (charge["errorRate"], charge["clientErrorRate"]) == (2 / 6, 3 / 6)
+    (figures,) = build_topology(c.snapshot(), generated_at="2027-01-15T08:00:00Z")["edges"]
+    assert (figures["errorRate"], figures["clientErrorRate"]) == (2 / 6, 3 / 6)
+    assert ok(c.query_topic({"topic": "shop:buy"}))["errorRate"] == 0.0

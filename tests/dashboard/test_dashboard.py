@@ -245,7 +245,7 @@ def test_dashboard_renders_fixture_details_and_nulls(tmp_path: Path) -> None:
     labels = texts(topology, "edge-label")
     assert labels == ["err 4.0% · 12.5 rpm", f"err {DASH} · {DASH} rpm", "err 0.0% · 3.0 rpm"]
     edge_rows = [row.text() for row in topology.find_all(lambda e: e.tag == "tr")[1:]]
-    assert edge_rows[1] == f"ordersinventorytraces{DASH}{DASH}{DASH}{DASH}{DASH}"
+    assert edge_rows[1] == f"ordersinventorytraces{DASH}{DASH}{DASH}{DASH}{DASH}{DASH}"
 
     usage = rendered.section("usage").text()
     assert f"window start{DASH}" in usage and "service-unavailable" in usage
@@ -430,8 +430,8 @@ def test_dashboard_renders_hostile_strings_as_text(tmp_path: Path) -> None:
     assert len([e for e in elements if e.tag == "script"]) == 1
     assert not [e for e in elements if any(name.startswith("on") for name in e.attrs)]
     assert not [e for e in elements if e.attrs.get("href", "").lower().startswith("javascript:")]
-    svg_roots = [e for e in elements if e.tag == "svg"]
-    assert len(svg_roots) == 2  # the namespace probe and the topology graph
+    svg_roots = [e for e in elements if e.tag == "svg" and "sparkline" not in e.classes]
+    assert len(svg_roots) == 2  # the namespace probe and the topology graph, besides the window's sparklines
 
     estate = rendered.section("estate")
     cards = {card.by_class("service-name")[0].text(): card for card in estate.by_class("service-card")}
@@ -458,6 +458,7 @@ def write_empty_artifacts(target: Path) -> None:
         "usage.json": {"generatedAtUtc": None, "windowStartUtc": None, "windowEndUtc": None, "entries": []},
         "annotations.json": {"generatedAtUtc": None, "annotations": []},
         "issues.json": {"generatedAtUtc": None, "issues": []},
+        "windows.json": {"generatedAtUtc": None, "windowEndUtc": None, "windows": {}},
     }
     for name, document in documents.items():
         (target / name).write_text(json.dumps(document), encoding="utf-8")
@@ -470,6 +471,7 @@ def test_dashboard_renders_an_empty_estate(tmp_path: Path) -> None:
     assert "No topics." in rendered.section("topics").text()
     assert "No usage recorded." in rendered.section("usage").text()
     assert "No issues." in rendered.section("issues").text()
+    assert "Nothing needs attention" in rendered.section("problems").text()
 
 
 def test_dashboard_lists_a_missing_artifact_as_an_error(tmp_path: Path) -> None:

@@ -50,7 +50,8 @@ def test_the_signed_64_bit_extremes_are_taken_exactly() -> None:
 def test_a_response_integer_outside_signed_64_bits_is_a_clear_failure_not_an_altered_number() -> None:
     # The handler sums the quantities: 2**63 - 1 + 1 does not fit the response's integer field.
     assert place("9223372036854775807 1") == (500, {
-        "status": "unexpected-error", "detail": "orders:place produced a response that could not be encoded",
+        "status": "unexpected-error",
+        "detail": "orders:place produced a response that does not fit its type (OverflowError)",
     })  # fmt: skip
 
 

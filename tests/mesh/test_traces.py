@@ -4,6 +4,7 @@ import asyncio
 import gc
 import logging
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -20,7 +21,7 @@ from tests.support.asgi import raw_request
 from tests.support.fakes import STARTED_TEXT, GetOrder, Order, SteppingClock, Traced, registry, traced_service
 
 ALWAYS = {"traceId", "spanId", "service", "topic", "status"}
-TIMED = ALWAYS | {"instanceId", "durationMs", "startedAt"}
+TIMED = ALWAYS | {"instanceId", "durationMs", "startedAt", "transport"}
 
 
 def invoke(traced: Traced, topic: str, body: str | None = None, headers: dict[str, str] | None = None) -> Any:
@@ -33,7 +34,7 @@ def test_ok_event_has_exactly_the_known_keys_from_the_injected_clocks() -> None:
     assert outcome.result.status == "ok"
     assert traced.events == [{
         "traceId": f"{1:032x}", "spanId": f"{2:016x}", "service": "orders", "topic": "orders:get", "status": "ok",
-        "instanceId": "i-1", "durationMs": 12.5, "startedAt": STARTED_TEXT,
+        "instanceId": "i-1", "durationMs": 12.5, "startedAt": STARTED_TEXT, "transport": "envelope",
     }]
 
 
@@ -66,8 +67,10 @@ def test_not_found_and_validation_failures_are_traced_once_each() -> None:
         ("orders:get", "bad-request"),
         ("orders:place", "not-found"),
     ]
-    # A requested version that did not resolve is not a topicVersion.
-    assert all(set(e) == TIMED for e in traced.events)
+    # A requested version that did not resolve is not a topicVersion; what the binding refused says why.
+    assert [set(e) - TIMED for e in traced.events] == [set(), {"failureDetail"}, set(), {"failureDetail"},
+                                                        set()]  # fmt: skip
+    assert traced.events[1]["failureDetail"] == "orderId: required"
 
 
 def test_handler_exception_is_service_unavailable_with_its_type_and_no_text() -> None:
@@ -77,7 +80,8 @@ def test_handler_exception_is_service_unavailable_with_its_type_and_no_text() ->
     [event] = traced.events
     assert event["status"] == "service-unavailable"
     assert event["exceptionType"] == "LookupError"
-    assert set(event) == TIMED | {"exceptionType"}
+    assert set(event) == TIMED | {"exceptionType", "failureDetail"}
+    assert event["failureDetail"] == "orders:explode failed while handling the request"
     text = orjson.dumps(event).decode()
     assert "4111" not in text and "alice" not in text
     assert "4111" not in repr(traced.exporter.events[0])
@@ -374,3 +378,60 @@ def test_an_invocation_cancelled_from_outside_is_traced_and_ends_quietly() -> No
     [event] = traced.events
     assert (event["status"], event["exceptionType"]) == ("timeout", "CancelledError")
     assert traced.issues.flush()["issues"] == []
+
+
+@dataclass
+class Count:
+    total: int
+
+
+async def _wrong_answer(request: GetOrder, context: Context) -> Result[Count]:
+    return Result.ok(Count(2**70))  # the wire's integers are signed 64-bit
+
+
+def test_a_response_that_does_not_fit_its_type_is_traced_as_the_failure_answered_with_the_runtime_reason() -> None:
+    reg = Registry()
+    reg.add("orders:get", _wrong_answer)
+    traced = traced_service(reg=reg)
+    outcome = invoke(traced, "orders:get", '{"orderId": "o-1"}')
+    assert outcome.result.status == "unexpected-error"
+    [event] = traced.events
+    assert event["status"] == "unexpected-error"
+    assert event["failureDetail"] == outcome.result.detail
+    assert event["failureDetail"].startswith("orders:get produced a response that does not fit its type (")
+    [issue] = traced.issues.flush()["issues"]
+    assert (issue["classification"], issue["status"]) == ("exception", "unexpected-error")
+
+
+def test_a_fitting_response_is_encoded_once_and_answered_as_before() -> None:
+    traced = traced_service()
+    outcome = invoke(traced, "orders:get", '{"orderId": "o-1"}')
+    assert (outcome.result.status, orjson.loads(outcome.body)) == ("ok", {"orderId": "o-1"})
+    assert "failureDetail" not in traced.events[0]
+
+
+def test_log_lines_written_during_an_invocation_carry_its_trace_and_span_ids() -> None:
+    from svcgen.runtime._logging import TraceFields
+
+    seen: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record)
+
+    keep = Keep()
+    keep.addFilter(TraceFields())
+    pipeline_logger = logging.getLogger("svcgen.pipeline")
+    pipeline_logger.addHandler(keep)
+    try:
+        traced = traced_service()
+        invoke(traced, "orders:explode", '{"orderId": "o-1"}')
+        logging.getLogger("outside").addHandler(keep)
+        logging.getLogger("outside").warning("no invocation runs")
+    finally:
+        pipeline_logger.removeHandler(keep)
+        logging.getLogger("outside").removeHandler(keep)
+    [event] = traced.events
+    raised = [record for record in seen if record.name == "svcgen.pipeline"]
+    assert raised and all(vars(r)["trace"] == f" trace={event['traceId']} span={event['spanId']}" for r in raised)
+    assert vars(seen[-1])["trace"] == ""

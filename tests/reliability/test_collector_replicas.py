@@ -135,6 +135,18 @@ def assert_exact(answers: dict[str, Any], truth: dict[str, Any], database: str) 
     assert {(client, server): count for client, server, count, _ in rows} == dict(truth["edges"])
     assert {(client, server): errors for client, server, _, errors in rows} == {
         pair: truth["errors"][pair] for pair in truth["edges"]}
+    # The time buckets add exactly too: every call once in its minute's cell, per status and per edge.
+    with psycopg.connect(database) as connection:
+        cells = connection.execute("SELECT kind, a, b, status, cell[1] FROM collector_buckets").fetchall()
+    topic_calls: Counter[tuple[str, str]] = Counter()
+    edge_calls: Counter[tuple[str, str]] = Counter()
+    for kind, a, b, status, calls in cells:
+        if kind == "t":
+            topic_calls[(b, status)] += int(calls)
+        else:
+            edge_calls[(a, b)] += int(calls)
+    assert topic_calls == truth["statuses"]
+    assert edge_calls == truth["edges"]
 
 
 @pytest.mark.parametrize("count", [2, 3])

@@ -35,7 +35,8 @@ VIRTUAL_TIME_BUDGET_MS = 15_000
 SERVER_DEADLINE_SECONDS = 180.0
 
 # The artifact files the dashboard fetches besides one detail file per service.
-ARTIFACT_FILES = ("manifest.json", "topics.json", "topology.json", "usage.json", "annotations.json", "issues.json")
+ARTIFACT_FILES = ("manifest.json", "topics.json", "topology.json", "usage.json", "annotations.json", "issues.json",
+                  "windows.json")
 
 
 def dashboard_source() -> str:
@@ -148,8 +149,18 @@ def serve_directory(root: Path, deadline_seconds: float = SERVER_DEADLINE_SECOND
 # ---- Chromium ---------------------------------------------------------------------------------------------
 
 
-def chromium_dump_dom(url: str, profile_dir: Path) -> str:
-    """Load `url` in headless Chromium and return the DOM after the virtual time budget has run out."""
+def chromium_dump_dom(url: str, profile_dir: Path, screenshot: Path | None = None) -> str:
+    """Load `url` in headless Chromium and return the DOM after the virtual time budget has run out; with
+    `screenshot`, a second run saves what the page looks like there (PNG, 1280 px wide, the full first 2,400 px)."""
+    dom = _chromium(url, profile_dir, ["--dump-dom"]).stdout
+    if screenshot is not None:
+        screenshot.parent.mkdir(parents=True, exist_ok=True)
+        _chromium(url, profile_dir, [f"--screenshot={screenshot}", "--window-size=1280,2400", "--hide-scrollbars"])
+        assert screenshot.is_file() and screenshot.stat().st_size > 0, f"chromium wrote no screenshot of {url}"
+    return dom
+
+
+def _chromium(url: str, profile_dir: Path, mode: list[str]) -> subprocess.CompletedProcess[str]:
     command = [
         find_chromium(),
         "--headless",
@@ -168,7 +179,7 @@ def chromium_dump_dom(url: str, profile_dir: Path) -> str:
         "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
         f"--user-data-dir={profile_dir}",
         f"--virtual-time-budget={VIRTUAL_TIME_BUDGET_MS}",
-        "--dump-dom",
+        *mode,
         url,
     ]
     try:
@@ -179,10 +190,10 @@ def chromium_dump_dom(url: str, profile_dir: Path) -> str:
             "(an open alert/confirm dialog blocks --dump-dom: did markup from the artifacts run?)",
             pytrace=False,
         )
-    if completed.returncode != 0 or not completed.stdout.strip():
+    if completed.returncode != 0 or ("--dump-dom" in mode and not completed.stdout.strip()):
         stderr_tail = "\n".join(completed.stderr.splitlines()[-20:])
         pytest.fail(f"chromium failed (exit {completed.returncode}) loading {url}:\n{stderr_tail}", pytrace=False)
-    return completed.stdout
+    return completed
 
 
 # ---- DOM --------------------------------------------------------------------------------------------------

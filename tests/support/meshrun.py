@@ -106,9 +106,11 @@ def process(command: list[str], url: str, log: Path, env: dict[str, str]) -> Ite
 
 
 @contextmanager
-def locked_mesh(tmp_path: Path, services: Sequence[MeshService] = (BOOKS_SERVICE,)) -> Iterator[LockedMesh]:
-    """A locked collector (artifacts rewritten every 0.2 s) and the services (the books service by default), built
-    and reporting to it."""
+def locked_mesh(
+    tmp_path: Path, services: Sequence[MeshService] = (BOOKS_SERVICE,), collector_args: Sequence[str] = ()
+) -> Iterator[LockedMesh]:
+    """A locked collector (artifacts rewritten every 0.2 s, `collector_args` added) and the services (the books
+    service by default), built and reporting to it."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     for service in services:
         manifest = tmp_path / f"{service.name}.yaml"
@@ -127,7 +129,7 @@ def locked_mesh(tmp_path: Path, services: Sequence[MeshService] = (BOOKS_SERVICE
     with ExitStack() as running:
         running.enter_context(process(
             [*SVCGEN, "collector", "serve", "--port", str(collector_port), "--token-file", str(token_file),
-             "--artifacts-interval", "0.2"], collector + "/", tmp_path / "collector.log", clean))
+             "--artifacts-interval", "0.2", *collector_args], collector + "/", tmp_path / "collector.log", clean))
         for service in services:
             running.enter_context(process(
                 [*SVCGEN, "serve", str(tmp_path / f"{service.name}_service"), "--port", str(ports[service.name])],

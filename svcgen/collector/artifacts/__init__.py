@@ -13,6 +13,7 @@ from .issuepanel import build_issues
 from .topics import build_topics
 from .topology import build_topology
 from .usage import build_usage
+from .windows import build_windows
 from .writer import write_artifacts
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "build_topics",
     "build_topology",
     "build_usage",
+    "build_windows",
     "sanitise",
     "service_file_names",
     "service_health",

@@ -1,6 +1,9 @@
 """The estate: manifest.json (one line per service) and services/<file>.json (its spec and health).
 
-A service is in the estate when the collector has registered, polled or heard a heartbeat from it; a
+A service's heartbeats speak for its health only while fresh: an instance that missed three heartbeats is listed
+with `stale: true` in its service file (`instances`, `staleInstances`) and not counted; one silent for longer than
+the collector's retention is not listed. A service is in the estate when the collector has registered, polled or
+heard a heartbeat from it; a
 service known only from traces has no contract or health to show and stays out. `specUrl` and `healthUrl`
 are the service's live well-known surfaces, `{baseUrl}{prefix}/spec|health`, known only for a service
 with a base URL (a polled one); the artifact file of a service is derivable from its name (filenames.py).
@@ -56,10 +59,11 @@ def build_estate_manifest(snapshot: Snapshot, *, generated_at: str, prefix: str 
     for facts in _facts(snapshot):
         poll = newest_poll(facts.polls)
         base_url = _base_url(facts.entry, poll)
+        live = [instance for instance in facts.instances if not _stale(instance, snapshot)]
         services.append(
             {
                 "name": facts.name,
-                "status": service_health(poll, facts.instances).status,
+                "status": service_health(poll, live).status,
                 "contractDrift": facts.name in drifting,
                 "specUrl": _surface_url(base_url, poll.get("prefix", prefix) if poll else prefix, "spec"),
                 "healthUrl": _surface_url(base_url, poll.get("prefix", prefix) if poll else prefix, "health"),
@@ -74,7 +78,9 @@ def build_service_documents(snapshot: Snapshot) -> dict[str, Json]:
     documents: dict[str, Json] = {}
     for facts in _facts(snapshot):
         poll = newest_poll(facts.polls)
-        verdict: HealthVerdict = service_health(poll, facts.instances)
+        live = [instance for instance in facts.instances if not _stale(instance, snapshot)]
+        verdict: HealthVerdict = service_health(poll, live)
+        named = sorted((i for i in facts.instances if i["instanceId"]), key=lambda instance: instance["instanceId"])
         spec = _spec_of(facts.entry)
         documents[facts.name] = {
             "name": facts.name,
@@ -85,6 +91,8 @@ def build_service_documents(snapshot: Snapshot) -> dict[str, Json]:
             "contractDrift": facts.name in drifting,
             "health": verdict.health,
             "error": poll.get("error") if poll is not None and not poll["ok"] else None,
+            "instances": [_instance(instance, snapshot) for instance in named],
+            "staleInstances": sum(1 for instance in named if _stale(instance, snapshot)),
         }
     return documents
 
@@ -95,9 +103,28 @@ def _facts(snapshot: Snapshot) -> list[_ServiceFacts]:
         facts[name].entry = entry
     for poll in snapshot["polls"]:
         facts[poll["service"]].polls.append(poll)
+    retained = snapshot.get("retainedSince", "")
     for instance in snapshot["instances"]:
-        facts[instance["service"]].instances.append(instance)
+        if instance.get("lastHeartbeatAt", retained) >= retained:  # long silent: not shown at all
+            facts[instance["service"]].instances.append(instance)
     return list(facts.values())
+
+
+def _stale(instance: InstanceEntry, snapshot: Snapshot) -> bool:
+    """Missed three heartbeats when the snapshot was taken: its health no longer speaks for the service."""
+    since = snapshot.get("staleSince")
+    return since is not None and instance.get("lastHeartbeatAt", since) < since
+
+
+def _instance(instance: InstanceEntry, snapshot: Snapshot) -> Json:
+    stale = _stale(instance, snapshot)
+    health = instance.get("health")
+    return {
+        "instanceId": instance["instanceId"],
+        "stale": stale,
+        "healthy": None if stale or health is None else health.get("isHealthy") is not False,
+        "lastHeartbeatAt": utc_text(instance.get("lastHeartbeatAt")),
+    }
 
 
 def _drifting_services(snapshot: Snapshot) -> set[str]:

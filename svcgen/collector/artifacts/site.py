@@ -23,10 +23,11 @@ from .writer import SERVICES_DIR
 DASHBOARD: Final = "dashboard.html"
 TOP_LEVEL: Final = frozenset(
     {"manifest.json", "topology.json", "topics.json", "usage.json", "asyncapi.json", "annotations.json",
-     "issues.json"}
+     "issues.json", "windows.json"}
 )
 _SERVICE_FILE: Final = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,120}\.json")
 _INVOKE_META: Final = b'content="svc/invoke"'
+_LOCK_META: Final = b'<meta name="svcgen-lock" content="unknown">'
 _HTML: Final = {"content-type": "text/html; charset=utf-8", "cache-control": "no-cache"}
 _JSON: Final = {"content-type": "application/json", "cache-control": "no-cache"}
 
@@ -36,13 +37,16 @@ def dashboard_html() -> bytes:
 
 
 class ArtifactSite:
-    def __init__(self, directory: Path, app: HttpApp, *, prefix: str = DEFAULT_PREFIX) -> None:
+    def __init__(self, directory: Path, app: HttpApp, *, prefix: str = DEFAULT_PREFIX, locked: bool = False) -> None:
         self.directory = directory.resolve()
         self.app = app
         # The page finds the collector's invoke surface (for the trace query) in a meta tag, relative to itself.
         relative = (normalize_prefix(prefix) + "/invoke").lstrip("/")
         invoke = f'content="{html.escape(relative)}"'.encode()
         self._dashboard = dashboard_html().replace(_INVOKE_META, invoke, 1)
+        # The page says so when anyone who reaches the collector may read and write it.
+        lock = b'<meta name="svcgen-lock" content="' + (b"locked" if locked else b"open") + b'">'
+        self._dashboard = self._dashboard.replace(_LOCK_META, lock, 1)
 
     async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] in ("GET", "HEAD"):

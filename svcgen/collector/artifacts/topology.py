@@ -1,4 +1,7 @@
-"""topology.json: client → server edges found in the traces, with rate, error rate and latency.
+"""topology.json: client → server edges found in the traces, with rate, error rates and latency.
+
+`errorRate` counts the server's side of failures (5xx statuses, exceptions), `clientErrorRate` the client answers
+(4xx: not-found, validation-error, ...), so a caller asking for missing things does not look like an outage.
 
 Every figure comes from the trace feed (`source: "traces"`) and is null when its input is missing:
 percentiles (nearest rank, so each is a duration actually observed) need recent durations; the error rate
@@ -51,6 +54,7 @@ def edge_figures(edge: EdgeEntry, end: float | None = None) -> Json:
         "requestsPerMinute": requests_per_minute(edge["count"], edge.get("firstStartedAt"), edge.get("lastStartedAt"),
                                                  end),
         "errorRate": edge["errors"] / edge["count"] if edge["count"] > 0 else None,
+        "clientErrorRate": edge.get("clientErrors", 0) / edge["count"] if edge["count"] > 0 else None,
         "p50LatencyMs": percentile(durations, 50),
         "p95LatencyMs": percentile(durations, 95),
         "p99LatencyMs": percentile(durations, 99),

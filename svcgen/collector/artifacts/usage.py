@@ -2,7 +2,8 @@
 
 The window is the span of the counted events' start times, known only when every counter has both ends
 (otherwise some counted events have no start time and the window would understate them): null else.
-`transport` is null: a trace event does not say which transport carried the call.
+`transport` is what the trace events of the entry said carried them (`http`, `nats`, `envelope`, `event`), read
+from the time buckets (the last 24 h): null when they did not say, or said more than one.
 """
 
 from __future__ import annotations
@@ -16,11 +17,16 @@ from .topology import TRACES_SOURCE
 def build_usage(snapshot: Snapshot, *, generated_at: str) -> Json:
     counters = sorted(snapshot["counters"], key=lambda c: (c["topic"], c["version"], c["service"], c["status"]))
     start, end = usage_window(counters)
+    transports: dict[tuple[str, str, str, str], set[str]] = {}
+    for row in snapshot.get("buckets", []):
+        if isinstance(row, list) and len(row) > 5 and row[0] == "t" and isinstance(row[4], str) and row[4]:
+            transports.setdefault((row[1], row[2], row[3], row[5]), set()).add(row[4])
     return {
         "generatedAtUtc": generated_at,
         "windowStartUtc": start,
         "windowEndUtc": end,
-        "entries": [_entry(counter) for counter in counters],
+        "entries": [_entry(counter, transports.get((counter["service"], counter["topic"], counter["version"],
+                                                    counter["status"]), set())) for counter in counters],
     }
 
 
@@ -34,13 +40,13 @@ def usage_window(counters: list[CounterEntry]) -> tuple[str | None, str | None]:
     return utc_text(start), utc_text(end)
 
 
-def _entry(counter: CounterEntry) -> Json:
+def _entry(counter: CounterEntry, transports: set[str]) -> Json:
     timed = counter["timedCount"]
     return {
         "topic": counter["topic"],
         "version": counter["version"],
         "service": counter["service"],
-        "transport": None,
+        "transport": next(iter(transports)) if len(transports) == 1 else None,
         "status": counter["status"],
         "count": counter["count"],
         "avgDurationMs": counter["totalDurationMs"] / timed if timed > 0 else None,

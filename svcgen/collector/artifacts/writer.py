@@ -26,6 +26,7 @@ from .times import Now, generated_at
 from .topics import build_topics
 from .topology import build_topology
 from .usage import build_usage
+from .windows import build_windows
 
 SERVICES_DIR: Final = "services"
 
@@ -51,6 +52,7 @@ def write_artifacts(snapshot: Snapshot, target: Path, *, now: Now = None, prefix
         ("topics.json", build_topics(snapshot, generated_at=stamp)),
         ("topology.json", build_topology(snapshot, generated_at=stamp)),
         ("usage.json", build_usage(snapshot, generated_at=stamp)),
+        ("windows.json", build_windows(snapshot, generated_at=stamp)),
         ("asyncapi.json", build_asyncapi(snapshot)),
         ("annotations.json", build_annotations(generated_at=stamp)),
         ("issues.json", build_issues(snapshot, generated_at=stamp)),

@@ -21,6 +21,9 @@ from .._meta import Meta
 MAX_TEXT: Final = 256
 """Longest id, name or status a feed may carry."""
 
+MAX_DETAIL: Final = 1024
+"""Longest failure detail a trace event may carry."""
+
 NO_NUL: Final = r"^[^\x00]*$"
 """No NUL character: no store's text can hold one (PostgreSQL refuses it), so a feed never carries one."""
 
@@ -116,6 +119,10 @@ class TraceEntry:
     duration_ms: Annotated[float, Meta(minimum=0)] | None = None
     started_at: datetime | None = None
     correlation_id: Text | None = None
+    transport: Text | None = None
+    """What carried the call: `http`, `nats`, `envelope` or `event`."""
+    failure_detail: Annotated[str, Meta(min_length=1, max_length=MAX_DETAIL, pattern=NO_NUL)] | None = None
+    """The runtime's own reason for a failure (e.g. a response that did not fit its type), never a handler's text."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +194,10 @@ class Accepted:
 
 @dataclass(frozen=True, slots=True)
 class FleetQuery:
-    """No arguments: the whole fleet."""
+    """The whole fleet; with `window` (`5m`, `1h`, `24h`) also what happened in it, ranked by impact."""
+
+    __svcgen_meta__: ClassVar[Meta] = _MESH
+    window: Text | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,7 +207,10 @@ class ServiceQuery:
 
 @dataclass(frozen=True, slots=True)
 class TopicQuery:
+    __svcgen_meta__: ClassVar[Meta] = _MESH
     topic: Text
+    window: Text | None = None
+    """`5m`, `1h` or `24h`: adds the topic's figures within that window (`window` in the answer)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +230,9 @@ class FleetService:
     health: str
     """`unknown`, `healthy`, `degraded` or `unhealthy`."""
     instances: Count
+    """Named instances heard within the collector's retention."""
+    stale_instances: Count = 0
+    """Of them, those that missed three heartbeats (not counted healthy)."""
     missing_feeds: list[str]
     """In the order descriptor, health, traces, issues."""
 
@@ -242,12 +258,17 @@ class FleetIssue(IssueEntry):
 
 @dataclass(frozen=True, slots=True)
 class FleetAnswer:
+    __svcgen_meta__: ClassVar[Meta] = _MESH
     services: list[FleetService]
     topics: list[TopicParties]
     issues: list[FleetIssue]
     """Merged by fingerprint across instances and batches (each with its `service`), most recently seen first."""
     dropped: dict[str, Count]
     """What the collector's limits dropped or refused, per table."""
+    window: str | None = None
+    ranking: list[RankedTopic] | None = None
+    """With a `window`: each (service, topic, version) with calls in it, by impact: server-side failures first,
+    then the share of all the window's call time it took (`impact`, 0..1)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -255,6 +276,9 @@ class InstanceView:
     __svcgen_meta__: ClassVar[Meta] = _MESH
     instance_id: str
     healthy: bool | None = None
+    """Absent for a stale instance, or one that never sent health."""
+    stale: bool = False
+    """It missed three heartbeats."""
     hash_matches: bool
     """False when the instance's heartbeat carries another descriptor hash than the registered one."""
     register_expected: bool
@@ -283,15 +307,74 @@ class TopicVersion:
     """The newest `startedAt` of its trace events; null when none carried one."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TopicAnswer:
+    __svcgen_meta__: ClassVar[Meta] = _MESH
     topic: str
     providers: list[str]
     consumers: list[str]
     invocations: Count
     errors: Count
+    """Server-side failures: 5xx statuses, exceptions, statuses outside the table."""
+    client_errors: Count
+    """Client answers (4xx)."""
+    error_rate: float | None = None
+    """Absent without calls, as `clientErrorRate`."""
+    client_error_rate: float | None = None
     status_counts: dict[str, Count]
     versions: list[TopicVersion]
+    window: WindowFigures | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LatencyFigures:
+    __svcgen_meta__: ClassVar[Meta] = _MESH
+    invocations: Count
+    errors: Count
+    """Server-side failures."""
+    client_errors: Count
+    error_rate: float | None
+    client_error_rate: float | None
+    requests_per_minute: float
+    avg_duration_ms: float | None
+    p50_latency_ms: float | None
+    p95_latency_ms: float | None
+    p99_latency_ms: float | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WindowVersion(LatencyFigures):
+    version: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Sparkline:
+    __svcgen_meta__: ClassVar[Meta] = _MESH
+    """Calls and server-side failures per step of the window, oldest first."""
+
+    step_minutes: Count
+    calls: list[Count]
+    errors: list[Count]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WindowFigures(LatencyFigures):
+    """A topic within a time window: exact counts from the per-minute buckets, percentiles from their histograms."""
+
+    window: str
+    since: str
+    until: str
+    status_counts: dict[str, Count]
+    versions: list[WindowVersion]
+    sparkline: Sparkline
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RankedTopic(LatencyFigures):
+    service: str
+    topic: str
+    version: str
+    impact: float
 
 
 @dataclass(frozen=True, slots=True)

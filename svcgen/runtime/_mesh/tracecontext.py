@@ -35,6 +35,7 @@ from types import MappingProxyType
 from typing import Any, Final, Protocol, TypeAlias
 
 from .._http.sender import HeaderHook, HttpSender, Target
+from .._logging import read_trace_ids_from
 
 TRACEPARENT: Final = "traceparent"
 VERSION: Final = "00"
@@ -181,6 +182,17 @@ def current_trace() -> TraceContext | None:
     current = _current.get()
     return None if current is None else resolve(current)
 
+
+def current_ids() -> tuple[str, str] | None:
+    """(trace id, span id) of the invocation running now, or None: what its log lines carry."""
+    current = _current.get()
+    if current is None:
+        return None
+    context = resolve(current)
+    return context.trace_id, context.span_id
+
+
+read_trace_ids_from(current_ids)
 
 activate: Final[Callable[[Trace | None], Token[Trace | None]]] = _current.set
 """Make a trace current; give the token back to `deactivate` when the invocation ends. The context variable's

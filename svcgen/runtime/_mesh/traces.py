@@ -32,6 +32,7 @@ from .._result import Result
 from .._status import TIMEOUT, UNEXPECTED_ERROR
 from .clock import MonotonicClock, WallClock, monotonic_clock, wall_clock
 from .messages import (
+    MAX_DETAIL,
     MAX_TEXT,  # caller-chosen text past it: an unrouted topic is cut, a correlation id left out
     TraceEntry,
 )
@@ -66,14 +67,16 @@ Origin: TypeAlias = tuple[str, "str | None", float, float]
 A monotonic reading `m` started at wall time `wall + (m - monotonic)`."""
 
 TraceRecord: TypeAlias = tuple[
-    "str | TraceContext | None", int, Origin, str, bool, str, bool, str, "str | None", float, float, "str | None", str
+    "str | TraceContext | None", int, Origin, str, bool, str, bool, str, "str | None", float, float, "str | None", str,
+    "str | None",
 ]
 """One finished invocation as the request path keeps it, a plain tuple because it is built on every invocation:
 (inbound `traceparent` and invocation number, which make its `PendingTrace`, or a decided `TraceContext` and the
 number; origin, topic, routed, status, successful, version as the context had it, exception type, started and
-ended in monotonic seconds, correlation id, transport). It holds only text and numbers, not even the pending
-trace's tuple, so the garbage collector stops tracking it within a pass or two instead of traversing every queued
-record. `TraceEvent.from_record` reads it; `TraceEvent.to_record` writes one from an event."""
+ended in monotonic seconds, correlation id, transport, the runtime's own failure detail). It holds only text
+and numbers, not even the pending trace's tuple, so the garbage collector stops tracking it within a pass or two
+instead of traversing every queued record. `TraceEvent.from_record` reads it; `TraceEvent.to_record` writes one
+from an event."""
 
 Observer = Callable[["TraceEvent", Context], None]
 """Called with the event of a failed invocation and its context, after the exporter; must be cheap."""
@@ -102,7 +105,10 @@ class TraceEvent:
     successful: bool = True
     """Not a wire key: whether the Result counted as a success."""
     transport: str | None = None
-    """Not a wire key (the spec's trace event has none): what carried the call, `http`, `nats` or `envelope`."""
+    """What carried the call: `http`, `nats`, `envelope` or `event` (a key svcgen adds to the spec's event)."""
+    failure_detail: str | None = None
+    """Why the runtime itself failed the call (a request or response that did not fit its type, a handler that
+    raised): the binding's own words, never a handler's text or exception message. Cut to MAX_DETAIL."""
     handler_answered: bool = False
     """Not a wire key: the status is the answer of the handler (or a middleware) of a routed call, not one the
     binding made (unknown topic, undecodable request, handler raised)."""
@@ -113,7 +119,7 @@ class TraceEvent:
     @classmethod
     def from_record(cls, record: TraceRecord) -> TraceEvent:
         (held, number, origin, topic, routed, status, successful, version, exception_type, started, ended,
-         correlation_id, transport) = record
+         correlation_id, transport, failure_detail) = record
         trace: Trace = held if isinstance(held, TraceContext) else (held, number)
         service, instance_id, wall, monotonic = origin
         if not routed and len(topic) > MAX_TEXT:
@@ -132,6 +138,7 @@ class TraceEvent:
             correlation_id if correlation_id and len(correlation_id) <= MAX_TEXT else None,
             successful,
             transport or None,
+            _cut(failure_detail) if failure_detail else None,
             routed=routed,
         )
 
@@ -142,7 +149,7 @@ class TraceEvent:
         held, number = (self.trace, 0) if isinstance(self.trace, TraceContext) else self.trace
         return (
             held, number, origin, self.topic, self.routed, self.status, self.successful, self.topic_version or "",
-            self.exception_type, 0.0, duration, self.correlation_id, self.transport or "",
+            self.exception_type, 0.0, duration, self.correlation_id, self.transport or "", self.failure_detail,
         )
 
     @property
@@ -180,6 +187,8 @@ class TraceEvent:
             None if self.duration_ms is None else round(self.duration_ms, 3),  # microseconds: the wire's precision
             None if self.started_at is None else datetime.fromtimestamp(self.started_at, UTC),
             self.correlation_id or None,
+            self.transport or None,
+            self.failure_detail or None,
         )
 
     def to_wire(self) -> dict[str, Any]:
@@ -258,6 +267,7 @@ class TraceMiddleware:
                 held, number, self._origin, context.topic, context.registration is not None,
                 TIMEOUT if quiet else UNEXPECTED_ERROR, False, context.version, type(exc).__qualname__, started,
                 self._clock(), headers.get(CORRELATION_HEADER), context.transport,
+                None if quiet else f"{type(exc).__qualname__} escaped the middleware",
             ), observe=not quiet, handler_answered=False)
             raise
         finally:
@@ -269,7 +279,7 @@ class TraceMiddleware:
             record: TraceRecord = (
                 held, number, self._origin, context.topic, routed, result.status, successful, context.version,
                 result.exception_type if isinstance(result, BindingFailure) else None, started, self._clock(),
-                headers.get(CORRELATION_HEADER), context.transport,
+                headers.get(CORRELATION_HEADER), context.transport, result.detail if refused else None,
             )
         except Exception:
             self._internal_error("recording a trace")
@@ -333,6 +343,10 @@ def _log_sometimes(count: int, message: str, name: str, exc: Exception) -> None:
         logger.warning(
             message + "; %d failure(s) so far, logged once per %d", name, type(exc).__name__, count, LOG_EVERY
         )
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= MAX_DETAIL else text[: MAX_DETAIL - 1] + "…"
 
 
 def _name(observer: Observer) -> str:
