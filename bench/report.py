@@ -60,6 +60,11 @@ BENCHES = (
           "Whole-process wall time (and CPU time) of `svcgen diff` over two 2000-type, 1000-topic manifests "
           "differing by compatible changes throughout (550 findings); the command line's start-up (`svcgen "
           "--version`), loading one manifest and the diff of the two loaded models, to show where the time goes."),
+    Bench("candeploy", "`svcgen can-i-deploy` (bench/candeploy.py)",
+          "Whole-process wall time (and CPU time) of `svcgen can-i-deploy` against `svcgen collector serve` holding "
+          "200 registered services and 5,000 topics (25 each, every one declared by a producer, a tenth with "
+          "traffic), judging a change with two breaking findings (both blocked); interpreter start and `svcgen "
+          "--version` in the same run."),
     Bench("trace", "Tracing (bench/trace.py)",
           "The typed HTTP route in-process with and without the mesh (trace middleware, bounded queue exporter "
           "and issue aggregation), plain and traced rounds alternating, the overhead being the median of the "

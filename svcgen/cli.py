@@ -19,21 +19,22 @@ import click
 import orjson
 import yaml
 
-from .collector import probe as probing
-from .collector.poller import DEFAULT_INTERVAL as DEFAULT_POLL_INTERVAL
 from .contractdiff import (
+    ApprovalsError,
     CompatReport,
     DiffReport,
     Level,
     LevelsError,
+    across_revisions,
     compat_manifests,
     diff_manifests,
+    parse_approvals,
     parse_levels,
 )
 from .manifest import Manifest, ManifestError, load_manifest, load_manifest_with_warnings
 from .manifest.build import default_package
 from .manifest.load import cycle_collection_paused
-from .manifest.revision import RevisionError, load_manifest_at, repository_path, split_revision
+from .manifest.revision import RevisionError, load_manifest_at, matching_tags, repository_path, split_revision
 from .runtime._http.limits import server_options
 from .runtime._logging import configure_logging
 from .runtime._mesh.profile import MEANINGS
@@ -57,6 +58,18 @@ class _LazyDefault(click.Option):
 
     def get_default(self, ctx: click.Context, call: bool = True) -> Any:
         return self.default_from()
+
+
+def _probe_timeout() -> float:
+    from .collector.probe import DEFAULT_TIMEOUT
+
+    return DEFAULT_TIMEOUT
+
+
+def _poll_interval() -> float:
+    from .collector.poller import DEFAULT_INTERVAL
+
+    return DEFAULT_INTERVAL
 
 
 def _artifacts_interval() -> float:
@@ -100,21 +113,25 @@ def build(manifest: str, out: Path, force: bool) -> None:
     "-o", "--output", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
     help="Directory holding the built package, as for build.",
 )
-@click.option("--against", metavar="REV",
+@click.option("--against", metavar="REV", multiple=True,
               help="Also diff the contract of MANIFEST against the same file at git revision REV (as `svcgen diff`); "
-                   "an error-level change fails the check.")
-def check(manifest: str, out: Path, against: str | None) -> None:
+                   "an error-level change fails the check. Repeatable; a tag glob ('v*') means every matching tag.")
+@click.option("--accept", "accept_file", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Approvals: a YAML or JSON list of {fingerprint, reason}; those findings are accepted, not failing.")
+def check(manifest: str, out: Path, against: tuple[str, ...], accept_file: Path | None) -> None:
     """Exit 1 when OUT/<package> is not what building MANIFEST would write (a unified diff on stdout), or when
     a user file needs attention (orphaned or missing handlers and health modules, handlers whose types no
     longer match, an old health.py; one line each on stderr), or, with --against, when the contract has an
-    error-level change since REV.
+    error-level change since REV (or an incompatibility with the owners its `from:` entries name).
 
     Writes nothing; for CI and review.
     """
     from .codegen.ownership import check_findings, stale_diff
 
     model = _load(manifest)
-    contract = None if against is None else _diff_against(manifest, against, model)
+    approvals = {} if accept_file is None else _approvals(accept_file)
+    contract = None if not against else _accepted(_diff_against(manifest, against, model), approvals, accept_file)
+    owners = None if not against else _compat_with_owners(manifest, model)
     files = _render(model, out)
     package_dir = out / model.package
     try:
@@ -130,10 +147,14 @@ def check(manifest: str, out: Path, against: str | None) -> None:
     if not diff and not problems:
         click.echo(f"{package_dir.as_posix()} is up to date with {manifest}")
     if contract is not None:
-        click.echo(f"contract of {manifest} against {against}:")
+        click.echo(f"contract of {manifest} against {', '.join(against)}:")
         for line in contract.lines():
             click.echo(f"  {line}")
-    if diff or problems or (contract is not None and contract.breaking):
+    if owners is not None:
+        click.echo(f"produces entries of {manifest} against their owners:")
+        for line in owners.lines():
+            click.echo(f"  {line}")
+    if diff or problems or any(report is not None and report.breaking for report in (contract, owners)):
         raise SystemExit(1)
 
 
@@ -144,16 +165,21 @@ def check(manifest: str, out: Path, against: str | None) -> None:
               help="text: one line per change and a summary; json: for tools.")
 @click.option("--levels", "levels_file", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
               help="YAML or JSON mapping of rule id to level (error, warning, info), overriding the defaults.")
-def diff_command(old: str, new: str, output_format: str, levels_file: Path | None) -> None:
+@click.option("--accept", "accept_file", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Approvals: a YAML or JSON list of {fingerprint, reason}; those findings are reported accepted "
+                   "and do not fail.")
+def diff_command(old: str, new: str, output_format: str, levels_file: Path | None, accept_file: Path | None) -> None:
     """Classify every contract change from the manifest OLD to NEW (each a file, or REV:PATH read from git).
 
     Exit 1 when a change is error-level (it breaks existing callers), 0 otherwise, 2 when an input cannot be
     read. The rules and the levels file are described in docs/contract-diff.md.
     """
     levels = None if levels_file is None else _levels(levels_file)
+    approvals = {} if accept_file is None else _approvals(accept_file)
     with cycle_collection_paused():  # two large models alive to the end: nothing for the collector to find
         report = diff_manifests(_load_side(old), _load_side(new), levels)
-    _report(report, output_format)
+    _report(_accepted(report, approvals, accept_file), output_format)
+
 @main.command("compat")
 @click.argument("manifests", nargs=-1, required=True, metavar="MANIFEST...")
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
@@ -169,6 +195,71 @@ def compat_command(manifests: tuple[str, ...], output_format: str, levels_file: 
     """
     levels = None if levels_file is None else _levels(levels_file)
     _report(compat_manifests([_load_side(manifest) for manifest in manifests], levels), output_format)
+
+
+@main.command("can-i-deploy")
+@click.argument("manifest")
+@click.option("--collector", "collector_url", required=True, metavar="URL",
+              help="The collector's base URL (a path in it is the collector's prefix, /svc without one).")
+@click.option("--window", default="7d", show_default=True, metavar="DURATION",
+              help="Traffic this recent blocks a breaking change: 90s, 30m, 24h, 7d, 2w.")
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: one line per breaking change and a summary; json: for tools.")
+@click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="The locked collector's token (default: $SVCGEN_COLLECTOR_TOKEN).")
+def can_i_deploy(manifest: str, collector_url: str, window: str, output_format: str, token_file: Path | None) -> None:
+    """Judge MANIFEST against what the live fleet runs and sends, as the collector knows it.
+
+    Each breaking change from the contract the service runs now (its newest registered descriptor) is blocked when
+    another registered service still declares that topic version or traffic used it within the window, safe
+    otherwise; MANIFEST's produces entries are checked against the live owners. Exit 0 when all is safe, 1 when
+    something is blocked, 2 when the collector cannot say (unreachable, locked, never heard of the service).
+    """
+    import datetime as dt
+
+    from .candeploy import CollectorUnavailable, fetch_contract, judge, parse_window
+    from .codegen.errors import CodegenError
+    from .codegen.render import descriptor_document
+
+    if not collector_url.startswith(("http://", "https://")):
+        _fail([f"--collector {collector_url}: not an http(s) URL; for example http://127.0.0.1:8700"], status=2)
+    try:
+        span = parse_window(window)
+    except ValueError as error:
+        _fail([f"--window: {error}"], status=2)
+    token = _collector_token(token_file)
+    model = _load_side(manifest)
+    try:
+        change = descriptor_document(model)
+    except CodegenError as error:
+        _fail([f"{manifest}: {line}" for line in error.lines], status=2)
+    try:
+        answer = fetch_contract(collector_url, model.service, sorted({entry.id for entry in model.produces}),
+                                token=token)
+    except CollectorUnavailable as error:
+        _fail([str(error)], status=2)
+    report = judge(change, answer, window=span, window_text=window, now=dt.datetime.now(dt.UTC))
+    if output_format == "json":
+        click.echo(orjson.dumps(report.document(), option=orjson.OPT_INDENT_2).decode())
+    else:
+        for line in report.lines():
+            click.echo(line)
+    if report.breaking:
+        raise SystemExit(1)
+
+
+def _collector_token(token_file: Path | None) -> str | None:
+    """The token from the file, else $SVCGEN_COLLECTOR_TOKEN (as `collector serve` reads it); exit 2 when unreadable."""
+    if token_file is None:  # the collector application is not imported for an environment variable
+        from .runtime._mesh.feeds import TOKEN_ENV
+
+        return os.environ.get(TOKEN_ENV, "").strip() or None
+    from .collector.host import collector_token
+
+    try:
+        return collector_token(token_file, os.environ)
+    except ValueError as error:
+        _fail([str(error)], status=2)
 
 
 @main.command()
@@ -231,7 +322,8 @@ def serve(package_dir: Path, host: str, port: int, workers: int, access_log: boo
 @click.argument("url")
 @click.option("--prefix", default=DEFAULT_PREFIX, show_default=True, help="Where the well-known surfaces are mounted.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option("--timeout", default=probing.DEFAULT_TIMEOUT, show_default=True, type=click.FloatRange(min=0.1),
+@click.option("--timeout", cls=_LazyDefault, default_from=_probe_timeout, show_default=True,
+              type=click.FloatRange(min=0.1),
               help="Seconds to wait for each surface.")
 def probe(url: str, prefix: str, as_json: bool, timeout: float) -> None:
     """Audit the running service at URL against the cloud-service profile, from outside.
@@ -240,6 +332,8 @@ def probe(url: str, prefix: str, as_json: bool, timeout: float) -> None:
     """
     if not url.startswith(("http://", "https://")):
         _fail([f"{url}: not an http(s) URL; for example http://127.0.0.1:8000"])
+    from .collector import probe as probing
+
     report = asyncio.run(probing.probe(url, prefix=prefix, timeout=timeout))
     if as_json:
         click.echo(orjson.dumps(report.document(), option=orjson.OPT_INDENT_2).decode())
@@ -301,7 +395,8 @@ def collector_repair(store: Path) -> None:
                    "collector replicas share (needs svcgen[postgres]).")
 @click.option("--poll", "polls", multiple=True, metavar="NAME=URL",
               help="A service to poll (repeatable); a path in URL is its surfaces' prefix, /svc without one.")
-@click.option("--poll-interval", default=DEFAULT_POLL_INTERVAL, show_default=True, type=click.FloatRange(min=0.1),
+@click.option("--poll-interval", cls=_LazyDefault, default_from=_poll_interval, show_default=True,
+              type=click.FloatRange(min=0.1),
               help="Seconds between poll sweeps.")
 @click.option("--artifacts", type=click.Path(file_okay=False, path_type=Path),
               help="Directory the UI artifacts are written to (default: a temporary one).")
@@ -516,16 +611,73 @@ def _report(report: DiffReport | CompatReport, output_format: str) -> None:
         raise SystemExit(1)
 
 
-def _diff_against(manifest: str, rev: str, model: Manifest) -> DiffReport:
-    """The contract diff of MANIFEST at git revision REV to `model` (MANIFEST as it is now)."""
+def _diff_against(manifest: str, specs: tuple[str, ...], model: Manifest) -> DiffReport:
+    """The contract diff of MANIFEST at each git revision (a tag glob: every matching tag) to `model` (MANIFEST as
+    it is now); with more than one revision, each finding names the revisions it appears against."""
+    reports: list[tuple[str, DiffReport]] = []
     try:
         root, path = repository_path(manifest)
-        old = load_manifest_at(rev, path, root).manifest
-    except ManifestError as error:
-        _fail(str(error).splitlines(), status=2)
+        revisions = [rev for spec in specs for rev in (matching_tags(spec, root) if _is_glob(spec) else [spec])]
     except RevisionError as error:
-        _fail([f"--against {rev}: {manifest}: {error}"], status=2)
-    return diff_manifests(old, model)
+        _fail([f"--against {' '.join(specs)}: {manifest}: {error}"], status=2)
+    for rev in dict.fromkeys(revisions):
+        try:
+            old = load_manifest_at(rev, path, root).manifest
+        except ManifestError as error:
+            _fail(str(error).splitlines(), status=2)
+        except RevisionError as error:
+            _fail([f"--against {rev}: {manifest}: {error}"], status=2)
+        reports.append((rev, diff_manifests(old, model)))
+    if len(reports) == 1 and not _is_glob(specs[0]):
+        return reports[0][1]
+    return across_revisions(reports)
+
+
+def _is_glob(spec: str) -> bool:
+    return any(character in spec for character in "*?[")
+
+
+def _compat_with_owners(manifest: str, model: Manifest) -> CompatReport | None:
+    """MANIFEST's produces entries against the owners' manifests its `from:` entries name (those that load): the
+    entries with their own copies of an owner's other topics are checked there too. None when it names none."""
+    from .manifest.owner import owner_paths
+
+    owners: list[Manifest] = []
+    for path in owner_paths(manifest):
+        try:
+            owners.append(load_manifest(path))
+        except ManifestError:
+            continue  # the manifest's own load already reported it
+    if not owners:
+        return None
+    report = compat_manifests([model, *owners])
+    mine = tuple(item for item in report.findings if item.producer == model.service)
+    served = {topic.id for owner in owners for topic in owner.topics}
+    checked = sum(1 for entry in model.produces if entry.id in served)
+    return CompatReport(mine, (), checked)
+
+
+def _accepted(report: DiffReport, approvals: dict[str, str], file: Path | None) -> DiffReport:
+    """The report with the approved findings accepted; an approval no finding has is a warning on stderr (the change
+    it approved is gone, so the entry can go too)."""
+    if not approvals:
+        return report
+    found = {finding.fingerprint for finding in report.findings}
+    for fingerprint in approvals:
+        if fingerprint not in found:
+            click.echo(f"warning: {file}: approval {fingerprint} matches no finding; remove it", err=True)
+    return report.accept(approvals)
+
+
+def _approvals(file: Path) -> dict[str, str]:
+    try:
+        return parse_approvals(yaml.safe_load(file.read_text(encoding="utf-8-sig")))
+    except OSError as error:
+        _fail([f"{file}: cannot read the approvals file: {error.strerror or error}"], status=2)
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        _fail([f"{file}: not a YAML or JSON file: {' '.join(str(error).split())}"], status=2)
+    except ApprovalsError as error:
+        _fail([f"{file}: {error}"], status=2)
 
 
 def _levels(file: Path) -> dict[str, Level]:

@@ -10,6 +10,7 @@ The rules are declared once, as data (`RULES`): the docs' rule table is generate
 
 from __future__ import annotations
 
+import datetime as dt
 import difflib
 import json
 import re
@@ -25,6 +26,7 @@ from .runtime._compatibility import LEVELS, RULES_BY_ID, Direction, constraint_c
 from .runtime._compatibility import RULES as RULES
 from .runtime._compatibility import Level as Level
 from .runtime._compatibility import Rule as Rule
+from .runtime._jsontext import HASH_PREFIX, document_hash
 from .runtime._meta import CONSTRAINT_KEYWORDS
 
 GATE_RULE = "topic-version-not-bumped"
@@ -41,17 +43,44 @@ class Finding:
     new: Any
     why: str
     fix: str | None = None
+    accepted: str | None = None
+    """The approvals file's reason when it accepts this finding (it then never fails the gate)."""
+    revisions: tuple[str, ...] = ()
+    """The revisions the finding breaks (`check --against` with several revisions or a tag glob)."""
+
+    @property
+    def fingerprint(self) -> str:
+        """Stable over unrelated edits: the hash of (rule, path, old, new), 16 hex digits."""
+        return document_hash([self.rule, self.path, self.old, self.new])[len(HASH_PREFIX):][:16]
+
+    @property
+    def fails(self) -> bool:
+        return self.level == "error" and self.accepted is None
 
     def document(self) -> dict[str, Any]:
         """The JSON form (key order is part of the format)."""
-        return {"rule": self.rule, "level": self.level, "direction": self.direction, "path": self.path,
-                "old": self.old, "new": self.new, "why": self.why, "fix": self.fix}
+        document = {"rule": self.rule, "level": self.level, "direction": self.direction, "path": self.path,
+                    "old": self.old, "new": self.new, "why": self.why, "fix": self.fix,
+                    "fingerprint": self.fingerprint, "accepted": self.accepted is not None}
+        if self.accepted is not None:
+            document["reason"] = self.accepted
+        if self.revisions:
+            document["revisions"] = list(self.revisions)
+        return document
 
-    def line(self, between: str = "") -> str:
-        """`level: path: rule (old → new): why; fix: ...`, with `between` (`orders -> payments: `) before the path."""
+    def line(self, between: str = "", fingerprint: bool = False) -> str:
+        """`level: path: rule (old → new): why; fix: ...`, with `between` (`orders -> payments: `) before the path;
+        an accepted finding says so first; `[fingerprint]` (for an approvals file) follows an error with
+        `fingerprint`, and the revisions it breaks come last."""
         change = "" if self.old is None and self.new is None else f" ({_show(self.old)} → {_show(self.new)})"
-        text = f"{self.level}: {between}{self.path}: {self.rule}{change}: {self.why}"
-        return text if self.fix is None else f"{text}; fix: {self.fix}"
+        label = self.level if self.accepted is None else f"accepted {self.level}"
+        text = f"{label}: {between}{self.path}: {self.rule}{change}: {self.why}"
+        text = text if self.fix is None else f"{text}; fix: {self.fix}"
+        if self.accepted is not None:
+            text += f" [{self.fingerprint}: {self.accepted}]"
+        elif fingerprint and self.level == "error":
+            text += f" [{self.fingerprint}]"
+        return text + (f" (breaks {', '.join(self.revisions)})" if self.revisions else "")
 
 
 @dataclass(frozen=True)
@@ -59,27 +88,76 @@ class DiffReport:
     findings: tuple[Finding, ...] = ()
 
     def count(self, level: Level) -> int:
-        return sum(1 for finding in self.findings if finding.level == level)
+        """Findings of the level, the accepted ones apart."""
+        return sum(1 for finding in self.findings if finding.level == level and finding.accepted is None)
+
+    @property
+    def accepted(self) -> int:
+        return sum(1 for finding in self.findings if finding.accepted is not None)
 
     @property
     def breaking(self) -> bool:
-        return self.count("error") > 0
+        return any(finding.fails for finding in self.findings)
 
     def summary(self) -> str:
         if not self.findings:
             return "no contract changes"
-        counts = _counts(self.count)
+        counts = _counts(self.count) + (f", {self.accepted} accepted" if self.accepted else "")
         verdict = "breaking" if self.breaking else "compatible"
         return f"{len(self.findings)} contract change{'s' if len(self.findings) != 1 else ''}: {counts}; {verdict}"
 
     def lines(self) -> list[str]:
-        return [finding.line() for finding in self.findings] + [self.summary()]
+        return [finding.line(fingerprint=True) for finding in self.findings] + [self.summary()]
 
     def document(self) -> dict[str, Any]:
+        counts = {level: self.count(level) for level in LEVELS}
         return {
             "findings": [finding.document() for finding in self.findings],
-            "summary": {**{level: self.count(level) for level in LEVELS}, "breaking": self.breaking},
+            "summary": {**counts, **({"accepted": self.accepted} if self.accepted else {}), "breaking": self.breaking},
         }
+
+    def accept(self, approvals: Mapping[str, str]) -> DiffReport:
+        """The report with the findings whose fingerprint `approvals` lists (fingerprint → reason) accepted."""
+        return DiffReport(tuple(
+            replace(finding, accepted=approvals[finding.fingerprint]) if finding.fingerprint in approvals else finding
+            for finding in self.findings
+        ))
+
+
+class ApprovalsError(ValueError):
+    """An approvals file that is not a list of {fingerprint, reason} (the message is one line)."""
+
+
+def parse_approvals(data: Any) -> dict[str, str]:
+    """An approvals file's content, a list of `{fingerprint, reason}`, as fingerprint → reason; ApprovalsError
+    names the first entry that is not one."""
+    if data is None:
+        return {}
+    if not isinstance(data, list):
+        raise ApprovalsError("expected a list of {fingerprint, reason} entries")
+    approvals: dict[str, str] = {}
+    for index, entry in enumerate(data, 1):
+        if not isinstance(entry, Mapping) or set(entry) != {"fingerprint", "reason"}:
+            raise ApprovalsError(f"entry {index}: expected exactly the keys fingerprint and reason")
+        fingerprint, reason = entry["fingerprint"], entry["reason"]
+        if not isinstance(fingerprint, str) or not re.fullmatch(r"[0-9a-f]{16}", fingerprint):
+            raise ApprovalsError(f"entry {index}: fingerprint {fingerprint!r} is not 16 hex digits")
+        if not isinstance(reason, str) or not reason.strip():
+            raise ApprovalsError(f"entry {index} ({fingerprint}): the reason must say why the change is accepted")
+        approvals[fingerprint] = reason.strip()
+    return approvals
+
+
+def across_revisions(reports: Sequence[tuple[str, DiffReport]]) -> DiffReport:
+    """One report from the diffs against several revisions (revision, its report): each finding once, naming every
+    revision it breaks (error level) or appears against (the others), in the order given."""
+    merged: dict[tuple[str, str, str], Finding] = {}
+    for revision, report in reports:
+        for finding in report.findings:
+            key = (finding.fingerprint, finding.rule, finding.path)
+            seen = merged.get(key)
+            merged[key] = replace(finding, revisions=(*(seen.revisions if seen else ()), revision))
+    return DiffReport(tuple(sorted(merged.values(), key=lambda finding: (finding.path, finding.rule))))
 
 
 class LevelsError(ValueError):
@@ -102,16 +180,19 @@ def parse_levels(data: Any) -> dict[str, Level]:
     return levels
 
 
-def diff_manifests(old: Manifest, new: Manifest, levels: Mapping[str, Level] | None = None) -> DiffReport:
+def diff_manifests(old: Manifest, new: Manifest, levels: Mapping[str, Level] | None = None,
+                   today: dt.date | None = None) -> DiffReport:
     """Every contract change from `old` to `new`, levels overridden by `levels` (rule id → level), plus the
-    `topic-version-not-bumped` gate over the error-level ones, sorted by path then rule."""
+    `topic-version-not-bumped` gate over the error-level ones, sorted by path then rule. `today` (default: the
+    UTC date) decides whether a removed topic version's sunset has passed."""
     overrides = levels or {}
 
     def leveled(finding: Finding) -> Finding:
         return replace(finding, level=overrides[finding.rule]) if finding.rule in overrides else finding
 
+    when = today or dt.datetime.now(dt.UTC).date()
     old, new = with_events(old), with_events(new)
-    scoped = [(topic, leveled(finding)) for topic, finding in _Differ(old, new).findings()]
+    scoped = [(topic, leveled(finding)) for topic, finding in _Differ(old, new, today=when).findings()]
     found = [finding for _, finding in scoped]
     gate = [leveled(finding) for finding in _gate(old, new, scoped)]
     events = {topic_key(topic) for topic in (*old.topics, *new.topics) if topic.routes == _EVENT_MARK}
@@ -181,6 +262,8 @@ class CompatReport:
     unmatched: tuple[Unmatched, ...] = ()
     checked: int = 0
     """Produces entries checked against an owner."""
+    subscriptions: int = 0
+    """Subscriptions checked against their publisher's event."""
 
     def count(self, level: Level) -> int:
         return sum(1 for item in self.findings if item.finding.level == level)
@@ -191,6 +274,8 @@ class CompatReport:
 
     def summary(self) -> str:
         pairs = f"{self.checked} produces entr{'y' if self.checked == 1 else 'ies'} checked"
+        if self.subscriptions:
+            pairs += f", {self.subscriptions} subscription{'s' if self.subscriptions != 1 else ''} checked"
         skipped = f", {len(self.unmatched)} without an owner" if self.unmatched else ""
         counts = _counts(self.count)
         return f"{pairs}{skipped}: {counts}; {'incompatible' if self.breaking else 'compatible'}"
@@ -250,6 +335,7 @@ def compat_manifests(manifests: Sequence[Manifest], levels: Mapping[str, Level] 
                 for owner_name, finding in found
             ]
     # A subscription against its publisher's event: the subscriber's copy (or `from:` snapshot) is the old contract.
+    subscriptions_checked = 0
     for subscriber in manifests:
         for entry in subscriber.subscribes:
             key = f"{entry.id}@{entry.version}" if entry.version else entry.id
@@ -258,13 +344,13 @@ def compat_manifests(manifests: Sequence[Manifest], levels: Mapping[str, Level] 
                       if event.id == entry.id and event.version == entry.version]  # fmt: skip
             if not events:
                 if publishers and any(event.id == entry.id for event in publishers[0].events):
-                    checked += 1
+                    subscriptions_checked += 1
                     missing = _finding("topic-version-removed", key, key, None)
                     findings.append(CompatFinding(subscriber.service, entry.publisher, missing))
                 else:
                     unmatched.append(Unmatched(subscriber.service, key))
                 continue
-            checked += 1
+            subscriptions_checked += 1
             for publisher, event in events:
                 copy = replace(subscriber, topics=(_event_topic(entry.id, entry.version, entry.payload, None),),
                                produces=(), events=())  # fmt: skip
@@ -277,7 +363,7 @@ def compat_manifests(manifests: Sequence[Manifest], levels: Mapping[str, Level] 
                             finding = replace(finding, level=overrides[finding.rule])
                         findings.append(CompatFinding(subscriber.service, publisher.service, finding))
     ordered = sorted(findings, key=lambda item: (item.producer, item.owner, item.finding.path, item.finding.rule))
-    return CompatReport(tuple(ordered), tuple(unmatched), checked)
+    return CompatReport(tuple(ordered), tuple(unmatched), checked, subscriptions_checked)
 
 
 def _counts(count: Callable[[Level], int]) -> str:
@@ -319,6 +405,18 @@ def _gate(old: Manifest, new: Manifest, scoped: list[tuple[TopicDef | None, Find
             yield _finding(GATE_RULE, key, None, None, why, fix)
 
 
+def _lifecycle(topic: TopicDef) -> dict[str, str] | None:
+    """The topic version's `deprecated` as the manifest writes it (only the dates and successor given)."""
+    if topic.deprecated is None:
+        return None
+    return {key: value for key, value in vars(topic.deprecated).items() if value is not None}
+
+
+def _sunset_passed(topic: TopicDef, today: dt.date | None) -> bool:
+    sunset = topic.deprecated.sunset if topic.deprecated is not None else None
+    return sunset is not None and today is not None and dt.date.fromisoformat(sunset) <= today
+
+
 def _next_version(version: str, taken: set[str]) -> str:
     match = re.fullmatch(r"(\D*)(\d+)", version)
     prefix, number = (match.group(1), int(match.group(2))) if match else ("v", 1)
@@ -343,6 +441,9 @@ class _Differ:
     out: list[tuple[TopicDef | None, Finding]] = field(default_factory=list)
     scope: TopicDef | None = None
     """The old (topic, version) being walked; None outside one."""
+    today: dt.date | None = None
+    producing: bool = False
+    """Walking the service's own copy of a produced topic: findings become `produces-changed`."""
 
     def __post_init__(self) -> None:
         self.old_records = {record.name: record for record in self.old.types}
@@ -353,16 +454,23 @@ class _Differ:
     def findings(self) -> list[tuple[TopicDef | None, Finding]]:
         """Every change, each with the old (topic, version) it is inside (None for additions, removals and
         annotations of types)."""
+        if self.old.service != self.new.service:
+            self.add("service-renamed", "service", self.old.service, self.new.service)
+        if self.old.prefix != self.new.prefix:
+            self.add("prefix-changed", "prefix", self.old.prefix, self.new.prefix)
         new_topics = {topic_key(topic): topic for topic in self.new.topics}
         old_topics = {topic_key(topic): topic for topic in self.old.topics}
         for key, topic in old_topics.items():
             if key not in new_topics:
-                self.add("topic-version-removed", key, key, None)
+                removed = "topic-version-removed-after-sunset" if _sunset_passed(topic, self.today) else None
+                self.add(removed or "topic-version-removed", key, key, None)
                 continue
             after = new_topics[key]
             self.scope = topic
             if topic.summary != after.summary:
                 self.add("doc-summary-changed", key, topic.summary, after.summary)
+            if topic.deprecated != after.deprecated:
+                self.add("doc-deprecated-changed", key, _lifecycle(topic), _lifecycle(after))
             self.routes(key, topic, after)
             self.security(key, topic, after)
             self.statuses(key, "success", topic.success, after.success)
@@ -373,9 +481,30 @@ class _Differ:
         for key in new_topics:
             if key not in old_topics:
                 self.add("topic-version-added", key, None, key)
+        self.produced()
         self.annotations()
         self.schemes()
         return self.out
+
+    def produced(self) -> None:
+        """The service's own produces entries. Its copy of a topic it sends is met by the owner, who was written
+        against the old copy: the request copy is judged as what the owner receives (response rules: it must fit
+        what the owner accepted), the response copy as what it reads (request rules: it must take what the owner
+        answered). A breaking one is `produces-changed`, a warning: the owner decides (svcgen compat)."""
+        new_entries = {topic_key(topic): topic for topic in self.new.produces}
+        old_entries = {topic_key(topic): topic for topic in self.old.produces}
+        for key, entry in old_entries.items():
+            path = f"produces:{key}"
+            if key not in new_entries:
+                self.add("produces-removed", path, key, None)
+                continue
+            self.producing = True
+            self.types(f"{path}.request", "response", entry.request, new_entries[key].request, frozenset())
+            self.types(f"{path}.response", "request", entry.response, new_entries[key].response, frozenset())
+            self.producing = False
+        for key in new_entries:
+            if key not in old_entries:
+                self.add("produces-added", f"produces:{key}", None, key)
 
     def security(self, key: str, old: TopicDef, new: TopicDef) -> None:
         """Who may call the topic version, with each side's default resolved: an old way in that no new one
@@ -438,6 +567,12 @@ class _Differ:
                         self.add(rule, at, old_field.contract.get(keyword), new_field.contract.get(keyword))
 
     def add(self, rule_id: str, path: str, old: Any, new: Any) -> None:
+        if self.producing:
+            if RULES_BY_ID[rule_id].level != "error":
+                return  # the owner accepts or answers it as before
+            why = f"{rule_id} as the owner meets the copy: {RULES_BY_ID[rule_id].why}"
+            self.out.append((None, _finding("produces-changed", path, old, new, why)))
+            return
         self.out.append((self.scope, _finding(rule_id, path, old, new)))
 
     def statuses(self, key: str, kind: str, old: tuple[str, ...], new: tuple[str, ...]) -> None:

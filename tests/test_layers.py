@@ -1,7 +1,7 @@
 """The layers point one way (docs/architecture.md): read from the import graph of svcgen/, not from memory.
 
-- the runtime is what a generated service imports: it never imports the collector, codegen, the manifest,
-  the contract diff or the CLI;
+- the runtime is what a generated service imports: it imports nothing of svcgen outside itself (not the
+  collector, codegen, the manifest, the contract diff, the CLI, ...);
 - nothing imports the CLI but `python -m svcgen`;
 - inside the runtime the mesh builds on the core and the bindings, never the reverse, except where a module
   listed below must (each with its reason);
@@ -21,8 +21,6 @@ from tests.support.codegen import REPO
 PACKAGE = REPO / "svcgen"
 RUNTIME = "svcgen.runtime"
 MESH = "svcgen.runtime._mesh"
-ABOVE_THE_RUNTIME = ("svcgen.collector", "svcgen.codegen", "svcgen.manifest", "svcgen.cli", "svcgen.contractdiff",
-                     "svcgen.serving")  # fmt: skip
 CORE_USES_OF_THE_MESH = {
     RUNTIME: "the public namespace re-exports the mesh's public names",
     "svcgen.runtime._assembly": "it assembles the app a service runs, its mesh included",
@@ -86,7 +84,9 @@ def test_the_graph_is_read() -> None:
 
 
 def test_the_runtime_imports_nothing_above_it() -> None:
-    assert [edge for above in ABOVE_THE_RUNTIME for edge in edges(RUNTIME, above)] == []
+    above = sorted(module for module in import_graph() if not within(module, RUNTIME) and module != "svcgen")
+    assert {"svcgen.collector", "svcgen.codegen", "svcgen.manifest", "svcgen.cli"} <= set(above)
+    assert [edge for module in above for edge in edges(RUNTIME, module)] == []
 
 
 def test_nothing_imports_the_cli_but_main() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..manifest.model import Manifest, MeshDef, Requirements, SecurityDef, TopicDef
+from ..manifest.model import Deprecation, Manifest, MeshDef, Requirements, SecurityDef, TopicDef
 from ..manifest.typeexpr import TypeExpr
 from ..runtime._collisions import handler_slugs
 from ..runtime._descriptor import Identity
@@ -46,6 +46,7 @@ class TopicBinding:
     timeout: float | None = None
     security: Requirements | None = None
     """None: the service's default."""
+    deprecated: Deprecation | None = None
 
     @property
     def label(self) -> str:
@@ -126,6 +127,7 @@ def service_bindings(manifest: Manifest) -> ServiceBindings:
                 topic.idempotent,
                 topic.timeout,
                 topic.security,
+                topic.deprecated,
             )
             for topic in manifest.topics
         ),

@@ -18,6 +18,7 @@ from typing import Any
 from ..manifest.typeexpr import TypeExpr
 from ..runtime._assembly import ServiceDefinition
 from ..runtime._context import Context
+from ..runtime._deprecation import Deprecation
 from ..runtime._descriptor import ProducedTopic
 from ..runtime._health import HealthCheck, HealthChecks
 from ..runtime._http.routing import Route
@@ -85,6 +86,7 @@ def _placeholder_definition(bindings: ServiceBindings, models: types.ModuleType)
                 success=topic.success,
                 failures=topic.failures,
                 security=None if topic.security is None else requirement_literals(topic.security),
+                deprecated=None if topic.deprecated is None else Deprecation(**vars(topic.deprecated)),
             )
         return registry
 

@@ -6,11 +6,14 @@ Deterministic: the same manifest gives the same bytes, whatever the output direc
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import orjson
 
 from ..manifest.model import Manifest
 from ..runtime._version import API_LEVEL
 from .bindings import service_bindings
-from .contracts import contract_documents
+from .contracts import DESCRIPTOR, contract_documents
 from .events import event_stub_view, events_view
 from .files import GeneratedFile, header_line, manifest_reference
 from .records import models_view
@@ -64,3 +67,13 @@ def render_package(manifest: Manifest, out: Path) -> list[GeneratedFile]:
     for relpath, data in contract_documents(bindings, models, manifest.package).items():
         files.append(GeneratedFile(relpath, data.decode("utf-8"), "generated"))
     return sorted(files, key=lambda f: f.relpath)
+
+
+def descriptor_document(manifest: Manifest) -> dict[str, Any]:
+    """The service descriptor a build of the manifest publishes (contracts/descriptor.json), nothing written."""
+    bindings = service_bindings(manifest)
+    context = {"header": header_line(manifest_reference(manifest.path, Path("."))), "bindings": bindings,
+               "package": manifest.package, "api_level": API_LEVEL}
+    models = render("package/models.py.jinja", models=models_view(manifest), **context)
+    document: dict[str, Any] = orjson.loads(contract_documents(bindings, models, manifest.package)[DESCRIPTOR])
+    return document

@@ -20,6 +20,7 @@ from ..runtime._wiring import NATS_ENV, target_variable
 from .bindings import MODELS_MODULE, ServiceBindings, TopicBinding, type_text
 from .events import ServiceEvents, service_events
 from .imports import Imports
+from .literals import py_str
 from .typehints import annotation
 
 STUB_WRAP_AT = 100
@@ -43,11 +44,21 @@ class RegistrationRow:
     timeout: float | None = None
     security: list[dict[str, list[str]]] | None = None
     """Written only when the topic has its own."""
+    deprecated: str | None = None
+    """The `Deprecation(...)` call of a deprecated version, as Python text."""
 
     @property
     def wrap(self) -> bool:
         binding = f"    _{self.module}: Handler[{self.request}, {self.response}] = {self.module}.handle"
         return len(binding) > BINDING_WRAP_AT
+
+
+def _deprecation_call(topic: TopicBinding, imports: Imports) -> str | None:
+    if topic.deprecated is None:
+        return None
+    given = {key: value for key, value in vars(topic.deprecated).items() if value is not None}
+    arguments = ", ".join(f"{key}={py_str(value)}" for key, value in given.items())
+    return f"{imports.name('svcgen.runtime', 'Deprecation')}({arguments})"
 
 
 @dataclass(frozen=True)
@@ -212,6 +223,7 @@ def service_view(bindings: ServiceBindings) -> ServiceView:
             t.idempotent,
             t.timeout,
             None if t.security is None else requirement_literals(t.security),
+            _deprecation_call(t, imports),
         )
         for t in bindings.topics
     )

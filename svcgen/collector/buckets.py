@@ -77,11 +77,14 @@ class MinuteReader:
 
     def __init__(self) -> None:
         self._known: dict[str, int] = {}
+        self._last: tuple[str, int] = ("", 0)
 
     def __call__(self, started_at: str | None) -> int | None:
         if not started_at:
             return None
         head = started_at[:16]
+        if head == self._last[0]:
+            return self._last[1]
         minute = self._known.get(head)
         if minute is None:
             if not _MINUTE_TEXT.fullmatch(head):
@@ -89,6 +92,7 @@ class MinuteReader:
             if len(self._known) > 4096:
                 self._known.clear()
             minute = self._known[head] = calendar.timegm(time.strptime(head, "%Y-%m-%dT%H:%M")) // 60
+        self._last = (head, minute)
         return minute
 
 

@@ -15,6 +15,9 @@ class CollectorLimits:
     counters: int = 10_000
     """Distinct (service, topic, version, status) counters; past it the least recently counted goes (counted).
     A status outside the spec's status table is counted under `other`, so statuses cannot fill the table."""
+    undescribed_topics: int = 100
+    """Distinct topics counted by name for a service not described yet (no descriptor, no polled spec); past it
+    further topics of that service are counted under `svc:unknown` (once described, its descriptor decides)."""
     edges: int = 10_000
     """Distinct (client, server) edges; past it the least recently called goes (counted)."""
     span_index: int = 100_000

@@ -36,6 +36,7 @@ from ..runtime._codec import DecodeError, codec_for
 from ..runtime._mesh.clock import WallClock, rfc3339, wall_clock
 from ..runtime._mesh.feeds import REREGISTER_KEY
 from ..runtime._mesh.messages import (
+    ContractQuery,
     FleetQuery,
     HealthDocument,
     Heartbeat,
@@ -50,11 +51,12 @@ from ..runtime._mesh.reporter import DEFAULT_INTERVAL
 from ..runtime._result import Result
 from ..runtime._topics import DEFAULT_PREFIX
 from . import queries
+from .artifacts.windows import compute_windows, from_book
 from .buckets import minute_of, parse_window
 from .caps import CollectorLimits
 from .issuebook import normalize_issue
 from .memory import MemoryBackend, SnapshotError
-from .snapshot import Json, Snapshot
+from .snapshot import CounterEntry, Json, Snapshot
 from .store import Backend, Rows, Store, StoreUnavailable
 from .tracelog import normalize_event
 from .wire import Unstorable, stored_size
@@ -243,6 +245,31 @@ class Collector:
             return _unreadable(exc)
         return Result.ok(found) if found is not None else Result.not_found(f"no topic {name}")
 
+    def query_contract(self, body: Any) -> Answer:
+        try:
+            asked = _CONTRACT_QUERY(body)
+        except DecodeError as error:
+            return _malformed("query contract", error)
+        try:
+            # The service's own entries, then per topic it names the entries of every service naming it and the
+            # topic's counters: what a database backend reads by its indexes (memory hands over everything).
+            with self.backend.read(Rows.service(asked.service)) as tables:
+                entries = {(entry["service"], entry.get("serviceVersion", "")): entry
+                           for entry in tables.catalog.entries.values()}  # fmt: skip
+            counters: list[CounterEntry] = []
+            for topic_id in queries.contract_topics(list(entries.values()), asked.service, list(asked.topics)) or ():
+                with self.backend.read(Rows.topic(topic_id)) as tables:
+                    entries.update(((entry["service"], entry.get("serviceVersion", "")), entry)
+                                   for entry in tables.catalog.entries.values())  # fmt: skip
+                    counters += [counter for counter in tables.trace_log.counters.values()
+                                 if counter["topic"] == topic_id]  # fmt: skip
+            found = queries.contract(list(entries.values()), counters, asked.service, list(asked.topics))
+        except StoreUnavailable as exc:
+            return _unreadable(exc)
+        if found is None:
+            return Result.not_found(f"no descriptor of service {asked.service} was ever registered")
+        return Result.ok(found)
+
     def query_trace(self, body: Any) -> Answer:
         try:
             trace_id = _TRACE_QUERY(body).trace_id
@@ -282,7 +309,11 @@ class Collector:
         """What the UI artifacts are written from: the snapshot without the trace window's events and the batch
         ids, which no artifact shows (on PostgreSQL read from the aggregate tables, one replica at a time)."""
         with self.backend.read(Rows.ARTIFACTS) as tables:
-            snapshot = tables.snapshot(self._now())
+            snapshot = tables.snapshot(self._now(), buckets=False)
+            # The windows computed from the buckets here, not their cells copied: the artifacts show only these.
+            book = tables.trace_log.buckets
+            snapshot["windows"] = compute_windows(from_book(book), minute_of(self.clock()))
+            snapshot["transports"] = sorted([*key[:3], key[4], key[3]] for key in book.topics if key[3])
         snapshot["staleSince"] = self._fresh()
         snapshot["retainedSince"] = self._retained()
         snapshot["traces"] = {**snapshot["traces"], "events": []}
@@ -379,6 +410,7 @@ _SERVICE_QUERY = codec_for(ServiceQuery).decode
 _TOPIC_QUERY = codec_for(TopicQuery).decode
 _FLEET_QUERY = codec_for(FleetQuery).decode
 _TRACE_QUERY = codec_for(TraceQuery).decode
+_CONTRACT_QUERY = codec_for(ContractQuery).decode
 _DECODE_HEALTH = codec_for(HealthDocument).decode
 _ENCODE_HEALTH: Callable[[HealthDocument], Json] = codec_for(HealthDocument).encode
 

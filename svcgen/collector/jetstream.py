@@ -108,7 +108,7 @@ class FeedConsumer:
             self._subscription = await self._subscribe()
         try:
             messages = await self._subscription.fetch(self.batch, timeout=self.fetch_timeout)
-        except NatsTimeout:
+        except (NatsTimeout, TimeoutError):  # nats-py raises either when nothing came within the timeout
             return 0
         except Exception:
             self._subscription = None

@@ -26,7 +26,7 @@ from .issuebook import IssueBook
 from .missingfeeds import FeedLog
 from .snapshot import SNAPSHOT_FORMAT, Json, Snapshot
 from .store import Applied, MemoryStore, Rows, Store, Stored, StoreError, StoreUnavailable, Tables
-from .tracelog import TraceLog, is_failure
+from .tracelog import TraceLog, held_topics, is_failure
 from .wire import Unstorable, put_bounded
 
 logger = logging.getLogger("svcgen.mesh.collector")
@@ -271,9 +271,11 @@ class MemoryBackend:
             for event in change["events"]:
                 service = event["service"]
                 if service not in declared:
-                    declared[service] = self.catalog.records(service).declared()
+                    declared[service] = held_topics(self.catalog.records(service).declared(),
+                                                    self.trace_log.topics_of(service), self.limits.undescribed_topics)
                 if self.trace_log.add(event, declared[service], at):
                     failures[event["service"]] += is_failure(event["status"])
+            self.trace_log.count_buckets()
             for service, failed in failures.items():
                 self.feeds.traced(service, failed)
             self._batch_done(change, len(change["events"]))

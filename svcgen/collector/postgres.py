@@ -59,7 +59,7 @@ from .issuebook import IssueBook
 from .missingfeeds import FeedLog
 from .snapshot import CounterEntry, EdgeEntry, FeedEntry, Json
 from .store import Applied, Rows, StoreError, StoreUnavailable, Tables
-from .tracelog import OTHER_STATUS, TraceLog, _event_bytes, counted_as, is_failure
+from .tracelog import OTHER_STATUS, TraceLog, _event_bytes, counted_as, held_topics, is_failure
 from .wire import MAX_COUNT, Unstorable, saturated
 
 SCHEMA_VERSION: Final = 2
@@ -125,6 +125,7 @@ CREATE TABLE IF NOT EXISTS collector_edges (
 CREATE INDEX IF NOT EXISTS collector_edges_touched ON collector_edges (touched);
 ALTER TABLE collector_edges ADD COLUMN IF NOT EXISTS client_errors bigint NOT NULL DEFAULT 0;
 CREATE TABLE IF NOT EXISTS collector_buckets (
+    key bytea PRIMARY KEY,
     kind text COLLATE "C" NOT NULL CHECK (kind IN ('t', 'e')),
     a text COLLATE "C" NOT NULL,
     b text COLLATE "C" NOT NULL,
@@ -132,10 +133,10 @@ CREATE TABLE IF NOT EXISTS collector_buckets (
     transport text COLLATE "C" NOT NULL,
     status text COLLATE "C" NOT NULL,
     minute bigint NOT NULL,
-    cell float8[] NOT NULL,
-    PRIMARY KEY (kind, b, a, version, transport, status, minute)
+    cell float8[] NOT NULL
 );
 CREATE INDEX IF NOT EXISTS collector_buckets_minute ON collector_buckets (minute);
+CREATE INDEX IF NOT EXISTS collector_buckets_topic ON collector_buckets (b, minute);
 CREATE TABLE IF NOT EXISTS collector_catalog (
     kind text COLLATE "C" NOT NULL CHECK (kind IN {_KINDS!r}),
     service text COLLATE "C" NOT NULL,
@@ -188,6 +189,10 @@ keyed by their hash (`_COUNTER_KEY`)."""
 _COUNTER_KEY: Final = ("sha256(convert_to(length(service) || ':' || service || length(topic) || ':' || topic || "
                        "length(version) || ':' || version || length(status) || ':' || status, 'UTF8'))")  # fmt: skip
 """A counter's key: the hash of its names, each prefixed by its length, so no two tuples share it."""
+_BUCKET_KEY: Final = ("sha256(convert_to(kind || length(a) || ':' || a || length(b) || ':' || b || length(version) || "
+                      "':' || version || length(transport) || ':' || transport || length(status) || ':' || status || "
+                      "':' || minute, 'UTF8'))")  # fmt: skip
+"""A time bucket's key, hashed like a counter's: its four names and a transport would overflow the index."""
 _MIGRATIONS: Final = {
     1: "ALTER TABLE collector_counters ADD COLUMN IF NOT EXISTS key bytea; "
        f"UPDATE collector_counters SET key = {_COUNTER_KEY}; "
@@ -579,13 +584,22 @@ class PostgresStore:
         self._bound(cursor, _Bound("collector_edges", self.limits.edges, "edges"), totals)
 
     def _declared(self, cursor: Cursor, services: list[str]) -> dict[str, frozenset[str] | None]:
-        """Per service, the topic ids its catalog entries declare (None while it is not described)."""
+        """Per service, what its events are held against (`held_topics`): the topic ids its catalog entries
+        declare, or for a service not described yet the topics it is counted under once they reach the limit."""
         cursor.execute("SELECT service, document::text FROM collector_catalog WHERE kind = 'catalog' "
                        "AND service = ANY(%s)", (services,))  # fmt: skip
         entries: dict[str, list[Any]] = {service: [] for service in services}
         for service, text in cursor.fetchall():
             entries[service].append(orjson.loads(text))
-        return {service: ServiceRecords(entries=held).declared() for service, held in entries.items()}
+        declared = {service: ServiceRecords(entries=held).declared() for service, held in entries.items()}
+        undescribed = sorted(service for service, topics in declared.items() if topics is None)
+        counted: dict[str, frozenset[str]] = {}
+        if undescribed:
+            cursor.execute("SELECT service, array_agg(DISTINCT topic) FROM collector_counters WHERE service = "
+                           "ANY(%s) GROUP BY service", (undescribed,))  # fmt: skip
+            counted = {service: frozenset(topics) for service, topics in cursor.fetchall()}
+        return {service: held_topics(topics, counted.get(service, frozenset()), self.limits.undescribed_topics)
+                for service, topics in declared.items()}  # fmt: skip
 
     def _counters(self, cursor: Cursor, events: list[Json], totals: dict[str, int],
                   cells: dict[tuple[str, str, str, str, str, str, int], Cell], arrived: int) -> None:
@@ -639,9 +653,10 @@ class PostgresStore:
         rows = [(*key, cell.tolist()) for key, cell in sorted(cells.items()) if key[6] >= oldest]
         if rows:
             cursor.executemany(
-                "INSERT INTO collector_buckets AS k (kind, a, b, version, transport, status, minute, cell) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s::float8[]) "
-                "ON CONFLICT (kind, b, a, version, transport, status, minute) DO UPDATE SET cell = "
+                "INSERT INTO collector_buckets AS k (key, kind, a, b, version, transport, status, minute, cell) "
+                f"SELECT {_BUCKET_KEY}, * FROM (VALUES (%s, %s, %s, %s, %s, %s, %s::bigint, %s::float8[])) "
+                "AS v(kind, a, b, version, transport, status, minute, cell) "
+                "ON CONFLICT (key) DO UPDATE SET cell = "
                 "(SELECT array_agg(x + y ORDER BY i) FROM unnest(k.cell, excluded.cell) WITH ORDINALITY AS t(x, y, i))",
                 rows,
             )

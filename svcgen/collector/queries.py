@@ -22,6 +22,12 @@ sends `payments:capture` and payments handles it, the topic's providers are `[or
   invoked (`lastInvokedAt`: the newest `startedAt` of its trace events, null when none carried one), so a reviewer
   can tell whether an old version still has senders, handlers or traffic.
 - trace `{traceId}` → `{traceId, events}`: the events still in the trace window, in arrival order.
+- contract `{service, topics?}` → `{service, serviceVersion?, registeredAt, descriptor, usage, declared}`: the
+  service's newest registered descriptor (what `svcgen can-i-deploy` diffs a change against); `usage` one
+  `{topic, version, providers, consumers, invocations, lastInvokedAt}` per (topic, version) the descriptor handles or
+  sends, and per version of each asked topic; `declared` every registered service's copy of the asked topics
+  (`{service, role, topic, version, requestSchema, responseSchema}`, role `consumer` or `provider`). Here a service
+  declares what its newest descriptor says: an older serviceVersion it left behind declares nothing.
 - with `window` (`5m`, `1h`, `24h`, ending at the collector's current minute), from the time buckets (buckets.py):
   the topic answer adds `window` (exact counts, rates, p50/p95/p99, per version, a sparkline); the fleet answer adds
   `ranking`, every (service, topic, version) with calls in the window by impact.
@@ -34,6 +40,7 @@ nobody handles or sends it, and its counters. Each query returns None for an unk
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +50,7 @@ from .catalog import Catalog, Member, ServiceRecords, instance_view, is_stale
 from .issuebook import IssueBook, mismatch_issue
 from .mismatches import find_mismatches
 from .missingfeeds import FeedLog
-from .snapshot import CounterEntry, Json
+from .snapshot import CatalogEntry, CounterEntry, Json
 from .tracelog import TraceLog
 
 
@@ -186,6 +193,86 @@ class TopicIndex:
                            "consumers": sorted(parties.consumers), "invocations": invocations.get(version, 0),
                            "lastInvokedAt": last.get(version)})  # fmt: skip
         return listed
+
+
+def contract_topics(entries: Iterable[CatalogEntry], name: str, asked: list[str]) -> list[str] | None:
+    """The topic ids the contract answer of `name` reads (the declarations and counters of each); None when it never
+    registered. `entries`: at least the service's own catalog entries."""
+    own = newest_descriptors(entries).get(name)
+    if own is None:
+        return None
+    descriptor: Json = own["descriptor"]
+    keys = {*_declared(descriptor, "topics"), *_declared(descriptor, "produces")}
+    return sorted({topic_id for topic_id, _ in keys} | set(asked))
+
+
+def contract(entries: Iterable[CatalogEntry], counters: Iterable[CounterEntry], name: str, asked: list[str]
+             ) -> Json | None:
+    """See the module docstring; `counters` those of the topics `contract_topics` names (others are ignored);
+    None when the service never registered a descriptor."""
+    newest = newest_descriptors(entries)
+    own = newest.get(name)
+    if own is None:
+        return None
+    descriptor: Json = own["descriptor"]
+    wanted = set(asked)
+    keys = {*_declared(descriptor, "topics"), *_declared(descriptor, "produces")}
+    parties: defaultdict[tuple[str, str], Parties] = defaultdict(Parties)
+    declared: list[Json] = []
+    for service_name, entry in sorted(newest.items()):
+        for role, listed in (("consumer", "topics"), ("provider", "produces")):
+            for key, topic_descriptor in _declared(entry["descriptor"], listed).items():
+                if key in keys or key[0] in wanted:
+                    side = parties[key].consumers if role == "consumer" else parties[key].providers
+                    side.add(service_name)
+                if key[0] in wanted:
+                    declared.append({"service": service_name, "role": role, "topic": key[0], "version": key[1],
+                                     "requestSchema": topic_descriptor.get("requestSchema"),
+                                     "responseSchema": topic_descriptor.get("responseSchema")})  # fmt: skip
+    invocations: defaultdict[tuple[str, str], int] = defaultdict(int)
+    last: dict[tuple[str, str], str] = {}
+    topic_ids = {topic_id for topic_id, _ in keys} | wanted
+    for counter in counters:
+        if counter["topic"] in topic_ids:
+            key = (counter["topic"], counter["version"])
+            invocations[key] += counter["count"]
+            started = counter.get("lastStartedAt")
+            if started is not None and started > last.get(key, ""):
+                last[key] = started
+    listed_keys = keys | {key for key in (*parties, *invocations) if key[0] in wanted}
+    usage = [
+        {"topic": key[0], "version": key[1], "providers": sorted(parties[key].providers),
+         "consumers": sorted(parties[key].consumers), "invocations": invocations.get(key, 0),
+         "lastInvokedAt": last.get(key)}
+        for key in sorted(listed_keys)
+    ]  # fmt: skip
+    answer: Json = {"service": name}
+    if own.get("serviceVersion"):
+        answer["serviceVersion"] = own["serviceVersion"]
+    answer.update(registeredAt=own.get("registeredAt", ""), descriptor=descriptor, usage=usage, declared=declared)
+    return answer
+
+
+def newest_descriptors(entries: Iterable[CatalogEntry]) -> dict[str, CatalogEntry]:
+    """Per service, its catalog entry with the newest registered descriptor (its current contract)."""
+    newest: dict[str, CatalogEntry] = {}
+    for entry in entries:
+        if "descriptor" not in entry:
+            continue
+        held = newest.get(entry["service"])
+        if held is None or entry.get("registeredAt", "") >= held.get("registeredAt", ""):
+            newest[entry["service"]] = entry
+    return newest
+
+
+def _declared(descriptor: Json, key: str) -> dict[tuple[str, str], Json]:
+    listed = descriptor.get(key)
+    found: dict[tuple[str, str], Json] = {}
+    for item in listed if isinstance(listed, list) else ():
+        if isinstance(item, dict) and isinstance(item.get("id"), str):
+            version = item.get("version")
+            found[(item["id"], version if isinstance(version, str) else "")] = item
+    return found
 
 
 def trace(traces: TraceLog, trace_id: str) -> Json | None:

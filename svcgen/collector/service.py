@@ -13,6 +13,8 @@ from ..runtime._descriptor import Identity
 from ..runtime._health import CheckFunction, HealthCheck, HealthCheckResult, HealthChecks
 from ..runtime._mesh.messages import (
     Accepted,
+    ContractAnswer,
+    ContractQuery,
     FleetAnswer,
     FleetQuery,
     Heartbeat,
@@ -32,6 +34,7 @@ from ..runtime._topics import (
     DEFAULT_PREFIX,
     HEARTBEAT_TOPIC,
     ISSUES_TOPIC,
+    QUERY_CONTRACT_TOPIC,
     QUERY_FLEET_TOPIC,
     QUERY_SERVICE_TOPIC,
     QUERY_TOPIC_TOPIC,
@@ -70,6 +73,7 @@ def collector_service(
         QUERY_SERVICE_TOPIC: (collector.query_service, ServiceQuery, ServiceAnswer),
         QUERY_TOPIC_TOPIC: (collector.query_topic, TopicQuery, TopicAnswer),
         QUERY_TRACE_TOPIC: (collector.query_trace, TraceQuery, TraceAnswer),
+        QUERY_CONTRACT_TOPIC: (collector.query_contract, ContractQuery, ContractAnswer),
     }
     # On a blocking backend feeds and queries wait in threads of their own: however many clients query, the feeds
     # keep their threads (and their database connections).

@@ -160,6 +160,10 @@ class Snapshot(TypedDict):
     """Per-minute cells of the time buckets (buckets.py), `[kind, key..., minute, count, timed, totalMs, bins...]`:
     kind `t` for a topic series (service, topic, version, transport, status), `e` for an edge (client, server,
     status)."""
+    windows: NotRequired[dict[str, Any]]
+    """What windows.json shows, computed by a running collector for the artifact writer (instead of `buckets`)."""
+    transports: NotRequired[list[list[str]]]
+    """`[service, topic, version, status, transport]` of the bucketed calls that said their transport."""
     traces: TraceWindow
     skipped: int
     """Malformed trace or issue entries skipped since the collector started."""

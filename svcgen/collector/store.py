@@ -187,7 +187,7 @@ class Tables:
     batches: list[tuple[str, str, int]] = field(default_factory=list)
     """(feed, batchId, accepted), oldest first."""
 
-    def snapshot(self, saved_at: str) -> Snapshot:
+    def snapshot(self, saved_at: str, *, buckets: bool = True) -> Snapshot:
         """The tables as a collector snapshot (read with `Rows.EVERYTHING`)."""
         catalog, instances, polls = self.catalog.snapshot()
         return Snapshot(
@@ -199,7 +199,7 @@ class Tables:
             feeds=self.feeds.snapshot(),
             issues=self.issue_book.snapshot(),
             counters=self.trace_log.counter_snapshot(),
-            buckets=self.trace_log.buckets.snapshot(),
+            buckets=self.trace_log.buckets.snapshot() if buckets else [],
             edges=self.trace_log.edge_snapshot(),
             traces=self.trace_log.window_snapshot(),
             skipped=self.skipped,

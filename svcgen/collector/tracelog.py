@@ -18,7 +18,7 @@ table. An event the store could not hold (a duration above MAX_DURATION_MS, whos
 from __future__ import annotations
 
 import math
-from collections import OrderedDict, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -27,7 +27,7 @@ from ..runtime._codec import codec_for
 from ..runtime._mesh.messages import TraceEntry
 from ..runtime._status import STATUS_CODES, is_success
 from ..runtime._topics import UNKNOWN_TOPIC
-from .buckets import BucketBook, MinuteReader, is_client_failure, is_server_failure
+from .buckets import BucketBook, Cell, MinuteReader, count_into, is_client_failure, is_server_failure, new_cell
 from .caps import CollectorLimits
 from .snapshot import CounterEntry, EdgeEntry, Json, TraceWindow
 from .wire import MAX_COUNT, decode_entry, mesh_time, put_bounded, require, saturated
@@ -70,11 +70,21 @@ def normalize_event(raw: Any) -> Json | None:
 def counted_as(event: Json, declared: Collection[str] | None) -> tuple[str, str]:
     """The (topic, version) an event is counted under: its own when its service declares the topic (or is not
     described yet: nothing to hold it against), else (UNKNOWN_TOPIC, ""), one bucket per service, so no caller can
-    fill the counters with made-up names and evict what the service really serves."""
+    fill the counters with made-up names and evict what the service really serves. For a service not described
+    yet, `held_topics` gives what to hold it against."""
     topic = event["topic"]
     if declared is None or topic in declared:
         return topic, event.get("topicVersion", "")
     return UNKNOWN_TOPIC, ""
+
+
+def held_topics(declared: frozenset[str] | None, counted: frozenset[str], limit: int) -> frozenset[str] | None:
+    """What a service's events are held against (`counted_as`): its `declared` topics once it is described;
+    before that, nothing until it is counted under `limit` distinct topics, then those (`counted`), so a service
+    that never registers cannot be made to count unbounded names either."""
+    if declared is not None:
+        return declared
+    return counted if len(counted) >= limit else None
 
 
 def is_failure(status: str) -> bool:
@@ -139,11 +149,18 @@ class TraceLog:
         self.window_bytes = 0
         self.by_trace: dict[str, list[Json]] = {}
         self.counters: OrderedDict[CounterKey, CounterEntry] = OrderedDict()
+        self._topics: dict[str, Counter[str]] = {}
+        """Per service, its counters per topic: the topics it is counted under."""
         self.edges: OrderedDict[tuple[str, str], _Edge] = OrderedDict()
         self.spans: OrderedDict[str, str] = OrderedDict()
         self.pending: OrderedDict[str, list[_Child]] = OrderedDict()
         self.buckets = BucketBook(self.limits.bucket_minutes, self.limits.bucket_series)
         self._minute = MinuteReader()
+        self._topic_cells: dict[tuple[CounterKey, str, int], Cell] = {}
+        self._edge_cells: dict[tuple[str, str, str, int], Cell] = {}
+        """The calls of the batch being added, per (counter key, transport, minute) and (client, server, status,
+        minute), summed before they reach the book (`count_buckets`): a batch's events share a few series and
+        minutes."""
 
     def add(self, event: Json, declared: Collection[str] | None = None, arrived_at: str | None = None) -> bool:
         """One normalised event: into the window, the counters and time buckets (`counted_as` against the topics
@@ -187,12 +204,17 @@ class TraceLog:
         key = (event["service"], *counted, status)
         duration = event.get("durationMs")
         if minute is not None:
-            self.buckets.count_topic((key[0], key[1], key[2], event.get("transport", ""), status), minute, duration)
+            cell_key = (key, event.get("transport", ""), minute)
+            cell = self._topic_cells.get(cell_key)
+            if cell is None:
+                cell = self._topic_cells[cell_key] = new_cell()
+            count_into(cell, duration)
         counter = self.counters.get(key)
         if counter is None:
             while len(self.counters) >= self.limits.counters:
-                self.counters.popitem(last=False)
+                self._forget(self.counters.popitem(last=False)[0])
                 self.evicted_counters += 1
+            self._topics.setdefault(key[0], Counter())[key[1]] += 1
             counter = self.counters[key] = CounterEntry(
                 service=key[0], topic=key[1], version=key[2], status=key[3], count=0, totalDurationMs=0.0, timedCount=0
             )
@@ -208,6 +230,19 @@ class TraceLog:
                 counter["firstStartedAt"] = started
             if started > counter.get("lastStartedAt", ""):
                 counter["lastStartedAt"] = started
+
+    def topics_of(self, service: str) -> frozenset[str]:
+        """The topics `service` is counted under now."""
+        return frozenset(self._topics.get(service, ()))
+
+    def _forget(self, key: CounterKey) -> None:
+        held = self._topics.get(key[0])
+        if held is not None:
+            held[key[1]] -= 1
+            if held[key[1]] <= 0:
+                del held[key[1]]
+            if not held:
+                del self._topics[key[0]]
 
     def _link(self, event: Json, minute: int | None) -> None:
         service = event["service"]
@@ -250,12 +285,28 @@ class TraceLog:
             edge.durations.append(child.duration)
         if child.minute is not None:
             status = child.status if child.status in STATUS_CODES else OTHER_STATUS
-            self.buckets.count_edge((client, child.service, status), child.minute, child.duration)
+            edge_key = (client, child.service, status, child.minute)
+            cell = self._edge_cells.get(edge_key)
+            if cell is None:
+                cell = self._edge_cells[edge_key] = new_cell()
+            count_into(cell, child.duration)
         if child.started is not None:
             if edge.first is None or child.started < edge.first:
                 edge.first = child.started
             if edge.last is None or child.started > edge.last:
                 edge.last = child.started
+
+    def count_buckets(self) -> None:
+        """Hand the time buckets what `add` counted since the last call (the caller calls it after each batch)."""
+        book = self.buckets
+        if self._topic_cells:
+            topic_cells, self._topic_cells = self._topic_cells, {}
+            for ((service, topic, version, status), transport, minute), cell in topic_cells.items():
+                book.merge_topic((service, topic, version, transport, status), minute, cell)
+        if self._edge_cells:
+            edge_cells, self._edge_cells = self._edge_cells, {}
+            for (client, server, status, minute), cell in edge_cells.items():
+                book.merge_edge((client, server, status), minute, cell)
 
     # --- snapshot -------------------------------------------------------------------------------------------
 
@@ -276,6 +327,9 @@ class TraceLog:
             key = (counter["service"], counter["topic"], counter["version"], counter["status"])
             _require_storable(counts=(counter["count"], counter["timedCount"]), sums=(counter["totalDurationMs"],))
             put_bounded(self.counters, key, CounterEntry(**counter), self.limits.counters)
+        self._topics = {}
+        for service, topic, _, _ in self.counters:
+            self._topics.setdefault(service, Counter())[topic] += 1
         for entry in edges:
             require(entry, _EDGE_FIELDS)
             durations = [float(d) for d in entry["recentDurationsMs"]]

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..runtime._eventnames import parse_duration
 from ..runtime._naming import slug
+from .composition import TypeSpace, qualified
 from .model import DeliveryDef, EnumDef, EventDef, Manifest, RecordDef, SubscriptionDef
-from .owner import OwnerError, load_owner, reached_types, relocated
+from .owner import OwnerError, load_owner, owner_model, reached_types, relocated
 from .spelling import suggestion
 from .typeexpr import parse_type
 
@@ -37,6 +38,8 @@ class PublishedEvent:
     enums: tuple[EnumDef, ...]
     where: str
     """The publisher's manifest as loaded, for messages."""
+    manifest: Manifest
+    """The publisher's whole model: the namespace its types are reached under."""
 
 
 def published_event(
@@ -48,7 +51,9 @@ def published_event(
     owner = loaded.manifest
     event = _event(owner, relative, event_id, version)
     records, enums = reached_types(owner, sorted(event.payload.records()))
-    return PublishedEvent(owner.service, event, *relocated(relative, records, enums), target.as_posix())
+    return PublishedEvent(
+        owner.service, event, *relocated(relative, records, enums), target.as_posix(), owner_model(owner, relative)
+    )
 
 
 def _event(owner: Manifest, relative: str, event_id: str, version: str | None) -> EventDef:
@@ -80,41 +85,49 @@ def delivery_def(spec: dict[str, Any] | None) -> DeliveryDef:
     )
 
 
+def subscribed_events(data: dict[str, Any], base_dir: Path, sources: Sources) -> dict[int, PublishedEvent]:
+    """The `subscribes:` entries with `from:` (by index), with the publisher's event they take."""
+    return {
+        index: published_event(sources, base_dir, entry["from"], entry["id"], entry.get("version"))
+        for index, entry in enumerate(data.get("subscribes", ()))
+        if "from" in entry
+    }
+
+
+def publisher_namespace(taken: PublishedEvent, aliases: dict[str, str]) -> str:
+    """The namespace a subscription's publisher's types are reached under: its `imports:` alias, else its name."""
+    return aliases.get(taken.where, taken.publisher.replace("-", "_"))
+
+
 def build_events(
-    data: dict[str, Any], base_dir: Path, known: set[str], sources: Sources
-) -> tuple[tuple[EventDef, ...], tuple[SubscriptionDef, ...], list[RecordDef], list[EnumDef]]:
-    """(events, subscriptions, records and enums taken from publishers that `known` names do not cover yet)."""
+    data: dict[str, Any], space: TypeSpace, taken: dict[int, PublishedEvent], aliases: dict[str, str]
+) -> tuple[tuple[EventDef, ...], tuple[SubscriptionDef, ...]]:
+    """(events, subscriptions), their payloads resolved into the model's concrete types by `space` (a publisher's
+    types under its namespace)."""
     events = tuple(
         EventDef(
-            entry["id"], entry.get("version", ""), parse_type(entry["payload"]), entry.get("key"), entry.get("summary")
+            entry["id"], entry.get("version", ""),
+            space.resolve(parse_type(entry["payload"]), entry.get("version", "")),
+            entry.get("key"), entry.get("summary"),
         )
         for entry in data.get("events", ())
     )
     subscriptions: list[SubscriptionDef] = []
-    records: list[RecordDef] = []
-    enums: list[EnumDef] = []
-    for entry in data.get("subscribes", ()):
+    for index, entry in enumerate(data.get("subscribes", ())):
         delivery = delivery_def(entry.get("delivery"))
-        if "from" not in entry:
-            payload = parse_type(entry["payload"])
+        if index not in taken:
+            payload = space.resolve(parse_type(entry["payload"]), entry.get("version", ""))
             subscriptions.append(
                 SubscriptionDef(entry["id"], entry.get("version", ""), entry["publisher"], payload, delivery,
                                 entry.get("summary"))
             )
             continue
-        taken = published_event(sources, base_dir, entry["from"], entry["id"], entry.get("version"))
-        subscriptions.append(SubscriptionDef(taken.event.id, taken.event.version, taken.publisher,
-                                             taken.event.payload, delivery,
-                                             entry.get("summary", taken.event.summary), entry["from"]))  # fmt: skip
-        for record in taken.records:
-            if record.name not in known:
-                known.add(record.name)
-                records.append(record)
-        for enum in taken.enums:
-            if enum.name not in known:
-                known.add(enum.name)
-                enums.append(enum)
-    return events, tuple(subscriptions), records, enums
+        published = taken[index]
+        payload = space.resolve(qualified(published.event.payload, publisher_namespace(published, aliases)), None)
+        subscriptions.append(SubscriptionDef(published.event.id, published.event.version, published.publisher,
+                                             payload, delivery,
+                                             entry.get("summary", published.event.summary), entry["from"]))  # fmt: skip
+    return events, tuple(subscriptions)
 
 
 def check_events(checker: _Checker) -> None:
@@ -134,6 +147,8 @@ def _check_published(checker: _Checker) -> None:
         key = checker.read(entry, path, "key", str)
         if key is None or payload is None:
             continue
+        if payload.kind == "record" and "." in payload.name:
+            continue  # an imported record: its owner's manifest is where its fields are checked
         record = checker.records.get(payload.name) if payload.kind == "record" and not payload.is_nullable else None
         if record is None:
             checker.error(checker.doc.at((*path, "key")),
@@ -148,7 +163,6 @@ def _check_published(checker: _Checker) -> None:
 def _check_subscribed(checker: _Checker) -> None:
     entries = checker.read(checker.data, (), "subscribes", list, []) or []
     seen: dict[tuple[str, str], int] = {}
-    taken: list[tuple[int, PublishedEvent]] = []
     for index, entry in enumerate(entries):
         path: JsonPath = ("subscribes", index)
         if not isinstance(entry, dict):
@@ -185,21 +199,9 @@ def _check_subscribed(checker: _Checker) -> None:
             message = str(error).replace("owner's manifest", "publisher's manifest")
             checker.error(checker.doc.at((*path, error.key)), message)
             continue
-        checker.parsed[(*path, "payload")] = published.event.payload
-        taken.append((index, published))
+        namespace = checker.take_namespace(path, published.publisher, published.where, published.manifest)
+        checker.parsed[(*path, "payload")] = qualified(published.event.payload, namespace or published.publisher)
         _check_id(checker, path, {**entry, "version": published.event.version}, seen, "subscription")
-    from .build import same_definition  # build imports this module for build_events
-
-    for index, published in taken:
-        definitions: list[RecordDef | EnumDef] = [*published.records, *published.enums]
-        for definition in definitions:
-            local = checker.local_definition(definition.name)
-            if local is not None and not same_definition(local, definition):
-                section = "enums" if definition.name in checker.enums else "types"
-                checker.error(checker.doc.key_at((section, definition.name)),
-                              f"type {definition.name!r} differs from the one subscription {published.event.id} "
-                              f"(line {checker.doc.at(('subscribes', index)).line}) takes from {published.where}; "
-                              "remove the local type to use the publisher's, or rename it")  # fmt: skip
 
 
 def _check_id(checker: _Checker, path: JsonPath, entry: Any, seen: dict[tuple[str, str], int], what: str) -> None:

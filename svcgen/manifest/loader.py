@@ -117,6 +117,11 @@ def load_yaml(text: str, file: str) -> YamlDocument:
         detail = f"{problem} ({error.context})" if error.context else problem
         if problem.startswith("but found another document"):
             detail = "a manifest is one YAML document; remove the second '---'"
+        elif "flow mapping" in (error.context or "") and problem.endswith("'['"):
+            # `{type: set[string]}`: inside `{...}` a '[' starts a list; the type expression needs quotes.
+            detail += '; quote a type expression inside {...}, like {type: "set[string]", default: []}'
+        elif "flow sequence" in (error.context or "") and problem.endswith("'['"):
+            detail += '; quote a type expression inside [...], like extends: ["Page[Booking]"]'
         raise ManifestError([Diagnostic(position_of(file, mark), f"invalid YAML: {detail}")]) from None
     except yaml.reader.ReaderError as error:
         line = text.count("\n", 0, error.position) + 1

@@ -24,6 +24,15 @@ class Position:
 
 
 @dataclass(frozen=True)
+class Deprecation:
+    """`deprecated: {since, sunset, successor}`: ISO dates (YYYY-MM-DD) and the `topic@version` to move to."""
+
+    since: str | None = None
+    sunset: str | None = None
+    successor: str | None = None
+
+
+@dataclass(frozen=True)
 class FieldDef:
     wire: str
     type: TypeExpr
@@ -32,6 +41,12 @@ class FieldDef:
     description: str | None = None
     contract: dict[str, Any] = field(default_factory=dict)
     """JSON Schema constraint keywords (`minLength`, ...), `examples` and `deprecated`, as the manifest writes them."""
+    added: str | None = None
+    """The version (of the manifest's `versions`) the field first appears in; None: from the first."""
+    removed: str | None = None
+    """The version the field is gone from; None: never removed."""
+    deprecation: Deprecation | None = None
+    """`deprecated: {since, sunset, successor}` when the field gives dates (its contract says `deprecated: true`)."""
 
     @property
     def attr(self) -> str:
@@ -88,6 +103,7 @@ class TopicDef:
     retry it as it is, and send an Idempotency-Key when it is not."""
     timeout: float | None = None
     """Seconds the handler may run (`timeout:`) before it is cancelled and the caller gets `timeout`."""
+    deprecated: Deprecation | None = None
     security: Requirements | None = None
     """Who may call it; None takes the service's `security.default`, () is public."""
 
@@ -187,4 +203,9 @@ class Manifest:
     produces: tuple[TopicDef, ...] = ()
     events: tuple[EventDef, ...] = ()
     subscribes: tuple[SubscriptionDef, ...] = ()
+    versions: tuple[str, ...] = ()
+    """The service's ordered versions (per-field versions); the records above are already projected."""
+    namespaces: tuple[tuple[str, str], ...] = ()
+    """(namespace, the owner's manifest file, resolved) of every owner whose types the records above reach: a
+    manifest importing this one names those types under its own namespace for the same owner."""
     extras: dict[str, Any] = field(default_factory=dict)

@@ -13,7 +13,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Literal
 
 from .diagnostics import ManifestError
-from .loader import YamlDocument
+from .loader import YamlDocument, load_yaml
 from .model import EnumDef, Manifest, Position, RecordDef, TopicDef
 from .sources import FromCycle, LoadedOwner, Sources
 from .spelling import suggestion
@@ -40,6 +40,13 @@ class OwnedTopic:
     enums: tuple[EnumDef, ...]
     positions: dict[str, Position]
     """Where the owner declares each of the types."""
+    manifest: Manifest
+    """The owner's whole model (jsonSchema paths relative to the producer's directory): its namespace."""
+
+    @property
+    def namespace(self) -> str:
+        """The namespace its types are reached under when no `imports:` alias names the owner."""
+        return self.service.replace("-", "_")
 
 
 def owned_topic(sources: Sources, base_dir: Path, relative: str, topic_id: str, version: str | None) -> OwnedTopic:
@@ -50,7 +57,15 @@ def owned_topic(sources: Sources, base_dir: Path, relative: str, topic_id: str, 
     owner = loaded.manifest
     topic = _topic(owner, relative, topic_id, version)
     records, enums = relocated(relative, *_reached(owner, topic))
-    return OwnedTopic(target.as_posix(), owner.service, topic, records, enums, _positions(loaded.document, owner))
+    return OwnedTopic(
+        target.as_posix(), owner.service, topic, records, enums, _positions(loaded.document, owner),
+        owner_model(owner, relative),
+    )
+
+
+def owner_model(owner: Manifest, relative: str) -> Manifest:
+    """The owner's model as a namespace of the taker's: jsonSchema paths relative to the taker's directory."""
+    return replace(owner, types=relocated(relative, owner.types, ())[0])
 
 
 def load_owner(sources: Sources, base_dir: Path, relative: str) -> tuple[Path, LoadedOwner]:
@@ -71,7 +86,8 @@ def load_owner(sources: Sources, base_dir: Path, relative: str) -> tuple[Path, L
     try:
         loaded = sources.owner(target)
     except FromCycle:
-        raise OwnerError(f"owner's manifest {relative!r} takes types back from this manifest: a from: cycle") from None
+        cycle = "an imports or from: cycle"
+        raise OwnerError(f"owner's manifest {relative!r} takes types back from this manifest: {cycle}") from None
     except ManifestError as error:
         problems = [diagnostic for diagnostic in error.diagnostics if diagnostic.is_error]
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
@@ -139,3 +155,18 @@ def reached_types(owner: Manifest, names: list[str]) -> tuple[tuple[RecordDef, .
 def _positions(document: YamlDocument, owner: Manifest) -> dict[str, Position]:
     positions = {record.name: document.key_at(("types", record.name)) for record in owner.types}
     return positions | {enum.name: document.key_at(("enums", enum.name)) for enum in owner.enums}
+
+
+def owner_paths(manifest: str | Path) -> list[str]:
+    """The owners' manifests the `from:` entries of the manifest at `manifest` name, as paths from the working
+    directory (`/`-separated, each once); unreadable entries are left to the manifest's own load to report."""
+    source = Path(manifest)
+    try:
+        data = load_yaml(source.read_text(encoding="utf-8-sig"), source.as_posix()).data
+    except (OSError, UnicodeDecodeError, ManifestError):
+        return []
+    produces = data.get("produces") if isinstance(data, dict) else None
+    named = [entry.get("from") for entry in (produces if isinstance(produces, list) else ()) if isinstance(entry, dict)]
+    return list(dict.fromkeys(
+        posixpath.normpath((source.parent / relative).as_posix()) for relative in named if isinstance(relative, str)
+    ))

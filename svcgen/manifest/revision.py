@@ -13,10 +13,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from .diagnostics import ManifestError
+from .diagnostics import Diagnostic, ManifestError
 from .load import LoadedManifest, load_manifest_text_with_warnings
+from .loader import load_yaml
 
 
 class RevisionError(Exception):
@@ -51,7 +50,8 @@ def load_manifest_at(rev: str, path: str, cwd: Path | None = None) -> LoadedMani
     text = _show(rev, path, where)
     with tempfile.TemporaryDirectory(prefix="svcgen-rev-") as scratch:
         manifests, copied = [(path, text)], {path}
-        while manifests:  # the manifest, and each owner's manifest a `from:` names, with what they name
+        unreadable: dict[str, str] = {}  # repository path -> why git could not give it
+        while manifests:  # the manifest, and each manifest it takes types from, with what they name
             manifest, manifest_text = manifests.pop()
             for referenced, is_manifest in _referenced_paths(manifest_text, manifest):
                 if referenced in copied:
@@ -59,39 +59,57 @@ def load_manifest_at(rev: str, path: str, cwd: Path | None = None) -> LoadedMani
                 copied.add(referenced)
                 try:
                     content = _show(rev, referenced, where)
-                except RevisionError:
-                    continue  # the loader reports the missing file at the manifest's line
+                except RevisionError as error:
+                    unreadable[referenced] = str(error)
+                    continue  # the loader reports the missing file at the manifest's line; the cause is added
                 target = Path(scratch, referenced)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(content, encoding="utf-8")
                 if is_manifest:
                     manifests.append((referenced, content))
-        copy = Path(scratch, path).as_posix()
+        root = Path(scratch).as_posix()
+        copy = f"{root}/{path}"
         try:
-            return load_manifest_text_with_warnings(text, copy)
+            loaded = load_manifest_text_with_warnings(text, copy)
         except ManifestError as error:
-            named = f"{rev}:{path}"
             raise ManifestError(
-                replace(diagnostic, position=replace(diagnostic.position, file=named))
-                if diagnostic.position.file == copy else diagnostic
-                for diagnostic in error.diagnostics
+                _at_revision(diagnostic, rev, root, unreadable) for diagnostic in error.diagnostics
             ) from None
+        warnings = tuple(_at_revision(warning, rev, root, unreadable) for warning in loaded.warnings)
+        return replace(loaded, manifest=replace(loaded.manifest, path=f"{rev}:{path}"), warnings=warnings)
+
+
+def _at_revision(diagnostic: Diagnostic, rev: str, root: str, unreadable: dict[str, str]) -> Diagnostic:
+    """The diagnostic naming `REV:PATH` wherever it named the scratch copy, with git's reason for each file the
+    revision could not give (so a missing owner's manifest says why it is missing)."""
+    def named(text: str) -> str:
+        return text.replace(f"{root}/", f"{rev}:")
+
+    message = named(diagnostic.message)
+    causes = [f"{rev}:{file}: {why}" for file, why in unreadable.items() if f"{rev}:{file}" in message
+              or posixpath.basename(file) in message]
+    if causes:
+        message += f" ({'; '.join(causes)})"
+    position = diagnostic.position
+    return replace(diagnostic, message=message, position=replace(position, file=named(position.file)))
 
 
 def _referenced_paths(text: str, manifest: str) -> list[tuple[str, bool]]:
     """Repository paths of the files the manifest names (inside the repository): its jsonSchema files, and the
-    owners' manifests its produces entries take types `from` (each with True)."""
+    manifests it takes types from, by `produces: - from:`, `subscribes: - from:` or `imports:` (each with True)."""
     try:
-        document: Any = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return []  # the loader says what is wrong
+        document: Any = load_yaml(text, manifest).data  # svcgen's own loader: the manifest reads as it will load
+    except ManifestError:
+        return []  # the loader says what is wrong when the manifest itself is loaded
     if not isinstance(document, dict):
         return []
-    types, produces = document.get("types"), document.get("produces")
+    types, produces, imports = document.get("types"), document.get("produces"), document.get("imports")
     named = [(spec.get("jsonSchema"), False) for spec in (types.values() if isinstance(types, dict) else ())
              if isinstance(spec, dict)]  # fmt: skip
-    named += [(entry.get("from"), True) for entry in (produces if isinstance(produces, list) else ())
-              if isinstance(entry, dict)]  # fmt: skip
+    for section in (produces, document.get("subscribes")):  # an owner's or a publisher's manifest
+        named += [(entry.get("from"), True) for entry in (section if isinstance(section, list) else ())
+                  if isinstance(entry, dict)]  # fmt: skip
+    named += [(relative, True) for relative in (imports.values() if isinstance(imports, dict) else ())]
     found = []
     for relative, is_manifest in named:
         if isinstance(relative, str):
@@ -119,3 +137,11 @@ def _git(arguments: list[str], cwd: Path) -> str:
         return done.stdout.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise RevisionError(f"{arguments[-1]}: not UTF-8 text (byte {error.start})") from None
+
+
+def matching_tags(pattern: str, cwd: Path) -> list[str]:
+    """The git tags matching the glob `pattern` (`v*`), oldest version first; RevisionError when none does."""
+    tags = _git(["tag", "--list", "--sort=version:refname", pattern], cwd).split()
+    if not tags:
+        raise RevisionError(f"no git tag matches {pattern!r}")
+    return tags

@@ -5,10 +5,12 @@ Every check runs and every problem is collected, so one run shows the whole pict
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import keyword
+import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,14 +24,24 @@ from ..runtime._topics import (
     is_reserved_topic,
     normalize_prefix,
 )
-from .build import parse_duration, record_def, same_definition
+from .build import parse_duration, record_def, template_def
+from .composition import (
+    ABSENT,
+    CompositionError,
+    Problem,
+    TypeSpace,
+    composed_fields,
+    extends_cycle,
+    first_difference,
+    qualified,
+)
 from .contract import CONTRACT_KEYWORDS, check_enum, check_field_contract
 from .diagnostics import Diagnostic
 from .events import check_events
 from .fits import RecordFields, ValueTypes
 from .loader import JsonPath, YamlDocument
-from .model import EnumDef, Position, RecordDef
-from .owner import OwnedTopic, OwnerError, owned_topic
+from .model import EnumDef, FieldDef, Manifest, Position
+from .owner import OwnedTopic, OwnerError, load_owner, owned_topic
 from .routes import ParsedRoute, RouteSyntaxError, ShadowIndex, parse_route, well_known_collision
 from .schemaimport import SchemaImportError
 from .security import check_security
@@ -40,6 +52,7 @@ from .validate import SchemaFindings
 
 _SCALAR_LIST = ", ".join(SCALARS)
 MAX_TIMEOUT_SECONDS = 24 * 3600.0
+_NAMESPACE = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 def check_semantics(
@@ -79,6 +92,8 @@ class _Expr:
     text: str
     path: JsonPath
     """Where it is written; a position is looked up only for a diagnostic."""
+    params: tuple[str, ...] = ()
+    """The type parameters of the generic record it is written in."""
 
 
 class _Checker:
@@ -103,6 +118,19 @@ class _Checker:
         """Every type expression of topics, produces entries and fields was read, so every use is known."""
         self.owned: list[tuple[int, OwnedTopic]] = []
         """The `from:` produces entries that resolved (by index), with what they take from their owners."""
+        self.namespaces: dict[str, Manifest] = {}
+        """Namespace → the owner's model: `imports:` aliases, and the owners `from:` entries name."""
+        self.namespace_files: dict[str, str] = {}
+        """Namespace → the owner's manifest file."""
+        self.aliases: dict[str, str] = {}
+        """An imported owner's manifest file → its alias."""
+        self.unreadable_namespaces: set[str] = set()
+        self.generics: dict[str, tuple[str, ...]] = {}
+        """Generic record → its type parameters."""
+        self.bases: dict[str, list[TypeExpr]] = {}
+        """Record → the records it extends (as written)."""
+        self.params: tuple[str, ...] = ()
+        """The type parameters of the record whose fields are being read."""
 
     def error(self, position: Position, message: str) -> None:
         self.diagnostics.append(Diagnostic(position, message))
@@ -126,6 +154,7 @@ class _Checker:
         self.check_package()
         self.check_health()
         self.check_enums(self.read(self.data, (), "enums", dict, {}) or {})
+        self.check_imports()
         types = self.read(self.data, (), "types", dict, {})
         if types is None:
             self.types_known = self.uses_known = False
@@ -144,8 +173,9 @@ class _Checker:
                     if section == "produces":
                         self.check_produced_role(index, entry, role)
                     self.parsed[path] = self.parse(self.read(entry, (section, index), role, str), path)
-        self.check_provided_clashes()
+        self.check_composition(types or {})
         check_events(self)
+        self.check_local_copies(types or {})
         self.check_type_names_known()
         self.check_defaults()
         self.check_unused()
@@ -154,6 +184,8 @@ class _Checker:
         self.check_routes()
         self.check_statuses()
         self.check_timeouts()
+        self.check_deprecations()
+        self.check_versions(types or {})
         check_security(self.doc, self.findings, self.error, self.warn)
 
     # -- identity -------------------------------------------------------------------------------
@@ -229,6 +261,13 @@ class _Checker:
             path: JsonPath = ("types", name)
             readable = self.read(types, ("types",), name, dict)
             if readable is not None and "jsonSchema" in readable:
+                for key in ("closed", "omit", "partial", "params"):
+                    if key in readable:  # (`fields` and `extends` beside jsonSchema are the schema stage's)
+                        self.error(
+                            self.doc.key_at((*path, key)),
+                            f"{key!r} does not apply to a type from a jsonSchema file (the file says what the type "
+                            f"is: closed by its additionalProperties: false); remove {key!r}",
+                        )
                 record.external = True
                 relative = self.read(readable, path, "jsonSchema", str)
                 if relative is None:
@@ -236,13 +275,23 @@ class _Checker:
                 else:
                     self.check_json_schema(name, relative, record)
                 continue
-            fields = self.read(readable, path, "fields", dict)
-            if fields is None:
+            self.params = self.check_params(name, readable)
+            bases = self.read(readable, path, "extends", list, [])
+            fields = self.read(readable, path, "fields", dict, {} if bases else None)
+            if fields is None or bases is None:
                 record.unknown()
                 self.uses_known = False
+                self.params = ()
                 continue
+            if bases or (readable is not None and ("omit" in readable or "partial" in readable)):
+                self.bases.setdefault(name, [])  # composed: checked, and its fields known, once all are read
+            for index, base in enumerate(bases):
+                expr = self.parse(base if isinstance(base, str) else None, (*path, "extends", index))
+                if expr is not None:
+                    self.bases[name].append(expr)
             for wire, field_spec in fields.items():
                 self.check_field(record, (*path, "fields", wire), wire, field_spec)
+            self.params = ()
 
     def check_field(self, record: _Record, path: JsonPath, wire: str, spec: Any) -> None:
         self.check_field_name(wire, path)
@@ -348,7 +397,7 @@ class _Checker:
             message = f"invalid type expression {text!r}: {error} (at character {error.offset + 1})"
             self.error(self.doc.at(path), message)
             return None
-        self.exprs.append(_Expr(expr, text, path))
+        self.exprs.append(_Expr(expr, text, path, self.params))
         return expr
 
     def check_type_names_known(self) -> None:
@@ -356,8 +405,17 @@ class _Checker:
             return  # the 'types' section is unreadable: every name would look undefined
         candidates = [*self.records, *self.enums, *SCALARS]
         for item in self.exprs:
-            for name in _record_names(item.expr):
+            for ref in _record_refs(item.expr):
+                name = ref.name
+                if name in item.params:
+                    if ref.args:
+                        self.error(self.doc.at(item.path), f"type parameter {name!r} takes no arguments")
+                    continue
+                if "." in name:
+                    self.check_imported_name(ref, item)
+                    continue
                 if name in self.records or name in self.enums:
+                    self.check_arguments(ref, item)
                     continue
                 where = f" in {item.text!r}" if item.text.strip() != name else ""
                 match = did_you_mean(name, candidates)
@@ -367,6 +425,79 @@ class _Checker:
                     else f"define it under 'types' or use a scalar ({_SCALAR_LIST})"
                 )
                 self.error(self.doc.at(item.path), f"unknown type {name!r}{where}; {hint}")
+
+    def check_imported_name(self, ref: TypeExpr, item: _Expr) -> None:
+        namespace, local = ref.name.split(".", 1)
+        if namespace in self.unreadable_namespaces:
+            return
+        owner = self.namespaces.get(namespace)
+        if owner is None:
+            hint = suggestion(namespace, list(self.namespaces)) or (
+                f"; import its manifest under 'imports: {{{namespace}: <path>}}'"
+            )
+            self.error(self.doc.at(item.path), f"unknown namespace {namespace!r} in {item.text!r}{hint}")
+            return
+        names = [record.name for record in owner.types] + [enum.name for enum in owner.enums]
+        if local not in names:
+            hint = suggestion(local, names) or (f"; it has {', '.join(names)}" if names else "; it has no types")
+            self.error(self.doc.at(item.path), f"{owner.service} ({namespace}) has no type {local!r}{hint}")
+        elif ref.args:
+            self.error(self.doc.at(item.path), f"{ref.name} is not a generic record; write it without arguments")
+
+    def check_arguments(self, ref: TypeExpr, item: _Expr) -> None:
+        """A generic record is used with one argument per parameter, any other record without."""
+        params = self.generics.get(ref.name, ())
+        if len(ref.args) == len(params):
+            return
+        if not params:
+            message = f"{ref.name} is not a generic record; write it without arguments"
+        else:
+            example = f"{ref.name}[{', '.join(params)}]"
+            count = f"{len(params)} type argument{'s' if len(params) > 1 else ''}"
+            message = f"{ref.name} takes {count}, like {example}, not {len(ref.args)}"
+        self.error(self.doc.at(item.path), message)
+
+    def check_versions(self, types: dict[str, Any]) -> None:
+        """Fields' `added`/`removed` and topics' `versions` name versions of the manifest's ordered `versions:`."""
+        versions = self.read(self.data, (), "versions", list, [])
+        if versions is None:
+            return
+        order = {version: index for index, version in enumerate(versions) if isinstance(version, str)}
+        listed = ", ".join(order) if order else None
+
+        def check(value: Any, path: JsonPath) -> int | None:
+            if not isinstance(value, str) or path in self.findings.rejected:
+                return None
+            if value not in order:
+                hint = f"one of {listed}" if listed else "listed first under the manifest's 'versions:', like [v1, v2]"
+                self.error(self.doc.at(path), f"version {value!r} is not a version of this service; use {hint}")
+                return None
+            return order[value]
+
+        for name, spec in types.items():
+            fields = spec.get("fields") if isinstance(spec, dict) else None
+            for wire, field_spec in (fields or {}).items() if isinstance(fields, dict) else ():
+                if not isinstance(field_spec, dict):
+                    continue
+                path: JsonPath = ("types", name, "fields", wire)
+                added = check(field_spec["added"], (*path, "added")) if "added" in field_spec else None
+                removed = check(field_spec["removed"], (*path, "removed")) if "removed" in field_spec else None
+                if added is not None and removed is not None and removed <= added:
+                    self.error(
+                        self.doc.at((*path, "removed")),
+                        f"field {wire!r} is removed at {field_spec['removed']}, not after it is added at "
+                        f"{field_spec['added']}; removed must come later in 'versions:'",
+                    )
+        for index, entry in enumerate(self.sections.get("topics", [])):
+            if not isinstance(entry, dict) or "versions" not in entry:
+                continue
+            if "version" in entry:
+                self.error(
+                    self.doc.key_at(("topics", index, "versions")),
+                    "a topic has 'version' or 'versions', not both; list every version under 'versions'",
+                )
+            for number, version in enumerate(entry["versions"] if isinstance(entry["versions"], list) else ()):
+                check(version, ("topics", index, "versions", number))
 
     def check_defaults(self) -> None:
         shapes: RecordFields = {
@@ -426,6 +557,7 @@ class _Checker:
                 continue
             reachable.add(name)
             pending.extend(ref for expr, _ in self.records[name].fields.values() if expr for ref in expr.records())
+            pending.extend(ref for base in self.bases.get(name, ()) for ref in base.records())
         for name in self.records:
             # A record named like a scalar can never be referenced; its name error already says so.
             if name not in reachable and name not in SCALARS and name not in CONTAINERS:
@@ -467,93 +599,221 @@ class _Checker:
             self.uses_known = False
             self.error(self.doc.at((*path, error.key)), str(error))
             return
-        self.parsed[(*path, "request")] = owned.topic.request
-        self.parsed[(*path, "response")] = owned.topic.response
+        namespace = self.take_namespace(path, owned.service, owned.owner, owned.manifest) or owned.namespace
+        self.parsed[(*path, "request")] = qualified(owned.topic.request, namespace)
+        self.parsed[(*path, "response")] = qualified(owned.topic.response, namespace)
         self.owned.append((index, owned))
 
-    def check_provided_clashes(self) -> None:
-        """A type a `from:` entry takes must not differ from a local type, or another owner's, of its name."""
-        taken: dict[str, tuple[RecordDef | EnumDef, int, OwnedTopic]] = {}
-        for index, owned in self.owned:
-            label = f"produces entry {owned.topic.id}"
-            definitions: list[RecordDef | EnumDef] = [*owned.records, *owned.enums]
-            for definition in definitions:
-                name = definition.name
-                theirs = f"the {name!r} that {label} takes from {owned.owner} ({owned.positions[name]})"
-                earlier = taken.setdefault(name, (definition, index, owned))
-                if earlier[0] is not definition and not same_definition(earlier[0], definition):
-                    _, other_index, other = earlier
-                    self.error(
-                        self.doc.at(("produces", index, "from")),
-                        f"{theirs} differs from the {name!r} that produces entry {other.topic.id} (line "
-                        f"{self.doc.at(('produces', other_index)).line}) takes from {other.owner} "
-                        f"({other.positions[name]}); the two owners must agree on it",
-                    )
-                local = self.local_definition(name)
-                if local is not None and not same_definition(local, definition):
-                    section = "enums" if name in self.enums else "types"
-                    self.error(
-                        self.doc.key_at((section, name)),
-                        f"type {name!r} differs from {theirs}; remove the local type to use the owner's, or "
-                        "rename it",
-                    )
+    # -- types for an estate: imports, composition, generics, versions ----------------------------
 
-    def local_definition(self, name: str) -> RecordDef | EnumDef | None:
-        """The manifest's own record or enum `name` as the model builds it; None when there is none or it cannot
-        be read (its problems are reported where they are)."""
-        if name in self.enums:
-            spec = self.read(self.read(self.data, (), "enums", dict, {}), ("enums",), name, dict) or {}
-            return EnumDef(name, self.enums[name], spec.get("description"))
-        record = self.records.get(name)
-        if record is None:
-            return None
-        if record.external:
-            return self.external_definition(name)
-        if not (record.names_known and record.shape_known):
-            return None
-        try:
-            return record_def(name, self.data["types"][name])
-        except (KeyError, TypeError, ValueError):
-            return None
+    def check_imports(self) -> None:
+        """`imports:` names each owner's manifest under a namespace; its types are `<namespace>.<Name>`."""
+        imports = self.read(self.data, (), "imports", dict, {})
+        if imports is None:
+            self.types_known = self.uses_known = False
+            return
+        for alias, relative in imports.items():
+            path: JsonPath = ("imports", alias)
+            if not isinstance(alias, str) or not isinstance(relative, str) or path in self.findings.rejected:
+                self.unreadable_namespaces.add(str(alias))
+                continue
+            if not _NAMESPACE.match(alias) or alias in SCALARS or alias in CONTAINERS:
+                proposal = slug(alias) or "patients"
+                what = "a built-in type name" if alias in SCALARS or alias in CONTAINERS else "not a namespace"
+                self.error(
+                    self.doc.key_at(path),
+                    f"{alias!r} is {what}: a namespace is lower-case letters, digits and '_' starting with a letter, "
+                    f"like {proposal!r}",
+                )
+                self.unreadable_namespaces.add(alias)
+                continue
+            try:
+                target, loaded = load_owner(self.sources, self.base_dir, relative)
+            except OwnerError as error:
+                self.unreadable_namespaces.add(alias)
+                self.error(self.doc.at(path), str(error))
+                continue
+            earlier = self.aliases.setdefault(target.as_posix(), alias)
+            if earlier != alias:
+                self.warn(self.doc.key_at(path), f"{relative!r} is imported twice, also as {earlier!r}; keep one")
+            self.namespaces[alias] = loaded.manifest
+            self.namespace_files[alias] = target.as_posix()
 
-    def external_definition(self, name: str) -> RecordDef | None:
-        relative = self.read(self.data["types"][name], ("types", name), "jsonSchema", str)
-        try:
-            return None if relative is None else self.sources.imported_types(name, relative, self.base_dir).records[0]
-        except (SchemaImportError, ValueError):
+    def check_params(self, name: str, spec: Any) -> tuple[str, ...]:
+        """A generic record's type parameters (`params: [T]`), which its fields may use as types."""
+        params = self.read(spec, ("types", name), "params", list, [])
+        if not params or not all(isinstance(param, str) for param in params):
+            return ()
+        for index, param in enumerate(params):
+            if param in self.records or param in self.enums or param in SCALARS:
+                self.error(
+                    self.doc.at(("types", name, "params", index)),
+                    f"type parameter {param!r} is also the name of a type; name it T, U or another free name",
+                )
+        self.generics[name] = tuple(params)
+        return tuple(params)
+
+    def take_namespace(self, path: JsonPath, service: str, owner: str, model: Manifest) -> str | None:
+        """The namespace a `from:` entry's types are reached under (the `imports:` alias naming the owner's file,
+        else the owner's service name), taken for `model`; None (reported at the entry's `from`) when it already
+        names another manifest."""
+        namespace = self.aliases.get(owner, service.replace("-", "_"))
+        earlier = self.namespace_files.get(namespace)
+        if earlier is not None and earlier != owner:
+            entries = self.read(self.data, (), str(path[0]), list, []) or []
+            entry = entries[path[1]] if isinstance(path[1], int) and path[1] < len(entries) else None
+            relative = self.read(entry, path, "from", str)
+            self.error(
+                self.doc.at((*path, "from")),
+                f"the owner {service} ({owner}) would take the namespace {namespace!r}, which already names "
+                f"{earlier}; import it under another name with 'imports: {{<name>: {relative or '<its path>'}}}'",
+            )
             return None
+        self.namespaces[namespace] = model
+        self.namespace_files[namespace] = owner
+        return namespace
+
+    def check_local_copies(self, types: dict[str, Any]) -> None:
+        """A local record named like an owner's type, with the same fields, is a copy of it: a type of its own (the
+        two live apart), which was usually meant to be the owner's. Say so, naming the first difference when it
+        drifted. A same-named record with other fields is just another type (two owners may both have a Ref)."""
+        for name, spec in types.items():
+            record = self.records.get(name)
+            if record is None or record.external or not (record.names_known and record.shape_known):
+                continue
+            if not isinstance(spec, dict) or set(spec) & {"extends", "params"}:
+                continue
+            for namespace, owner in self.namespaces.items():
+                theirs = next((r for r in owner.types if r.name == name), None)
+                if theirs is None:
+                    continue
+                try:
+                    ours = record_def(name, spec)
+                except (KeyError, TypeError, ValueError):
+                    continue
+                if [f.wire for f in ours.fields] != [f.wire for f in theirs.fields]:
+                    continue
+                ours = replace(ours, closed=bool(spec.get("closed", self.data.get("closed", False))))
+                mine = replace(ours, fields=tuple(replace(f, type=qualified(f.type, namespace)) for f in ours.fields))
+                owned = replace(theirs, json_schema=None, fields=tuple(
+                    replace(f, type=qualified(f.type, namespace)) for f in theirs.fields
+                ))
+                difference = first_difference(mine, owned)
+                if difference is None:
+                    message = (
+                        f"type {name!r} repeats {namespace}.{name}; they are two types: use {namespace}.{name} "
+                        "and remove this copy"
+                    )
+                else:
+                    path, here, there = difference[0], _shown(difference[1]), _shown(difference[2])
+                    message = (
+                        f"type {name!r} is not {namespace}.{name}: they differ first at {path} ({here} here, "
+                        f"{there} in {owner.service}); use {namespace}.{name} to take the owner's, or rename this one"
+                    )
+                self.warn(self.doc.key_at(("types", name)), message)
+
+    def type_space(self, types: dict[str, Any], excluded: set[str]) -> TypeSpace:
+        """The readable records as composition sees them (for checking what they compose into)."""
+        templates = {}
+        for name, spec in types.items():
+            record = self.records.get(name)
+            if record is None or record.external or name in excluded or not record.names_known:
+                continue
+            try:
+                templates[name] = template_def(name, spec)
+            except (KeyError, TypeError, ValueError, AttributeError):
+                continue
+        enums = {name: EnumDef(name, values) for name, values in self.enums.items()}
+        return TypeSpace(templates, enums, self.namespaces)
+
+    def check_composition(self, types: dict[str, Any]) -> None:
+        """extends/omit/partial: cycles, omitted fields that do not exist, fields defined twice differently; a
+        composed record's fields are then known (route placeholders, unused types)."""
+        if not self.bases:
+            return
+        graph = {name: [base.name for base in bases] for name, bases in self.bases.items()}
+        cyclic: set[str] = set()
+        for name in self.bases:
+            cycle = extends_cycle(name, graph)
+            if cycle is not None:
+                cyclic.add(name)
+                self.error(
+                    self.doc.at(("types", name, "extends")),
+                    f"{name} extends itself ({' → '.join(cycle)}); remove one of the bases",
+                )
+        for name, bases in self.bases.items():
+            for index, base in enumerate(bases):
+                if base.name in self.enums or base.kind != "record":
+                    self.error(
+                        self.doc.at(("types", name, "extends", index)),
+                        f"{name} extends {base}, which is not a record; extends lists records",
+                    )
+        space = self.type_space(types, cyclic)
+        for name in self.bases:
+            template = space.templates.get(name)
+            record = self.records[name]
+            if template is None:
+                record.unknown()
+                continue
+            problems: list[Problem] = []
+
+            def fields_of(base: TypeExpr) -> tuple[FieldDef, ...] | None:
+                try:
+                    return space.base_fields(base)
+                except CompositionError:
+                    return None
+
+            fields = composed_fields(template, fields_of, problems)
+            for problem in problems:
+                self.error(self.doc.at(("types", name, *problem.where)), problem.message)
+            if fields is None or problems:
+                record.unknown()
+                continue
+            record.fields = {f.wire: (f.type, not f.has_default) for f in fields}
 
     # -- topics ---------------------------------------------------------------------------------
 
-    def topic_key(self, section: str, index: int) -> tuple[str | None, str | None]:
-        """(id, version) of an entry, each None when it cannot be read."""
+    def topic_keys(self, section: str, index: int) -> list[tuple[str | None, str | None]]:
+        """(id, version) of an entry (one per version of its `versions:`), each None when it cannot be read."""
         entry = self.sections[section][index]
         version = self.read(entry, (section, index), "version", str, "")
         taken = dict(self.owned).get(index) if section == "produces" else None
-        return (
-            self.read(entry, (section, index), "id", str),
-            version if taken is None else taken.topic.version,  # a `from:` entry has the owner's version
-        )
+        topic_id = self.read(entry, (section, index), "id", str)
+        if taken is not None:
+            return [(topic_id, taken.topic.version)]  # a `from:` entry has the owner's version
+        versions = self.read(entry, (section, index), "versions", list, None)
+        if isinstance(entry, dict) and "versions" in entry:
+            if versions is None or not all(isinstance(v, str) for v in versions):
+                return [(topic_id, None)]
+            return [(topic_id, v) for v in versions]
+        return [(topic_id, version)]
+
+    def each_key(self, section: str) -> Iterator[tuple[int, str | None, str | None]]:
+        for index in range(len(self.sections[section])):
+            for topic_id, version in self.topic_keys(section, index):
+                yield index, topic_id, version
 
     def check_topic_ids(self, section: str) -> None:
         seen: dict[tuple[str, str], int] = {}
-        for index in range(len(self.sections[section])):
-            topic_id, version = self.topic_key(section, index)
+        checked: set[int] = set()
+        for index, topic_id, version in self.each_key(section):
             if topic_id is None:
                 continue
             position = self.doc.at((section, index, "id"))
-            if section == "topics" and is_reserved_topic(topic_id):
+            first = index not in checked  # an entry with `versions:` has several keys; its id is checked once
+            checked.add(index)
+            if first and section == "topics" and is_reserved_topic(topic_id):
                 self.error(
                     position,
                     f"topic id {topic_id!r} is reserved: ids starting with {RESERVED_TOPIC_PREFIX!r} belong to "
                     "the runtime; choose another id",
                 )
             # The id and version name the handler module and the operations, so they need a letter or digit.
-            if not slug(topic_id):
+            if first and not slug(topic_id):
                 self.error(position, f"topic id {topic_id!r} needs at least one letter or digit, like orders:place")
             if version is None:
                 continue  # unreadable: whether it repeats another entry is not known
-            if version and not slug(version):
+            if version and not slug(version) and "versions" not in self.sections[section][index]:
                 self.error(
                     self.doc.at((section, index, "version")),
                     f"version {version!r} needs at least one letter or digit, like v1",
@@ -573,15 +833,14 @@ class _Checker:
         topics = self.sections["topics"]
         versions: dict[str, set[str] | None] = {}
         """Topic id → its versions; None when one of them cannot be read."""
-        for index in range(len(topics)):
-            topic_id, version = self.topic_key("topics", index)
+        for _, topic_id, version in self.each_key("topics"):
             if topic_id is not None:
                 known = versions.setdefault(topic_id, set())
                 versions[topic_id] = None if known is None or version is None else known | {version}
         prefix = self.read(self.data, (), "prefix", str, DEFAULT_PREFIX)
         placed: ShadowIndex[tuple[ParsedRoute, str, Position]] = ShadowIndex()
         for index, entry in enumerate(topics):
-            topic_id, version = self.topic_key("topics", index)
+            topic_id, version = self.topic_keys("topics", index)[0]
             label = _topic_label(topic_id, version, self.doc.at(("topics", index)))
             for number, text in enumerate(self.read(entry, ("topics", index), "routes", list, []) or []):
                 path = ("topics", index, "routes", number)
@@ -661,6 +920,42 @@ class _Checker:
                     f"timeout {text!r} must be more than 0 and at most a day (1440m); write one like 2s or 500ms",
                 )
 
+    def check_deprecations(self) -> None:
+        """`deprecated: {since, sunset, successor}` on topics and fields: real dates, the sunset not before the
+        start, a successor this manifest serves (a warning when it does not: it may be another service's)."""
+        served = {f"{topic_id}@{version}" if version else str(topic_id)
+                  for index in range(len(self.sections.get("topics", [])))
+                  for topic_id, version in self.topic_keys("topics", index)}  # fmt: skip
+        places: list[tuple[JsonPath, Any]] = [
+            (("topics", index, "deprecated"), entry.get("deprecated"))
+            for index, entry in enumerate(self.sections.get("topics", [])) if isinstance(entry, dict)
+        ]
+        types = self.data.get("types")
+        for name, spec in (types.items() if isinstance(types, dict) else ()):
+            fields = spec.get("fields") if isinstance(spec, dict) else None
+            for wire, field_spec in (fields.items() if isinstance(fields, dict) else ()):
+                if isinstance(field_spec, dict):
+                    places.append((("types", name, "fields", wire, "deprecated"), field_spec.get("deprecated")))
+        for path, lifecycle in places:
+            if not isinstance(lifecycle, dict) or path in self.findings.rejected:
+                continue
+            dates: dict[str, dt.date] = {}
+            for key in ("since", "sunset"):
+                text = lifecycle.get(key)
+                if isinstance(text, str) and (*path, key) not in self.findings.rejected:
+                    try:
+                        dates[key] = dt.date.fromisoformat(text)
+                    except ValueError:
+                        self.error(self.doc.at((*path, key)), f"{key} {text!r} is not a calendar date (YYYY-MM-DD)")
+            if "since" in dates and "sunset" in dates and dates["sunset"] < dates["since"]:
+                self.error(self.doc.at((*path, "sunset")),
+                           f"sunset {dates['sunset']} is before since {dates['since']}; the sunset comes after")
+            successor = lifecycle.get("successor")
+            if path[0] == "topics" and isinstance(successor, str) and successor not in served:
+                hint = suggestion(successor, sorted(served)) or ""
+                self.warn(self.doc.at((*path, "successor")),
+                          f"successor {successor!r} is not a topic version of this manifest{hint}")
+
     def check_well_known(self, route: ParsedRoute, prefix: str, position: Position) -> None:
         surface = well_known_collision(route, prefix)
         if surface is not None:
@@ -690,12 +985,13 @@ class _Checker:
                         "delivered to request field 'version'; rename the field and its placeholder",
                     )
                 else:
+                    # A warning: removing a version must not force a route change on the remaining one's callers.
                     (version,) = versions
-                    registered = f"version {version!r}" if version else "no version"
-                    self.error(
+                    registered = f"version {version!r}" if version else "the unversioned topic"
+                    self.warn(
                         position,
-                        f"route '{route}': {{version}} selects nothing, because topic {topic_id} is registered "
-                        f"under one version only ({registered}); remove the segment or add another version",
+                        f"route '{route}': {{version}} has only {registered} of {topic_id} to select; the route "
+                        "keeps serving its callers (drop the segment once nobody calls it this way)",
                     )
             elif request is None or (request.kind == "record" and request.name not in self.records):
                 continue  # the request type is already reported
@@ -714,14 +1010,14 @@ class _Checker:
                 self.error(position, f"route placeholder {{{name}}} names no field of {request.name}{hint}")
 
 
-def _record_names(expr: TypeExpr) -> Iterator[str]:
-    """Record names in order of appearance, each once."""
-    seen: set[str] = set()
+def _record_refs(expr: TypeExpr) -> Iterator[TypeExpr]:
+    """Record references (a generic one with its arguments) in order of appearance, each once."""
+    seen: set[TypeExpr] = set()
 
-    def walk(node: TypeExpr) -> Iterator[str]:
-        if node.kind == "record" and node.name not in seen:
-            seen.add(node.name)
-            yield node.name
+    def walk(node: TypeExpr) -> Iterator[TypeExpr]:
+        if node.kind == "record" and node not in seen:
+            seen.add(node)
+            yield node
         for arg in node.args:
             yield from walk(arg)
 
@@ -737,6 +1033,16 @@ def _topic_label(topic_id: str | None, version: str | None, position: Position) 
 def _json(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _shown(value: Any) -> str:
+    """A value of a definition in a message: absent, a type expression as written, or JSON."""
+    if value is ABSENT or isinstance(value, TypeExpr):
+        return str(value)
+    try:
+        return _json(value)
+    except TypeError:
+        return str(value)
 
 
 def _reason(error: DecodeError) -> str:

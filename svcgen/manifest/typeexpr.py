@@ -1,8 +1,10 @@
-"""Manifest type expressions: `string`, `list[LineItem]`, `map[integer]`, `note?`, `integer | string`, a record name."""
+"""Manifest type expressions: `string`, `list[LineItem]`, `map[integer]`, `note?`, `integer | string`, a record name,
+an imported one (`patients.Patient`) or a generic record applied to its arguments (`Page[Patient]`)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
@@ -19,7 +21,7 @@ SCALARS: dict[str, str] = {
     "any": "Any",
 }
 CONTAINERS: dict[str, Kind] = {"list": "list", "set": "set", "tuple": "tuple", "map": "map"}
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?")
 
 
 class TypeExprError(ValueError):
@@ -32,8 +34,9 @@ class TypeExprError(ValueError):
 class TypeExpr:
     kind: Kind
     name: str = ""
-    """Scalar name (`string`) or record name (`LineItem`); empty for composites."""
+    """Scalar name (`string`) or record name (`LineItem`, `patients.Patient`); empty for composites."""
     args: tuple[TypeExpr, ...] = ()
+    """A container's item type, a union's members, or a generic record's arguments (`Page[Patient]`)."""
 
     @property
     def is_nullable(self) -> bool:
@@ -42,7 +45,7 @@ class TypeExpr:
     def records(self) -> set[str]:
         """Record names this expression refers to."""
         if self.kind == "record":
-            return {self.name}
+            return {self.name}.union(*(arg.records() for arg in self.args))
         return set().union(*(arg.records() for arg in self.args)) if self.args else set()
 
     def python(self) -> str:
@@ -51,7 +54,7 @@ class TypeExpr:
             case "scalar":
                 return SCALARS[self.name]
             case "record":
-                return self.name
+                return self.name if not self.args else f"{self.name}[{', '.join(a.python() for a in self.args)}]"
             case "list" | "set":
                 return f"{self.kind}[{self.args[0].python()}]"
             case "tuple":
@@ -66,8 +69,10 @@ class TypeExpr:
 
     def __str__(self) -> str:
         match self.kind:
-            case "scalar" | "record":
+            case "scalar":
                 return self.name
+            case "record":
+                return self.name if not self.args else f"{self.name}[{', '.join(str(a) for a in self.args)}]"
             case "nullable":
                 return f"{self.args[0]}?"
             case "union":
@@ -132,4 +137,28 @@ class _Parser:
             return TypeExpr(CONTAINERS[name], args=(inner,))
         if name in SCALARS:
             return TypeExpr("scalar", name)
+        if self.pos < len(self.text) and self.text[self.pos] == "[":  # a generic record's arguments
+            self.pos += 1
+            args = [self.union()]
+            self.skip_space()
+            while self.pos < len(self.text) and self.text[self.pos] == ",":
+                self.pos += 1
+                args.append(self.union())
+                self.skip_space()
+            if self.pos >= len(self.text) or self.text[self.pos] != "]":
+                raise TypeExprError(f"missing ']' in type {self.text!r}", self.pos)
+            self.pos += 1
+            return TypeExpr("record", name, tuple(args))
         return TypeExpr("record", name)
+
+
+def rename_records(expr: TypeExpr, rename: Callable[[TypeExpr], TypeExpr]) -> TypeExpr:
+    """`expr` with every record reference (a generic application whole) replaced by `rename`'s answer."""
+    if expr.kind == "record":
+        return rename(expr)
+    if not expr.args:
+        return expr
+    args = tuple(rename_records(arg, rename) for arg in expr.args)
+    if all(new is old for new, old in zip(args, expr.args, strict=True)):
+        return expr  # unchanged: the same object (a large manifest resolves thousands of plain fields)
+    return TypeExpr(expr.kind, expr.name, args)

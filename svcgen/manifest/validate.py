@@ -169,10 +169,15 @@ def _one_of(
 ) -> list[Diagnostic]:
     # The schema only uses oneOf as "exactly one of these keys" ({fields} or {jsonSchema}) and anyOf as "at least
     # one of them" (a mesh's {collector} or {otlp}), so an anyOf error always means none is present.
-    keys = [key for branch in _listed(error.validator_value) for key in branch.get("required", [])]
+    branches = [
+        inner for branch in _listed(error.validator_value) for inner in [branch, *_listed(branch.get("anyOf", []))]
+    ]
+    keys = [key for branch in branches for key in branch.get("required", [])]
     instance = error.instance if isinstance(error.instance, dict) else {}
     present = [key for key in keys if key in instance]
     options = " or ".join(repr(key) for key in keys)
+    if len(keys) > 2:
+        options = ", ".join(repr(key) for key in keys[:-1]) + f" or {keys[-1]!r}"
     if present:
         both = " and ".join(repr(key) for key in present)
         return [Diagnostic(document.key_at(path), f"{_container(path)} has both {both}; keep only one")]

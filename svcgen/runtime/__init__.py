@@ -12,6 +12,7 @@ from ._context import Context
 from ._credentials import ApiKey, BearerToken
 from ._deadline import deadline
 from ._dependencies import Dependencies, DependencyError, Scope
+from ._deprecation import Deprecation
 from ._descriptor import Identity, ProducedTopic
 from ._events import (
     Delivered,
@@ -68,6 +69,7 @@ __all__ = [
     "DeliveryInfo",
     "Dependencies",
     "DependencyError",
+    "Deprecation",
     "EventBroker",
     "EventBus",
     "EventHandler",

@@ -16,9 +16,9 @@ from typing import Any, Literal
 from ._meta import CONSTRAINT_KEYWORDS
 
 Level = Literal["error", "warning", "info"]
-Direction = Literal["request", "response", "route", "topic", "security", "doc"]
+Direction = Literal["service", "request", "response", "route", "topic", "security", "produces", "doc"]
 LEVELS: tuple[Level, ...] = ("error", "warning", "info")
-DIRECTIONS: tuple[Direction, ...] = ("request", "response", "route", "topic", "security", "doc")
+DIRECTIONS: tuple[Direction, ...] = ("service", "request", "response", "route", "topic", "security", "produces", "doc")
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,13 @@ class Rule:
 
 
 RULES: tuple[Rule, ...] = (
+    # The service as a whole: its name and prefix are in every client, subject and collector identity.
+    Rule("service-renamed", "service", "error",
+         "clients, NATS subjects and the collector know the service by its name; every one of them moves",
+         "`service: orders` → `service: ordering`"),
+    Rule("prefix-changed", "service", "error",
+         "callers of the envelope invoke surface and the well-known surfaces use the old prefix and get 404",
+         "`prefix: /svc` → `prefix: /ops`"),
     # Request: what old callers send must still be accepted.
     Rule("request-property-added-required", "request", "error",
          "old callers do not send the new property, so their requests are refused",
@@ -171,9 +178,24 @@ RULES: tuple[Rule, ...] = (
     Rule("topic-version-removed", "topic", "error",
          "old callers of the (topic, version) get unknown-topic",
          "remove `orders:place` version `v1`"),
+    Rule("topic-version-removed-after-sunset", "topic", "warning",
+         "the (topic, version) was deprecated and its sunset has passed: callers were told to move",
+         "remove `orders:place` version `v1` after its `deprecated.sunset`"),
     Rule("topic-version-not-bumped", "topic", "error",
          "a breaking change inside a published (topic, version) breaks its callers; publish it as a new version",
          "`request-property-became-required` inside `orders:place@v1`"),
+    # The service's own produces entries (its copies of topics it sends): judged as the owner meets them, the
+    # owner being the old caller of the copy; warnings at most, since the owner decides (svcgen compat).
+    Rule("produces-added", "produces", "info",
+         "the service now sends the topic; its owner must serve it (svcgen compat, svcgen can-i-deploy)",
+         "add `payments:capture` under `produces`"),
+    Rule("produces-removed", "produces", "info",
+         "the service no longer sends the topic; the owner may retire it once nobody else does",
+         "remove `payments:capture` from `produces`"),
+    Rule("produces-changed", "produces", "warning",
+         "the service's copy of a topic it sends changed in a way its owner, written against the old copy, may "
+         "not accept or answer; check it against the owner (svcgen compat, svcgen can-i-deploy)",
+         "a property removed from the request copy, or one added to the response copy"),
     # Security: who may call a (topic, version), and the schemes that say so.
     Rule("security-requirement-added", "security", "error",
          "old callers without the newly required credential are refused (401)",
@@ -223,6 +245,12 @@ def first_incompatibility(sent: JsonSchema, accepted: JsonSchema, *, direction: 
         if rule.level == "error":
             return f"{path}: {rule_id}: {rule.why}"
     return None
+
+
+def schema_changes(old: JsonSchema, new: JsonSchema, *, direction: WireDirection) -> list[tuple[str, str]]:
+    """Every (rule id, path) from the `old` contract of a request or response to the `new` one, in walk order, by
+    the diff's rules: `old` is what callers were written against (see `first_incompatibility`)."""
+    return list(_Walk(direction).types(direction, old, new))
 
 
 _LOWER_BOUNDS = ("minLength", "minimum", "exclusiveMinimum", "minItems")

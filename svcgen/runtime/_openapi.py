@@ -122,6 +122,8 @@ def build_openapi(
         post: dict[str, Any] = {"operationId": operation.operation_id, "summary": _summary(key)}
         if registration.summary:
             post["description"] = registration.summary
+        if registration.deprecated is not None:
+            post["deprecated"] = True
         post["requestBody"] = {"required": True, "content": _json_content(operation.request_component)}
         post["responses"] = {"200": {"description": OK, "content": _json_content(operation.response_component)}}
         post["responses"].update(failures)

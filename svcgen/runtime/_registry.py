@@ -16,6 +16,7 @@ from functools import cached_property
 from typing import Any, TypeAlias, TypeVar
 
 from ._context import Context
+from ._deprecation import Deprecation
 from ._result import Result
 from ._schema import JsonSchema, schema_of
 from ._security import Requirements, RequirementsSpec, requirements
@@ -65,6 +66,9 @@ class Registration:
     """The statuses the handler answers on success, in the status table's order."""
     failures: tuple[str, ...] = ()
     """Failure statuses the handler may answer beyond the binding's own, in the status table's order."""
+    deprecated: Deprecation | None = None
+    answer_headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    """Headers every answer carries (a deprecated version's `deprecation` and `sunset`), derived once."""
     published: tuple[Any, Any] | None = field(default=None, repr=False)
     """(request, response) types the contract publishes for a handler that reads and answers plain JSON itself
     (the collector checks its feeds through these records, skipping a malformed batch entry instead of refusing
@@ -127,6 +131,7 @@ class Registry:
         published: tuple[Any, Any] | None = None,
         idempotent: bool = False,
         timeout: float | None = None,
+        deprecated: Deprecation | None = None,
         security: RequirementsSpec | None = None,
     ) -> Registration:
         """Register a handler; request and response types default to the handler's annotations.
@@ -136,6 +141,7 @@ class Registry:
         `success` names the statuses the handler answers on success (default `ok`), `failures` the failure
         statuses it may answer beyond the binding's own; both from the status table. `published` (request,
         response) types are what the contract shows when they differ from the plain JSON the handler takes.
+        `deprecated` marks the version deprecated: its answers carry `deprecation` and `sunset` headers.
         `idempotent` and `timeout` (seconds) are the topic options of DESIGN §14 (docs/runtime.md, "Resilience").
         `security` names who may call it (`[{"staff": ["patients:read"]}]`, `[]` public); None takes the
         service's default.
@@ -169,6 +175,8 @@ class Registry:
             published=published,
             idempotent=idempotent,
             timeout=timeout,
+            deprecated=deprecated,
+            answer_headers=deprecated.headers() if deprecated is not None else (),
             security=None if security is None else requirements(security),
         )
         existing = self._entries.get(key)

@@ -115,11 +115,15 @@ class Outcome:
     """JSON text of the payload on success, of the failure body `{status, detail}` otherwise; empty for 204."""
     version: str = ""
     """The version that was selected; echoed as `svc-version` when non-empty."""
+    fixed: tuple[tuple[str, str], ...] = ()
+    """The registration's own headers (a deprecated version's `deprecation` and `sunset`)."""
 
     def headers(self) -> dict[str, str]:
         headers = {"content-type": JSON_CONTENT_TYPE}
         if self.version:
             headers[VERSION_ECHO_HEADER] = self.version
+        if self.fixed:
+            headers.update(self.fixed)
         if self.result.headers:
             headers.update(self.result.headers)
         return headers

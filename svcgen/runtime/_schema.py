@@ -76,7 +76,7 @@ def definition_of(shape: Shape, refer: Refer | None = None) -> JsonSchema:
         case RecordShape(_, fields, description, meta):
             schema: JsonSchema = {
                 "type": "object",
-                "properties": {f.wire: _field_schema(f, refer) for f in fields},
+                "properties": {f.wire: field_schema(f, refer) for f in fields},
             }
             required = [f.wire for f in fields if f.required]
             if required:
@@ -100,7 +100,9 @@ def definition_of(shape: Shape, refer: Refer | None = None) -> JsonSchema:
     raise TypeError(f"unknown shape {shape!r}")
 
 
-def _field_schema(f: FieldShape, refer: Refer | None) -> JsonSchema:
+def field_schema(f: FieldShape, refer: Refer | None = None) -> JsonSchema:
+    """A record field's schema as its record's `properties` hold it (its published default included), so a query
+    or path parameter standing for the field says the same."""
     schema = schema_of_shape(f.shape, refer)
     if not isinstance(f.shape, ConstrainedShape) or f.required:
         return schema  # a field without contract details derives exactly the spec's row

@@ -187,7 +187,6 @@ class Guard:
         self.security = security
         self.realm = realm
         keys = api_keys or {}
-        self._now = now
         self._verifiers: dict[str, _Verifier] = {}
         self._jwks: list[_Jwks] = []
         for scheme in security.schemes:
@@ -201,7 +200,14 @@ class Guard:
                 self._verifiers[scheme.name] = _JwtVerifier(scheme, _StaticKey(scheme), now, remember_tokens)
         for name in keys.keys() - self._verifiers.keys():
             raise SecurityError(f"wiring.api_keys names {name!r}, which is not an apiKey scheme of the manifest")
-        self._challenges: dict[Requirements, tuple[str, str]] = {}
+
+    def check_registrations(self, registrations: Iterable[Registration]) -> None:
+        """SecurityError for a topic whose requirements name a scheme the declaration does not have."""
+        for registration in registrations:
+            for requirement in registration.security or ():
+                for name, _ in requirement:
+                    if name not in self._verifiers:
+                        raise SecurityError(f"{registration.key} requires scheme {name!r}, which is not declared")
 
     def load(self) -> Guard:
         """Read every key file now, so a missing or unreadable one stops the service at startup (SecurityError)."""
@@ -354,14 +360,18 @@ class _JwtVerifier(_Verifier):
         except SecurityError as error:
             logger.error("%s", error)
             raise _Refused("JWT verification is not installed") from None
-        try:
-            header = jwt.get_unverified_header(token)
-        except jwt.PyJWTError:
-            raise _Refused("malformed token") from None
-        if header.get("alg") not in self.algorithms:
-            raise _Refused("algorithm not accepted")
-        kid = header.get("kid")
-        key = await self.keys.key_for(token, kid if isinstance(kid, str) else None)
+        keys = self.keys
+        if isinstance(keys, _StaticKey):  # one key: no need to read the header first (decode checks `alg`)
+            key = await keys.key_for(token, None)
+        else:
+            try:
+                header = jwt.get_unverified_header(token)
+            except jwt.PyJWTError:
+                raise _Refused("malformed token") from None
+            if header.get("alg") not in self.algorithms:
+                raise _Refused("algorithm not accepted")
+            kid = header.get("kid")
+            key = await keys.key_for(token, kid if isinstance(kid, str) else None)
         try:
             claims = jwt.decode(
                 token, key, algorithms=self.algorithms, audience=self.audience, issuer=self.scheme.issuer,
@@ -377,6 +387,8 @@ class _JwtVerifier(_Verifier):
             raise _Refused("wrong audience") from None
         except jwt.InvalidSignatureError:
             raise _Refused("bad signature") from None
+        except jwt.InvalidAlgorithmError:
+            raise _Refused("algorithm not accepted") from None
         except jwt.MissingRequiredClaimError as error:
             raise _Refused(f"missing claim {error.claim}") from None
         except (jwt.PyJWTError, ValueError, TypeError):

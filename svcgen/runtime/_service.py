@@ -70,6 +70,8 @@ class Service:
         self.dependencies = dependencies or Dependencies()
         self.guard = Guard(security) if isinstance(security, Security) else security
         """Who may call each topic, checked before the pipeline runs; None: every topic is public."""
+        if self.guard is not None:
+            self.guard.check_registrations(registry)
         check = self.guard.health_check() if self.guard is not None else None
         if check is not None:
             health = health if health is not None else HealthChecks()
@@ -177,7 +179,9 @@ class Service:
                 await _close_scope(context)
         encoded = context.encoded
         if encoded is not None and encoded[0] is result:
-            return Outcome(result, encoded[1], registration.version if registration is not None else "")
+            if registration is None:
+                return Outcome(result, encoded[1])
+            return Outcome(result, encoded[1], registration.version, registration.answer_headers)
         return self._encode(result, registration, topic)
 
     async def invoke_envelope(
@@ -208,19 +212,20 @@ class Service:
         """The payload's JSON text for every transport alike; which answers carry no body is HTTP's business. The
         pipeline encodes a handler's success itself; this encodes what a middleware answered instead."""
         version = registration.version if registration is not None else ""
+        fixed = registration.answer_headers if registration is not None else ()
         if not result.is_successful:
-            return Outcome(result, orjson.dumps(result.failure_body()), version)
+            return Outcome(result, orjson.dumps(result.failure_body()), version, fixed)
         payload = result.payload
         if payload is None and result.status in st.PAYLOAD_OPTIONAL:
-            return Outcome(result, b"", version)
+            return Outcome(result, b"", version, fixed)
         encode = self._encoders.get(id(registration)) or self._encoder(registration)
         try:
             body = orjson.dumps(encode(payload))
         except Exception as exc:
             logger.error("response of %s does not encode: %s", topic, type(exc).__name__)
             failure = Result.unexpected_error(f"{topic} produced a response that could not be encoded")
-            return Outcome(failure, orjson.dumps(failure.failure_body()), version)
-        return Outcome(result, body, version)
+            return Outcome(failure, orjson.dumps(failure.failure_body()), version, fixed)
+        return Outcome(result, body, version, fixed)
 
     def _encoder(self, registration: Registration | None) -> Callable[[Any], Any]:
         """The response encoder of a registration, looked up once (by `id`: it lives as long as the registry)."""

@@ -57,6 +57,7 @@ QUERY_FLEET_TOPIC: Final = "svc:mesh:query:fleet"
 QUERY_SERVICE_TOPIC: Final = "svc:mesh:query:service"
 QUERY_TOPIC_TOPIC: Final = "svc:mesh:query:topic"
 QUERY_TRACE_TOPIC: Final = "svc:mesh:query:trace"
+QUERY_CONTRACT_TOPIC: Final = "svc:mesh:query:contract"
 UNKNOWN_TOPIC: Final = "svc:unknown"
 """Where an invocation of a topic the service does not have is counted (its issues, the collector's counters): one
 bucket per service, so callers cannot fill those tables with made-up names. The name stays in its trace event."""

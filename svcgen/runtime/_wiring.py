@@ -36,6 +36,8 @@ from ._retry import Retry, RetryingSender
 from ._security import Guard, Security, SecurityError
 
 TARGET_ENV_PREFIX = "SVCGEN_TARGET_"
+API_KEYS_ENV_PREFIX = "SVCGEN_API_KEYS_"
+"""`SVCGEN_API_KEYS_<SCHEME>="subject=key,subject=key"`: API keys of an apiKey scheme, beside `wiring.api_keys`."""
 NATS_ENV = "SVCGEN_NATS"
 """The NATS server to serve the topics on as well (`svcgen serve --nats URL` sets it); overrides `nats_url`."""
 NATS_SCHEMES = ("nats://", "tls://")
@@ -85,6 +87,17 @@ class TopicSenders:
             await sender.aclose()
 
 
+def _api_keys(variable: str, text: str) -> dict[str, str]:
+    """`subject=key,subject=key` → {key: subject}; a malformed entry is named by position, never shown."""
+    keys: dict[str, str] = {}
+    for number, entry in enumerate(text.split(","), 1):
+        subject, equals, key = entry.strip().partition("=")
+        if not equals or not subject.strip() or not key.strip():
+            raise WiringError(f"{variable}: entry {number} is not subject=key (entries are separated by commas)")
+        keys[key.strip()] = subject.strip()
+    return keys
+
+
 def target_variable(topic: str) -> str:
     """The environment variable that says where `topic` is sent: `payments:capture` → SVCGEN_TARGET_PAYMENTS_CAPTURE."""
     return TARGET_ENV_PREFIX + slug(topic).upper()
@@ -104,7 +117,8 @@ class Wiring:
     - `nats_connect`: opens a NATS connection (server URL → connection; default nats-py's); `nats` holds the
       process's connections, one per server, shared by the binding and the NATS senders.
     - `api_keys`: apiKey scheme name → {key: subject}, the keys callers may present (read them from the
-      environment or a secret store, never commit them). JWKS are fetched through `transport` too.
+      environment or a secret store, never commit them); `SVCGEN_API_KEYS_<SCHEME>` in `environ`
+      (`subject=key,subject=key`) adds to them. JWKS are fetched through `transport` too.
     - `credentials`: produced topic id → a `BearerToken` or `ApiKey` its calls carry.
     - `middleware`: pipeline middleware `(context, next)`, outermost first, after the mesh's own.
     - `asgi_middleware`: ASGI middleware around the whole app, outermost first: each is called with the app it
@@ -151,8 +165,13 @@ class Wiring:
     def guard(self, security: Security) -> Guard:
         """The enforcement of the manifest's `security` with this wiring's API keys; key files are read now, so
         a missing one stops the start with a WiringError naming it."""
+        keys = {name: dict(entries) for name, entries in self.api_keys.items()}
+        for scheme in security.schemes:
+            variable = API_KEYS_ENV_PREFIX + slug(scheme.name).upper()
+            if scheme.type == "apiKey" and self.environ.get(variable, "").strip():
+                keys.setdefault(scheme.name, {}).update(_api_keys(variable, self.environ[variable]))
         try:
-            return Guard(security, api_keys=self.api_keys, transport=self.transport).load()
+            return Guard(security, api_keys=keys, transport=self.transport).load()
         except SecurityError as error:
             raise WiringError(str(error)) from None
 

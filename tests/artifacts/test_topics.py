@@ -28,6 +28,10 @@ TOPIC_KEYS = {
     "requestSchema",
     "responseSchema",
     "schemaMismatch",
+    "compatibility",
+    "versionCompatibility",
+    "declaredSchemas",
+    "retire",
 }
 
 
@@ -88,7 +92,9 @@ def test_two_providers_agreeing_is_no_mismatch() -> None:
 def test_changes_only_present_on_a_changed_topic() -> None:
     topics = _topics()
     assert topics[("orders:place", "v2")]["changes"] == [
-        {"service": "orders", "at": "2026-11-22T10:03:00.000Z", "fields": ["requestSchema"]}
+        {"service": "orders", "at": "2026-11-22T10:03:00.000Z", "fields": ["requestSchema"],
+         "kind": "request-schema-changed",
+         "description": "orders re-registered orders:place@v2 with a different request schema"}
     ]
     assert "changes" not in topics[("orders:place", "v1")]
 
@@ -132,3 +138,39 @@ def test_malformed_topic_entries_are_skipped_and_schemas_default_open() -> None:
 def test_empty_snapshot_has_empty_arrays() -> None:
     document = build_topics(empty_snapshot(), generated_at=NOW)
     assert document == {"generatedAtUtc": NOW, "topics": [], "removedTopics": []}
+
+
+def test_each_version_is_judged_against_the_previous_one_by_the_diff_rules() -> None:
+    topics = _topics()
+    assert topics[("orders:place", "v1")]["compatibility"] == {"baselineVersion": None, "overall": "baseline",
+                                                               "changes": []}
+    v2 = topics[("orders:place", "v2")]["compatibility"]
+    assert (v2["baselineVersion"], v2["overall"]) == ("v1", "risky")  # v1 callers' `note` is ignored now
+    assert v2["changes"][0] == {
+        "kind": "request-property-removed", "direction": "request", "path": "request.note",
+        "description": "old callers still send the property; the service now ignores what they say",
+        "compatibility": "risky",
+    }
+    assert {change["kind"] for change in v2["changes"][1:]} == {"request-property-added-optional"}
+    assert topics[("orders:place", "v1")]["versionCompatibility"] == {"v2": "risky"}  # v2 callers gift and tags ignored
+    assert topics[("orders:place", "v2")]["versionCompatibility"] == {"v1": "risky"}
+    assert topics[("orders:get", "")]["versionCompatibility"] == {}
+
+
+def test_declared_schemas_list_every_current_copy_with_its_role() -> None:
+    capture = _topics()[("payments:capture", "")]
+    assert [(item["service"], item["role"]) for item in capture["declaredSchemas"]] == [
+        ("payments", "consumer"), ("payments-eu", "consumer"), ("orders", "producer")]
+    assert capture["declaredSchemas"][0]["requestSchema"] == CAPTURE_PAYMENT
+
+
+def test_a_version_nobody_declares_or_called_in_the_window_is_retire_ready() -> None:
+    topics = _topics()
+    assert topics[("orders:place", "v1")]["retire"] == {"ready": True, "producers": [], "lastInvokedAt": None,
+                                                        "windowSeconds": 7 * 86400}
+    assert topics[("orders:place", "v2")]["retire"]["ready"] is False  # called two minutes before NOW
+    assert topics[("orders:place", "v2")]["retire"]["lastInvokedAt"] == "2026-11-22T10:08:00.000Z"
+    assert topics[("payments:capture", "")]["retire"]["ready"] is False  # orders still sends it
+    later = build_topics(sample_snapshot(), generated_at="2026-12-22T10:00:00.000Z")["topics"]
+    (v2,) = [item for item in later if (item["topic"], item["version"]) == ("orders:place", "v2")]
+    assert v2["retire"]["ready"] is True  # a month later, that traffic is outside the window

@@ -169,12 +169,12 @@ def test_a_client_taken_from_the_owner_calls_it_with_its_types(tmp_path: Path) -
             transport = httpx.ASGITransport(app=ledger.create_app())
             sender = HttpSender("http://ledger/svc/invoke", transport=transport)
             async with clients_module.Clients(sender) as clients:
-                answers = [await clients.ledger_record_v1(models.Entry(amount=5, memo="m"))]
-                answers.append(await clients.ledger_record_v1(models.Entry(amount=0)))
+                answers = [await clients.ledger_record_v1(models.ledger_Entry(amount=5, memo="m"))]
+                answers.append(await clients.ledger_record_v1(models.ledger_Entry(amount=0)))
             await sender.aclose()
             return answers
 
         booked, refused = asyncio.run(scenario())
-    # The producer's Entry is the owner's, constraint and default included, and so its Receipt.
-    assert booked.status == "ok" and booked.payload == models.Receipt(entry_id="e-m", amount=5)
+    # The producer's ledger_Entry is the owner's Entry under its namespace, constraint and default included.
+    assert booked.status == "ok" and booked.payload == models.ledger_Receipt(entry_id="e-m", amount=5)
     assert refused.status == "validation-error" and "amount" in (refused.detail or "")

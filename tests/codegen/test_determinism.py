@@ -11,23 +11,23 @@ import pytest
 from svcgen.codegen import manifest_of
 from svcgen.codegen.files import HEADER_PREFIX
 from svcgen.codegen.ownership import RECORD
-from tests.support.codegen import EXAMPLES, REPO, build_example, manifest_path, tree
+from tests.support.codegen import ESTATE, EXAMPLES, REPO, build_example, manifest_path, tree
 
-# Prints a digest of every rendered file of every example, so runs can be compared as text.
+# Prints a digest of every rendered file of every example (the estate's three too), so runs compare as text.
 DIGEST = """
 import hashlib
 from pathlib import Path
 from svcgen.codegen import render_package
 from svcgen.manifest import load_manifest
 for example in {examples!r}:
-    for f in render_package(load_manifest(f"examples/manifests/{{example}}.yaml"), Path("out")):
+    for f in render_package(load_manifest(example), Path("out")):
         print(example, f.relpath, f.owner, hashlib.sha256(f.data).hexdigest())
 """
 
 
 def digest(seed: str) -> str:
     result = subprocess.run(
-        [sys.executable, "-c", DIGEST.format(examples=EXAMPLES)],
+        [sys.executable, "-c", DIGEST.format(examples=[manifest_path(e) for e in (*EXAMPLES, *ESTATE)])],
         cwd=REPO,
         env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"},
         capture_output=True,

@@ -1,4 +1,5 @@
-"""Each example builds to exactly the bytes in tests/golden/<example>/; `pytest --update-golden` rewrites them."""
+"""Each example builds to exactly the bytes in tests/golden/<example>/ (the estate's services in
+tests/golden/estate/<service>/); `pytest --update-golden` rewrites them."""
 
 from __future__ import annotations
 
@@ -7,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.codegen import EXAMPLES, GOLDEN, REPO, build_example, tree
+from tests.support.codegen import ESTATE, EXAMPLES, GOLDEN, REPO, build_example, tree
 
 
-@pytest.mark.parametrize("example", EXAMPLES)
+@pytest.mark.parametrize("example", [*EXAMPLES, *(f"estate/{service}" for service in ESTATE)])
 def test_build_matches_golden(
     example: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, update_golden: bool
 ) -> None:
     monkeypatch.chdir(REPO)
     # As `svcgen build examples/manifests/<example>.yaml -o tests/golden/<example>` would write it.
-    package_dir = build_example(example, tmp_path, named_from=GOLDEN / example)
+    package_dir = build_example(example.removeprefix("estate/"), tmp_path, named_from=GOLDEN / example)
     golden_dir = GOLDEN / example / package_dir.name
     built = tree(package_dir)
     if update_golden:

@@ -12,19 +12,20 @@ import pytest
 from svcgen.codegen.ownership import write_package
 from svcgen.codegen.render import render_package
 from svcgen.manifest import load_manifest
-from tests.support.codegen import EXAMPLES, REPO, build_example
+from tests.support.codegen import ESTATE, EXAMPLES, REPO, build_example
 
 EDGE = "tests/codegen/manifests/edge.yaml"
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
-    """Every example and the corner-case manifest, built side by side: (OUT, package names)."""
+    """Every example (the estate's three services too) and the corner-case manifest, built side by side: (OUT,
+    package names)."""
     out = tmp_path_factory.mktemp("quality")
     cwd = Path.cwd()
     os.chdir(REPO)
     try:
-        packages = [build_example(example, out).name for example in EXAMPLES]
+        packages = [build_example(example, out).name for example in (*EXAMPLES, *ESTATE)]
         edge = load_manifest(EDGE)
         write_package(render_package(edge, out), out / edge.package)
         packages.append(edge.package)

@@ -89,11 +89,12 @@ def test_generated_service_enforces_and_generated_clients_authenticate(
                     sender = outbound.sender(["patients:get", "results:record"])
                     clients = clients_module.Clients(sender)
                     try:
-                        answers = [await clients.patients_get(models.PatientRef(patient_id="p")) for _ in range(3)]
-                        lab = models.LabResult(patient_id="p", test="hb", value=13.5)
+                        ref = models.clinic_PatientRef(patient_id="p")  # clinic's type, under its namespace
+                        answers = [await clients.patients_get(ref) for _ in range(3)]
+                        lab = models.clinic_LabResult(patient_id="p", test="hb", value=13.5)
                         answers.append(await clients.results_record(lab))
                         bare = clients_module.Clients(f"{url}/svc/invoke")
-                        answers.append(await bare.patients_get(models.PatientRef(patient_id="p")))
+                        answers.append(await bare.patients_get(ref))
                         await bare.aclose()
                         return [answer.status for answer in answers]
                     finally:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from svcgen.collector import CollectorLimits
+from svcgen.collector.artifacts import build_windows
 from svcgen.collector.buckets import BINS, SERIES_BYTES, BucketBook, Figures, MinuteReader, parse_window
+from svcgen.runtime._mesh.clock import rfc3339
 from tests.support.feeds import Clock, collector, event, ok
 
 MINUTE0 = 29_000_000
@@ -138,3 +140,19 @@ def test_window_queries_count_what_the_store_newly_accepted_once() -> None:
     assert ok(c.query_topic({"topic": "orders:get", "window": "1h"}))["window"]["invocations"] == 0
     assert ok(c.query_topic({"topic": "orders:get", "window": "24h"}))["window"]["invocations"] == 40
     assert c.query_topic({"topic": "orders:get", "window": "7d"}).status == "bad-request"
+
+
+def test_windows_json_is_the_same_from_a_running_collector_and_from_its_stored_snapshot() -> None:
+    clock = Clock()
+    c = collector(clock=clock)
+    for minute in range(90):  # an hour and a half: some minutes folded into ten-minute periods already
+        c.traces({"events": [{**event(minute * 10 + n, status="timeout" if n == 3 else "ok", duration=float(n + 1)),
+                              "startedAt": rfc3339(clock.now - (89 - minute) * 60)} for n in range(4)]})  # fmt: skip
+    live = build_windows(c.artifact_snapshot(), generated_at="x")
+    stored = build_windows(c.snapshot(), generated_at="x")
+    assert live == stored
+    day = {row["topic"]: row for row in live["windows"]["24h"]["topics"]}["orders:get"]
+    hour = {row["topic"]: row for row in live["windows"]["1h"]["topics"]}["orders:get"]
+    assert (day["invocations"], day["errors"]) == (360, 90)
+    assert (hour["invocations"], hour["errors"]) == (240, 60)
+    assert sum(hour["sparkline"]["calls"]) == 240 and sum(day["sparkline"]["errors"]) == 90

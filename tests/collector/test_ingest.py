@@ -161,3 +161,19 @@ def test_times_outside_years_0001_to_9999_utc_are_never_acknowledged() -> None:
     assert ok(c.query_topic({"topic": "orders:get"}))["versions"][0]["lastInvokedAt"] == "9999-12-31T23:59:59.000Z"
     refused = c.heartbeat({**heartbeat("orders"), "sentAt": edges[1]})
     assert refused.status == "bad-request"
+
+
+@pytest.mark.usefixtures("any_store")
+def test_names_with_bidirectional_overrides_never_reach_the_dashboard() -> None:
+    """Issue 31: a right-to-left override in a name made the dashboard show it reversed ("payments" spoofed by
+    "stnemyap" + U+202E). The feeds carry no bidirectional override or isolate: such an entry is skipped, such a
+    register refused, so every name the dashboard shows reads as it is stored."""
+    c = collector()
+    spoof = "orders\u202egnp.exe"
+    events = [event(1), {**event(2), "service": spoof}, {**event(3), "topic": "orders:\u2066get"}]
+    assert ok(c.traces({"events": events})) == {"accepted": 1}
+    refused = c.register(descriptor(spoof))
+    assert refused.status == "bad-request" and "service" in (refused.detail or "")
+    fleet = ok(c.query_fleet())
+    assert [entry["service"] for entry in fleet["services"]] == ["orders"]
+    assert fleet["dropped"]["skipped"] == 2

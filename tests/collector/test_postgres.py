@@ -141,11 +141,13 @@ def test_an_event_within_every_limit_fits_the_indexes(postgres_url: str) -> None
     c = collector(PostgresStore(postgres_url))
     wide = "\U0001f600" * 256  # 1,024 bytes of UTF-8
     long_event = {**event(1), "service": wide, "topic": wide, "topicVersion": wide, "instanceId": wide,
-                  "traceId": wide, "spanId": "\U0001f601" * 256, "parentSpanId": wide}  # fmt: skip
+                  "traceId": wide, "spanId": "\U0001f601" * 256, "parentSpanId": wide, "transport": wide,
+                  "startedAt": "2027-01-15T08:00:00.000Z"}  # fmt: skip
     assert ok(c.traces({"events": [long_event, event(2)]})) == {"accepted": 2}
     assert c.store_problem is None
     assert ok(c.query_topic({"topic": wide}))["invocations"] == 1
     assert ok(c.query_trace({"traceId": wide}))["events"][0]["topicVersion"] == wide
+    assert ok(c.query_fleet())["dropped"]["skipped"] == 0  # stored whole: counters and time buckets keyed by hash
     c.flush()
 
 

@@ -116,7 +116,9 @@ def test_one_schema_change_is_recorded_once() -> None:
     assert [(change["topic"], change["at"]) for change in entry["changes"]] == [
         ("orders:get", "2027-01-15T08:00:30.000Z")]
     (listed,) = build_topics(c.snapshot(), generated_at="x")["topics"]
-    assert listed["changes"] == [{"service": "orders", "at": "2027-01-15T08:00:30.000Z", "fields": ["requestSchema"]}]
+    assert listed["changes"] == [{"service": "orders", "at": "2027-01-15T08:00:30.000Z", "fields": ["requestSchema"],
+                                  "kind": "request-schema-changed",
+                                  "description": "orders re-registered orders:get with a different request schema"}]
     # Two instances of one serviceVersion disagreeing (a rolling deploy) flip the descriptor back and forth:
     # no new schema, no new change. A schema never seen before is.
     c.register(descriptor(topics=[old]))

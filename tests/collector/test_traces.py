@@ -107,6 +107,19 @@ def test_counters_are_held_against_the_descriptor_whatever_the_reporter_sends() 
 
 
 @pytest.mark.usefixtures("any_store")
+def test_a_service_never_described_is_counted_under_a_bounded_number_of_names() -> None:
+    """The same hole before a service registers: once it is counted under `undescribed_topics` names, further
+    made-up names go to the bucket, the names it had keep counting."""
+    c = collector(limits=CollectorLimits(undescribed_topics=5))
+    first = [{**event(n), "topic": f"t{n}"} for n in range(5)]
+    assert ok(c.traces({"events": first})) == {"accepted": 5}
+    more = [{**event(10 + n), "topic": f"t{n}"} for n in range(10)]  # t0..t4 again, t5..t9 new
+    assert ok(c.traces({"events": more})) == {"accepted": 10}
+    counted = {counter["topic"]: counter["count"] for counter in c.snapshot()["counters"]}
+    assert counted == {"t0": 2, "t1": 2, "t2": 2, "t3": 2, "t4": 2, UNKNOWN_TOPIC: 5}
+
+
+@pytest.mark.usefixtures("any_store")
 def test_server_side_failures_and_client_answers_are_counted_apart_on_edges_topics_and_topology() -> None:
     c = collector()
     calls = [("ok", 1), ("not-found", 2), ("not-found", 3), ("validation-error", 4), ("service-unavailable", 5),

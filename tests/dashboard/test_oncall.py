@@ -6,6 +6,8 @@ screenshots of the last run are kept in tests/dashboard/screenshots/ (git-ignore
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -186,6 +188,11 @@ def test_the_on_call_view_puts_what_needs_a_person_first_and_every_view_renders(
     assert [(row.attrs["data-span"], row.attrs["data-depth"]) for row in rows_] == [("1" * 16, "0"), ("2" * 16, "1")]
     assert "exception TimeoutError" in ordered.by_id("trace").text() and "via nats" in ordered.by_id("trace").text()
 
+    # The service's own log line about the raising handler carries the trace and span ids of its invocation.
+    log = (tmp_path / "mesh" / "shelf.log").read_text().splitlines()
+    raised = [line for line in log if "raised LookupError" in line]
+    assert raised and all(re.search(r" trace=[0-9a-f]{32} span=[0-9a-f]{16}$", line) for line in raised), raised
+
     # usage.json says what carried the calls.
     assert {entry["transport"] for entry in usage["entries"] if entry["service"] == "shelf"} == {"http"}
     for name in ("problems-first", "filtered-5m-shelf", "classification-client", "trace-does-not-fit",
@@ -204,3 +211,27 @@ def test_an_unlocked_collector_says_so_on_the_dashboard(tmp_path: Path) -> None:
         dom = parse_dom(chromium_dump_dom(base + "/", tmp_path / "chromium", SCREENSHOTS / "unlocked.png"))
     notice = dom.by_id("lock-notice")
     assert "hidden" not in notice.attrs and "Collector unlocked" in notice.text()
+
+
+def test_problems_from_written_artifacts_dead_letters_in_the_window_only(tmp_path: Path) -> None:
+    from tests.dashboard.test_dashboard import render, write_fixture_artifacts
+
+    def write(target: Path) -> None:
+        write_fixture_artifacts(target)
+        issues = json.loads((target / "issues.json").read_text())
+        dead = {**issues["issues"][0], "classification": "dead-letter", "topic": "orders:placed", "count": 4,
+                "exceptionType": None, "status": "unexpected-error"}  # fmt: skip
+        recent = {**dead, "fingerprint": "d" * 32, "lastSeen": "2024-05-01T11:50:00Z"}
+        old = {**dead, "fingerprint": "e" * 32, "topic": "orders:old", "lastSeen": "2024-04-01T00:00:00Z"}
+        issues["issues"] += [recent, old]
+        (target / "issues.json").write_text(json.dumps(issues))
+
+    rendered = render(tmp_path, write)
+    assert (rendered.state(), rendered.errors()) == ("ready", [])
+    found = problems(rendered.dom)
+    (dead_letter,) = found["dead-letter"]  # the one from before the window is not a problem now
+    assert dead_letter == "dead-letterdead letters on orders:placed [v2]: 4 (last 2024-05-01T11:50:00Z)issues"
+    assert any("inventory" in text for text in found["unreachable"])
+    assert any("payments is unhealthy" in text for text in found["unhealthy"])
+    assert any("payments:charge" in text and "3 server-side failure(s)" in text for text in found["failures"])
+    assert not any("orders:get" in text for texts in found.values() for text in texts)  # 4xx only: not a problem

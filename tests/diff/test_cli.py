@@ -4,6 +4,7 @@ file, the JSON output, REV:PATH from git, and clean one-line errors."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -62,10 +63,10 @@ def test_a_breaking_change_fails_with_the_gate_and_its_fix(tmp_path: Path) -> No
     result = run("diff", *pair(tmp_path, V1, BREAKING))
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
-    assert lines[0] == (
+    assert re.fullmatch(re.escape(
         "error: orders:place@v1: topic-version-not-bumped: breaking change inside a published version: "
         "orders:place@v1.request.couponCode; fix: add orders:place version v2 with the new contract and keep "
-        "version v1 as it was")
+        "version v1 as it was") + r" \[[0-9a-f]{16}\]", lines[0])  # the fingerprint, for an approvals file
     assert lines[1].startswith("error: orders:place@v1.request.couponCode: request-property-added-required (none → "
                                "string): ")
     assert lines[-1] == "2 contract changes: 2 errors, 0 warnings, 0 infos; breaking"
@@ -123,12 +124,14 @@ def test_json_output_has_a_stable_shape(tmp_path: Path) -> None:
     assert list(document) == ["findings", "summary"]
     assert document["summary"] == {"error": 2, "warning": 0, "info": 0, "breaking": True}
     gate, added = document["findings"]
-    assert list(added) == ["rule", "level", "direction", "path", "old", "new", "why", "fix"]
+    assert list(added) == ["rule", "level", "direction", "path", "old", "new", "why", "fix", "fingerprint", "accepted"]
     assert added == {
         "rule": "request-property-added-required", "level": "error", "direction": "request",
         "path": "orders:place@v1.request.couponCode", "old": None, "new": "string",
         "why": "old callers do not send the new property, so their requests are refused", "fix": None,
+        "fingerprint": added["fingerprint"], "accepted": False,
     }
+    assert re.fullmatch(r"[0-9a-f]{16}", added["fingerprint"]) and added["fingerprint"] != gate["fingerprint"]
     assert (gate["rule"], gate["direction"], gate["path"]) == ("topic-version-not-bumped", "topic", "orders:place@v1")
     assert gate["fix"] == "add orders:place version v2 with the new contract and keep version v1 as it was"
 

@@ -16,6 +16,8 @@ import pytest
 
 from svcgen.codegen.ownership import write_package
 from svcgen.codegen.render import render_package
+from svcgen.collector import Collector
+from svcgen.collector.artifacts import build_topology
 from svcgen.manifest import load_manifest
 from svcgen.runtime import HandlerBindingError, MeshHost, MeshSettings, Result, Wiring, WiringError
 from tests.events.harness import cleanup, wait_for
@@ -81,16 +83,21 @@ async def handle(event: int, context: Context) -> Result[None]:
 
 
 class Recorder:
+    """Keeps what the reporters send, and hands it to a real collector too."""
+
     def __init__(self) -> None:
         self.events: list[dict[str, Any]] = []
         self.issues: list[dict[str, Any]] = []
+        self.collector = Collector()
 
     async def send(self, topic: str, payload: Any = None, headers: Any = None) -> Result[Any]:
         if topic == "svc:mesh:traces":
             self.events.extend(payload["events"])
         if topic == "svc:mesh:issues":
             self.issues.extend(payload["issues"])
-        return Result.ok({"accepted": 1})
+        feeds = {"svc:mesh:register": self.collector.register, "svc:mesh:heartbeat": self.collector.heartbeat,
+                 "svc:mesh:traces": self.collector.traces, "svc:mesh:issues": self.collector.issues}  # fmt: skip
+        return feeds[topic](payload)
 
 
 def build(tmp_path: Path, pub: str, sub: str) -> tuple[str, str]:
@@ -102,7 +109,11 @@ def build(tmp_path: Path, pub: str, sub: str) -> tuple[str, str]:
         write_package(render_package(model, tmp_path), tmp_path / model.package)
         packages.append(model.package)
     (tmp_path / packages[0] / "handlers" / "bookings_book.py").write_text(BOOK)
-    (tmp_path / packages[1] / "handlers" / "on_bookings_booked.py").write_text(ON_BOOKED)
+    # The subscriber reaches the publisher's Booked under the publisher's namespace (its service name).
+    namespaced = f"from ..models import {pub.replace('-', '_')}_Booked as Booked"
+    (tmp_path / packages[1] / "handlers" / "on_bookings_booked.py").write_text(
+        ON_BOOKED.replace("from ..models import Booked", namespaced)
+    )
     return packages[0], packages[1]
 
 
@@ -153,6 +164,9 @@ def test_a_generated_publisher_and_subscriber_over_jetstream(tmp_path: Path, nat
         assert delivery["parentSpanId"] == by_trace[delivery["traceId"]]
     [issue] = [issue for issue in recorder.issues if issue["classification"] == "dead-letter"]
     assert issue["topic"] == "bookings:booked" and issue["service"] == sub and issue["count"] == 1
+    # The collector draws the hop as a publisher → subscriber edge of its topology.
+    edges = build_topology(recorder.collector.artifact_snapshot(), generated_at="2026-11-26T00:00:00Z")["edges"]
+    assert [(edge["client"], edge["server"]) for edge in edges] == [(pub, sub)]
 
 
 def test_a_subscriber_without_nats_refuses_to_start_with_one_line(tmp_path: Path) -> None:

@@ -11,8 +11,7 @@ import orjson
 import pytest
 
 from svcgen.deadletters import dead_letters, replay
-from svcgen.runtime import Context, Delivery, Result, Wiring, WiringError
-from svcgen.runtime._events import Subscriptions
+from svcgen.runtime import Context, Delivery, Result, Subscriptions, Wiring, WiringError
 from tests.events.harness import (
     Placed,
     cleanup,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from svcgen.manifest import ManifestError, load_manifest
+from svcgen.manifest import ManifestError, load_manifest, load_manifest_with_warnings
 from svcgen.manifest.model import Manifest
 from svcgen.manifest.typeexpr import parse_type
 from tests.support.manifests import MINIMAL
@@ -71,33 +71,44 @@ def test_the_entry_takes_the_owners_topic_version_and_the_types_it_reaches(tmp_p
     model: Manifest = load_manifest(write(tmp_path).as_posix())
     (produced,) = model.produces
     assert (produced.id, produced.version) == ("payments:capture", "v1")  # the owner's only version
-    assert (produced.request, produced.response) == (parse_type("CapturePayment"), parse_type("Capture"))
-    assert [record.name for record in model.types] == ["Order", "Money", "CapturePayment", "Capture"]
-    assert [enum.name for enum in model.enums] == ["CaptureStatus"]
-    assert next(r for r in model.types if r.name == "Money").fields[0].contract == {"minimum": 0}
-
-
-def test_an_identical_local_type_is_the_same_type(tmp_path: Path) -> None:
-    local = "  Money:\n    fields:\n      amountMinor: {type: integer, minimum: 0}\n"
-    model = load_manifest(write(tmp_path, local=local).as_posix())
-    assert [record.name for record in model.types] == ["Order", "Money", "CapturePayment", "Capture"]
-
-
-def test_a_different_local_type_of_the_same_name_is_an_error_naming_both(tmp_path: Path) -> None:
-    local = "  Money:\n    fields:\n      amountMinor: integer\n"
-    path = write(tmp_path, local=local)
-    assert errors_of(path) == [
-        f"{path.as_posix()}:7:3: type 'Money' differs from the 'Money' that produces entry payments:capture takes "
-        f"from {tmp_path.as_posix()}/payments/payments.yaml "
-        f"({tmp_path.as_posix()}/payments/payments.yaml:7:3); remove the local type to use the "
-        "owner's, or rename it"
+    # Under the owner's namespace (its service name): payments.CapturePayment is payments_CapturePayment.
+    assert (produced.request, produced.response) == (
+        parse_type("payments_CapturePayment"),
+        parse_type("payments_Capture"),
+    )
+    assert [record.name for record in model.types] == [
+        "Order", "payments_CapturePayment", "payments_Money", "payments_Capture"
     ]
+    assert [enum.name for enum in model.enums] == ["payments_CaptureStatus"]
+    assert next(r for r in model.types if r.name == "payments_Money").fields[0].contract == {"minimum": 0}
 
 
-def test_a_local_record_named_like_a_provided_enum_clashes(tmp_path: Path) -> None:
-    local = "  CaptureStatus:\n    fields:\n      code: string\n"
-    (error,) = errors_of(write(tmp_path, local=local))
-    assert ":7:3: type 'CaptureStatus' differs from the 'CaptureStatus' that produces entry" in error
+def test_a_local_type_of_the_owners_name_lives_apart_from_it(tmp_path: Path) -> None:
+    local = "  Money:\n    fields:\n      amountMinor: integer\n"
+    text = write(tmp_path, local=local).read_text().replace("total: integer", "total: Money")
+    path = tmp_path / "orders" / "orders.yaml"
+    path.write_text(text, encoding="utf-8")
+    loaded = load_manifest_with_warnings(path.as_posix())
+    model = loaded.manifest
+    names = [record.name for record in model.types]
+    assert "Money" in names and "payments_Money" in names
+    # The copy is a type of its own; the warning names the first difference, with both values, and the way out.
+    assert (
+        "warning: type 'Money' is not payments.Money: they differ first at fields[amountMinor].contract.minimum "
+        "(absent here, 0 in payments); use payments.Money to take the owner's, or rename this one"
+    ) in [str(w).split(": ", 1)[1] for w in loaded.warnings]
+    local_money = next(r for r in model.types if r.name == "Money")
+    assert local_money.fields[0].contract == {}
+
+
+def test_a_local_type_may_use_the_owners_types_by_namespace(tmp_path: Path) -> None:
+    local = "  Refund:\n    fields:\n      amount: payments.Money\n      status: payments.CaptureStatus\n"
+    text = write(tmp_path, local=local).read_text()
+    path = tmp_path / "orders" / "orders.yaml"
+    path.write_text(text.replace("response: Order\n", "response: Refund\n", 1), encoding="utf-8")
+    model = load_manifest(path.as_posix())
+    refund = next(r for r in model.types if r.name == "Refund")
+    assert [str(f.type) for f in refund.fields] == ["payments_Money", "payments_CaptureStatus"]
 
 
 def test_a_missing_owner_file_is_one_error_at_from(tmp_path: Path) -> None:
@@ -169,7 +180,7 @@ def test_a_from_cycle_is_an_error_not_a_recursion(tmp_path: Path) -> None:
         PAYMENTS + "produces:\n  - id: orders:get\n    from: ../orders/orders.yaml\n", encoding="utf-8"
     )
     (error,) = errors_of(path)
-    assert "a from: cycle" in error
+    assert "an imports or from: cycle" in error
 
 
 def test_an_entry_taking_the_owners_version_repeats_one_that_names_it(tmp_path: Path) -> None:
@@ -217,7 +228,7 @@ def test_a_chain_of_four_owners_loads_each_manifest_once(tmp_path: Path, reads: 
     model = load_manifest(tmp_path / "s0.yaml")
     assert sorted(reads) == ["s0.yaml", "s1.yaml", "s2.yaml", "s3.yaml", "s4.yaml"]
     assert [topic.id for topic in model.produces] == ["s1:get"]
-    assert [record.name for record in model.types] == ["Thing0", "Thing1"]
+    assert [record.name for record in model.types] == ["Thing0", "s1_Thing1"]  # under the owner's namespace
 
 
 def test_an_owner_two_entries_name_and_a_schema_file_are_read_once(tmp_path: Path, reads: list[str]) -> None:
@@ -239,3 +250,14 @@ def test_an_owner_two_entries_name_and_a_schema_file_are_read_once(tmp_path: Pat
     taken = [(topic.id, topic.version) for topic in model.produces]
     assert taken == [("payments:capture", "v1"), ("payments:refund", "v2")]
     assert "Note" in {record.name for record in model.types}
+
+
+def test_an_identical_local_copy_warns_that_it_repeats_the_owners_type(tmp_path: Path) -> None:
+    local = "  Money:\n    fields:\n      amountMinor: {type: integer, minimum: 0}\n"
+    text = write(tmp_path, local=local).read_text()
+    path = tmp_path / "orders" / "orders.yaml"
+    path.write_text(text.replace("response: Order\n", "response: Money\n", 1), encoding="utf-8")
+    warnings = [str(w).split(": ", 1)[1] for w in load_manifest_with_warnings(path.as_posix()).warnings]
+    assert warnings == [
+        "warning: type 'Money' repeats payments.Money; they are two types: use payments.Money and remove this copy"
+    ]

@@ -31,8 +31,8 @@ def test_unknown_key_in_topic_points_at_the_key() -> None:
 def test_unknown_key_without_a_close_match_lists_the_allowed_keys() -> None:
     text = MINIMAL.replace("    request: Order\n", "    zzz: 1\n    request: Order\n")
     assert errors(text) == [
-        "m.yaml:9:5: unknown key 'zzz' in topic; allowed keys: id, version, summary, request, response, idempotent, "
-        "timeout, success, failures, routes, security"
+        "m.yaml:9:5: unknown key 'zzz' in topic; allowed keys: id, version, versions, summary, request, response, "
+        "idempotent, timeout, success, failures, routes, security, deprecated"
     ]
 
 
@@ -135,7 +135,7 @@ def test_a_type_has_fields_or_json_schema_not_both() -> None:
     text = MINIMAL.replace("  Order:\n", "  Both:\n    jsonSchema: o.json\n    fields: {}\n  Nothing: {}\n  Order:\n")
     assert errors(text) == [
         "m.yaml:4:3: type 'Both' has both 'fields' and 'jsonSchema'; keep only one",
-        "m.yaml:7:3: type 'Nothing' needs 'fields' or 'jsonSchema'",
+        "m.yaml:7:3: type 'Nothing' needs 'fields', 'extends' or 'jsonSchema'",
     ]
 
 

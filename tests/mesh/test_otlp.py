@@ -121,6 +121,25 @@ def test_the_topic_version_is_an_attribute() -> None:
     assert placed.attributes["svc.status"] == "created"
 
 
+def test_a_topic_the_service_does_not_have_is_one_span_name_whatever_the_caller_sent() -> None:
+    """Issue 31's cardinality, for OTLP backends: made-up topics are named `svc:unknown` (the called topic stays in
+    `svc.topic`), so a caller cannot fill a tracing backend with span names."""
+    with otlp_receiver() as receiver:
+        exporter = OtlpExporter(receiver.url + "/v1/traces", IDENTITY, cap=100)
+
+        async def scenario() -> None:
+            traced = traced_service(exporter=exporter)
+            for n in range(3):
+                await traced.service.invoke(Invocation(f"junk:{n}", body="{}"))
+            await exporter.stop()
+
+        run(scenario)
+        spans = receiver.spans
+    assert {span.span.name for span in spans} == {"orders/svc:unknown"}
+    assert {span.attributes["rpc.method"] for span in spans} == {"svc:unknown"}
+    assert [span.attributes["svc.topic"] for span in spans] == ["junk:0", "junk:1", "junk:2"]
+
+
 def test_with_the_receiver_down_requests_succeed_and_every_span_is_counted_and_logged_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

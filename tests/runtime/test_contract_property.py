@@ -1,6 +1,7 @@
 """The runtime and the published contract never disagree: for random constrained types and random JSON values,
 the codec accepts a value exactly when jsonschema (Draft 2020-12, with its format checker) accepts it against the
-schema derived from the same type.
+schema derived from the same type: hand-written types, and records a manifest composes (extends, omit, partial),
+applies (a generic record) and closes.
 
 Two formats have no usable checker in jsonschema here: `email` only looks for an '@', and `uri` needs a package
 svcgen does not install. For those the checker is given svcgen's documented rule (docs/manifest.md, Formats), so
@@ -12,14 +13,20 @@ from __future__ import annotations
 
 import enum
 import math
+import sys
+import types as pytypes
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator, FormatChecker  # type: ignore[import-untyped,unused-ignore]
 
+from svcgen.codegen.render import render_package
+from svcgen.manifest import load_manifest_text
 from svcgen.runtime import DecodeError, Meta, codec_for
 from svcgen.runtime._codec import is_email, is_uri
 from svcgen.runtime._meta import FORMATS
@@ -161,3 +168,78 @@ class Closed:
 @given(st.dictionaries(st.sampled_from(["a", "b", "c", "postal_code"]), json_scalars, max_size=4))
 def test_closed_records_agree(value: dict[str, Any]) -> None:
     agree(Closed, value)
+
+
+# -- types for an estate: composed, generic and closed records built from a manifest ---------------------------
+
+ESTATE_SCALARS = ["string", "integer", "boolean", "string?", "float", "list[integer]"]
+ESTATE_FIELDS = ["sku", "count", "note", "tags"]
+
+
+def _estate_module(document: dict[str, Any]) -> Any:
+    """The models.py a manifest builds, run: its classes by name."""
+    manifest = load_manifest_text(yaml.safe_dump(document, sort_keys=False), "estate.yaml")
+    source = next(file.text for file in render_package(manifest, Path(".")) if file.relpath == "models.py")
+    module = pytypes.ModuleType("_estate_models")
+    sys.modules[module.__name__] = module  # dataclasses resolve annotations through it
+    exec(compile(source, "<estate models.py>", "exec"), module.__dict__)
+    return module
+
+
+@st.composite
+def estate_manifests(draw: st.DrawFn) -> dict[str, Any]:
+    """A base record, a record composing it (extends, omit, partial, own fields), and a generic page of the base;
+    closed per record or by the manifest default."""
+    base_fields = {
+        name: draw(st.sampled_from(ESTATE_SCALARS))
+        for name in draw(st.lists(st.sampled_from(ESTATE_FIELDS), min_size=1, max_size=4, unique=True))
+    }
+    base: dict[str, Any] = {"fields": base_fields}
+    if draw(st.booleans()):
+        base["fields"]["count"] = {"type": "integer", "minimum": 0, "default": 1}
+    closed = st.sampled_from([None, True, False])
+    if (choice := draw(closed)) is not None:
+        base["closed"] = choice
+    derived: dict[str, Any] = {"extends": ["Base"], "fields": {"extra": draw(st.sampled_from(ESTATE_SCALARS))}}
+    omit = draw(st.lists(st.sampled_from(sorted(base["fields"])), max_size=1, unique=True))
+    if omit:
+        derived["omit"] = omit
+    if draw(st.booleans()):
+        derived["partial"] = True
+    if (choice := draw(closed)) is not None:
+        derived["closed"] = choice
+    page = {"params": ["T"], "fields": {"items": "list[T]", "next": "string?"}}
+    document: dict[str, Any] = {"svcgen": 1, "service": "estate"}
+    if draw(st.booleans()):
+        document["closed"] = True
+    document["types"] = {"Base": base, "Derived": derived, "Page": page}
+    document["topics"] = [
+        {"id": "estate:derived", "request": "Derived", "response": "any"},
+        {"id": "estate:page", "request": "Page[Base]", "response": "any"},
+    ]
+    return document
+
+
+estate_values = st.dictionaries(
+    st.sampled_from([*ESTATE_FIELDS, "extra", "unknown"]),
+    json_scalars | st.lists(integers, max_size=2),
+    max_size=5,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(estate_manifests(), st.lists(estate_values, min_size=1, max_size=4), st.data())
+def test_composed_generic_and_closed_records_agree(
+    document: dict[str, Any], values: list[dict[str, Any]], data: st.DataObject
+) -> None:
+    """The codec of a composed, generic or closed record accepts exactly what its derived schema accepts."""
+    module = _estate_module(document)
+    derived = document["types"]["Derived"]
+    closed = derived.get("closed", document.get("closed", False))
+    assert (schema_of(module.Derived).get("additionalProperties") is False) == closed
+    for value in values:
+        agree(module.Derived, value)
+        page: dict[str, Any] = {"items": data.draw(st.lists(estate_values, max_size=2))}
+        if data.draw(st.booleans()):
+            page["unknown"] = 1
+        agree(module.Page_Base, page)

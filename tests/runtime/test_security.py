@@ -17,16 +17,30 @@ from svcgen.runtime import (
     ApiKeyScheme,
     BearerToken,
     Guard,
+    Identity,
     JwtScheme,
     Principal,
+    Registry,
     Result,
     Security,
     SecurityError,
+    Service,
     Wiring,
     WiringError,
 )
 from svcgen.runtime._credentials import SenderWithCredentials
-from tests.support.security import AUDIENCE, ISSUER, jwks_of, public_pem, rsa_key, staff_scheme, token
+from tests.support.security import (
+    AUDIENCE,
+    ISSUER,
+    hs256_with_public_key,
+    jwks_of,
+    public_pem,
+    rsa_key,
+    staff_scheme,
+    tampered,
+    token,
+    unsigned,
+)
 
 SECRET = b"s3cret-that-is-long-enough-for-hs256-!!"
 
@@ -63,6 +77,9 @@ def test_pem_public_key_file_and_startup_errors(tmp_path: Path) -> None:
     pem.write_bytes(public_pem(key))
     guard = Guard(Security.declare([staff_scheme(key=str(pem))], default=["staff"])).load()
     assert isinstance(run(guard.check(guard.security.default, bearer(token(key)))), Principal)
+    for hostile in (hs256_with_public_key(key), unsigned(), token(rsa_key()), tampered(token(key))):
+        refused = run(guard.check(guard.security.default, bearer(hostile)))
+        assert isinstance(refused, Result) and refused.status == "unauthorized"
     missing = Security.declare([staff_scheme(key=str(tmp_path / "nope.pem"))])
     with pytest.raises(SecurityError, match=r"nope\.pem cannot be read"):
         Guard(missing).load()
@@ -250,3 +267,26 @@ def test_without_the_jwt_extra_the_start_says_what_to_install(monkeypatch: pytes
     assert answer.status == "unauthorized"
     api_only = Security.declare([ApiKeyScheme("partner")], default=["partner"])
     Wiring(environ={}).guard(api_only)  # API-key schemes need nothing more
+
+
+def test_api_keys_from_the_environment_add_to_the_wiring() -> None:
+    security = Security.declare([ApiKeyScheme("lab-partner")], default=["lab-partner"])
+    wiring = Wiring(environ={"SVCGEN_API_KEYS_LAB_PARTNER": "acme=k-1==, beta=k-2"})
+    wiring.api_keys["lab-partner"] = {"k-0": "gamma"}
+    guard = wiring.guard(security)
+    for key, subject in (("k-0", "gamma"), ("k-1==", "acme"), ("k-2", "beta")):
+        assert run(guard.check(guard.security.default, {"x-api-key": key})) == Principal("lab-partner", subject)
+    broken = Wiring(environ={"SVCGEN_API_KEYS_LAB_PARTNER": "acme=k-1,secret-without-subject"})
+    with pytest.raises(WiringError, match="entry 2 is not subject=key") as raised:
+        broken.guard(security)
+    assert "secret-without-subject" not in str(raised.value)
+
+
+def test_a_topic_naming_an_undeclared_scheme_stops_the_start() -> None:
+    async def handle(request: dict[str, Any], context: Any) -> Result[dict[str, Any]]:
+        return Result.ok({})
+
+    registry = Registry()
+    registry.add("a:b", handle, security=["staf"])
+    with pytest.raises(SecurityError, match="requires scheme 'staf'"):
+        Service(Identity("s"), registry, security=Security.declare([ApiKeyScheme("staff")]))

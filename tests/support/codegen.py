@@ -17,12 +17,17 @@ from svcgen.manifest import load_manifest
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "tests" / "golden"
 EXAMPLES = ("bookings", "clinic", "inventory", "notifications", "orders", "payments")
+ESTATE = ("patients", "billing", "appointments")
+"""examples/estate/<service>/<service>.yaml: three services whose types cross by `imports:` (built into
+tests/golden/estate/<service>/)."""
 CLI = "from svcgen.cli import main; main()"
 _TOOL_DIRS = frozenset({"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
 
 
 def manifest_path(example: str) -> str:
     """The example's manifest as builds name it: relative to the repository (headers carry it)."""
+    if example in ESTATE:
+        return f"examples/estate/{example}/{example}.yaml"
     return f"examples/manifests/{example}.yaml"
 
 

@@ -21,15 +21,22 @@ BASE_TOPICS = [{"id": "orders:place", "version": "v1", "request": "Req", "respon
 
 def manifest_document(fragment: dict[str, Any]) -> dict[str, Any]:
     """A whole manifest: one topic orders:place@v1 (Req → Res) unless the fragment gives topics; the
-    fragment's types and enums over empty Req and Res."""
+    fragment's types and enums over empty Req and Res; its service (default orders), prefix and produces."""
     types = {"Req": {"fields": {}}, "Res": {"fields": {}}, **fragment.get("types", {})}
-    document: dict[str, Any] = {"svcgen": 1, "service": "orders"}
+    document: dict[str, Any] = {"svcgen": 1, "service": fragment.get("service", "orders")}
+    if "prefix" in fragment:
+        document["prefix"] = fragment["prefix"]
+    for key in ("imports", "closed", "versions"):  # the estate's keys (types for an estate)
+        if key in fragment:
+            document[key] = fragment[key]
     if "enums" in fragment:
         document["enums"] = fragment["enums"]
     if "security" in fragment:
         document["security"] = fragment["security"]
     document["types"] = types
     document["topics"] = fragment.get("topics", BASE_TOPICS)
+    if "produces" in fragment:
+        document["produces"] = fragment["produces"]
     return document
 
 

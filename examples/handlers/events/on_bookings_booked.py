@@ -8,12 +8,12 @@ from pathlib import Path
 
 from svcgen.runtime import Context, Result
 
-from ..models import AppointmentBooked
+from ..models import bookings_AppointmentBooked
 
 SENT: list[str] = []
 
 
-async def handle(event: AppointmentBooked, context: Context) -> Result[None]:
+async def handle(event: bookings_AppointmentBooked, context: Context) -> Result[None]:
     attempt = context.delivery.attempt if context.delivery is not None else 1
     fixed = Path(os.environ.get("NOTIFY_FIXED", "/nonexistent")).exists()
     if event.email.endswith("@bounce.example") and not fixed:

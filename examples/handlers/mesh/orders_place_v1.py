@@ -9,7 +9,7 @@ from __future__ import annotations
 from svcgen.runtime import Context, Result
 
 from ..clients import Clients
-from ..models import CapturePayment, Money, Order, PlaceOrder
+from ..models import Order, PlaceOrder, payments_CapturePayment, payments_Money
 
 
 async def handle(request: PlaceOrder, context: Context) -> Result[Order]:
@@ -17,7 +17,9 @@ async def handle(request: PlaceOrder, context: Context) -> Result[Order]:
         raise RuntimeError("the order book is on fire")  # the demo's handler exception
     total = sum(item.quantity for item in request.items)
     order_id = f"o-{request.customer_id}-{total}"
-    payment = CapturePayment(order_id=order_id, amount=Money(amount_minor=250 * total), idempotency_key=order_id)
+    payment = payments_CapturePayment(
+        order_id=order_id, amount=payments_Money(amount_minor=250 * total), idempotency_key=order_id
+    )
     captured = await context.scope.get(Clients).payments_capture(payment)
     if not captured.is_successful:
         return Result.service_unavailable(f"payments answered {captured.status}")

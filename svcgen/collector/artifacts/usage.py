@@ -21,6 +21,8 @@ def build_usage(snapshot: Snapshot, *, generated_at: str) -> Json:
     for row in snapshot.get("buckets", []):
         if isinstance(row, list) and len(row) > 5 and row[0] == "t" and isinstance(row[4], str) and row[4]:
             transports.setdefault((row[1], row[2], row[3], row[5]), set()).add(row[4])
+    for service, topic, version, status, transport in snapshot.get("transports", []):
+        transports.setdefault((service, topic, version, status), set()).add(transport)
     return {
         "generatedAtUtc": generated_at,
         "windowStartUtc": start,

@@ -87,6 +87,8 @@ def _operation(method: str, path: str, operation: Mapping[str, Any]) -> str:
             if schema is None:  # a JSON-encoded value: the schema sits under its media type
                 schema = _media_schema(parameter.get("content"))
             note = "deprecated. " if parameter.get("deprecated") else ""
+            if isinstance(schema, Mapping) and "default" in schema:  # the same default as the field's own schema
+                note += f"default {json.dumps(schema['default'], ensure_ascii=False)}. "
             out.append(
                 f'<tr class="parameter"><td><code>{escape(str(parameter["name"]))}</code></td>'
                 f"<td>{escape(str(parameter['in']))}</td><td>{'yes' if parameter.get('required') else 'no'}</td>"

@@ -25,7 +25,7 @@ from .._collisions import collision_suffixes
 from .._naming import camel_name, slug
 from .._openapi import COMPONENT_REF, JSON_MEDIA_TYPE, PATH_SAFE, error_schema
 from .._registry import Registration, Registry
-from .._schema import JsonSchema, definition_of, schema_of_shape
+from .._schema import JsonSchema, definition_of, field_schema, schema_of_shape
 from .._security import ApiKeyScheme, Requirements, Security
 from .._shapes import (
     ArrayShape,
@@ -287,7 +287,9 @@ def _operation(operation: _Operation, operation_id: str, names: _Names) -> dict[
         result["responses"] = _responses(operation, (st.OK,), (), names, {})
         return result
     result["summary"] = registration.summary or f"Call topic {registration.key}"
-    result["description"] = f"Topic {registration.key}."
+    result["description"] = f"Topic {registration.key}." + _deprecation_note(registration)
+    if registration.deprecated is not None:
+        result["deprecated"] = True
     request = shape_of(registration.request_type)
     path_names = [name for _, name in route.params if name != VERSION_PATH_PARAM]
     record = request if isinstance(request, RecordShape) else None
@@ -308,13 +310,23 @@ def _operation(operation: _Operation, operation_id: str, names: _Names) -> dict[
     return result
 
 
+def _deprecation_note(registration: Registration) -> str:
+    """` Deprecated since 2026-01-01; sunset 2026-07-01; use orders:place@v2.` for a deprecated version."""
+    lifecycle = registration.deprecated
+    if lifecycle is None:
+        return ""
+    parts = [f"since {lifecycle.since}" if lifecycle.since else "", f"sunset {lifecycle.sunset}" if lifecycle.sunset
+             else "", f"use {lifecycle.successor}" if lifecycle.successor else ""]
+    return " Deprecated" + (" " + "; ".join(part for part in parts if part) if any(parts) else "") + "."
+
+
 def _path_parameter(name: str, field: Any, names: _Names) -> dict[str, Any]:
-    schema = names.schema(field.shape) if field is not None else {"type": "string"}
+    schema = field_schema(field, names.refer) if field is not None else {"type": "string"}
     return _annotated({"name": name, "in": "path", "required": True, "schema": schema}, schema)
 
 
 def _query_parameter(field: Any, names: _Names) -> dict[str, Any]:
-    schema = names.schema(field.shape)
+    schema = field_schema(field, names.refer)
     parameter: dict[str, Any] = {"name": field.wire, "in": "query", "required": field.required}
     if _is_text(field.shape):
         parameter["schema"] = schema

@@ -13,8 +13,9 @@ from .requests import Send
 RawHeaders = list[tuple[bytes, bytes]]
 
 _JSON_HEADERS: RawHeaders = [(b"content-type", JSON_CONTENT_TYPE.encode())]
-_PLAIN_HEADERS: dict[str, RawHeaders] = {}
-"""Encoded headers of an outcome whose result sets none, by version: versions are the registrations' own."""
+_PLAIN_HEADERS: dict[tuple[str, tuple[tuple[str, str], ...]], RawHeaders] = {}
+"""Encoded headers of an outcome whose result sets none, by version and the registration's own headers (both the
+registrations' own, so few)."""
 
 
 async def send_response(send: Send, code: int, body: bytes, headers: Mapping[str, str] | None = None) -> None:
@@ -28,9 +29,8 @@ async def send_outcome(send: Send, outcome: Outcome) -> None:
     if result.headers:
         headers = _encoded(outcome.headers())
     else:
-        headers = _PLAIN_HEADERS.get(outcome.version) or _PLAIN_HEADERS.setdefault(
-            outcome.version, _encoded(outcome.headers())
-        )
+        key = (outcome.version, outcome.fixed)
+        headers = _PLAIN_HEADERS.get(key) or _PLAIN_HEADERS.setdefault(key, _encoded(outcome.headers()))
     code = result.http_code
     headers, body = _framed(code, outcome.body, headers)
     await send({"type": "http.response.start", "status": code, "headers": headers})

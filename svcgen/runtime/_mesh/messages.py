@@ -21,15 +21,20 @@ from .._meta import Meta
 MAX_TEXT: Final = 256
 """Longest id, name or status a feed may carry."""
 
+PLAIN_TEXT: Final = r"^[^\x00\u202a-\u202e\u2066-\u2069]*$"
+"""No NUL (no store's text can hold one: PostgreSQL refuses it) and no bidirectional override or isolate
+(U+202A-U+202E, U+2066-U+2069), which would make a name read otherwise on the dashboard than it is: a feed
+carries neither."""
+
 MAX_DETAIL: Final = 1024
 """Longest failure detail a trace event may carry."""
 
 NO_NUL: Final = r"^[^\x00]*$"
-"""No NUL character: no store's text can hold one (PostgreSQL refuses it), so a feed never carries one."""
+"""No NUL character: free text (a failure detail) a store can hold; names are held to PLAIN_TEXT."""
 
-Text = Annotated[str, Meta(min_length=1, max_length=MAX_TEXT, pattern=NO_NUL)]
-"""An id or a name: non-empty, bounded, without NUL."""
-StatusText = Annotated[str, Meta(max_length=MAX_TEXT, pattern=NO_NUL)]
+Text = Annotated[str, Meta(min_length=1, max_length=MAX_TEXT, pattern=PLAIN_TEXT)]
+"""An id or a name: non-empty, bounded, plain (`PLAIN_TEXT`)."""
+StatusText = Annotated[str, Meta(max_length=MAX_TEXT, pattern=PLAIN_TEXT)]
 """A result status as sent (an empty or unknown one is counted as a failure)."""
 Count = Annotated[int, Meta(minimum=0)]
 
@@ -45,7 +50,7 @@ class TopicDescriptor:
 
     __svcgen_meta__: ClassVar[Meta] = _MESH
     id: Text
-    version: Annotated[str, Meta(max_length=MAX_TEXT, pattern=NO_NUL)] | None = None
+    version: Annotated[str, Meta(max_length=MAX_TEXT, pattern=PLAIN_TEXT)] | None = None
     request_schema: Any = None
     response_schema: Any = None
 
@@ -218,6 +223,15 @@ class TraceQuery:
     trace_id: Text
 
 
+@dataclass(frozen=True, slots=True)
+class ContractQuery:
+    """The contract `service` runs now, and who uses it; `topics` adds the declared copies of other topics (the ones
+    a change of the service would send), by topic id."""
+
+    service: Text
+    topics: list[Text] = field(default_factory=list)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FleetService:
     """One (service, serviceVersion) of the fleet."""
@@ -375,6 +389,44 @@ class RankedTopic(LatencyFigures):
     topic: str
     version: str
     impact: float
+
+
+@dataclass(frozen=True, slots=True)
+class VersionUsage:
+    """One (topic, version): who declares it and its traffic."""
+
+    topic: str
+    version: str
+    providers: list[str]
+    consumers: list[str]
+    invocations: Count
+    last_invoked_at: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class DeclaredSchemas:
+    """A registered service's copy of a (topic, version): `consumer` when it handles it, `provider` when it sends it."""
+
+    service: str
+    role: str
+    topic: str
+    version: str
+    request_schema: Any
+    response_schema: Any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContractAnswer:
+    """The newest registered descriptor of the service, the usage of every (topic, version) it handles or sends
+    (and of every version of the asked topics), and the declared copies of the asked topics."""
+
+    __svcgen_meta__: ClassVar[Meta] = _MESH
+    service: str
+    service_version: str | None = None
+    registered_at: str
+    descriptor: dict[str, Any]
+    usage: list[VersionUsage]
+    declared: list[DeclaredSchemas]
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,10 +7,11 @@ it to `{endpoint}` (`/v1/traces`, `Content-Type: application/x-protobuf`, an `Ex
 in a task on the event loop, as soon as a batch is full or 5 seconds after the last one (OTEL_BSP_SCHEDULE_DELAY).
 
 What a span says (OpenTelemetry semantic conventions, RPC): our trace and span ids and the inbound parent; kind
-SERVER; name `{service}/{topic}`; `rpc.system` `svcgen`, `rpc.service` the service, `rpc.method` the topic, plus
-`svc.topic`, `svc.version`, `svc.status` (and `error.type`, `svc.correlation_id` when known); status ERROR with our
-status as its message for a failed invocation, UNSET otherwise; the resource names `service.name`,
-`service.version` and `service.instance.id`.
+SERVER; name `{service}/{topic}`; `rpc.system` `svcgen`, `rpc.service` the service, `rpc.method` the topic (for a
+topic the service does not have, `svc:unknown` in both: a backend's span names stay few whatever callers send), plus
+`svc.topic` (the topic as called), `svc.version`, `svc.status` (and `error.type`, `svc.correlation_id` when known);
+status ERROR with our status as its message for a failed invocation, UNSET otherwise; the resource names
+`service.name`, `service.version` and `service.instance.id`.
 
 Best effort, never in the way: a batch the receiver does not take (down, refusing, timed out, partly rejected) is
 counted and not resent, so an absent receiver costs one failed POST per batch and nothing piles up; the queue
@@ -30,6 +31,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from .._descriptor import Identity
+from .._topics import UNKNOWN_TOPIC
 from .._wiring import WiringError
 from .exporters import QueueExporter
 from .reporter import DEFAULT_SHUTDOWN_TIMEOUT, run_flushes
@@ -148,13 +150,14 @@ class SpanEncoder:
         if shape is None:
             if len(self._shapes) >= SHAPE_CACHE:  # unrouted topics are the caller's text: keep the cache bounded
                 self._shapes.clear()
+            method = event.topic if event.routed else UNKNOWN_TOPIC
             span = self._span(
-                name=f"{event.service}/{event.topic}",
+                name=f"{event.service}/{method}",
                 kind=self._server,
                 attributes=self._attributes({
                     "rpc.system": RPC_SYSTEM,
                     "rpc.service": event.service,
-                    "rpc.method": event.topic,
+                    "rpc.method": method,
                     "svc.topic": event.topic,
                     "svc.version": event.topic_version,
                     "svc.status": event.status,

@@ -21,7 +21,7 @@ class SentCount:
 
 
 @dataclass(kw_only=True)
-class AppointmentBooked:
+class bookings_AppointmentBooked:
     """An appointment was booked and stored."""
 
     appointment_id: str

@@ -55,12 +55,12 @@ def build_subscriptions() -> Subscriptions:
     Each handler is typed `EventHandler[payload]` first, so mypy holds it to the manifest's payload; the
     subscriptions check its annotations again when the service starts."""
     subscriptions = Subscriptions()
-    _on_bookings_booked: EventHandler[models.AppointmentBooked] = on_bookings_booked.handle
+    _on_bookings_booked: EventHandler[models.bookings_AppointmentBooked] = on_bookings_booked.handle
     subscriptions.add(
         "bookings:booked",
         _on_bookings_booked,
         publisher="bookings",
-        payload=models.AppointmentBooked,
+        payload=models.bookings_AppointmentBooked,
         delivery=Delivery(
             max_deliver=3,
             backoff=(0.2, 1.0),

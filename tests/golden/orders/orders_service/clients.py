@@ -32,8 +32,8 @@ from . import models
 
 _PAYMENTS_CAPTURE: Final = ClientCall(
     "payments:capture",
-    codec_for(models.CapturePayment),
-    codec_for(models.Capture),
+    codec_for(models.payments_CapturePayment),
+    codec_for(models.payments_Capture),
 )
 
 
@@ -46,7 +46,7 @@ class Clients(ClientsBase):
     """
 
     async def payments_capture(
-        self, request: models.CapturePayment, *, headers: Mapping[str, str] | None = None
-    ) -> Result[models.Capture]:
+        self, request: models.payments_CapturePayment, *, headers: Mapping[str, str] | None = None
+    ) -> Result[models.payments_Capture]:
         """Send payments:capture: Capture the payment of a placed order."""
         return await self.call(_PAYMENTS_CAPTURE, request, headers)

@@ -102,7 +102,15 @@ class GetOrder:
 
 
 @dataclass(kw_only=True)
-class Money:
+class payments_CapturePayment:
+    order_id: str
+    amount: payments_Money
+    idempotency_key: Annotated[str, Meta(min_length=1, max_length=128)]
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True)
+class payments_Money:
     """An amount in minor units (cents) of a currency."""
 
     amount_minor: Annotated[int, Meta(minimum=0)]
@@ -110,17 +118,9 @@ class Money:
 
 
 @dataclass(kw_only=True)
-class CapturePayment:
-    order_id: str
-    amount: Money
-    idempotency_key: Annotated[str, Meta(min_length=1, max_length=128)]
-    metadata: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(kw_only=True)
-class Capture:
+class payments_Capture:
     capture_id: str
     order_id: str
-    amount: Money
+    amount: payments_Money
     status: str = "captured"
     captured_at: datetime

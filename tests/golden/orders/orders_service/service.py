@@ -7,6 +7,7 @@ from typing import Final, Unpack
 
 from svcgen.runtime import (
     AppOptions,
+    Deprecation,
     Handler,
     HealthCheck,
     HealthChecks,
@@ -50,8 +51,8 @@ ROUTES: Final[tuple[Route, ...]] = (
 PRODUCES: Final[tuple[ProducedTopic, ...]] = (
     ProducedTopic(
         "payments:capture",
-        request_type=models.CapturePayment,
-        response_type=models.Capture,
+        request_type=models.payments_CapturePayment,
+        response_type=models.payments_Capture,
     ),
 )
 """The topics this service sends (the descriptor's `produces`)."""
@@ -73,6 +74,7 @@ def build_registry() -> Registry:
         summary="Place an order",
         success=["created"],
         failures=["conflict"],
+        deprecated=Deprecation(since="2026-01-01", sunset="2027-01-01", successor="orders:place@v2"),
         source="handlers/orders_place_v1.py",
     )
     _orders_place_v2: Handler[models.PlaceOrderV2, models.Order] = orders_place_v2.handle

@@ -52,9 +52,10 @@ def wire(wiring: Wiring) -> None:
         wiring.on_startup(pool.open)
         wiring.on_shutdown(pool.close)
 
-    The edge (docs/security.md): `wiring.api_keys["<apiKey scheme>"] = {key: subject}` (from the environment or a
-    secret store, never committed); `wiring.credentials["<produced topic>"] = BearerToken(fetch)` or `ApiKey(...)`;
-    `wiring.middleware` (pipeline) and `wiring.asgi_middleware` (ASGI), outermost first; `wiring.cors = Cors(...)`.
+    The edge (docs/security.md): `wiring.api_keys["<apiKey scheme>"] = {key: subject}` (from a secret store, never
+    committed; SVCGEN_API_KEYS_<SCHEME>="subject=key,..." adds keys from the environment);
+    `wiring.credentials["<produced topic>"] = BearerToken(fetch)` or `ApiKey(...)`; `wiring.middleware` (pipeline)
+    and `wiring.asgi_middleware` (ASGI), outermost first; `wiring.cors = Cors(...)`.
 
     Resilience (docs/runtime.md):
     calls of produced topics are retried on 429, 502, 503, 504 and connection errors (`wiring.retry =

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from svcgen.runtime import Context, Result
 
-from ..models import AppointmentBooked
+from ..models import bookings_AppointmentBooked
 
 
-async def handle(event: AppointmentBooked, context: Context) -> Result[None]:
+async def handle(event: bookings_AppointmentBooked, context: Context) -> Result[None]:
     return Result.not_implemented("bookings:booked is not handled yet")

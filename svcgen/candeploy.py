@@ -1,0 +1,286 @@
+"""`svcgen can-i-deploy`: a change judged against the live fleet, not against another document.
+
+The collector holds the contract the service runs now (its newest registered descriptor), every registered
+service's declared copies of topics (their `produces`) and per-version traffic. The change's descriptor (derived
+from the manifest exactly as a build publishes it) is diffed against the running one by the contract diff's rules,
+on the same JSON Schemas the mesh compares; each breaking finding is `blocked` when another registered service still
+declares that (topic, version) or traffic used it within the window, `safe` otherwise. The change's own produces
+entries are checked against the live owners' declared copies, as `svcgen compat` checks manifests.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import httpx
+import orjson
+
+from .contractdiff import Finding
+from .runtime._compatibility import RULES_BY_ID, schema_changes
+from .runtime._mesh.clock import parse_rfc3339
+from .runtime._topics import DEFAULT_PREFIX, QUERY_CONTRACT_TOPIC
+
+Verdict = Literal["blocked", "safe"]
+Json = dict[str, Any]
+
+_WINDOW = re.compile(r"(\d+)\s*([smhdw])")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+class CollectorUnavailable(Exception):
+    """The collector cannot say (unreachable, refused the token, never heard of the service): one line."""
+
+
+def parse_window(text: str) -> dt.timedelta:
+    """`7d`, `24h`, `30m`, `90s`, `2w`; ValueError with the expected form otherwise."""
+    match = _WINDOW.fullmatch(text.strip())
+    if match is None or int(match.group(1)) == 0:
+        raise ValueError(f"window {text!r}: expected a positive number and a unit (s, m, h, d, w), like 7d or 24h")
+    return dt.timedelta(seconds=int(match.group(1)) * _UNITS[match.group(2)])
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Who declares a (topic, version) now and its traffic, from the collector's contract query."""
+
+    declared_by: tuple[str, ...] = ()
+    invocations: int = 0
+    last_seen: str | None = None
+
+
+@dataclass(frozen=True)
+class Judged:
+    finding: Finding
+    verdict: Verdict
+    usage: Usage
+    recent: bool
+    """Traffic within the window."""
+
+    def document(self) -> Json:
+        return {**self.finding.document(), "verdict": self.verdict, "declaredBy": list(self.usage.declared_by),
+                "invocations": self.usage.invocations, "lastSeen": self.usage.last_seen}
+
+    def line(self) -> str:
+        finding = self.finding
+        text = f"{self.verdict}: {finding.path}: {finding.rule}: {finding.why}"
+        if self.verdict == "safe":
+            return f"{text}; nobody declares it and no traffic in the window"
+        reasons = []
+        if self.usage.declared_by:
+            reasons.append(f"declared by {', '.join(self.usage.declared_by)}")
+        if self.recent:
+            reasons.append(f"{self.usage.invocations} invocation{'s' if self.usage.invocations != 1 else ''}, "
+                           f"last seen {self.usage.last_seen}")
+        return f"{text}; {'; '.join(reasons)}"
+
+
+@dataclass(frozen=True)
+class ProducedCheck:
+    """One produces entry of the change against the live owners' declared copies."""
+
+    topic: str
+    owners: tuple[str, ...]
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def verdict(self) -> str:
+        if not self.owners:
+            return "unknown"
+        return "blocked" if any(finding.level == "error" for finding in self.findings) else "compatible"
+
+    def document(self) -> Json:
+        return {"topic": self.topic, "owners": list(self.owners), "verdict": self.verdict,
+                "findings": [finding.document() for finding in self.findings]}
+
+    def lines(self) -> list[str]:
+        if not self.owners:
+            return [f"warning: produces {self.topic}: no registered service serves it; not checked"]
+        label = "blocked" if self.verdict == "blocked" else "safe"
+        head = f"{label}: produces {self.topic} -> {', '.join(self.owners)}"
+        if self.verdict == "compatible":
+            return [f"{head}: compatible"]
+        return [f"{head}: {finding.path}: {finding.rule}: {finding.why}" for finding in self.findings
+                if finding.level == "error"]
+
+
+@dataclass(frozen=True)
+class DeployReport:
+    service: str
+    against: Json
+    """`{serviceVersion?, registeredAt, descriptorHash?}` of the running contract."""
+    window: str
+    judged: tuple[Judged, ...] = ()
+    produced: tuple[ProducedCheck, ...] = field(default=())
+
+    @property
+    def blocked(self) -> int:
+        return sum(1 for item in self.judged if item.verdict == "blocked") + sum(
+            1 for check in self.produced if check.verdict == "blocked")
+
+    @property
+    def safe(self) -> int:
+        return sum(1 for item in self.judged if item.verdict == "safe")
+
+    @property
+    def breaking(self) -> bool:
+        return self.blocked > 0
+
+    def summary(self) -> str:
+        verdict = "blocked: do not deploy" if self.breaking else "safe to deploy"
+        return (f"{self.blocked} blocked, {self.safe} safe breaking change{'s' if self.safe != 1 else ''}, "
+                f"{len(self.produced)} produces entr{'y' if len(self.produced) == 1 else 'ies'} checked: {verdict}")
+
+    def lines(self) -> list[str]:
+        running = self.against.get("serviceVersion")
+        version = f"serviceVersion {running}, " if running else ""
+        head = (f"{self.service}: against the contract it runs now ({version}registered "
+                f"{self.against.get('registeredAt') or 'at an unknown time'}), window {self.window}")
+        lines = [head, *(item.line() for item in self.judged)]
+        lines += [line for check in self.produced for line in check.lines()]
+        return [*lines, self.summary()]
+
+    def document(self) -> Json:
+        return {
+            "service": self.service,
+            "against": self.against,
+            "window": self.window,
+            "findings": [item.document() for item in self.judged],
+            "produces": [check.document() for check in self.produced],
+            "summary": {"blocked": self.blocked, "safe": self.safe, "breaking": self.breaking},
+        }
+
+
+def judge(change: Json, answer: Json, *, window: dt.timedelta, window_text: str, now: dt.datetime) -> DeployReport:
+    """The change's descriptor against the collector's contract answer (see collector/queries.py, contract)."""
+    running: Json = answer["descriptor"]
+    service = str(change.get("service"))
+    usage = {(item["topic"], item["version"]): item for item in answer.get("usage", ())}
+    cutoff = (now - window).timestamp()
+    judged = []
+    for finding in descriptor_findings(running, change):
+        # A renamed service moves every topic's identity: whoever uses any of them is blocked.
+        keys = list(_topics(running.get("topics"))) if finding.rule == "service-renamed" else [_key_of(finding.path)]
+        used = [usage[key] for key in keys if key in usage]
+        declared = tuple(sorted({name for item in used for name in item.get("providers", ()) if name != service}))
+        seen = [item["lastInvokedAt"] for item in used if parse_rfc3339(item.get("lastInvokedAt")) is not None]
+        last = max(seen, key=lambda text: parse_rfc3339(text) or 0.0) if seen else None
+        seen_at = parse_rfc3339(last)
+        recent = seen_at is not None and seen_at >= cutoff
+        invocations = sum(int(item.get("invocations", 0)) for item in used)
+        verdict: Verdict = "blocked" if declared or recent else "safe"
+        judged.append(Judged(finding, verdict, Usage(declared, invocations, last), recent))
+    against = {key: answer[key] for key in ("serviceVersion", "registeredAt") if answer.get(key)}
+    if isinstance(running.get("descriptorHash"), str):
+        against["descriptorHash"] = running["descriptorHash"]
+    produced = produced_checks(change, answer.get("declared", ()), service)
+    return DeployReport(service, against, window_text, tuple(judged), produced)
+
+
+def descriptor_findings(running: Json, change: Json) -> list[Finding]:
+    """The error-level changes from the running descriptor's topics to the change's: removed (topic, version)s and
+    breaking request and response changes, by the contract diff's rules."""
+    before, after = _topics(running.get("topics")), _topics(change.get("topics"))
+    findings = []
+    if running.get("service") != change.get("service"):
+        findings.append(_finding("service-renamed", "service", running.get("service"), change.get("service")))
+    for key, old in before.items():
+        new = after.get(key)
+        label = _label(key)
+        if new is None:
+            findings.append(_finding("topic-version-removed", label, label, None))
+            continue
+        for direction in ("request", "response"):
+            schema = f"{direction}Schema"
+            for rule_id, path in schema_changes(old.get(schema) or {}, new.get(schema) or {}, direction=direction):
+                if RULES_BY_ID[rule_id].level == "error":
+                    findings.append(_finding(rule_id, f"{label}.{path}", None, None))
+    return findings
+
+
+def produced_checks(change: Json, declared: Sequence[Json], service: str) -> tuple[ProducedCheck, ...]:
+    """Each produces entry of the change against the registered services that handle its topic."""
+    checks = []
+    for key, copy in _topics(change.get("produces")).items():
+        label = _label(key)
+        serving = [item for item in declared if item["role"] == "consumer" and item["topic"] == key[0]
+                   and item["service"] != service]
+        exact = [item for item in serving if item["version"] == key[1]]
+        owners = tuple(sorted({item["service"] for item in serving}))
+        findings: list[Finding] = []
+        if serving and not exact:
+            findings.append(_finding("topic-version-removed", label, label, None))
+        for owner in exact:
+            for direction in ("request", "response"):
+                schema = f"{direction}Schema"
+                for rule_id, path in schema_changes(copy.get(schema) or {}, owner.get(schema) or {},
+                                                    direction=direction):
+                    if RULES_BY_ID[rule_id].level == "error":
+                        findings.append(_finding(rule_id, f"{label}.{path}", None, None))
+        checks.append(ProducedCheck(label, owners, tuple(findings)))
+    return tuple(checks)
+
+
+def fetch_contract(collector: str, service: str, topics: Sequence[str], *, token: str | None = None,
+                   transport: httpx.BaseTransport | None = None, timeout: float = 10.0) -> Json:
+    """The collector's contract answer for `service` (asking the declared copies of `topics`); CollectorUnavailable
+    when it cannot say. A path in `collector` is the collector's prefix (`/svc` without one)."""
+    parts = httpx.URL(collector)
+    prefix = parts.path.rstrip("/") or DEFAULT_PREFIX
+    url = parts.copy_with(path=f"{prefix}/invoke", query=None, fragment=None)
+    envelope = {"topic": QUERY_CONTRACT_TOPIC,
+                "body": orjson.dumps({"service": service, "topics": list(topics)}).decode()}
+    headers = {"authorization": f"Bearer {token}"} if token else {}
+    try:
+        with httpx.Client(transport=transport, timeout=timeout) as client:
+            response = client.post(url, content=orjson.dumps(envelope),
+                                   headers={"content-type": "application/json", **headers})
+    except httpx.HTTPError as error:
+        raise CollectorUnavailable(f"collector {collector} unreachable: {error or type(error).__name__}") from None
+    if response.status_code == 401:
+        raise CollectorUnavailable(f"collector {collector} refused the request: it is locked; give its token "
+                                   "(--token-file FILE or SVCGEN_COLLECTOR_TOKEN)")
+    try:
+        reply: Any = response.json()
+        body = orjson.loads(reply["body"]) if reply.get("body") else None
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise CollectorUnavailable(f"collector {collector} answered HTTP {response.status_code} with something "
+                                   "that is not an envelope; is the URL a svcgen collector?") from None
+    status = reply.get("statusCode")
+    if status == "not-found" and isinstance(body, Mapping) and f"of service {service} " in str(body.get("detail")):
+        raise CollectorUnavailable(f"collector {collector} has never heard of service {service} (no descriptor "
+                                   "registered); it cannot say who uses it")
+    if not reply.get("isSuccessful") or not isinstance(body, dict):
+        detail = body.get("detail") if isinstance(body, Mapping) else None
+        raise CollectorUnavailable(f"collector {collector} answered {status}: {detail or 'no detail'}"
+                                   + ("; it may predate can-i-deploy" if status == "not-found" else ""))
+    return body
+
+
+def _topics(listed: Any) -> dict[tuple[str, str], Json]:
+    found: dict[tuple[str, str], Json] = {}
+    for item in listed if isinstance(listed, list) else ():
+        if isinstance(item, dict) and isinstance(item.get("id"), str):
+            version = item.get("version")
+            found[(item["id"], version if isinstance(version, str) else "")] = item
+    return found
+
+
+def _label(key: tuple[str, str]) -> str:
+    return f"{key[0]}@{key[1]}" if key[1] else key[0]
+
+
+def _key_of(path: str) -> tuple[str, str]:
+    """(topic, version) of a finding path (`orders:place@v1.request.x`, `orders:get`)."""
+    head = re.split(r"\.(?:request|response)(?:\.|\[|\{|$)", path, maxsplit=1)[0]
+    topic_id, _, version = head.partition("@")
+    return topic_id, version
+
+
+def _finding(rule_id: str, path: str, old: Any, new: Any) -> Finding:
+    rule = RULES_BY_ID[rule_id]
+    return Finding(rule.id, rule.level, rule.direction, path, old, new, rule.why)
+

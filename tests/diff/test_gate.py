@@ -1,0 +1,166 @@
+"""The gate as CI runs it: approvals by fingerprint, `check --against` over several revisions and tag globs
+(each finding naming the revisions it breaks), compat against the owners `from:` names, and whole-service
+changes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner, Result
+
+from svcgen.cli import main
+from tests.support.diffs import manifest_document, write_manifest
+
+V1: dict[str, Any] = {"types": {"Req": {"fields": {"sku": "string"}}, "Res": {"fields": {"orderId": "string"}}}}
+V2_BREAKS: dict[str, Any] = {
+    "types": {"Req": {"fields": {"sku": "string", "couponCode": "string"}}, "Res": {"fields": {"orderId": "string"}}}
+}
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args], cwd=repo, check=True,
+                   capture_output=True, timeout=60)
+
+
+def test_an_approved_fingerprint_is_accepted_and_the_others_still_fail(tmp_path: Path) -> None:
+    old = str(write_manifest(tmp_path / "old", V1))
+    new = str(write_manifest(tmp_path / "new", {**V2_BREAKS, "service": "ordering"}))
+    first = json.loads(run("diff", old, new, "--format", "json").stdout)["findings"]
+    by_rule = {finding["rule"]: finding["fingerprint"] for finding in first}
+    approvals = tmp_path / "approvals.yaml"
+    approvals.write_text(yaml.safe_dump([
+        {"fingerprint": by_rule["request-property-added-required"], "reason": "no caller sends Req yet (TICKET-1)"},
+        {"fingerprint": by_rule["topic-version-not-bumped"], "reason": "same: v1 has no callers"},
+    ]))
+    still_failing = run("diff", old, new, "--accept", str(approvals))
+    assert still_failing.exit_code == 1  # the rename is not approved
+    assert "accepted error: orders:place@v1.request.couponCode" in still_failing.stdout
+    assert "no caller sends Req yet (TICKET-1)" in still_failing.stdout
+    assert still_failing.stdout.splitlines()[-1].endswith("0 warnings, 0 infos, 2 accepted; breaking")
+
+    approvals.write_text(json.dumps([{"fingerprint": finding["fingerprint"], "reason": "agreed in review"}
+                                     for finding in first] + [{"fingerprint": "0" * 16, "reason": "long fixed"}]))
+    passing = run("diff", old, new, "--accept", str(approvals), "--format", "json")
+    assert passing.exit_code == 0, passing.output
+    assert passing.stderr == f"warning: {approvals}: approval {'0' * 16} matches no finding; remove it\n"
+    document = json.loads(passing.stdout)
+    assert all(finding["accepted"] is True and finding["reason"] == "agreed in review"
+               for finding in document["findings"])
+    assert document["summary"] == {"error": 0, "warning": 0, "info": 0, "accepted": 3, "breaking": False}
+
+
+def test_a_fingerprint_survives_unrelated_edits(tmp_path: Path) -> None:
+    def fingerprints(old: dict[str, Any], new: dict[str, Any], name: str) -> dict[str, str]:
+        result = run("diff", str(write_manifest(tmp_path / name / "a", old)),
+                     str(write_manifest(tmp_path / name / "b", new)), "--format", "json")
+        return {finding["path"]: finding["fingerprint"] for finding in json.loads(result.stdout)["findings"]}
+
+    plain = fingerprints(V1, V2_BREAKS, "plain")
+    edited = {"types": {**V2_BREAKS["types"], "Other": {"fields": {"x": "string"}}},
+              "topics": [*manifest_document({})["topics"],
+                         {"id": "orders:other", "request": "Other", "response": "Res"}]}
+    unrelated = fingerprints({**V1, "types": {**V1["types"], "Other": {"fields": {"x": "string"}}},
+                              "topics": edited["topics"]}, edited, "unrelated")
+    assert plain["orders:place@v1.request.couponCode"] == unrelated["orders:place@v1.request.couponCode"]
+
+
+@pytest.mark.parametrize(("content", "fragment"), [
+    ("{fingerprint: abc}", "expected a list"),
+    ("[{fingerprint: 0123456789abcdef}]", "exactly the keys fingerprint and reason"),
+    ("[{fingerprint: nothex, reason: x}]", "is not 16 hex digits"),
+    ("[{fingerprint: 0123456789abcdef, reason: ''}]", "the reason must say why"),
+])
+def test_a_bad_approvals_file_is_one_clear_line(tmp_path: Path, content: str, fragment: str) -> None:
+    approvals = tmp_path / "approvals.yaml"
+    approvals.write_text(content)
+    manifest = str(write_manifest(tmp_path, V1))
+    result = run("diff", manifest, manifest, "--accept", str(approvals))
+    assert result.exit_code == 2 and len(result.stderr.splitlines()) == 1 and fragment in result.stderr
+
+
+def test_renaming_the_service_or_moving_its_prefix_is_breaking(tmp_path: Path) -> None:
+    old = str(write_manifest(tmp_path / "old", V1))
+    new = str(write_manifest(tmp_path / "new", {**V1, "service": "ordering", "prefix": "/ops"}))
+    result = run("diff", old, new)
+    assert result.exit_code == 1
+    assert result.stdout.startswith("error: prefix: prefix-changed (/svc → /ops): ")
+    assert "error: service: service-renamed (orders → ordering): " in result.stdout
+
+
+def release(repo: Path, fragment: dict[str, Any], tag: str) -> None:
+    write_manifest(repo, fragment)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", tag)
+    git(repo, "tag", tag)
+
+
+def svcgen(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "svcgen", *args], cwd=repo, capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+def test_check_against_a_tag_glob_names_the_releases_each_finding_breaks(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    git(tmp_path, "init", "-q", str(repo))
+    with_note = {"types": {"Req": {"fields": {"sku": "string"}},
+                           "Res": {"fields": {"orderId": "string", "note": "string"}}}}
+    release(repo, V1, "v1.0")
+    release(repo, with_note, "v1.1")  # adds a response property: removing it breaks v1.1's callers only
+    write_manifest(repo, {"types": {"Req": {"fields": {"sku": "string", "couponCode": "string"}},
+                                    "Res": {"fields": {"orderId": "string"}}}})
+    assert svcgen(repo, "build", "orders.yaml", "-o", "out").returncode == 0
+    done = svcgen(repo, "check", "orders.yaml", "-o", "out", "--against", "v*")
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.splitlines()
+    assert "contract of orders.yaml against v*:" in lines
+    coupon = next(line for line in lines if ".request.couponCode: request-property-added-required" in line)
+    assert coupon.endswith("(breaks v1.0, v1.1)")
+    note = next(line for line in lines if ".response.note: response-property-removed" in line)
+    assert note.endswith("(breaks v1.1)")
+
+    repeated = svcgen(repo, "check", "orders.yaml", "-o", "out", "--against", "v1.0", "--against", "HEAD")
+    assert repeated.returncode == 1 and "(breaks v1.0, HEAD)" in repeated.stdout
+    missing = svcgen(repo, "check", "orders.yaml", "-o", "out", "--against", "release-*")
+    assert missing.returncode == 2 and "no git tag matches 'release-*'" in missing.stderr
+
+
+OWNER = {"svcgen": 1, "service": "payments",
+         "types": {"Pay": {"fields": {"amount": "integer", "currency": "string"}},
+                   "Paid": {"fields": {"id": "string"}}},
+         "topics": [{"id": "payments:capture", "request": "Pay", "response": "Paid"},
+                    {"id": "payments:refund", "request": "Pay", "response": "Paid"}]}
+
+
+def test_check_against_runs_compat_with_the_owners_from_names(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    git(tmp_path, "init", "-q", str(repo))
+    (repo / "payments").mkdir()
+    (repo / "payments" / "payments.yaml").write_text(yaml.safe_dump(OWNER, sort_keys=False))
+    checkout = {"svcgen": 1, "service": "checkout",
+                "types": {"Cart": {"fields": {"sku": "string"}}, "Refund": {"fields": {"amount": "integer"}},
+                          "Receipt": {"fields": {"id": "string"}}},
+                "topics": [{"id": "checkout:pay", "request": "Cart", "response": "Cart"}],
+                "produces": [{"id": "payments:capture", "from": "../payments/payments.yaml"},
+                             {"id": "payments:refund", "request": "Refund", "response": "Receipt"}]}
+    (repo / "checkout").mkdir()
+    (repo / "checkout" / "checkout.yaml").write_text(yaml.safe_dump(checkout, sort_keys=False))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "one")
+    assert svcgen(repo, "build", "checkout/checkout.yaml", "-o", "out").returncode == 0
+    done = svcgen(repo, "check", "checkout/checkout.yaml", "-o", "out", "--against", "HEAD")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "produces entries of checkout/checkout.yaml against their owners:" in done.stdout
+    assert ("error: checkout -> payments: payments:refund.request.currency: request-property-added-required"
+            in done.stdout)  # checkout's own copy of Refund lacks the currency payments requires
+    assert "2 produces entries checked: 1 error" in done.stdout

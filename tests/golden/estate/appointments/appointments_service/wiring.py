@@ -1,0 +1,65 @@
+"""How the appointments service is wired where it runs: settings, dependencies, startup and shutdown, and
+where the topics it produces are sent.
+
+Yours to edit: svcgen created this file once and never overwrites it. create_app() in service.py calls
+`wire` once per process, with or without the mesh, before the app serves.
+
+Settings read from the environment (variable: default):
+    SVCGEN_TARGET_PATIENTS_GET: http://127.0.0.1:8000/svc/invoke
+        the invoke URL patients:get is sent to (its topic is appended); the default is TARGETS below
+    SVCGEN_TARGET_BILLING_BILL: http://127.0.0.1:8000/svc/invoke
+        the invoke URL billing:bill is sent to (its topic is appended); the default is TARGETS below
+    SVCGEN_NATS: NATS_URL below
+        a NATS server (nats://host:port) to serve the topics on as well
+A topic added to `produces` later is sent where SVCGEN_TARGET_<TOPIC> says (`payments:capture` →
+SVCGEN_TARGET_PAYMENTS_CAPTURE) or TARGETS names it; without either the app refuses to start, naming the
+variable.
+"""
+
+from __future__ import annotations
+
+from svcgen.runtime import Wiring
+
+TARGETS: dict[str, str] = {
+    "patients:get": "http://127.0.0.1:8000/svc/invoke",
+    "billing:bill": "http://127.0.0.1:8000/svc/invoke",
+}
+"""Produced topic → invoke URL of the service that handles it (or nats://host:port/<service> to send it over
+NATS), unless its environment variable says otherwise."""
+
+NATS_URL = ""
+"""A NATS server (nats://host:port) to serve this service's topics on as well, unless SVCGEN_NATS says otherwise."""
+
+
+async def startup() -> None:
+    """Runs once before the first request: open pools, warm caches."""
+
+
+async def shutdown() -> None:
+    """Runs once after the last request: close what startup opened."""
+
+
+def wire(wiring: Wiring) -> None:
+    """Settings, dependencies and hooks of this process. Handlers reach a dependency as
+    `context.scope.get(Type)`; the generated clients are one already (`context.scope.get(Clients)`). For example:
+
+        pool = Pool(wiring.environ.get("DATABASE_URL", "postgresql://127.0.0.1/appointments"))
+        wiring.dependencies.value(Pool, pool)
+        wiring.on_startup(pool.open)
+        wiring.on_shutdown(pool.close)
+
+    The edge (docs/security.md): `wiring.api_keys["<apiKey scheme>"] = {key: subject}` (from a secret store, never
+    committed; SVCGEN_API_KEYS_<SCHEME>="subject=key,..." adds keys from the environment);
+    `wiring.credentials["<produced topic>"] = BearerToken(fetch)` or `ApiKey(...)`; `wiring.middleware` (pipeline)
+    and `wiring.asgi_middleware` (ASGI), outermost first; `wiring.cors = Cors(...)`.
+
+    Resilience (docs/runtime.md):
+    calls of produced topics are retried on 429, 502, 503, 504 and connection errors (`wiring.retry =
+    Retry(retries=3)`, per topic `wiring.retries["<produced topic>"] = Retry(retries=0)`);
+    Idempotency-Key answers are kept in this process unless replicas share a store
+    (`wiring.idempotency = PostgresIdempotencyStore(url)`).
+    """
+    wiring.targets.update(TARGETS)
+    wiring.nats_url = NATS_URL
+    wiring.on_startup(startup)
+    wiring.on_shutdown(shutdown)

@@ -1,0 +1,189 @@
+"""Types for an estate (DESIGN §12) as the model sees them: imported types under their owner's namespace, composed
+and generic records as concrete records, closed records, per-field versions projected per topic version; and the
+estate example served (a closed record's 422 names the unknown property)."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import httpx
+import pytest
+
+from svcgen.codegen.ownership import write_package
+from svcgen.codegen.render import render_package
+from svcgen.contractdiff import compat_manifests, diff_manifests
+from svcgen.manifest import ManifestError, load_manifest, load_manifest_text
+from svcgen.manifest.model import Manifest, RecordDef
+from svcgen.runtime._http.docspage import docs_page
+from tests.support.codegen import REPO, imported
+
+ESTATE = REPO / "examples" / "estate"
+
+
+def estate(service: str) -> Manifest:
+    return load_manifest((ESTATE / service / f"{service}.yaml").as_posix())
+
+
+def record(manifest: Manifest, name: str) -> RecordDef:
+    return next(r for r in manifest.types if r.name == name)
+
+
+def fields(manifest: Manifest, name: str) -> dict[str, str]:
+    return {f.wire: str(f.type) for f in record(manifest, name).fields}
+
+
+def test_two_owners_types_of_one_name_live_apart_and_a_shared_owner_is_one_namespace() -> None:
+    appointments = estate("appointments")
+    # patients.Ref and billing.Ref are both reachable; billing's own import of patients is appointments' patients.
+    assert fields(appointments, "billing_Ref") == {"invoiceId": "string"}
+    assert fields(appointments, "patients_Ref") == {"patientId": "string"}
+    assert fields(appointments, "billing_Invoice")["patient"] == "patients_Ref"
+    assert fields(appointments, "billing_Invoice")["sex"] == "patients_Sex"
+    assert not any(r.name.startswith("billing_patients") for r in appointments.types)
+    produced = {topic.id: (str(topic.request), str(topic.response)) for topic in appointments.produces}
+    assert produced == {
+        "patients:get": ("patients_Ref", "patients_Patient_v2"),
+        "billing:bill": ("billing_Bill", "billing_Invoice"),
+    }
+
+
+def test_extends_puts_the_bases_fields_first_and_omit_and_partial_apply() -> None:
+    appointments = estate("appointments")
+    assert fields(appointments, "Booking") == {
+        "patientId": "string", "bookingId": "string", "slot": "datetime", "invoice": "billing_Ref?"
+    }  # fmt: skip
+    assert fields(appointments, "BookVisit") == {"patientId": "string", "slot": "datetime"}
+    reschedule = record(appointments, "Reschedule")
+    assert [(f.wire, str(f.type), f.default) for f in reschedule.fields] == [
+        ("bookingId", "string?", None), ("slot", "datetime?", None), ("invoice", "billing_Ref?", None)
+    ]  # fmt: skip
+    # A constraint of the base comes along with its field.
+    assert record(appointments, "BookVisit").fields[0].contract == {"minLength": 1}
+
+
+def test_a_generic_record_becomes_one_concrete_record_per_argument() -> None:
+    appointments = estate("appointments")
+    assert fields(appointments, "Page_Booking") == {"items": "list[Booking]", "total": "integer"}
+    (listing,) = [topic for topic in appointments.topics if topic.id == "appointments:list"]
+    assert str(listing.response) == "Page_Booking"
+    assert not any(r.name == "Page" for r in appointments.types)  # the template itself is no record
+
+
+def test_closed_is_per_record_and_the_manifests_default() -> None:
+    appointments, billing = estate("appointments"), estate("billing")
+    assert record(appointments, "Booking").closed and record(appointments, "Page_Booking").closed
+    assert record(billing, "Bill").closed and not record(billing, "Invoice").closed
+    # An imported record keeps its owner's closedness, whatever the importer's default.
+    assert not record(appointments, "billing_Ref").closed
+
+
+def test_a_topic_with_versions_is_registered_once_per_version_with_its_types_at_that_version() -> None:
+    patients = estate("patients")
+    registered = [(t.id, t.version, str(t.request), str(t.response)) for t in patients.topics]
+    assert registered[:4] == [
+        ("patients:register", "v1", "RegisterPatient_v1", "Patient_v1"),
+        ("patients:register", "v2", "RegisterPatient_v2", "Patient_v2"),
+        ("patients:get", "v1", "Ref", "Patient_v1"),  # Ref has no versioned field: one record for both
+        ("patients:get", "v2", "Ref", "Patient_v2"),
+    ]
+    assert "fax" in fields(patients, "Patient_v1") and "phone" not in fields(patients, "Patient_v1")
+    assert "phone" in fields(patients, "Patient_v2") and "fax" not in fields(patients, "Patient_v2")
+    assert patients.versions == ("v1", "v2")
+
+
+def test_two_owners_named_alike_need_an_import_alias(tmp_path: Path) -> None:
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "owner.yaml").write_text(
+            "svcgen: 1\nservice: owner\ntypes:\n  Ref:\n    fields:\n      id: string\n"
+            f"topics:\n  - id: {folder}:get\n    request: Ref\n    response: Ref\n",
+            encoding="utf-8",
+        )
+    text = (
+        "svcgen: 1\nservice: user\ntopics: []\nproduces:\n"
+        "  - id: a:get\n    from: a/owner.yaml\n  - id: b:get\n    from: b/owner.yaml\n"
+    )
+    with pytest.raises(ManifestError) as info:
+        load_manifest_text(text, (tmp_path / "user.yaml").as_posix())
+    (error,) = [str(d) for d in info.value.diagnostics]
+    assert ":8:11: the owner owner (" in error and "would take the namespace 'owner'" in error
+    # Importing one under an alias gives each its own namespace.
+    aliased = text.replace("topics: []\n", "imports:\n  other: b/owner.yaml\ntopics: []\n")
+    model = load_manifest_text(aliased, (tmp_path / "user.yaml").as_posix())
+    assert [str(topic.request) for topic in model.produces] == ["owner_Ref", "other_Ref"]
+
+
+def test_the_estate_serves_its_versions_and_refuses_unknown_properties(tmp_path: Path) -> None:
+    manifest = estate("patients")
+    write_package(render_package(manifest, tmp_path), tmp_path / manifest.package)
+
+    async def call(app: object, version: str, body: Mapping[str, object]) -> dict[str, object]:
+        transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
+        async with httpx.AsyncClient(transport=transport, base_url="http://service") as client:
+            envelope = {"topic": "patients:register", "headers": {"svc-version": version}, "body": json.dumps(body)}
+            answer = await client.post("/svc/invoke", json=envelope)
+            result: dict[str, object] = answer.json()
+            return result
+
+    with imported(tmp_path, manifest.package) as package:
+        app = importlib.import_module(f"{package.__name__}.service").create_app()
+        body = {"name": "Ada", "bornOn": "1815-12-10", "phone": "555", "nmae": "x"}
+        refused = asyncio.run(call(app, "v1", body))
+        assert refused["statusCode"] == "validation-error"
+        detail = json.loads(str(refused["body"]))["detail"]
+        assert "nmae: unexpected property" in detail and "phone: unexpected property" in detail  # v1 has no phone
+        del body["nmae"]
+        accepted = asyncio.run(call(app, "v2", body))  # the stub answers not-implemented once the body decoded
+        assert accepted["statusCode"] == "not-implemented"
+
+
+def test_the_estate_is_compatible_and_each_manifest_diffs_clean_against_itself() -> None:
+    manifests = [estate(service) for service in ("patients", "billing", "appointments")]
+    report = compat_manifests(manifests)
+    assert report.checked == 2 and report.findings == ()  # appointments sends patients:get@v2 and billing:bill
+    assert all(not diff_manifests(m, m).findings for m in manifests)
+
+
+def test_a_fields_default_is_the_same_on_its_query_parameter_and_its_component() -> None:
+    manifest = estate("patients")
+    files = {f.relpath: f.data for f in render_package(manifest, Path("."))}
+    document = json.loads(files["contracts/http-api.json"])
+    (limit,) = [p for p in document["paths"]["/patients"]["get"]["parameters"] if p["name"] == "limit"]
+    component = document["components"]["schemas"]["ListPatients"]["properties"]["limit"]
+    assert limit["required"] is False
+    assert limit["schema"]["default"] == component["default"] == 50
+    assert b"default 50." in docs_page(document)  # the docs page says it too
+
+
+def test_manifests_importing_each_other_are_one_error_not_a_recursion(tmp_path: Path) -> None:
+    for name, other in (("a", "b"), ("b", "a")):
+        (tmp_path / f"{name}.yaml").write_text(
+            f"svcgen: 1\nservice: {name}\nimports:\n  {other}: {other}.yaml\ntypes:\n  Thing:\n    fields:\n"
+            f"      id: string\ntopics:\n  - id: {name}:get\n    request: Thing\n    response: Thing\n",
+            encoding="utf-8",
+        )
+    with pytest.raises(ManifestError) as info:
+        load_manifest((tmp_path / "a.yaml").as_posix())
+    (error,) = [str(d) for d in info.value.diagnostics if d.is_error]
+    assert ":4:6: owner's manifest 'b.yaml' is invalid: " in error and "an imports or from: cycle" in error
+
+
+def test_imported_types_serve_as_topic_produces_and_event_types_directly(tmp_path: Path) -> None:
+    patients = Path(os.path.relpath(ESTATE / "patients" / "patients.yaml", tmp_path)).as_posix()
+    text = (
+        f"svcgen: 1\nservice: desk\nimports:\n  patients: {patients}\n"
+        "topics:\n  - id: desk:find\n    request: patients.Ref\n    response: patients.Patient_v2\n"
+        "produces:\n  - id: patients:list\n    request: patients.ListPatients\n    response: patients.Page_Patient_v2\n"
+        "events:\n  - id: desk:seen\n    payload: patients.Ref\n    key: patientId\n"
+    )
+    model = load_manifest_text(text, (tmp_path / "desk.yaml").as_posix())
+    (topic,), (produced,), (event,) = model.topics, model.produces, model.events
+    assert (str(topic.request), str(topic.response)) == ("patients_Ref", "patients_Patient_v2")
+    assert str(produced.response) == "patients_Page_Patient_v2"
+    assert str(event.payload) == "patients_Ref"
+    assert fields(model, "patients_Page_Patient_v2")["items"] == "list[patients_Patient_v2]"
