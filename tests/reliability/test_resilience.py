@@ -79,12 +79,12 @@ from __future__ import annotations
 from svcgen.runtime import Context, Result
 
 from ..clients import Clients
-from ..models import CapturePayment, Money, Order, PlaceOrder
+from ..models import Order, PlaceOrder, payments_CapturePayment, payments_Money
 
 
 async def handle(request: PlaceOrder, context: Context) -> Result[Order]:
     capture = await context.scope.get(Clients).payments_capture(
-        CapturePayment(order_id="o-1", amount=Money(amount_minor=100), idempotency_key="pay-1")
+        payments_CapturePayment(order_id="o-1", amount=payments_Money(amount_minor=100), idempotency_key="pay-1")
     )
     if not capture.is_successful:
         return Result.conflict(f"payment failed: {capture.status}: {capture.detail}")
@@ -204,7 +204,9 @@ def test_a_post_retried_after_a_dropped_connection_runs_its_handler_once(built: 
         try:
             wiring = Wiring(environ={"SVCGEN_TARGET_PAYMENTS_CAPTURE": f"http://127.0.0.1:{proxy.port}/svc/invoke"})
             clients = clients_type(wiring.sender(produces))
-            request = models.CapturePayment(order_id="o-1", amount=models.Money(amount_minor=100), idempotency_key="x")
+            request = models.payments_CapturePayment(
+                order_id="o-1", amount=models.payments_Money(amount_minor=100), idempotency_key="x"
+            )
             result: Result[Any] = await clients.payments_capture(request)
             for hook in wiring.shutdown:
                 await hook()

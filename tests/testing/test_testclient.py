@@ -25,14 +25,14 @@ from __future__ import annotations
 from svcgen.runtime import Context, Result
 
 from ..clients import Clients
-from ..models import CapturePayment, Money, Order, PlaceOrder
+from ..models import Order, PlaceOrder, payments_CapturePayment, payments_Money
 from ..wiring import Ledger
 
 
 async def handle(request: PlaceOrder, context: Context) -> Result[Order]:
     ledger = context.scope.get(Ledger)
     capture = await context.scope.get(Clients).payments_capture(
-        CapturePayment(order_id="o-1", amount=Money(amount_minor=100), idempotency_key="k-1")
+        payments_CapturePayment(order_id="o-1", amount=payments_Money(amount_minor=100), idempotency_key="k-1")
     )
     if not capture.is_successful or capture.payload is None:
         return Result.conflict(f"payment failed: {capture.status}")
@@ -84,10 +84,12 @@ def orders(tmp_path: Path) -> Iterator[ModuleType]:
 
 
 def capture(request: Any) -> Result[Any]:
-    """The fake payments owner: answers with the build's own `Capture` type."""
+    """The fake payments owner: answers with the build's own `payments_Capture` type."""
     models = importlib.import_module("orders_service.models")
     return Result.created(
-        models.Capture(capture_id="cap-1", order_id=request.order_id, amount=request.amount, captured_at=ORDER_TIME)
+        models.payments_Capture(
+            capture_id="cap-1", order_id=request.order_id, amount=request.amount, captured_at=ORDER_TIME
+        )
     )
 
 
@@ -102,7 +104,8 @@ def test_the_sync_client_runs_lifespan_wiring_and_a_typed_fake_owner(orders: Mod
         assert response.status_code == 201, response.text
         assert response.json()["totalItems"] == 2
         (sent,) = client.owners.calls["payments:capture"]
-        assert (type(sent).__name__, sent.amount.amount_minor, sent.amount.currency) == ("CapturePayment", 100, "EUR")
+        typed = (type(sent).__name__, sent.amount.amount_minor, sent.amount.currency)
+        assert typed == ("payments_CapturePayment", 100, "EUR")
     assert wiring.EVENTS == ["startup", "shutdown"]
 
 
