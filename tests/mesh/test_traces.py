@@ -450,7 +450,7 @@ def test_record_wire_is_the_events_wire_form_byte_for_byte() -> None:
     bytes for every kind of record: inbound parent or none or malformed, a decided trace, unrouted long topics,
     long correlation ids, failures with and without details, empty texts, starts on a millisecond's edge."""
     parent = f"00-{'ab' * 16}-{'cd' * 8}-01"
-    decided = TraceContext("12" * 16, "34" * 8, "56" * 8, "01")
+    decided = TraceContext("12" * 16, "34" * 8, "56" * 8, 1)
     origins = [("orders", "i-1", 1_795_000_000.0, 100.0), ("orders", None, 1_795_000_000.1234995, 0.5),
                ("orders", "", 0.0, 0.0)]
     records: list[TraceRecord] = []

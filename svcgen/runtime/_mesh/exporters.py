@@ -103,6 +103,10 @@ class QueueExporter(InMemoryExporter):
         from each record (`record_wire`): no event or entry object is built on the way."""
         return [record_wire(record) for record in self._take(max)]
 
+    def take(self, max: int | None = None) -> list[TraceRecord]:
+        """Remove and return up to `max` records (all when None), oldest first, as the request path left them."""
+        return self._take(max)
+
     def _take(self, max: int | None) -> list[TraceRecord]:
         with self._lock:
             count = len(self._records) if max is None else min(max, len(self._records))
