@@ -118,6 +118,7 @@ def measure_store(record: Recorder, args: argparse.Namespace) -> None:
     record("  RSS growth while the day's buckets were filled", filled - registered, "MiB")
     record("  per series at most", SERIES_BYTES / 1024, "KiB")
 
+    gc.freeze()  # as `svcgen collector serve` does after each artifact write (host.py)
     record("fleet query p50, full store", p50_ms(collector.query_fleet, 30), "ms", target=50)
     name = f"svc{args.services // 2:03d}:op{args.topics // 2}"
     topic = {"topic": name, "window": "1h"}
@@ -132,6 +133,7 @@ def measure_store(record: Recorder, args: argparse.Namespace) -> None:
     build_windows(collector.artifact_snapshot(), generated_at="now")
     record("artifact snapshot + windows.json at the full store (every artifact write)", time.perf_counter() - started,
            "s")  # fmt: skip
+    gc.unfreeze()
     gc.collect()
 
 

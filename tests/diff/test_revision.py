@@ -107,7 +107,11 @@ def test_a_from_entry_whose_owner_uses_flow_mappings_reads_at_a_revision(
         result = CliRunner().invoke(main, args, catch_exceptions=False)
         assert result.exit_code == 0, result.output
     at_head = load_manifest_at("HEAD", "checkout/checkout.yaml", repo).manifest
-    assert at_head.produces[0].request.name == "Charge"
+    # The owner's type, under its namespace (docs/manifest.md, "Types for an estate").
+    assert at_head.produces[0].request.name == "payments_Charge"
+    taken = {record.name: record for record in at_head.types}["payments_Charge"]
+    assert [item.wire for item in taken.fields] == ["ref", "amount"]
+    assert taken.fields[0].contract == {"maxLength": 5}
 
 
 def test_an_owner_the_revision_lacks_is_named_with_gits_reason(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -31,11 +31,11 @@ from tests.support.reliability import ORDER, SVCGEN, build_orders, invoke, repor
 from tests.support.server import running
 
 HOSTILE_NAMES = [
-    "../../escape", "/abs/path", "..", "a/../../b", ".", "../", "/", "~/x", "C:\\evil\\x", "x\x00y",
+    "../../escape", "/abs/path", "..", "a/../../b", ".", "../", "/", "~/x", "C:\\evil\\x", "x\ty",
     "services/../../../z", "./.hidden", "../" * 80 + "deep", "orders", "Orders", "ORDERS",
 ]  # fmt: skip
 TOP_LEVEL = {"manifest.json", "topology.json", "topics.json", "usage.json", "asyncapi.json", "annotations.json",
-             "issues.json"}
+             "issues.json", "windows.json"}
 
 
 def files_under(root: Path) -> list[Path]:
@@ -58,7 +58,8 @@ def feed(base: str, name: str, number: int) -> None:
 def test_no_artifact_or_store_file_escapes_its_directory_whatever_a_service_calls_itself(tmp_path: Path) -> None:
     """Feeds a real collector (CollectorHost on uvicorn, JSON-file store, artifacts rewritten every 0.1 s)
     register, heartbeat, traces and issues from 16 services named like paths (`../../escape`, `/abs/path`,
-    `..`, `a/../../b`, `x\\0y`, 80 x `../` + `deep`, `orders`/`Orders`/`ORDERS`, ...), after planting a symlink
+    `..`, `a/../../b`, `x\\ty` (a NUL is refused at ingest: tests/collector), 80 x `../` + `deep`,
+    `orders`/`Orders`/`ORDERS`, ...), after planting a symlink
     where `../../escape`'s file goes, pointing outside. Then writes the artifacts again with write_artifacts and
     with `svcgen artifacts --store ... -o ...` (run from an empty working directory in the tree). Measures: every
     file in the tmp tree. Asserts: each is inside the store's directory or one of the three artifact
