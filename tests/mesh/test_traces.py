@@ -454,8 +454,9 @@ def test_record_wire_is_the_events_wire_form_byte_for_byte() -> None:
     origins = [("orders", "i-1", 1_795_000_000.0, 100.0), ("orders", None, 1_795_000_000.1234995, 0.5),
                ("orders", "", 0.0, 0.0)]
     records: list[TraceRecord] = []
-    for number, (held, origin) in enumerate([(None, o) for o in origins] + [(parent, origins[0]), ("junk", origins[1]),
-                                                                            (decided, origins[2])]):
+    helds: list[tuple[str | TraceContext | None, tuple[str, str | None, float, float]]] = [(None, o) for o in origins]
+    helds += [(parent, origins[0]), ("junk", origins[1]), (decided, origins[2])]
+    for number, (held, origin) in enumerate(helds):
         for routed, topic in ((True, "orders:get"), (False, "x" * (MAX_TEXT + 5)), (False, "short")):
             for status, ok, exc, detail in (("ok", True, None, None), ("service-unavailable", False, "LookupError",
                                             "orders:get failed" + "!" * 600), ("bad-request", False, "", "")):
