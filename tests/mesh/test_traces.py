@@ -16,15 +16,7 @@ from svcgen.runtime._invocation import Invocation, lowered
 from svcgen.runtime._mesh.exporters import InMemoryExporter, QueueExporter
 from svcgen.runtime._mesh.issues import IssueAggregator
 from svcgen.runtime._mesh.messages import MAX_TEXT
-from svcgen.runtime._mesh.tracecontext import TraceContext
-from svcgen.runtime._mesh.traces import (
-    LOG_EVERY,
-    REANCHOR_SECONDS,
-    TraceEvent,
-    TraceMiddleware,
-    TraceRecord,
-    record_wire,
-)
+from svcgen.runtime._mesh.traces import LOG_EVERY, REANCHOR_SECONDS, TraceEvent, TraceMiddleware, TraceRecord
 from tests.support.asgi import raw_request
 from tests.support.fakes import STARTED_TEXT, GetOrder, Order, SteppingClock, Traced, registry, traced_service
 
@@ -443,26 +435,3 @@ def test_log_lines_written_during_an_invocation_carry_its_trace_and_span_ids() -
     raised = [record for record in seen if record.name == "svcgen.pipeline"]
     assert raised and all(vars(r)["trace"] == f" trace={event['traceId']} span={event['spanId']}" for r in raised)
     assert vars(seen[-1])["trace"] == ""
-
-
-def test_record_wire_is_the_events_wire_form_byte_for_byte() -> None:
-    """The reporter's direct path (`record_wire`) and the event's (`from_record(...).to_wire()`) give the same
-    bytes for every kind of record: inbound parent or none or malformed, a decided trace, unrouted long topics,
-    long correlation ids, failures with and without details, empty texts, starts on a millisecond's edge."""
-    parent = f"00-{'ab' * 16}-{'cd' * 8}-01"
-    decided = TraceContext("12" * 16, "34" * 8, "56" * 8, 1)
-    origins = [("orders", "i-1", 1_795_000_000.0, 100.0), ("orders", None, 1_795_000_000.1234995, 0.5),
-               ("orders", "", 0.0, 0.0)]
-    records: list[TraceRecord] = []
-    helds: list[tuple[str | TraceContext | None, tuple[str, str | None, float, float]]] = [(None, o) for o in origins]
-    helds += [(parent, origins[0]), ("junk", origins[1]), (decided, origins[2])]
-    for number, (held, origin) in enumerate(helds):
-        for routed, topic in ((True, "orders:get"), (False, "x" * (MAX_TEXT + 5)), (False, "short")):
-            for status, ok, exc, detail in (("ok", True, None, None), ("service-unavailable", False, "LookupError",
-                                            "orders:get failed" + "!" * 600), ("bad-request", False, "", "")):
-                for correlation in (None, "", "c-1", "c" * (MAX_TEXT + 1)):
-                    started = origin[3] + number * 0.0104995
-                    records.append((held, number, origin, topic, routed, status, ok, "v2" if number % 2 else "",
-                                    exc, started, started + 0.0012345678, correlation, "http" if ok else "", detail))
-    for record in records:
-        assert orjson.dumps(record_wire(record)) == orjson.dumps(TraceEvent.from_record(record).to_wire()), record

@@ -19,7 +19,7 @@ import threading
 from collections import deque
 from typing import Any, Final, Protocol
 
-from .traces import TraceEvent, TraceRecord, record_wire
+from .traces import TraceEvent, TraceRecord
 
 DEFAULT_CAP: Final = 10_000
 
@@ -99,9 +99,9 @@ class QueueExporter(InMemoryExporter):
         return [TraceEvent.from_record(record) for record in self._take(max)]
 
     def drain_wire(self, max: int | None = None) -> list[dict[str, Any]]:
-        """`drain` in wire form (the reporter's trace source); encoding happens here, off the request path, straight
-        from each record (`record_wire`): no event or entry object is built on the way."""
-        return [record_wire(record) for record in self._take(max)]
+        """`drain` in wire form (the reporter's trace source); encoding happens here, off the request path."""
+        # One event at a time: a batch of events held at once would outlive collections and cost a full one.
+        return [TraceEvent.from_record(record).to_wire() for record in self._take(max)]
 
     def take(self, max: int | None = None) -> list[TraceRecord]:
         """Remove and return up to `max` records (all when None), oldest first, as the request path left them."""

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
-from .._codec import codec_for, utc_millis_text
+from .._codec import codec_for
 from .._context import Context
 from .._descriptor import Identity
 from .._pipeline import BindingFailure, Next, cancelled_from_outside
@@ -195,41 +195,6 @@ class TraceEvent:
         """Spec "Trace event", encoded through its record: unknown keys are omitted, never null."""
         wire: dict[str, Any] = _ENCODE_ENTRY(self.to_entry())
         return wire
-
-
-def record_wire(record: TraceRecord) -> dict[str, Any]:
-    """`TraceEvent.from_record(record).to_wire()` without the event, the entry record and its compiled encoder
-    between them: the traces feed's wire form of one record, the same keys in the same order and the same values
-    (tests/mesh/test_traces.py holds the two equal). The reporter drains every record through this, off the
-    request path, but on the same core: it is a third of what tracing costs a served request."""
-    (held, number, origin, topic, routed, status, _, version, exception_type, started, ended, correlation_id,
-     transport, failure_detail) = record
-    trace = held if isinstance(held, TraceContext) else resolve((held, number))
-    service, instance_id, wall, monotonic = origin
-    if not routed and len(topic) > MAX_TEXT:
-        topic = topic[: MAX_TEXT - 1] + "…"
-    # As the entry's datetime would: to the microsecond first (datetime's own rounding), then the wire's millis.
-    started_at = utc_millis_text(datetime.fromtimestamp(wall + (started - monotonic), UTC).timestamp())
-    # The entry's optional keys where they have a value, in its field order (absent, never null, on the wire).
-    wire: dict[str, Any] = {"traceId": trace.trace_id, "spanId": trace.span_id, "service": service, "topic": topic,
-                            "status": status}
-    if trace.parent_span_id:
-        wire["parentSpanId"] = trace.parent_span_id
-    if instance_id:
-        wire["instanceId"] = instance_id
-    if version and routed:
-        wire["topicVersion"] = version
-    if exception_type:
-        wire["exceptionType"] = exception_type
-    wire["durationMs"] = round((ended - started) * 1000.0, 3)
-    wire["startedAt"] = started_at
-    if correlation_id and len(correlation_id) <= MAX_TEXT:
-        wire["correlationId"] = correlation_id
-    if transport:
-        wire["transport"] = transport
-    if failure_detail:
-        wire["failureDetail"] = _cut(failure_detail)
-    return wire
 
 
 class TraceMiddleware:
