@@ -94,6 +94,14 @@ BENCHES = (
           "them with a durable pull consumer that decodes the typed payload and acknowledges after the handler; "
           "throughput from the first publish to the last handling, publish→handle latency per event; the systems "
           "take turns in every round, who goes first alternating."),
+    Bench("resilience", "Resilience (bench/resilience.py)",
+          "CPU time of the calling thread per call. Idempotency: `Service.invoke` of a typed non-idempotent topic "
+          "with a fresh `Idempotency-Key` per call (claim, run, keep the answer in the memory store at its cap) "
+          "against the same calls without a key, rounds alternating; the added cost is the median of the per-round "
+          "differences. Retries: one `HttpSender` call at a time to a constant-answer app under uvicorn in another "
+          "process, plain against the same sender inside `RetryingSender` with retries configured and never "
+          "triggered, taking turns call by call, the overhead being the median of the per-round ratios; and the "
+          "wrapper's own cost over a sender that answers at once."),
     Bench("hostile", "Hostile bodies (bench/hostile.py)",
           "CPU per request of 1 MiB bodies built to be expensive under the limits (arrays nested 62 deep, runs of "
           "empty arrays or objects, numbers, strings of brackets or escapes, 88,000 keys, a duplicate key at the "

@@ -41,6 +41,7 @@ from .runtime._mesh.profile import MEANINGS
 from .runtime._topics import DEFAULT_PREFIX
 
 if TYPE_CHECKING:
+    from .candeploy import DeployReport
     from .codegen.files import GeneratedFile
     from .codegen.ownership import BuildReport
 
@@ -238,14 +239,7 @@ def can_i_deploy(manifest: str, collector_url: str, window: str, output_format: 
                                 token=token)
     except CollectorUnavailable as error:
         _fail([str(error)], status=2)
-    report = judge(change, answer, window=span, window_text=window, now=dt.datetime.now(dt.UTC))
-    if output_format == "json":
-        click.echo(orjson.dumps(report.document(), option=orjson.OPT_INDENT_2).decode())
-    else:
-        for line in report.lines():
-            click.echo(line)
-    if report.breaking:
-        raise SystemExit(1)
+    _report(judge(change, answer, window=span, window_text=window, now=dt.datetime.now(dt.UTC)), output_format)
 
 
 def _collector_token(token_file: Path | None) -> str | None:
@@ -600,8 +594,8 @@ def _load_side(spec: str) -> Manifest:
         _fail([f"{spec}: {error}"], status=2)
 
 
-def _report(report: DiffReport | CompatReport, output_format: str) -> None:
-    """Print a diff or compat report as text lines or JSON; exit 1 when it is breaking."""
+def _report(report: DiffReport | CompatReport | DeployReport, output_format: str) -> None:
+    """Print a diff, compat or can-i-deploy report as text lines or JSON; exit 1 when it is breaking."""
     if output_format == "json":
         click.echo(orjson.dumps(report.document(), option=orjson.OPT_INDENT_2).decode())
     else:

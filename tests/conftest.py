@@ -39,9 +39,6 @@ SLOW: dict[str, str] = {
     "nats/test_nats_serve.py": "svcgen serve over NATS in subprocesses",
     "diff/test_cli.py::test_check_against_a_revision_in_a_git_repository_as_ci_runs_it": "git in subprocesses",
     "events/test_outages.py": "JetStream server restarts and subscriber kills",
-    "events/test_jetstream.py::test_publish_without_a_stream_server_is_a_failure_never_a_silent_drop": (
-        "waits out nats-py's connect retries to a closed port (about two minutes)"
-    ),
     "events/test_jetstream.py::test_the_dead_letters_command_lists_replays_and_drops": "svcgen events in subprocesses",
 }
 """Path under tests/ (a folder, a module, or a module::test) → why it is slow."""

@@ -42,6 +42,8 @@ class TopicBinding:
     """`METHOD /path`, in manifest order; a `{version}` segment selects the version per request."""
     success: tuple[str, ...] = ("ok",)
     failures: tuple[str, ...] = ()
+    idempotent: bool = False
+    timeout: float | None = None
     security: Requirements | None = None
     """None: the service's default."""
     deprecated: Deprecation | None = None
@@ -60,6 +62,7 @@ class ProducedBinding:
     summary: str | None
     method: str
     """The typed client method in clients.py."""
+    idempotent: bool = False
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,8 @@ def service_bindings(manifest: Manifest) -> ServiceBindings:
                 tuple(str(route) for route in topic.routes),
                 topic.success,
                 topic.failures,
+                topic.idempotent,
+                topic.timeout,
                 topic.security,
                 topic.deprecated,
             )
@@ -134,6 +139,7 @@ def service_bindings(manifest: Manifest) -> ServiceBindings:
                 topic.response,
                 topic.summary,
                 methods[TopicKey(topic.id, topic.version)],
+                topic.idempotent,
             )
             for topic in manifest.produces
         ),

@@ -18,7 +18,7 @@ from .events import event_stub_view, events_view
 from .files import GeneratedFile, header_line, manifest_reference
 from .records import models_view
 from .templating import render
-from .views import clients_view, service_view, stub_view, wiring_stub_view
+from .views import clients_view, example_view, service_view, stub_view, wiring_stub_view
 
 
 def render_package(manifest: Manifest, out: Path) -> list[GeneratedFile]:
@@ -45,6 +45,7 @@ def render_package(manifest: Manifest, out: Path) -> list[GeneratedFile]:
         generated("handlers/__init__.py"),
         generated("tests/__init__.py"),
         generated("tests/test_contracts.py"),
+        generated("tests/test_service.py", example=example_view(bindings)),
     ]
     if bindings.produces:
         files.append(generated("clients.py", clients=clients_view(bindings)))

@@ -40,6 +40,8 @@ class RegistrationRow:
     success: tuple[str, ...] | None
     """Written only when not the default `ok`."""
     failures: tuple[str, ...]
+    idempotent: bool = False
+    timeout: float | None = None
     security: list[dict[str, list[str]]] | None = None
     """Written only when the topic has its own."""
     deprecated: str | None = None
@@ -72,6 +74,7 @@ class ProducedRow:
     version: str
     request: str
     response: str
+    idempotent: bool = False
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,7 @@ class ClientMethod:
     summary: str | None
     request: str
     response: str
+    idempotent: bool = False
 
 
 @dataclass(frozen=True)
@@ -216,13 +220,15 @@ def service_view(bindings: ServiceBindings) -> ServiceView:
             t.summary,
             None if t.success == (OK,) else t.success,
             t.failures,
+            t.idempotent,
+            t.timeout,
             None if t.security is None else requirement_literals(t.security),
             _deprecation_call(t, imports),
         )
         for t in bindings.topics
     )
     produces = tuple(
-        ProducedRow(p.topic, p.version, type_text(p.request, imports), type_text(p.response, imports))
+        ProducedRow(p.topic, p.version, type_text(p.request, imports), type_text(p.response, imports), p.idempotent)
         for p in bindings.produces
     )
     routes = tuple(RouteRow(spec, t.topic, t.version) for t in bindings.topics for spec in t.routes)
@@ -272,6 +278,7 @@ def clients_view(bindings: ServiceBindings) -> ClientsView:
             summary=p.summary,
             request=type_text(p.request, imports),
             response=type_text(p.response, imports),
+            idempotent=p.idempotent,
         )
         for p in bindings.produces
     )
@@ -308,3 +315,26 @@ def stub_view(topic: TopicBinding) -> StubView:
 def _import_models(exprs: list[TypeExpr], imports: Imports) -> None:
     if any(expr.records() for expr in exprs):
         imports.name(".", MODELS_MODULE)
+
+
+@dataclass(frozen=True)
+class ExampleTestView:
+    """What the generated example test names: the first topic, the first produced topic, every produced one."""
+
+    module: str
+    topic: str
+    version: str
+    produced: str
+    produces: list[str]
+
+
+def example_view(bindings: ServiceBindings) -> ExampleTestView:
+    first = bindings.topics[0] if bindings.topics else None
+    produces = sorted({produced.topic for produced in bindings.produces})
+    return ExampleTestView(
+        first.module if first is not None else "service",
+        first.topic if first is not None else "topic:id",
+        first.version if first is not None else "",
+        produces[0] if produces else "",
+        produces,
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,8 @@ def build_manifest(document: YamlDocument, base_dir: Path, sources: Sources) -> 
                 taken.topic,
                 routes=(),
                 summary=entry.get("summary", taken.topic.summary),
+                idempotent=entry.get("idempotent", taken.topic.idempotent),
+                timeout=None,
                 request=space.resolve(qualified(taken.topic.request, namespace), None),
                 response=space.resolve(qualified(taken.topic.response, namespace), None),
             ))
@@ -217,6 +220,19 @@ def _field(wire: str, spec: str | dict[str, Any]) -> FieldDef:
                     deprecation(lifecycle))
 
 
+def parse_duration(text: str) -> float:
+    """Seconds of a manifest duration (`2s`, `500ms`, `1.5m`); ValueError when it is not one."""
+    match = _DURATION.fullmatch(text.strip())
+    if match is None:
+        raise ValueError(f"{text!r} is not a duration; write one like 2s, 500ms or 1.5m")
+    return float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+
+
+_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m)")
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0}
+_SAFE_METHODS = frozenset({"GET", "HEAD"})
+
+
 def deprecation(spec: Any) -> Deprecation | None:
     """`deprecated: {since, sunset, successor}` as the model holds it; None for anything else."""
     if not isinstance(spec, dict):
@@ -227,6 +243,8 @@ def deprecation(spec: Any) -> Deprecation | None:
 def _topics(entry: dict[str, Any]) -> list[TopicDef]:
     """The entry's (topic, version) definitions: one per version of `versions:`, else the one."""
     routes = tuple(parse_route(text) for text in entry.get("routes", ()))
+    # A topic only read through GET routes changes nothing by being read again (events join this rule, §14).
+    reads_only = bool(routes) and all(route.method in _SAFE_METHODS for route in routes)
     topic = TopicDef(
         id=entry["id"],
         version=entry.get("version", ""),
@@ -236,6 +254,8 @@ def _topics(entry: dict[str, Any]) -> list[TopicDef]:
         routes=tuple(RouteDef(route.method, route.path) for route in routes),
         success=tuple(entry.get("success", (OK,))),
         failures=tuple(entry.get("failures", ())),
+        idempotent=bool(entry.get("idempotent", reads_only)),
+        timeout=parse_duration(entry["timeout"]) if "timeout" in entry else None,
         deprecated=deprecation(entry.get("deprecated")),
         security=requirements(entry["security"]) if "security" in entry else None,
     )

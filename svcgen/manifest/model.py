@@ -98,6 +98,11 @@ class TopicDef:
     """Statuses the handler answers on success."""
     failures: tuple[str, ...] = ()
     """Failure statuses the handler may answer beyond the binding's own."""
+    idempotent: bool = False
+    """Running it twice does what running it once does (`idempotent:`; default: every route is GET); clients
+    retry it as it is, and send an Idempotency-Key when it is not."""
+    timeout: float | None = None
+    """Seconds the handler may run (`timeout:`) before it is cancelled and the caller gets `timeout`."""
     deprecated: Deprecation | None = None
     security: Requirements | None = None
     """Who may call it; None takes the service's `security.default`, () is public."""

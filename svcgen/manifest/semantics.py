@@ -24,7 +24,7 @@ from ..runtime._topics import (
     is_reserved_topic,
     normalize_prefix,
 )
-from .build import record_def, template_def
+from .build import parse_duration, record_def, template_def
 from .composition import (
     ABSENT,
     CompositionError,
@@ -51,6 +51,7 @@ from .typeexpr import CONTAINERS, SCALARS, TypeExpr, TypeExprError, parse_type
 from .validate import SchemaFindings
 
 _SCALAR_LIST = ", ".join(SCALARS)
+MAX_TIMEOUT_SECONDS = 24 * 3600.0
 _NAMESPACE = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
@@ -182,6 +183,7 @@ class _Checker:
         self.check_topic_ids("produces")
         self.check_routes()
         self.check_statuses()
+        self.check_timeouts()
         self.check_deprecations()
         self.check_versions(types or {})
         check_security(self.doc, self.findings, self.error, self.warn)
@@ -901,6 +903,22 @@ class _Checker:
                     elif status in seen:
                         self.error(position, f"status {status!r} is listed twice under '{key}'; remove one")
                     seen.add(status)
+
+    def check_timeouts(self) -> None:
+        """`timeout:` is a duration the schema's pattern admits; here: more than nothing, at most a day."""
+        for index, entry in enumerate(self.sections["topics"]):
+            text = self.read(entry, ("topics", index), "timeout", str)
+            if text is None:
+                continue
+            try:
+                seconds = parse_duration(text)
+            except ValueError:
+                continue  # the schema stage reports it
+            if not 0 < seconds <= MAX_TIMEOUT_SECONDS:
+                self.error(
+                    self.doc.at(("topics", index, "timeout")),
+                    f"timeout {text!r} must be more than 0 and at most a day (1440m); write one like 2s or 500ms",
+                )
 
     def check_deprecations(self) -> None:
         """`deprecated: {since, sunset, successor}` on topics and fields: real dates, the sunset not before the

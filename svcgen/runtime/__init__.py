@@ -10,6 +10,7 @@ from ._clients import ClientCall, ClientsBase
 from ._codec import Codec, DecodeError, codec_for
 from ._context import Context
 from ._credentials import ApiKey, BearerToken
+from ._deadline import deadline
 from ._dependencies import Dependencies, DependencyError, Scope
 from ._deprecation import Deprecation
 from ._descriptor import Identity, ProducedTopic
@@ -33,6 +34,7 @@ from ._http.cors import Cors
 from ._http.limits import Limits
 from ._http.routing import Route
 from ._http.sender import HttpSender
+from ._idempotency import IdempotencyStore, MemoryIdempotencyStore, PostgresIdempotencyStore
 from ._jsonlimits import JsonLimits
 from ._mesh.host import MeshHost, MeshSettings
 from ._mesh.profile import declare_profile, self_check
@@ -44,6 +46,7 @@ from ._nats.responder import NatsBinding
 from ._pipeline import Middleware, Next
 from ._registry import Handler, HandlerBindingError, Registry, RegistryError, TopicKey
 from ._result import Result
+from ._retry import Retry, RetryingSender
 from ._security import ApiKeyScheme, Guard, JwtScheme, Principal, Security, SecurityError
 from ._service import Service
 from ._version import API_LEVEL, RuntimeMismatch, require_api_level
@@ -80,11 +83,13 @@ __all__ = [
     "HealthChecks",
     "HttpApp",
     "HttpSender",
+    "IdempotencyStore",
     "Identity",
     "JetStreamBroker",
     "JsonLimits",
     "JwtScheme",
     "Limits",
+    "MemoryIdempotencyStore",
     "MeshHost",
     "MeshSettings",
     "Meta",
@@ -92,12 +97,15 @@ __all__ = [
     "NatsBinding",
     "NatsSender",
     "Next",
+    "PostgresIdempotencyStore",
     "Principal",
     "ProducedTopic",
     "Registry",
     "RegistryError",
     "Result",
     "Retention",
+    "Retry",
+    "RetryingSender",
     "Route",
     "RuntimeMismatch",
     "Scope",
@@ -117,6 +125,7 @@ __all__ = [
     "codec_for",
     "create_app",
     "current_trace",
+    "deadline",
     "declare_profile",
     "open_sender",
     "propagation_headers",

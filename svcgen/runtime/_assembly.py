@@ -130,7 +130,7 @@ class ServiceDefinition:
             wire(setup)
         if self.clients is not None and self.clients not in setup.dependencies:  # wire() may provide its own
             # One pooled sender per process, closed at shutdown; handlers get it as context.scope.get(Clients).
-            sender = setup.sender((produced.topic for produced in self.produces), extra_headers=propagation_headers)
+            sender = setup.sender(self.produces, extra_headers=propagation_headers)
             setup.dependencies.value(self.clients, self.clients(sender))
         bus = None
         if self.events or self.subscriptions is not None:

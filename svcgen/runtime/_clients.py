@@ -8,6 +8,7 @@ call gains (retries, credentials, deadlines) is added once, for every generated 
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Final, Generic, Self, TypeVar
@@ -15,10 +16,10 @@ from typing import Any, Final, Generic, Self, TypeVar
 import orjson
 
 from ._codec import Codec
-from ._http.sender import HttpSender
+from ._idempotency import IDEMPOTENCY_KEY_HEADER
 from ._mesh.tracecontext import propagation_headers
-from ._nats.requester import NatsSender
 from ._result import Result
+from ._retry import Retry, RetryingSender, has_key
 from ._topics import VERSION_ECHO_HEADER
 from ._wiring import Sender, open_sender
 
@@ -32,13 +33,17 @@ class ClientCall(Generic[Req, Resp]):
     """One produced topic as a typed call: its id, its version ("" when unversioned) and the codecs of its
     request and response types."""
 
-    __slots__ = ("request", "response", "topic", "version")
+    __slots__ = ("idempotent", "request", "response", "topic", "version")
 
-    def __init__(self, topic: str, request: Codec[Req], response: Codec[Resp], version: str = "") -> None:
+    def __init__(
+        self, topic: str, request: Codec[Req], response: Codec[Resp], version: str = "", *, idempotent: bool = False
+    ) -> None:
         self.topic = topic
         self.version = version
         self.request = request
         self.response = response
+        self.idempotent = idempotent
+        """False: every call carries an `Idempotency-Key` (the same on each retry), so the owner runs it once."""
 
     def __repr__(self) -> str:
         return f"ClientCall({self.topic!r}, version={self.version!r})"
@@ -49,14 +54,17 @@ class ClientsBase:
 
     `target` is a target URL (an http(s) invoke base URL, or `nats://host:port/<service>`) or a `Sender` (one
     without encode/decode hooks: `call` encodes and decodes). A sender made here from a URL forwards the current
-    trace (so the callee's span joins this invocation's trace) and is closed by `aclose()` or by leaving
-    `async with`; a sender passed in stays its owner's to close.
+    trace (so the callee's span joins this invocation's trace), retries as `retry` says (docs/runtime.md,
+    "Resilience") and is closed by `aclose()` or by leaving `async with`; a sender passed in stays its owner's to
+    close. A call of a topic that is not idempotent carries an `Idempotency-Key` (the caller's own, if set).
     """
 
-    def __init__(self, target: str | Sender) -> None:
-        self._owned: HttpSender | NatsSender | None = None
+    def __init__(self, target: str | Sender, *, retry: Retry | None = None) -> None:
+        self._owned: RetryingSender | None = None
         if isinstance(target, str):
-            target = self._owned = open_sender(target, extra_headers=propagation_headers)
+            # Retried as `retry` says (default `Retry()`); each call's own key marks the ones that are not idempotent.
+            sender = open_sender(target, extra_headers=propagation_headers)
+            target = self._owned = RetryingSender(sender, idempotent=None, policy=retry)
         self.sender: Sender = target
 
     async def call(
@@ -67,6 +75,8 @@ class ClientsBase:
         sent = dict(headers) if headers else {}
         if call.version:
             sent[VERSION_ECHO_HEADER] = call.version
+        if not call.idempotent and not has_key(sent):
+            sent[IDEMPOTENCY_KEY_HEADER] = uuid.uuid4().hex
         body = orjson.dumps(call.request.encode(request))
         answer: Result[Any] = await self.sender.send(call.topic, body, sent or _NO_HEADERS)
         if not answer.is_successful or answer.payload is None:

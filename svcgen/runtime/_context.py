@@ -34,6 +34,9 @@ class Context:
     version, which the pipeline answers with `not-found`."""
     principal: Principal | None = None
     """The verified caller (scheme, subject, scopes, claims); None on a public topic."""
+    deadline: float | None = None
+    """When the handler must be done (monotonic seconds): the caller's `svc-deadline` or the topic's `timeout`,
+    whichever comes first; None when neither bounds it. Outbound calls made meanwhile carry what is left."""
     items: dict[str, Any] = field(default_factory=dict)
     """Free room for middleware to pass values along one invocation."""
     delivery: DeliveryInfo | None = None

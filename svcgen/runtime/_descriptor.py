@@ -120,6 +120,8 @@ class ProducedTopic:
     version: str = ""
     request_type: Any = Any
     response_type: Any = Any
+    idempotent: bool = False
+    """Whether the owner may run it twice: retried as it is, else with an `Idempotency-Key` (not in the descriptor)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.topic, str) or not self.topic:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,9 @@ import orjson
 from . import _status as st
 from ._codec import Codec, DecodeError, codec_for
 from ._context import Context
+from ._deadline import Clock
+from ._deadline import enter as enter_deadline
+from ._deadline import leave as leave_deadline
 from ._jsonlimits import JsonLimits, JsonRefused, parse_json
 from ._registry import Registration
 from ._result import Result
@@ -59,8 +63,11 @@ class Pipeline:
     """Runs one invocation whose registration the service selected before (`Context.registration`); one without
     a registration gets the answer the version selection gives instead."""
 
-    def __init__(self, versions: VersionSelector, middleware: Sequence[Middleware] = ()) -> None:
+    def __init__(
+        self, versions: VersionSelector, middleware: Sequence[Middleware] = (), *, clock: Clock = time.monotonic
+    ) -> None:
         self._versions = versions
+        self._clock = clock
         self._targets: dict[int, _Target] = {}
         """By `id(registration)`: a registration lives as long as its registry, and an int hashes fastest."""
         self.run: Next = _compose(middleware, self._route)
@@ -75,12 +82,26 @@ class Pipeline:
         request = _decode(target, context.body, context.fields, context.json_limits)
         if isinstance(request, Result):
             return request
+        deadline = context.deadline
+        bound: asyncio.Timeout | None = None
+        token = None
         try:
-            if registration.is_async:
+            if deadline is not None:
+                left = deadline - self._clock()
+                if left <= 0:
+                    return _failure(st.TIMEOUT, f"the deadline passed before {registration.key} started")
+                bound = asyncio.timeout(left)
+                token = enter_deadline(deadline)  # outbound calls made by the handler carry what is left
+                async with bound:
+                    returned = await _call(registration, request, context)
+            elif registration.is_async:  # inline, not through _call: one coroutine frame less per invocation
                 returned = await registration.handler(request, context)  # type: ignore[misc]
             else:
                 returned = await asyncio.to_thread(registration.handler, request, context)
         except BaseException as exc:
+            if bound is not None and bound.expired():
+                logger.warning("handler for %s cancelled at its deadline", registration.key)
+                return _failure(st.TIMEOUT, f"{registration.key} did not finish before its deadline")
             # Any exception, CancelledError, SystemExit and KeyboardInterrupt included, is the handler's failure:
             # its type is kept for tracing and issues; its text never goes on the wire. Only a cancellation of
             # this invocation from outside (the client left, the server stops) goes on, so it is honoured.
@@ -90,6 +111,9 @@ class Pipeline:
             logger.error("handler for %s raised %s", registration.key, exception_type, exc_info=exc)
             detail = f"{registration.key} failed while handling the request"
             return BindingFailure(st.SERVICE_UNAVAILABLE, None, detail, exception_type=exception_type)
+        finally:
+            if token is not None:
+                leave_deadline(token)
         if not isinstance(returned, Result):
             logger.error("handler for %s returned %s, not a Result", registration.key, type(returned).__name__)
             return _failure(st.UNEXPECTED_ERROR, f"{registration.key} returned an invalid result")
@@ -110,6 +134,11 @@ class Pipeline:
         return target
 
 
+async def _call(registration: Registration, request: Any, context: Context) -> Any:
+    if registration.is_async:
+        return await registration.handler(request, context)  # type: ignore[misc]
+    # A sync handler's thread cannot be stopped at a deadline; the caller gets its `timeout` all the same.
+    return await asyncio.to_thread(registration.handler, request, context)
 def _encoded(target: _Target, result: Result[Any], context: Context) -> Result[Any]:
     """Encode a success's payload here, inside the traced pipeline, so a response that does not fit its type is
     traced and counted as the `unexpected-error` it is answered with; the bytes are kept on the context for the

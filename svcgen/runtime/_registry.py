@@ -73,6 +73,11 @@ class Registration:
     """(request, response) types the contract publishes for a handler that reads and answers plain JSON itself
     (the collector checks its feeds through these records, skipping a malformed batch entry instead of refusing
     the batch); None publishes the request and response types."""
+    idempotent: bool = False
+    """Running it twice does what running it once does; when False, an `Idempotency-Key` makes a retry safe."""
+    timeout: float | None = None
+    """Seconds the handler may run before it is cancelled and the caller gets `timeout`; None: no bound of its
+    own (the caller's deadline still holds)."""
     security: Requirements | None = None
     """Who may call it (see `Security`); None takes the service's default, () is public."""
     _undeclared: set[str] = field(default_factory=set, init=False, repr=False)
@@ -124,6 +129,8 @@ class Registry:
         success: Iterable[str] = (OK,),
         failures: Iterable[str] = (),
         published: tuple[Any, Any] | None = None,
+        idempotent: bool = False,
+        timeout: float | None = None,
         deprecated: Deprecation | None = None,
         security: RequirementsSpec | None = None,
     ) -> Registration:
@@ -135,9 +142,12 @@ class Registry:
         statuses it may answer beyond the binding's own; both from the status table. `published` (request,
         response) types are what the contract shows when they differ from the plain JSON the handler takes.
         `deprecated` marks the version deprecated: its answers carry `deprecation` and `sunset` headers.
+        `idempotent` and `timeout` (seconds) are the topic options of DESIGN §14 (docs/runtime.md, "Resilience").
         `security` names who may call it (`[{"staff": ["patients:read"]}]`, `[]` public); None takes the
         service's default.
         """
+        if timeout is not None and not timeout > 0:
+            raise RegistryError(f"{topic}: timeout must be more than 0 seconds, got {timeout!r}")
         if not isinstance(topic, str) or not topic:
             raise RegistryError(f"topic id must be a non-empty string, got {topic!r}")
         if is_reserved_topic(topic) and not self._allow_reserved:
@@ -163,6 +173,8 @@ class Registry:
             success=declared_success,
             failures=declared_failures,
             published=published,
+            idempotent=idempotent,
+            timeout=timeout,
             deprecated=deprecated,
             answer_headers=deprecated.headers() if deprecated is not None else (),
             security=None if security is None else requirements(security),
@@ -187,13 +199,15 @@ class Registry:
         summary: str | None = None,
         success: Iterable[str] = (OK,),
         failures: Iterable[str] = (),
+        idempotent: bool = False,
+        timeout: float | None = None,
     ) -> Callable[[Handler[Any, Any]], Handler[Any, Any]]:
         """Decorator form of `add`."""
 
         def register(fn: Handler[Any, Any]) -> Handler[Any, Any]:
             self.add(
                 topic, fn, version=version, request=request, response=response, summary=summary, success=success,
-                failures=failures,
+                failures=failures, idempotent=idempotent, timeout=timeout,
             )  # fmt: skip
             return fn
 

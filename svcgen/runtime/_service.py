@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import cached_property
 from typing import Any
@@ -16,10 +17,12 @@ import orjson
 from . import _status as st
 from ._codec import codec_for
 from ._context import Context
+from ._deadline import DEADLINE_HEADER, Clock, caller_deadline
 from ._dependencies import Dependencies
 from ._descriptor import Descriptor, Identity, ProducedTopic, build_descriptor, build_spec
 from ._envelope import envelope_from, parse_envelope, response_envelope_bytes
 from ._health import HealthChecks, HealthReport
+from ._idempotency import IDEMPOTENCY_KEY_HEADER, IdempotencyStore, MemoryIdempotencyStore, fingerprint, run_once
 from ._invocation import NO_HEADERS, Invocation, lowered
 from ._jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits
 from ._openapi import build_openapi
@@ -53,8 +56,14 @@ class Service:
         prefix: str = DEFAULT_PREFIX,
         json_limits: JsonLimits = DEFAULT_JSON_LIMITS,
         security: Guard | Security | None = None,
+        idempotency: IdempotencyStore | None = None,
+        clock: Clock = time.monotonic,
     ) -> None:
         self.identity = identity
+        self.idempotency: IdempotencyStore = idempotency if idempotency is not None else MemoryIdempotencyStore()
+        """Where answers to `Idempotency-Key` calls of non-idempotent topics are kept (wiring.py may set another)."""
+        self.clock = clock
+        """The monotonic clock deadlines are measured on."""
         self.json_limits = json_limits
         """The default for invocations whose transport does not set its own."""
         self.registry = registry
@@ -74,7 +83,8 @@ class Service:
         self.middleware = tuple(middleware)
         self._versions = VersionSelector(registry)
         self._encoders: dict[int, Callable[[Any], Any]] = {}
-        self.pipeline = Pipeline(self._versions, self.middleware)
+        self._scopes: dict[int, str] = {}
+        self.pipeline = Pipeline(self._versions, self.middleware, clock=clock)
         self.produces = produces
         self.spec: dict[str, Any] = build_spec(identity.service, registry)
         self._spec_answer = Outcome(Result.ok(self.spec), orjson.dumps(self.spec))
@@ -121,6 +131,34 @@ class Service:
             if isinstance(checked, Result):
                 return self._encode(checked, None, topic)
             principal = checked
+        if registration is not None and not registration.idempotent:
+            key = invocation.headers.get(IDEMPOTENCY_KEY_HEADER)
+            if key is not None:
+                scope = self._scopes.get(id(registration)) or self._scope(registration)
+                if principal is not None:  # one caller's key never answers another's call
+                    scope = f"{scope} {principal.scheme}:{principal.subject}"
+                request = fingerprint(topic, requested, invocation.fields, invocation.body)
+                run = lambda: self._run(invocation, registration, requested, principal)  # noqa: E731
+                return await run_once(self.idempotency, scope, key, request, run)
+        return await self._run(invocation, registration, requested, principal)
+
+    def _scope(self, registration: Registration) -> str:
+        """Where a registration's idempotency keys live: service and (topic, version), named once."""
+        scope = self._scopes[id(registration)] = f"{self.identity.service} {registration.key}"
+        return scope
+
+    async def _run(
+        self, invocation: Invocation, registration: Registration | None, requested: str, principal: Principal | None
+    ) -> Outcome:
+        topic = invocation.topic
+        deadline = None
+        if registration is not None:
+            timeout = registration.timeout
+            if timeout is not None or DEADLINE_HEADER in invocation.headers:
+                now = self.clock()
+                deadline = caller_deadline(invocation.headers, now)
+                if timeout is not None and (deadline is None or now + timeout < deadline):
+                    deadline = now + timeout
         context = Context(
             topic,
             registration.version if registration is not None else requested,
@@ -132,6 +170,7 @@ class Service:
             invocation.json_limits or self.json_limits,
             registration,
             principal,
+            deadline,
         )
         try:
             result = await self.pipeline.run(context)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
-API_LEVEL: Final = 8
+API_LEVEL: Final = 9
 """Raised when generated code starts to need something the public runtime did not offer before.
 
 2: typed handler binding (`Handler`, `HandlerBindingError`) and the user's wiring module (`Wiring`).
@@ -15,7 +15,9 @@ API_LEVEL: Final = 8
 6: security (`Security`, `JwtScheme`, `ApiKeyScheme`, `Registry.add(security=)`) and the wiring's edge settings.
 7: events (`EventSpec`, `Subscriptions`, `EventHandler`, `Delivery`; `ServiceDefinition` events, subscriptions,
    publisher).
-8: deprecated topic versions (`Deprecation`, `Registry.add(deprecated=...)`)."""
+8: deprecated topic versions (`Deprecation`, `Registry.add(deprecated=...)`).
+9: topic options `idempotent` and `timeout` (`Registry.add`, `ProducedTopic`), retried senders (`Wiring.sender`
+   takes `ProducedTopic`s)."""
 
 
 class RuntimeMismatch(ImportError):

@@ -18,10 +18,12 @@ import httpx
 
 from ._credentials import Credential, SenderWithCredentials
 from ._dependencies import Dependencies
+from ._descriptor import ProducedTopic
 from ._events import EventBroker, EventBus, EventSpec, Retention, Subscriptions, events_need_broker
 from ._http.app import AsgiApp, HttpApp
 from ._http.cors import Cors, cors_middleware
 from ._http.sender import HeaderHook, HttpSender, _join, _split_base
+from ._idempotency import IdempotencyStore
 from ._jsontext import document_bytes
 from ._naming import slug
 from ._nats.connections import NATS_MISSING, ConnectFactory, NatsConnections, NatsError, nats_installed, server_of
@@ -30,6 +32,7 @@ from ._nats.requester import NatsSender, nats_target
 from ._nats.responder import NatsBinding
 from ._pipeline import Middleware
 from ._result import Result
+from ._retry import Retry, RetryingSender
 from ._security import Guard, Security, SecurityError
 
 TARGET_ENV_PREFIX = "SVCGEN_TARGET_"
@@ -145,6 +148,14 @@ class Wiring:
         self._events: EventBus | None = None
         self.startup: list[Callable[[], Awaitable[None]]] = []
         self.shutdown: list[Callable[[], Awaitable[None]]] = []
+        self.retry = Retry()
+        """How produced topics are tried again (default: 2 retries, 0.5 s doubling to 8 s); `Retry(retries=0)`
+        never retries."""
+        self.retries: dict[str, Retry] = {}
+        """Per produced topic: overrides `retry` for that topic's target."""
+        self.idempotency: IdempotencyStore | None = None
+        """Where answers to `Idempotency-Key` calls are kept: None keeps them in this process's memory; a
+        `PostgresIdempotencyStore` shares them between replicas (opened at startup, closed at shutdown)."""
         self.api_keys: dict[str, dict[str, str]] = {}
         self.credentials: dict[str, Credential] = {}
         self.middleware: list[Middleware] = []
@@ -197,11 +208,16 @@ class Wiring:
             ) from None
         return url
 
-    def sender(self, topics: Iterable[str], *, extra_headers: HeaderHook | None = None, **options: Any) -> Sender:
+    def sender(
+        self, topics: Iterable[str | ProducedTopic], *, extra_headers: HeaderHook | None = None, **options: Any
+    ) -> Sender:
         """One sender for `topics`, closed at shutdown: an `HttpSender` (one pooled HTTP client) POSTing each to
         `<its target>/<topic>`, with a `NatsSender` on the process's NATS connection beside it for the topics
-        whose target is `nats://...`. `options` go to `HttpSender`."""
-        targets = {topic: self.target(topic) for topic in topics}
+        whose target is `nats://...`; calls are retried as `retry` and `retries` say, and those of a topic that
+        is not idempotent (a plain topic id counts as not) carry an `Idempotency-Key`. `options` go to
+        `HttpSender`."""
+        produced = [item if isinstance(item, ProducedTopic) else ProducedTopic(item) for item in topics]
+        targets = {item.topic: self.target(item.topic) for item in produced}
         over_nats = {topic: url for topic, url in targets.items() if url.startswith(NATS_SCHEMES)}
         urls = {topic: _join(_split_base(url), topic) for topic, url in targets.items() if topic not in over_nats}
         http = HttpSender(urls, extra_headers=extra_headers, transport=self.transport, **options)
@@ -216,8 +232,14 @@ class Wiring:
                 raise WiringError(f"credentials in wiring.py name {', '.join(unknown)}, which this service does not "
                                   "produce; credentials are set per produced topic")  # fmt: skip
             sender = SenderWithCredentials(sender, self.credentials)
-        self.shutdown.append(sender.aclose)
-        return sender
+        retrying = RetryingSender(
+            sender,
+            idempotent={item.topic for item in produced if item.idempotent},
+            policy=self.retry,
+            policies=self.retries,
+        )
+        self.shutdown.append(retrying.aclose)
+        return retrying
 
     def events(
         self,
@@ -264,6 +286,14 @@ class Wiring:
         before them (the mesh's last flush carries its traces); the NATS connections close last of all."""
         app.on_startup[:0] = self.startup
         app.on_shutdown.extend(self.shutdown)
+        store = self.idempotency
+        if store is not None:
+            app.service.idempotency = store
+            opens, closes = getattr(store, "open", None), getattr(store, "aclose", None)
+            if opens is not None:
+                app.on_startup.insert(0, opens)  # before any hook of the user's may call a topic
+            if closes is not None:
+                app.on_shutdown.append(closes)
         app.wrap(*self.asgi_middleware)
         if self.cors is not None:
             try:

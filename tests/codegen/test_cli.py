@@ -58,7 +58,7 @@ def test_build_check_cycle(in_repo: None, tmp_path: Path) -> None:
     assert built.stdout.splitlines()[1:] == [
         "written: __init__.py, app.py, clients.py, contracts/descriptor.json, contracts/http-api.json, "
         "contracts/openapi.json, contracts/spec.json, handlers/__init__.py, health/__init__.py, models.py, service.py, "
-        "tests/__init__.py, tests/test_contracts.py",
+        "tests/__init__.py, tests/test_contracts.py, tests/test_service.py",
         "created: handlers/orders_get.py, handlers/orders_place_v1.py, handlers/orders_place_v2.py, health/cache.py, "
         "health/database.py, wiring.py",
         "kept: none",

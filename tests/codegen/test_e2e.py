@@ -150,4 +150,4 @@ def test_build_serve_implement_rebuild_extend(tmp_path: Path) -> None:
         check=False,
     )
     assert contracts.returncode == 0, contracts.stdout + contracts.stderr
-    assert "4 passed" in contracts.stdout
+    assert "5 passed" in contracts.stdout

@@ -22,6 +22,7 @@ def test_templates_resolve_and_every_template_is_used() -> None:
         "package/service.py.jinja",
         "package/tests/__init__.py.jinja",
         "package/tests/test_contracts.py.jinja",
+        "package/tests/test_service.py.jinja",
         "package/wiring.py.jinja",
         "manifest/starter.yaml.jinja",
     }

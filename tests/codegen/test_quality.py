@@ -62,9 +62,11 @@ def test_mypy_strict(built: tuple[Path, list[str]]) -> None:
 
 
 def test_generated_contract_tests_pass(built: tuple[Path, list[str]]) -> None:
-    """Served documents equal the committed ones for every example: the derivations cannot disagree."""
+    """Served documents equal the committed ones for every example (the derivations cannot disagree), and each
+    service starts and stops with its wiring under TestClient."""
     out, packages = built
     result = tool("pytest", "-q", "-p", "no:cacheprovider", *(f"{package}/tests" for package in packages), cwd=out)
     assert result.returncode == 0, result.stdout + result.stderr
     with_events = 2  # bookings and notifications also serve asyncapi.json
-    assert f"{4 * len(packages) + with_events} passed" in result.stdout
+    # test_contracts (4) and test_service (1) for each package
+    assert f"{5 * len(packages) + with_events} passed" in result.stdout

@@ -91,6 +91,7 @@ def test_file_set_and_owners() -> None:
         "service.py": "generated",
         "tests/__init__.py": "generated",
         "tests/test_contracts.py": "generated",
+        "tests/test_service.py": "generated",
         "wiring.py": "user",
     }
     assert list(files) == sorted(files)

@@ -32,7 +32,7 @@ def test_unknown_key_without_a_close_match_lists_the_allowed_keys() -> None:
     text = MINIMAL.replace("    request: Order\n", "    zzz: 1\n    request: Order\n")
     assert errors(text) == [
         "m.yaml:9:5: unknown key 'zzz' in topic; allowed keys: id, version, versions, summary, request, response, "
-        "success, failures, routes, security, deprecated"
+        "idempotent, timeout, success, failures, routes, security, deprecated"
     ]
 
 
@@ -49,7 +49,7 @@ def test_unknown_keys_in_field_type_mesh_and_produces_entry() -> None:
         "m.yaml:7:31: unknown key 'defualt' in field 'orderId'; did you mean 'default'?",
         "m.yaml:12:31: unknown key 'heartbeat' in mesh; did you mean 'heartbeatSeconds'?",
         "m.yaml:14:46: unknown key 'routes' in produces entry; allowed keys: id, version, request, response, from, "
-        "summary",
+        "idempotent, summary",
     ]
 
 

@@ -17,6 +17,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 from svcgen.runtime import HttpApp, Identity, MeshHost, MeshSettings, Result, Service, TraceContext, WiringError
 from svcgen.runtime._invocation import Invocation, lowered
 from svcgen.runtime._mesh.exporters import FanOutExporter
+from svcgen.runtime._mesh.messages import MAX_TEXT
 from svcgen.runtime._mesh.otlp import (
     CONTENT_TYPE,
     DEFAULT_SCHEDULE_DELAY,
@@ -25,9 +26,10 @@ from svcgen.runtime._mesh.otlp import (
     SCHEDULE_DELAY_ENV,
     TRACES_ENDPOINT_ENV,
     OtlpExporter,
+    SpanEncoder,
     traces_endpoint,
 )
-from svcgen.runtime._mesh.traces import TraceEvent
+from svcgen.runtime._mesh.traces import TraceEvent, TraceRecord
 from tests.support.fakes import STARTED, traced_service
 from tests.support.otlpreceiver import OtlpReceiver, decode, otlp_receiver
 from tests.support.server import free_port
@@ -291,3 +293,25 @@ def test_with_both_the_collector_and_the_receiver_get_the_same_spans() -> None:
     assert [(span.trace_id, span.span_id, span.parent_span_id) for span in spans] == [
         (event["traceId"], event["spanId"], event.get("parentSpanId", "")) for event in collector.events]
     assert len(spans) == 2
+
+
+def test_records_encode_to_the_same_bytes_as_their_events() -> None:
+    """The exporter encodes the queue's records straight (`encode_records`, no event per span); the request it
+    makes is byte for byte the one `encode` makes of the events the records read back as."""
+    parent = f"00-{'ab' * 16}-{'cd' * 8}-01"
+    decided = TraceContext("12" * 16, "34" * 8, "56" * 8, 1)
+    origins = [("orders", "i-1", 1_795_000_000.0, 100.0), ("orders", None, 1_795_000_000.1234995, 0.5)]
+    records: list[TraceRecord] = []
+    for number, held in enumerate([None, parent, "junk", decided]):
+        origin = origins[number % 2]
+        for routed, topic in ((True, "orders:get"), (False, "x" * (MAX_TEXT + 5))):
+            for status, ok, exc in (("ok", True, None), ("service-unavailable", False, "LookupError"),
+                                    ("bad-request", False, "")):
+                for correlation in (None, "c-1", "c" * (MAX_TEXT + 1)):
+                    started = origin[3] + number * 0.0104995
+                    records.append((held, number, origin, topic, routed, status, ok, "v2" if number % 2 else "", exc,
+                                    started, started + 0.0012345678, correlation, "http", None))
+    encoder = SpanEncoder(Identity("orders", instance_id="i-1"))
+    expected = SpanEncoder(Identity("orders", instance_id="i-1")).encode([TraceEvent.from_record(r) for r in records])
+    assert encoder.encode_records(records) == expected
+    assert encoder.encode_records(records) == expected  # the shapes made by the first call, reused

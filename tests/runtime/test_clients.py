@@ -38,8 +38,9 @@ class Recording:
         self.closed = True
 
 
-PING_V2: ClientCall[Ping, Pong] = ClientCall("echo:ping", codec_for(Ping), codec_for(Pong), "v2")
-PING: ClientCall[Ping, Pong] = ClientCall("echo:ping", codec_for(Ping), codec_for(Pong))
+# Idempotent, so no Idempotency-Key joins the headers these tests look at (tests/runtime/test_retry.py has the keys).
+PING_V2: ClientCall[Ping, Pong] = ClientCall("echo:ping", codec_for(Ping), codec_for(Pong), "v2", idempotent=True)
+PING: ClientCall[Ping, Pong] = ClientCall("echo:ping", codec_for(Ping), codec_for(Pong), idempotent=True)
 
 
 def call(sender: Recording, client_call: ClientCall[Ping, Pong], headers: Mapping[str, str] | None = None

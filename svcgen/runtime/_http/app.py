@@ -83,6 +83,7 @@ class HttpApp:
         self.limits = limits
         self.max_body_bytes = limits.max_body_bytes
         self._json_limits = limits.json
+        self._max_headers = limits.max_headers
         self.on_startup = list(on_startup)
         self.on_shutdown = list(on_shutdown)
         self.routes = list(routes)
@@ -119,7 +120,8 @@ class HttpApp:
         method = scope["method"]
         path = scope["path"]
         try:
-            check_headers(scope, self.limits)
+            if len(scope.get("headers") or ()) > self._max_headers:  # the count only: the call when over it
+                check_headers(scope, self.limits)
             surface = self.surfaces.get((method, path.rstrip("/") or "/"))
             if surface is not None:
                 await surface(scope, receive, send)

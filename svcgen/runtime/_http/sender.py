@@ -7,8 +7,10 @@ A send never raises: every failure on the way out or back is a failed `Result`.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import re
+import time
 from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, Final, Self, TypeAlias
@@ -17,6 +19,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 import httpx
 import orjson
 
+from .._deadline import DEADLINE_HEADER, Clock, deadline_header, remaining
 from .._result import Result
 from .._status import (
     NOT_FOUND,
@@ -85,6 +88,8 @@ class HttpSender(ClosesOnExit):
       closed here; otherwise the sender owns an `httpx.AsyncClient` (on `transport`, if given) and closes it.
     - `timeout`: seconds (or an `httpx.Timeout`); default 10 s for an owned client. With an injected client it
       applies per request only when given.
+    - Within a deadline (a handler's, or `deadline(...)`), what is left of it goes out as `svc-deadline`
+      (milliseconds) and bounds the whole call: past it the send is `timeout`. `clock` measures it.
     """
 
     def __init__(
@@ -98,6 +103,7 @@ class HttpSender(ClosesOnExit):
         transport: httpx.AsyncBaseTransport | None = None,
         client: httpx.AsyncClient | None = None,
         timeout: float | httpx.Timeout | None = None,
+        clock: Clock = time.monotonic,
     ) -> None:
         if client is not None and transport is not None:
             raise ValueError("pass either a client or a transport, not both")
@@ -107,6 +113,7 @@ class HttpSender(ClosesOnExit):
         self._encode = encode
         self._decode = decode
         self._extra_headers = extra_headers
+        self._clock = clock
         self._base: tuple[str, str, str, str] | None = None
         self._lookup: Callable[[str], str | None] | None = None
         if isinstance(target, str):
@@ -144,10 +151,23 @@ class HttpSender(ClosesOnExit):
             body = payload_bytes(payload, self._encode)
         except Exception as exc:
             return Result.of(UNEXPECTED_ERROR, detail=f"payload could not be encoded as JSON ({type(exc).__name__})")
+        left = remaining(self._clock)
         try:
-            response = await self._client.post(
-                url, content=body, headers=self._headers(wire_topic, headers), timeout=self._request_timeout
-            )
+            if left is None:
+                response = await self._client.post(
+                    url, content=body, headers=self._headers(wire_topic, headers), timeout=self._request_timeout
+                )
+            else:
+                # Within a deadline (a handler's, or `deadline(...)`): send what is left, wait no longer.
+                if left <= 0:
+                    return Result.of(TIMEOUT, detail=f"the deadline passed before calling {where}")
+                async with asyncio.timeout(left):
+                    response = await self._client.post(
+                        url, content=body, headers=self._headers(wire_topic, headers, left),
+                        timeout=self._request_timeout,
+                    )  # fmt: skip
+        except TimeoutError:
+            return Result.of(TIMEOUT, detail=f"the deadline passed while calling {where}")
         # TimeoutException is a TransportError: it must be matched first.
         except httpx.TimeoutException as exc:
             return Result.of(TIMEOUT, detail=f"timed out calling {where} ({type(exc).__name__})")
@@ -188,14 +208,10 @@ class HttpSender(ClosesOnExit):
         return url
 
 
-    def _headers(self, wire_topic: bytes, headers: Mapping[str, str] | None) -> list[tuple[bytes, bytes]]:
-        merged: dict[str, bytes] = {}
-        if headers:
-            _merge(merged, headers, override=True)
-        if self._extra_headers is not None:
-            # A failing hook (e.g. no current trace) must not cost the send.
-            with contextlib.suppress(Exception):
-                _merge(merged, self._extra_headers(), override=False)
+    def _headers(
+        self, wire_topic: bytes, headers: Mapping[str, str] | None, left: float | None = None
+    ) -> list[tuple[bytes, bytes]]:
+        merged = outbound_headers(headers, self._extra_headers, left)
         merged.pop(self._topic_header, None)  # the topic header always names the topic being sent
         wire = [(name.encode("ascii"), value) for name, value in merged.items()]
         wire.append((b"content-type", _JSON_CONTENT_TYPE))
@@ -224,6 +240,23 @@ class HttpSender(ClosesOnExit):
                     headers=headers,
                 )
         return Result.of(status, payload, headers=headers)
+
+
+def outbound_headers(
+    headers: Mapping[str, str] | None, extra: HeaderHook | None, left: float | None
+) -> dict[str, bytes]:
+    """The headers a sender puts on the wire: the caller's, then the hook's where the caller set none, then what
+    is left of the current deadline (`left` seconds) as `svc-deadline`."""
+    merged: dict[str, bytes] = {}
+    if headers:
+        _merge(merged, headers, override=True)
+    if extra is not None:
+        # A failing hook (e.g. no current trace) must not cost the send.
+        with contextlib.suppress(Exception):
+            _merge(merged, extra(), override=False)
+    if left is not None:
+        merged[DEADLINE_HEADER] = deadline_header(left).encode()
+    return merged
 
 
 def payload_bytes(payload: Any, encode: Callable[[Any], Any] | None = None) -> bytes:

@@ -103,6 +103,10 @@ class QueueExporter(InMemoryExporter):
         # One event at a time: a batch of events held at once would outlive collections and cost a full one.
         return [TraceEvent.from_record(record).to_wire() for record in self._take(max)]
 
+    def take(self, max: int | None = None) -> list[TraceRecord]:
+        """Remove and return up to `max` records (all when None), oldest first, as the request path left them."""
+        return self._take(max)
+
     def _take(self, max: int | None) -> list[TraceRecord]:
         with self._lock:
             count = len(self._records) if max is None else min(max, len(self._records))

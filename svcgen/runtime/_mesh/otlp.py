@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 from urllib.parse import urlsplit
 
@@ -34,7 +34,9 @@ from .._descriptor import Identity
 from .._topics import UNKNOWN_TOPIC
 from .._wiring import WiringError
 from .exporters import QueueExporter
+from .messages import MAX_TEXT
 from .reporter import DEFAULT_SHUTDOWN_TIMEOUT, run_flushes
+from .tracecontext import TraceContext, resolve
 from .traces import LOG_EVERY, TraceEvent, TraceRecord
 
 if TYPE_CHECKING:
@@ -127,7 +129,9 @@ class SpanEncoder:
         add = scope_spans.spans.add
         for event in events:
             span = add()
-            span.MergeFromString(self._shape(event))
+            key = (event.service, event.topic, event.topic_version, event.status, event.exception_type,
+                   event.successful)
+            span.MergeFromString(self._shapes.get(key) or self._shape(key, event.routed))
             trace = event.decided_trace()
             span.trace_id = bytes.fromhex(trace.trace_id)
             span.span_id = bytes.fromhex(trace.span_id)
@@ -144,30 +148,65 @@ class SpanEncoder:
                 attribute.value.string_value = event.correlation_id
         return bytes(request.SerializeToString())
 
-    def _shape(self, event: TraceEvent) -> bytes:
-        key = (event.service, event.topic, event.topic_version, event.status, event.exception_type, event.successful)
-        shape = self._shapes.get(key)
-        if shape is None:
-            if len(self._shapes) >= SHAPE_CACHE:  # unrouted topics are the caller's text: keep the cache bounded
-                self._shapes.clear()
-            method = event.topic if event.routed else UNKNOWN_TOPIC
-            span = self._span(
-                name=f"{event.service}/{method}",
-                kind=self._server,
-                attributes=self._attributes({
-                    "rpc.system": RPC_SYSTEM,
-                    "rpc.service": event.service,
-                    "rpc.method": method,
-                    "svc.topic": event.topic,
-                    "svc.version": event.topic_version,
-                    "svc.status": event.status,
-                    "error.type": None if event.successful else event.exception_type or event.status,
-                }),
-            )
-            if not event.successful:
-                span.status.code = self._error
-                span.status.message = event.status
-            shape = self._shapes[key] = bytes(span.SerializeToString())
+    def encode_records(self, records: Sequence[TraceRecord]) -> bytes:
+        """The request of the trace middleware's records, read straight from each tuple (no `TraceEvent` between:
+        the exporter's drain builds none); `encode` of the events they read back as gives the same bytes."""
+        request = self._request()
+        resource_spans = request.resource_spans.add()
+        resource_spans.resource.CopyFrom(self._resource)
+        scope_spans = resource_spans.scope_spans.add()
+        scope_spans.scope.CopyFrom(self._scope)
+        add = scope_spans.spans.add
+        shapes = self._shapes
+        for record in records:
+            (held, number, origin, topic, routed, status, successful, version, exception_type, started, ended,
+             correlation_id, _, _) = record
+            service = origin[0]
+            if not routed and len(topic) > MAX_TEXT:
+                topic = topic[: MAX_TEXT - 1] + "…"
+            key = (service, topic, (version or None) if routed else None, status, exception_type or None, successful)
+            span = add()
+            span.MergeFromString(shapes.get(key) or self._shape(key, routed))
+            trace = held if isinstance(held, TraceContext) else resolve((held, number))
+            span.trace_id = bytes.fromhex(trace.trace_id)
+            span.span_id = bytes.fromhex(trace.span_id)
+            if trace.parent_span_id:
+                span.parent_span_id = bytes.fromhex(trace.parent_span_id)
+                span.flags = trace.flags | _REMOTE_PARENT
+            else:
+                span.flags = trace.flags
+            # As `TraceEvent.from_record` reads a record: its start in epoch seconds, its duration in milliseconds.
+            start = round((origin[2] + (started - origin[3])) * _NANOS)
+            span.start_time_unix_nano = start
+            span.end_time_unix_nano = start + round((ended - started) * 1000.0 * 1_000_000)
+            if correlation_id and len(correlation_id) <= MAX_TEXT:
+                attribute = span.attributes.add(key="svc.correlation_id")
+                attribute.value.string_value = correlation_id
+        return bytes(request.SerializeToString())
+
+    def _shape(self, key: tuple[str, str, str | None, str, str | None, bool], routed: bool) -> bytes:
+        """The serialized shape of (service, topic, version, status, exception type, successful), made once."""
+        if len(self._shapes) >= SHAPE_CACHE:  # unrouted topics are the caller's text: keep the cache bounded
+            self._shapes.clear()
+        service, topic, version, status, exception_type, successful = key
+        method = topic if routed else UNKNOWN_TOPIC
+        span = self._span(
+            name=f"{service}/{method}",
+            kind=self._server,
+            attributes=self._attributes({
+                "rpc.system": RPC_SYSTEM,
+                "rpc.service": service,
+                "rpc.method": method,
+                "svc.topic": topic,
+                "svc.version": version,
+                "svc.status": status,
+                "error.type": None if successful else exception_type or status,
+            }),
+        )
+        if not successful:
+            span.status.code = self._error
+            span.status.message = status
+        shape = self._shapes[key] = bytes(span.SerializeToString())
         return shape
 
     def rejected(self, body: bytes) -> int:
@@ -264,29 +303,36 @@ class OtlpExporter:
 
     async def flush(self, *, until_empty: bool = False) -> None:
         """Send batches while full ones keep coming (`until_empty`: until the queue is empty, even when stopping)."""
-        while events := self.queue.drain(self.batch_size):
-            await self.send(events)
-            if len(events) < self.batch_size or (self._stopping.is_set() and not until_empty):
+        while records := self.queue.take(self.batch_size):
+            await self.send_records(records)
+            if len(records) < self.batch_size or (self._stopping.is_set() and not until_empty):
                 break
         self._report_undelivered()
 
     async def send(self, events: Sequence[TraceEvent]) -> bool:
         """POST one batch; True when the receiver took all of it. Never raises (but for cancellation)."""
+        return await self._post(lambda: self.encoder.encode(events), len(events))
+
+    async def send_records(self, records: Sequence[TraceRecord]) -> bool:
+        """`send` of the records as the queue holds them (what `flush` drains): no event is built per span."""
+        return await self._post(lambda: self.encoder.encode_records(records), len(records))
+
+    async def _post(self, encode: Callable[[], bytes], count: int) -> bool:
         try:
-            body = self.encoder.encode(events)
+            body = encode()
             client = self._client or httpx.AsyncClient(transport=self._transport, timeout=self.timeout)
             self._client = client
             answer = await client.post(self.endpoint, content=body, headers={"content-type": CONTENT_TYPE})
         except asyncio.CancelledError:
-            self.failed += len(events)
+            self.failed += count
             raise
         except Exception as exc:
-            return self._lost(len(events), type(exc).__name__)
+            return self._lost(count, type(exc).__name__)
         if not answer.is_success:
-            return self._lost(len(events), f"HTTP {answer.status_code}")
-        rejected = min(len(events), self.encoder.rejected(answer.content))
+            return self._lost(count, f"HTTP {answer.status_code}")
+        rejected = min(count, self.encoder.rejected(answer.content))
         self.batches += 1
-        self.exported += len(events) - rejected
+        self.exported += count - rejected
         return not rejected or self._lost(rejected, "rejected by the receiver")
 
     def _lost(self, spans: int, why: str) -> bool:

@@ -4,25 +4,24 @@ A target is `nats://host:port/<service>`: the message goes to `svc.topic.<servic
 NATS headers (the version as `svc-version`, the trace as `traceparent`), and the reply is the callee's response
 envelope, whose statusCode is the result's status. Like `HttpSender`, a send never raises: no responders is
 `service-unavailable` at once, no reply within the timeout `timeout`, anything else on the way a failed `Result`.
-Each message carries its deadline (`svc-deadline`, epoch milliseconds of the sender's `clock`), so a callee does
-not start work nobody waits for any more.
+Each message carries how long its sender still waits (`svc-deadline`, milliseconds: its timeout, or what is left of
+the current deadline when that is sooner), so a callee does not start work nobody waits for any more.
 """
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 from urllib.parse import urlsplit
 
 import orjson
 
-from .._http.sender import ClosesOnExit, HeaderHook, _failure_detail, _merge, payload_bytes
+from .._deadline import Clock, remaining
+from .._http.sender import ClosesOnExit, HeaderHook, _failure_detail, outbound_headers, payload_bytes
 from .._result import Result
 from .._status import NOT_FOUND, SERVICE_UNAVAILABLE, TIMEOUT, UNEXPECTED_ERROR, is_success
 from .connections import NatsConnections, NatsError, server_of, shown
-from .responder import DEADLINE_HEADER
 from .subjects import topic_subject
 
 DEFAULT_TIMEOUT: Final = 10.0
@@ -47,6 +46,8 @@ class NatsSender(ClosesOnExit):
       its own and closes them in `aclose`.
     - `extra_headers`: as `HttpSender`'s, e.g. `propagation_headers`, so the callee joins the caller's trace.
     - Payloads are sent as `HttpSender` sends them: `bytes`/`str` as JSON text, `None` empty, else as JSON.
+    - The wait (`timeout`, or what is left of the current deadline when sooner) goes out as `svc-deadline`;
+      `clock` (monotonic) measures the deadline.
     """
 
     def __init__(
@@ -56,9 +57,8 @@ class NatsSender(ClosesOnExit):
         connections: NatsConnections | None = None,
         extra_headers: HeaderHook | None = None,
         timeout: float = DEFAULT_TIMEOUT,
-        clock: Callable[[], float] = time.time,
+        clock: Clock = time.monotonic,
     ) -> None:
-        self.clock = clock
         urls = {"": target} if isinstance(target, str) else dict(target)
         self._targets = {topic: nats_target(url) for topic, url in urls.items()}
         self._default = self._targets.get("") if isinstance(target, str) else None
@@ -66,6 +66,7 @@ class NatsSender(ClosesOnExit):
         self.connections = connections or NatsConnections()
         self._extra_headers = extra_headers
         self.timeout = timeout
+        self._clock = clock
         self._closed = False
 
     async def send(self, topic: str, payload: Any = None, headers: Mapping[str, str] | None = None) -> Result[Any]:
@@ -88,14 +89,19 @@ class NatsSender(ClosesOnExit):
             return Result.of(SERVICE_UNAVAILABLE, detail=str(exc))
         from nats import errors  # importable: a connection is open
 
+        wait = self.timeout
+        left = remaining(self._clock)
+        if left is not None:
+            if left <= 0:
+                return Result.of(TIMEOUT, detail=f"the deadline passed before calling {where}")
+            wait = min(wait, left)
         try:
-            sent = self._headers(headers)
-            sent[DEADLINE_HEADER] = str(round((self.clock() + self.timeout) * 1000))
-            reply = await connection.request(subject, body, timeout=self.timeout, headers=sent)
+            # The wait goes out as the callee's deadline: past it nobody reads the answer.
+            reply = await connection.request(subject, body, timeout=wait, headers=self._headers(headers, wait))
         except errors.NoRespondersError:
             return Result.of(SERVICE_UNAVAILABLE, detail=f"no service answers on {where}")
         except errors.TimeoutError:
-            return Result.of(TIMEOUT, detail=f"no answer from {where} within {self.timeout:g} s")
+            return Result.of(TIMEOUT, detail=f"no answer from {where} within {wait:g} s")
         except errors.MaxPayloadError:
             limit = connection.max_payload
             return Result.of(UNEXPECTED_ERROR, detail=f"the message exceeds the NATS server's limit of {limit} bytes")
@@ -103,13 +109,8 @@ class NatsSender(ClosesOnExit):
             return Result.of(SERVICE_UNAVAILABLE, detail=f"cannot reach {where} ({type(exc).__name__})")
         return answer_of(reply.data, where)
 
-    def _headers(self, headers: Mapping[str, str] | None) -> dict[str, str]:
-        merged: dict[str, bytes] = {}
-        if headers:
-            _merge(merged, headers, override=True)
-        if self._extra_headers is not None:
-            with contextlib.suppress(Exception):  # as HttpSender: a failing hook must not cost the send
-                _merge(merged, self._extra_headers(), override=False)
+    def _headers(self, headers: Mapping[str, str] | None, left: float) -> dict[str, str]:
+        merged = outbound_headers(headers, self._extra_headers, left)
         return {name: value.decode("latin-1") for name, value in merged.items()}
 
     async def aclose(self) -> None:

@@ -29,9 +29,10 @@ from typing import TYPE_CHECKING, Final, TypeAlias
 import orjson
 
 from .. import _status as st
+from .._deadline import DEADLINE_HEADER, Clock, caller_deadline, deadline_header
 from .._envelope import EnvelopeError, parse_envelope, response_envelope_bytes
 from .._http.limits import LimitExceeded, Limits, check_headers
-from .._invocation import Invocation, lowered
+from .._invocation import NO_HEADERS, Invocation, lowered
 from .._pipeline import cancelled_from_outside
 from .._result import Outcome, Result
 from .._service import Service
@@ -49,8 +50,6 @@ DEFAULT_MAX_IN_FLIGHT: Final = 256
 """Invocations one binding runs at once."""
 DEFAULT_TOPIC_SLOTS: Final = 64
 """Invocations of one topic one binding runs at once."""
-DEADLINE_HEADER: Final = "svc-deadline"
-"""The requester's deadline, epoch milliseconds (wall clock: the hosts' clocks are assumed in step, as by NTP)."""
 PENDING_MESSAGES: Final = 10_000
 PENDING_BYTES: Final = 64 * 1024 * 1024
 """The subscription's queue of messages not yet taken, in messages and bytes; past either the NATS client drops
@@ -100,7 +99,7 @@ class NatsBinding:
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         topic_slots: int = DEFAULT_TOPIC_SLOTS,
         stop_timeout: float = STOP_TIMEOUT,
-        clock: Callable[[], float] = time.time,
+        clock: Clock = time.monotonic,
     ) -> None:
         self.service = service
         self.limits = limits or Limits()
@@ -174,7 +173,9 @@ class NatsBinding:
             if (self.unanswerable - 1) % LOG_EVERY == 0:
                 logger.warning("NATS: %d message(s) without a reply subject dropped", self.unanswerable)
             return
-        if self._expired(msg):
+        # `svc-deadline` is what the requester still waits, from now: fixed here, so waiting for a slot counts.
+        deadline = caller_deadline(msg.headers or NO_HEADERS, self.clock())
+        if self._expired(deadline):
             return
         if self._stopping:
             await self._refuse_stopping(msg)
@@ -191,7 +192,7 @@ class NatsBinding:
             await self._refuse_stopping(msg)
             return
         self._per_topic[topic] = self._per_topic.get(topic, 0) + 1
-        task = asyncio.create_task(self._reply(msg, answer))
+        task = asyncio.create_task(self._reply(msg, answer, deadline))
         self._running.add(task)
         task.add_done_callback(lambda done: self._finished(done, topic))
 
@@ -200,13 +201,9 @@ class NatsBinding:
         detail = "the service is stopping; send it again (another replica may take it)"
         await self._publish(msg.reply, failure_envelope(st.SERVICE_UNAVAILABLE, detail))
 
-    def _expired(self, msg: Msg) -> bool:
+    def _expired(self, deadline: float | None) -> bool:
         """Whether the requester's deadline has passed (then the message is dropped: nobody reads its answer)."""
-        stated = (msg.headers or {}).get(DEADLINE_HEADER)
-        try:
-            passed = stated is not None and float(stated) / 1000.0 < self.clock()
-        except ValueError:
-            return False  # not a deadline: ignored, as any header the binding does not know
+        passed = deadline is not None and deadline <= self.clock()
         if passed:
             self.expired += 1
             if (self.expired - 1) % LOG_EVERY == 0:
@@ -220,9 +217,12 @@ class NatsBinding:
         if left:
             self._per_topic[topic] = left
 
-    async def _reply(self, msg: Msg, answer: Callable[[Msg], Awaitable[bytes]]) -> None:
-        if self._expired(msg):  # it may have waited for a slot past its deadline
+    async def _reply(self, msg: Msg, answer: Callable[[Msg], Awaitable[bytes]], deadline: float | None) -> None:
+        if self._expired(deadline):  # it may have waited for a slot past its deadline
             return
+        if deadline is not None and msg.headers:
+            # What is left now: the handler's deadline does not restart after the wait for a slot.
+            msg.headers[DEADLINE_HEADER] = deadline_header(deadline - self.clock())
         try:
             reply = await answer(msg)
         except LimitExceeded as exc:

@@ -8,4 +8,4 @@ handlers/, and wiring.py are yours to edit.
 from svcgen.runtime import require_api_level
 
 # First, before any other module of the package: a runtime at another API level fails here, in one line.
-require_api_level(8, "clinic_service")
+require_api_level(9, "clinic_service")

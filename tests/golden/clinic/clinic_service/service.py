@@ -77,6 +77,7 @@ def build_registry() -> Registry:
         request=models.PatientRef,
         response=models.Patient,
         summary="A patient's record",
+        idempotent=True,
         security=[{"staff": ["patients:read"]}],
         source="handlers/patients_get.py",
     )
@@ -98,6 +99,7 @@ def build_registry() -> Registry:
         request=models.OpeningQuery,
         response=list[models.Opening],
         summary="Opening hours, public",
+        idempotent=True,
         security=[],
         source="handlers/clinic_opening.py",
     )

@@ -69,6 +69,7 @@ def build_registry() -> Registry:
         request=models.StockQuery,
         response=models.StockLevels,
         summary="Stock levels of a SKU",
+        idempotent=True,
         source="handlers/inventory_stock.py",
     )
     _inventory_movements: Handler[models.MovementsQuery, list[models.Movement]] = inventory_movements.handle
@@ -78,6 +79,7 @@ def build_registry() -> Registry:
         request=models.MovementsQuery,
         response=list[models.Movement],
         summary="Recent stock movements of a SKU, newest first",
+        idempotent=True,
         source="handlers/inventory_movements.py",
     )
     _inventory_reserve: Handler[models.Reserve, models.Reservation] = inventory_reserve.handle

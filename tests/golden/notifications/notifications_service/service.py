@@ -84,6 +84,7 @@ def build_registry() -> Registry:
         request=models.SentQuery,
         response=models.SentCount,
         summary="How many confirmations were sent",
+        idempotent=True,
         source="handlers/notifications_sent.py",
     )
     return registry

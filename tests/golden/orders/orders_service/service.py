@@ -97,6 +97,7 @@ def build_registry() -> Registry:
         response=models.Order,
         summary="Fetch an order by id",
         failures=["not-found"],
+        idempotent=True,
         source="handlers/orders_get.py",
     )
     return registry

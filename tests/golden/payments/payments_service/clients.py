@@ -15,6 +15,10 @@ Over HTTP each topic is POSTed to `<base URL>/<topic>` (with a base URL ending i
 the receiving service's per-topic invoke surface); with `nats://host:port/<service>` it is a NATS request on
 `svc.topic.<service>.<topic>`. A versioned topic sends its version as `svc-version`. The request is encoded
 and a successful response decoded by the runtime codec of its type.
+
+Calls are retried on 429, 502, 503, 504 and connection errors (wiring.py's `retry` and `retries`); a topic
+that is not idempotent is sent with an `Idempotency-Key`, the same on every retry, so its owner runs it once.
+Inside a handler, or `with deadline(seconds)`, a call sends what is left of the deadline as `svc-deadline`.
 """
 
 from __future__ import annotations

@@ -91,6 +91,7 @@ def build_registry() -> Registry:
         _payments_get_capture,
         request=models.GetCapture,
         response=models.Capture,
+        idempotent=True,
         source="handlers/payments_get_capture.py",
     )
     return registry

@@ -56,6 +56,12 @@ def wire(wiring: Wiring) -> None:
     committed; SVCGEN_API_KEYS_<SCHEME>="subject=key,..." adds keys from the environment);
     `wiring.credentials["<produced topic>"] = BearerToken(fetch)` or `ApiKey(...)`; `wiring.middleware` (pipeline)
     and `wiring.asgi_middleware` (ASGI), outermost first; `wiring.cors = Cors(...)`.
+
+    Resilience (docs/runtime.md):
+    calls of produced topics are retried on 429, 502, 503, 504 and connection errors (`wiring.retry =
+    Retry(retries=3)`, per topic `wiring.retries["<produced topic>"] = Retry(retries=0)`);
+    Idempotency-Key answers are kept in this process unless replicas share a store
+    (`wiring.idempotency = PostgresIdempotencyStore(url)`).
     """
     wiring.targets.update(TARGETS)
     wiring.nats_url = NATS_URL

@@ -40,6 +40,7 @@ PRODUCES: Final[tuple[ProducedTopic, ...]] = (
         version="v2",
         request_type=models.patients_Ref,
         response_type=models.patients_Patient_v2,
+        idempotent=True,
     ),
     ProducedTopic(
         "billing:bill",
@@ -79,6 +80,7 @@ def build_registry() -> Registry:
         _appointments_list,
         request=models.ListBookings,
         response=models.Page_Booking,
+        idempotent=True,
         source="handlers/appointments_list.py",
     )
     return registry

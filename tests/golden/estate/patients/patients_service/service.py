@@ -78,6 +78,7 @@ def build_registry() -> Registry:
         request=models.Ref,
         response=models.Patient_v1,
         failures=["not-found"],
+        idempotent=True,
         source="handlers/patients_get_v1.py",
     )
     _patients_get_v2: Handler[models.Ref, models.Patient_v2] = patients_get_v2.handle
@@ -88,6 +89,7 @@ def build_registry() -> Registry:
         request=models.Ref,
         response=models.Patient_v2,
         failures=["not-found"],
+        idempotent=True,
         source="handlers/patients_get_v2.py",
     )
     _patients_update: Handler[models.PatientChange_v2, models.Patient_v2] = patients_update.handle
@@ -105,6 +107,7 @@ def build_registry() -> Registry:
         _patients_list,
         request=models.ListPatients,
         response=models.Page_Patient_v2,
+        idempotent=True,
         source="handlers/patients_list.py",
     )
     return registry

@@ -1,0 +1,181 @@
+"""`svcgen.testing`: a generated package under TestClient (sync and async), fake owners, overrides, lifespan."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import os
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from svcgen.runtime import Result
+from svcgen.testing import AsyncTestClient, LifespanError, TestClient
+from tests.support.codegen import REPO, build_example, imported
+
+ORDER = {"customerId": "c-1", "items": [{"sku": "s-1", "quantity": 2}], "placedAt": "2026-01-02T03:04:05Z"}
+
+PLACE = '''
+from __future__ import annotations
+
+from svcgen.runtime import Context, Result
+
+from ..clients import Clients
+from ..models import Order, PlaceOrder, payments_CapturePayment, payments_Money
+from ..wiring import Ledger
+
+
+async def handle(request: PlaceOrder, context: Context) -> Result[Order]:
+    ledger = context.scope.get(Ledger)
+    capture = await context.scope.get(Clients).payments_capture(
+        payments_CapturePayment(order_id="o-1", amount=payments_Money(amount_minor=100), idempotency_key="k-1")
+    )
+    if not capture.is_successful or capture.payload is None:
+        return Result.conflict(f"payment failed: {capture.status}")
+    ledger.entries.append(capture.payload.capture_id)
+    return Result.created(
+        Order(order_id="o-1", customer_id=request.customer_id, items=request.items,
+              total_items=sum(item.quantity for item in request.items), placed_at=request.placed_at)
+    )
+'''
+
+WIRING = '''
+from __future__ import annotations
+
+from svcgen.runtime import Wiring
+
+EVENTS: list[str] = []
+
+
+class Ledger:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.entries: list[str] = []
+
+
+def wire(wiring: Wiring) -> None:
+    wiring.dependencies.value(Ledger, Ledger("real"))
+
+    async def startup() -> None:
+        if wiring.environ.get("FAIL_STARTUP"):
+            raise RuntimeError("cannot open the ledger")
+        EVENTS.append("startup")
+
+    async def shutdown() -> None:
+        EVENTS.append("shutdown")
+
+    wiring.on_startup(startup)
+    wiring.on_shutdown(shutdown)
+'''
+
+
+@pytest.fixture
+def orders(tmp_path: Path) -> Iterator[ModuleType]:
+    os.chdir(REPO)
+    package_dir = build_example("orders", tmp_path)
+    (package_dir / "handlers" / "orders_place_v1.py").write_text(PLACE, encoding="utf-8")
+    (package_dir / "wiring.py").write_text(WIRING, encoding="utf-8")
+    with imported(tmp_path, "orders_service") as package:
+        yield package
+
+
+def capture(request: Any) -> Result[Any]:
+    """The fake payments owner: answers with the build's own `payments_Capture` type."""
+    models = importlib.import_module("orders_service.models")
+    return Result.created(
+        models.payments_Capture(
+            capture_id="cap-1", order_id=request.order_id, amount=request.amount, captured_at=ORDER_TIME
+        )
+    )
+
+
+ORDER_TIME = datetime(2026, 1, 2, tzinfo=UTC)
+
+
+def test_the_sync_client_runs_lifespan_wiring_and_a_typed_fake_owner(orders: ModuleType) -> None:
+    wiring = importlib.import_module("orders_service.wiring")
+    with TestClient(orders, owners={"payments:capture": capture}, environ={}) as client:
+        assert wiring.EVENTS == ["startup"]
+        response = client.post("/orders", json=ORDER)
+        assert response.status_code == 201, response.text
+        assert response.json()["totalItems"] == 2
+        (sent,) = client.owners.calls["payments:capture"]
+        typed = (type(sent).__name__, sent.amount.amount_minor, sent.amount.currency)
+        assert typed == ("payments_CapturePayment", 100, "EUR")
+    assert wiring.EVENTS == ["startup", "shutdown"]
+
+
+def test_a_topic_without_a_fake_owner_answers_not_implemented(orders: ModuleType) -> None:
+    with TestClient(orders, environ={}) as client:
+        response = client.invoke("orders:place", ORDER, version="v1")
+    assert response.status_code == 409
+    assert response.json()["detail"] == "payment failed: not-implemented"
+
+
+def test_overrides_win_over_the_wiring_s_dependencies_async(orders: ModuleType) -> None:
+    ledger_type = importlib.import_module("orders_service.wiring").Ledger
+    fake_ledger = ledger_type("fake")
+
+    async def run() -> int:
+        async with AsyncTestClient(orders, overrides={ledger_type: fake_ledger}, environ={}) as client:
+            client.owners.add("payments:capture", capture)
+            response = await client.post("/orders", json=ORDER)
+            return response.status_code
+
+    assert asyncio.run(run()) == 201
+    assert fake_ledger.entries == ["cap-1"]
+
+
+def test_a_failing_startup_is_an_error_naming_it(orders: ModuleType) -> None:
+    with pytest.raises(LifespanError, match="the app failed to start: RuntimeError"), TestClient(
+        orders, environ={"FAIL_STARTUP": "1"}
+    ):
+        pass
+
+
+def test_a_fake_for_a_topic_the_service_does_not_produce_is_refused(orders: ModuleType) -> None:
+    with pytest.raises(KeyError, match="'payments:refund' is not a topic this service produces"):
+        TestClient(orders, owners={"payments:refund": capture}, environ={})
+
+
+def test_the_handler_test_in_docs_testing_md_runs(orders: ModuleType) -> None:
+    doc = (REPO / "docs" / "testing.md").read_text(encoding="utf-8")
+    code = doc.split("## A handler test in ten lines", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, Any] = {}
+    exec(compile(code, "docs/testing.md", "exec"), namespace)  # the example as a reader copies it
+    namespace["test_placing_an_order_captures_the_payment"]()
+
+
+BOOK = '''
+from __future__ import annotations
+
+from svcgen.runtime import Context, Result
+
+from ..events import Events
+from ..models import Appointment, AppointmentBooked, BookAppointment
+
+
+async def handle(request: BookAppointment, context: Context) -> Result[Appointment]:
+    published = await context.scope.get(Events).bookings_booked(
+        AppointmentBooked(appointment_id="a-1", patient_id=request.patient_id, email=request.email, slot=request.slot)
+    )
+    if not published.is_successful:
+        return Result.service_unavailable(f"not published: {published.status}")
+    return Result.created(Appointment(appointment_id="a-1", patient_id=request.patient_id, slot=request.slot))
+'''
+
+
+def test_events_go_through_the_in_memory_broker(tmp_path: Path) -> None:
+    os.chdir(REPO)
+    package_dir = build_example("bookings", tmp_path)
+    (package_dir / "handlers" / "bookings_book.py").write_text(BOOK, encoding="utf-8")
+    booking = {"patientId": "p-1", "slot": "2026-01-02T09:00:00Z", "email": "p@example.com"}
+    with imported(tmp_path, "bookings_service") as bookings, TestClient(bookings, environ={}) as client:
+        response = client.post("/appointments", json=booking)
+        stored = client.broker.stored("bookings")
+    assert response.status_code == 201, response.text
+    assert [event.headers.get("Nats-Msg-Id") for event in stored] == ["bookings:booked::a-1"]  # keyed
