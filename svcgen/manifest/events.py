@@ -15,7 +15,7 @@ from ..runtime._eventnames import parse_duration
 from ..runtime._naming import slug
 from .composition import TypeSpace, qualified
 from .model import DeliveryDef, EnumDef, EventDef, Manifest, RecordDef, SubscriptionDef
-from .owner import OwnerError, load_owner, owner_model, reached_types, relocated
+from .owner import OwnerError, chosen_version, load_owner, owner_model, reached_types, relocated
 from .spelling import suggestion
 from .typeexpr import parse_type
 
@@ -57,21 +57,8 @@ def published_event(
 
 
 def _event(owner: Manifest, relative: str, event_id: str, version: str | None) -> EventDef:
-    candidates = [event for event in owner.events if event.id == event_id]
-    where = f"publisher {owner.service} ({relative})"
-    if not candidates:
-        ids = list(dict.fromkeys(event.id for event in owner.events))
-        hint = suggestion(event_id, ids) or (f"; it publishes {', '.join(ids)}" if ids else "; it publishes no events")
-        raise OwnerError(f"{where} publishes no event {event_id!r}{hint}", "id")
-    versions = ", ".join(repr(event.version) for event in candidates)
-    if version is None:
-        if len(candidates) > 1:
-            raise OwnerError(f"{where} publishes {event_id} in versions {versions}; name one with 'version'", "id")
-        return candidates[0]
-    for event in candidates:
-        if event.version == version:
-            return event
-    raise OwnerError(f"{where} publishes {event_id} in versions {versions}, not {version!r}", "version")
+    return chosen_version(owner.events, event_id, version, f"publisher {owner.service} ({relative})", "publishes",
+                          "event")
 
 
 def delivery_def(spec: dict[str, Any] | None) -> DeliveryDef:

@@ -8,13 +8,14 @@ re-declares them.
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Literal
+from typing import Literal, TypeVar
 
 from .diagnostics import ManifestError
 from .loader import YamlDocument, load_yaml
-from .model import EnumDef, Manifest, Position, RecordDef, TopicDef
+from .model import EnumDef, EventDef, Manifest, Position, RecordDef, TopicDef
 from .sources import FromCycle, LoadedOwner, Sources
 from .spelling import suggestion
 
@@ -109,24 +110,34 @@ def relocated(
 
 
 def _topic(owner: Manifest, relative: str, topic_id: str, version: str | None) -> TopicDef:
-    candidates = [topic for topic in owner.topics if topic.id == topic_id]
-    where = f"owner {owner.service} ({relative})"
+    return chosen_version(owner.topics, topic_id, version, f"owner {owner.service} ({relative})", "serves", "topic")
+
+
+Versioned = TypeVar("Versioned", TopicDef, EventDef)
+
+
+def chosen_version(
+    declared: Sequence[Versioned], wanted: str, version: str | None, where: str, verb: str, noun: str
+) -> Versioned:
+    """The entry `wanted` (at `version`; None: its only version) among what an owner `verb`s (serves, publishes),
+    or an OwnerError at the key the user can fix, with a did-you-mean or the versions there are."""
+    candidates = [entry for entry in declared if entry.id == wanted]
     if not candidates:
-        ids = list(dict.fromkeys(topic.id for topic in owner.topics))
-        hint = suggestion(topic_id, ids) or (f"; it serves {', '.join(ids)}" if ids else "; it serves no topics")
-        raise OwnerError(f"{where} serves no topic {topic_id!r}{hint}", "id")
-    versions = ", ".join(repr(topic.version) for topic in candidates)
+        ids = list(dict.fromkeys(entry.id for entry in declared))
+        hint = suggestion(wanted, ids) or (f"; it {verb} {', '.join(ids)}" if ids else f"; it {verb} no {noun}s")
+        raise OwnerError(f"{where} {verb} no {noun} {wanted!r}{hint}", "id")
+    versions = ", ".join(repr(entry.version) for entry in candidates)
     if version is None:
         if len(candidates) > 1:
-            raise OwnerError(f"{where} serves {topic_id} in versions {versions}; name one with 'version'", "id")
+            raise OwnerError(f"{where} {verb} {wanted} in versions {versions}; name one with 'version'", "id")
         return candidates[0]
-    for topic in candidates:
-        if topic.version == version:
-            return topic
+    for entry in candidates:
+        if entry.version == version:
+            return entry
     if versions == "''":
-        message = f"{where} serves {topic_id} without a version, not {version!r}; leave out 'version'"
+        message = f"{where} {verb} {wanted} without a version, not {version!r}; leave out 'version'"
         raise OwnerError(message, "version")
-    raise OwnerError(f"{where} serves {topic_id} in versions {versions}, not {version!r}", "version")
+    raise OwnerError(f"{where} {verb} {wanted} in versions {versions}, not {version!r}", "version")
 
 
 def _reached(owner: Manifest, topic: TopicDef) -> tuple[tuple[RecordDef, ...], tuple[EnumDef, ...]]:
