@@ -143,6 +143,7 @@ class ServiceDefinition:
             mesh = MeshHost(self.identity, self.mesh, environ=setup.environ)
         if bus is not None and mesh is not None:
             bus.on_dead_letter.append(mesh.observe_dead_letter)  # each dead letter is an issue
+            bus.tracer = mesh.tracer  # each publish is a span, the deliveries' parent
         service: ServiceOptions = {"middleware": setup.middleware}
         if self.security is not None:
             service["security"] = setup.guard(self.security)

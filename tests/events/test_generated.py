@@ -154,14 +154,22 @@ def test_a_generated_publisher_and_subscriber_over_jetstream(tmp_path: Path, nat
     finally:
         asyncio.run(cleanup(nats_url, pub))
     assert codes == [201, 201, 201]
-    # One trace from the publishing handler across the hop: each delivery attempt is an event parented to it.
-    books = [event for event in recorder.events if event["service"] == pub]
+    # One trace across the hop: the publish is a span of its own (transport `event`), a child of the publishing
+    # handler's, and each delivery attempt is a trace event whose parent is the publish.
+    books = [event for event in recorder.events if event["service"] == pub and event.get("transport") != "event"]
+    publishes = [event for event in recorder.events if event["service"] == pub and event.get("transport") == "event"]
     deliveries = [event for event in recorder.events if event["service"] == sub]
-    assert len(books) == 3 and len(deliveries) == 3
+    assert len(books) == 3 and len(publishes) == 3 and len(deliveries) == 3
     assert {event["topic"] for event in deliveries} == {"bookings:booked"}
-    by_trace = {event["traceId"]: event["spanId"] for event in books}
+    assert {(event["topic"], event["status"]) for event in publishes} == {("bookings:booked", "accepted")}
+    book_span = {event["traceId"]: event["spanId"] for event in books}
+    publish_span = {event["traceId"]: event["spanId"] for event in publishes}
+    assert len(book_span) == len(publish_span) == 3
+    for publish in publishes:
+        assert publish["parentSpanId"] == book_span[publish["traceId"]]
     for delivery in deliveries:
-        assert delivery["parentSpanId"] == by_trace[delivery["traceId"]]
+        assert delivery["parentSpanId"] == publish_span[delivery["traceId"]]
+        assert delivery["parentSpanId"] != book_span[delivery["traceId"]]
     [issue] = [issue for issue in recorder.issues if issue["classification"] == "dead-letter"]
     assert issue["topic"] == "bookings:booked" and issue["service"] == sub and issue["count"] == 1
     # The collector draws the hop as a publisher → subscriber edge of its topology.
