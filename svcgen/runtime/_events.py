@@ -465,6 +465,28 @@ class EventBus:
         return Result.accepted(None, headers={"svc-duplicate": "true"} if duplicate else None)
 
 
+def events_descriptor(published: Iterable[EventSpec], subscriptions: Iterable[Subscription]) -> dict[str, Any] | None:
+    """The descriptor's `events`: what the service publishes and what it subscribes to (and from whom), each with
+    its payload schema, in sorted order; None (the key omitted) for a service with no events."""
+    from ._schema import schema_of
+
+    publishes = sorted(
+        ({"id": spec.id, "version": spec.version, "payloadSchema": schema_of(spec.payload_type)} for spec in published),
+        key=lambda entry: (entry["id"], entry["version"]),
+    )
+    subscribes = sorted(
+        (
+            {"id": entry.id, "version": entry.version, "publisher": entry.publisher,
+             "payloadSchema": entry.registration.request_schema}
+            for entry in subscriptions
+        ),
+        key=lambda entry: (entry["publisher"], entry["id"], entry["version"]),
+    )
+    if not publishes and not subscribes:
+        return None
+    return {"publishes": publishes, "subscribes": subscribes}
+
+
 def events_need_broker(service: str, published: Iterable[EventSpec], subscriptions: Subscriptions) -> str:
     """The one line a service with events and no broker refuses to start with."""
     what = []
