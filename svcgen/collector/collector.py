@@ -57,7 +57,7 @@ from .caps import CollectorLimits
 from .issuebook import normalize_issue
 from .memory import MemoryBackend, SnapshotError
 from .snapshot import CounterEntry, Json, Snapshot
-from .store import Backend, Rows, Store, StoreUnavailable
+from .store import DEFAULT_FLEET_LIMIT, Backend, Rows, Store, StoreUnavailable
 from .tracelog import normalize_event
 from .wire import Unstorable, stored_size
 
@@ -193,21 +193,27 @@ class Collector:
 
     def query_fleet(self, body: Any = None) -> Answer:
         try:
-            window = _FLEET_QUERY({} if body is None else body).window
+            asked = _FLEET_QUERY({} if body is None else body)
+            window = asked.window
             minutes = None if window is None else parse_window(window)
         except DecodeError as error:
             return _malformed("query fleet", error)
         except ValueError as exc:
             return Result.bad_request(f"query fleet: {exc}")
+        limit = asked.limit or DEFAULT_FLEET_LIMIT
+        services_after, topics_after = asked.services_after or "", asked.topics_after or ""
         try:
-            with self.backend.read(Rows.FLEET) as tables:
+            with self.backend.read(Rows.fleet(limit, services_after, topics_after)) as tables:
                 answer = queries.fleet(tables.catalog, tables.feeds, tables.trace_log, tables.issue_book,
-                                       self._fresh(), self._retained())  # fmt: skip
+                                       self._fresh(), self._retained(), limit=limit, services_after=services_after,
+                                       topics_after=topics_after, rows=tables.fleet)  # fmt: skip
                 answer["dropped"] = tables.dropped
             if window is not None and minutes is not None:
                 with self.backend.read(Rows.buckets(None, minutes, self._minute())) as tables:
+                    ranked = queries.ranking(tables.trace_log.buckets, minutes, self._minute())
                     answer["window"] = window
-                    answer["ranking"] = queries.ranking(tables.trace_log.buckets, minutes, self._minute())
+                    answer["ranking"] = ranked[:limit]
+                    answer["rankingOmitted"] = max(0, len(ranked) - limit)
         except StoreUnavailable as exc:
             return _unreadable(exc)
         return Result.ok(answer)

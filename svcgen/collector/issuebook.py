@@ -68,6 +68,14 @@ def mismatch_issue(mismatch: Mismatch) -> Json:
 
 
 
+def newest_first(listed: list[Json]) -> list[Json]:
+    """Issues by `lastSeen` descending, then fingerprint ascending (the order the database's index reads them in);
+    sorts `listed` in place and returns it."""
+    listed.sort(key=lambda issue: issue["fingerprint"])
+    listed.sort(key=lambda issue: issue["lastSeen"], reverse=True)
+    return listed
+
+
 def _stored(entry: IssueEntry, first_seen: str, last_seen: str) -> Json:
     """The issue as the collector keeps it: wire key order, times in the mesh's one form (comparable as text)."""
     issue = _ENCODE_ENTRY(entry)

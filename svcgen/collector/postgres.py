@@ -56,10 +56,11 @@ from .buckets import (
 from .caps import CollectorLimits
 from .catalog import Catalog, ServiceRecords, _entry_size, _json_size, instance_id
 from .declarations import declared_events
-from .issuebook import IssueBook
+from .issuebook import IssueBook, mismatch_issue, newest_first
+from .mismatches import find_mismatches
 from .missingfeeds import FeedLog
 from .snapshot import CounterEntry, EdgeEntry, FeedEntry, Json
-from .store import Applied, Rows, StoreError, StoreUnavailable, Tables
+from .store import Applied, FleetRows, Rows, StoreError, StoreUnavailable, Tables
 from .tracelog import OTHER_STATUS, TraceLog, _event_bytes, counted_as, held_topics, is_failure
 from .wire import MAX_COUNT, Unstorable, saturated
 
@@ -155,6 +156,8 @@ CREATE TABLE IF NOT EXISTS collector_issues (
     touched bigint NOT NULL
 );
 CREATE INDEX IF NOT EXISTS collector_issues_touched ON collector_issues (touched);
+CREATE INDEX IF NOT EXISTS collector_issues_newest ON collector_issues (((issue->>'lastSeen') COLLATE "C") DESC,
+    fingerprint);
 CREATE TABLE IF NOT EXISTS collector_topics (
     topic text COLLATE "C" NOT NULL,
     service text COLLATE "C" NOT NULL,
@@ -291,6 +294,8 @@ class PostgresStore:
                                           kwargs={"connect_timeout": max(1, round(timeout))},
                                           name="svcgen-collector-queries")  # fmt: skip
         self._problem: str | None = None
+        self._mismatch_cache: tuple[tuple[int, int], dict[tuple[str, str], int], list[Json]] | None = None
+        """(count and sum of the entries' `touched`, each entry's `touched`, the mismatch issues derived from them)."""
         self._schema_ready = False
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
@@ -891,7 +896,7 @@ class PostgresStore:
 
     def _read(self, cursor: Cursor, rows: Rows) -> Tables:
         """The rows `rows` names, each table read by its index: a trace its events, a service its rows, the fleet
-        the catalog, feeds and issues with the counters summed per (service, topic)."""
+        one page (`_fleet_page`): its services' catalog and feed rows and the entries naming its topics."""
         kind, key = rows.kind, rows.key
         if kind == "artifacts":
             # One replica at a time reads the aggregates for its artifacts; the others wait their turn.
@@ -900,7 +905,17 @@ class PostgresStore:
         totals = dict(cursor.fetchall())
         catalog = Catalog(self.limits)
         held: dict[str, list[Any]] = {kind_: [] for kind_ in _KINDS}
-        if kind in ("fleet", "artifacts", "everything"):
+        fleet: FleetRows | None = None
+        if kind == "fleet":
+            fleet = self._fleet_page(cursor, rows, totals)
+            # The page's services' rows, and the entries of every service naming one of the page's topics.
+            cursor.execute("SELECT kind, document FROM (SELECT kind, document::text, touched FROM collector_catalog "
+                           "WHERE service = ANY(%(services)s) UNION ALL SELECT kind, document::text, touched FROM "
+                           "collector_catalog WHERE kind = 'catalog' AND service IN (SELECT service FROM "
+                           "collector_topics WHERE topic = ANY(%(topics)s)) AND NOT service = ANY(%(services)s)) AS c "
+                           "ORDER BY touched", {"services": fleet.services[: rows.limit],
+                                                "topics": fleet.topics[: rows.limit]})  # fmt: skip
+        elif kind in ("artifacts", "everything"):
             cursor.execute("SELECT kind, document::text FROM collector_catalog ORDER BY touched")
         elif kind == "topic":
             # The entries of the services that name the topic (`collector_topics`): who handles, sends or once
@@ -919,9 +934,13 @@ class PostgresStore:
             catalog.evicted[kind_] = totals.get(kind_, 0)
         feeds = FeedLog(self.limits)
         feed_rows: list[tuple[str, bool, int, int]] = []
-        if kind in ("fleet", "artifacts", "everything"):
+        if kind in ("artifacts", "everything"):
             cursor.execute("SELECT service, traces, issue_batches, unexplained_failures FROM collector_feeds "
                            "ORDER BY touched")  # fmt: skip
+            feed_rows = cursor.fetchall()
+        elif fleet is not None:
+            cursor.execute("SELECT service, traces, issue_batches, unexplained_failures FROM collector_feeds "
+                           "WHERE service = ANY(%s) ORDER BY touched", (fleet.services[: rows.limit],))  # fmt: skip
             feed_rows = cursor.fetchall()
         elif kind == "service":
             cursor.execute("SELECT service, traces, issue_batches, unexplained_failures FROM collector_feeds "
@@ -959,7 +978,7 @@ class PostgresStore:
         trace_log.other_statuses = totals.get("otherStatuses", 0)
         trace_log.evicted_edges = totals.get("edges", 0)
         issue_book = IssueBook(self.limits)
-        if kind in ("fleet", "artifacts", "everything"):
+        if kind in ("artifacts", "everything"):
             cursor.execute("SELECT issue::text FROM collector_issues ORDER BY touched")
             issue_book.hold([orjson.loads(text) for (text,) in cursor.fetchall()])
         issue_book.dropped = totals.get("issues", 0)
@@ -968,7 +987,77 @@ class PostgresStore:
             cursor.execute("SELECT feed, batch_id, accepted FROM collector_batches ORDER BY seq")
             batches = [(feed, batch_id, accepted) for feed, batch_id, accepted in cursor.fetchall()]
         return Tables(catalog, feeds, trace_log, issue_book, {name: totals.get(name, 0) for name in _DROPPED},
-                      totals.get("skipped", 0), batches)  # fmt: skip
+                      totals.get("skipped", 0), batches, fleet)  # fmt: skip
+
+    def _fleet_page(self, cursor: Cursor, rows: Rows, totals: dict[str, int]) -> FleetRows:
+        """A fleet page's candidates, each list an ordered merge of index scans stopped after `limit` + 1 names, the
+        page's topics' calls, the newest issues (by their index) and the catalog's contract mismatches."""
+        more = rows.limit + 1
+        # The first `more` names of a union are among the first `more` of each part: each part stops early.
+        cursor.execute(
+            "(SELECT DISTINCT service FROM collector_catalog WHERE kind = 'catalog' AND service > %(after)s ORDER BY 1 "
+            "LIMIT %(more)s) UNION (SELECT DISTINCT service FROM collector_feeds WHERE service > %(after)s ORDER BY 1 "
+            "LIMIT %(more)s) UNION (SELECT DISTINCT service FROM collector_counters WHERE service > %(after)s "
+            "ORDER BY 1 LIMIT %(more)s) ORDER BY 1 LIMIT %(more)s",
+            {"after": rows.key, "more": more},
+        )
+        services = [name for (name,) in cursor.fetchall()]
+        cursor.execute(
+            "(SELECT DISTINCT topic FROM collector_topics WHERE topic > %(after)s ORDER BY 1 LIMIT %(more)s) UNION "
+            "(SELECT DISTINCT topic FROM collector_counters WHERE topic > %(after)s ORDER BY 1 LIMIT %(more)s) "
+            "ORDER BY 1 LIMIT %(more)s",
+            {"after": rows.after, "more": more},
+        )
+        topics = [name for (name,) in cursor.fetchall()]
+        cursor.execute("SELECT topic, least(sum(count), %s)::bigint FROM collector_counters WHERE topic = ANY(%s) "
+                       "GROUP BY topic", (MAX_COUNT, topics[: rows.limit]))  # fmt: skip
+        invocations = dict(cursor.fetchall())
+        cursor.execute("SELECT issue::text FROM collector_issues ORDER BY (issue->>'lastSeen') COLLATE \"C\" DESC, "
+                       "fingerprint LIMIT %s", (rows.limit,))  # fmt: skip
+        issues = [orjson.loads(text) for (text,) in cursor.fetchall()]
+        cursor.execute("SELECT value FROM collector_totals WHERE name = %s", (_rows_total("collector_issues"),))
+        held = cursor.fetchone()
+        mismatches = self._mismatches(cursor)
+        return FleetRows(services=services, topics=topics, invocations=invocations, issues=issues,
+                         issues_held=int(held[0]) if held else len(issues), mismatches=mismatches[: rows.limit],
+                         mismatches_held=len(mismatches))  # fmt: skip
+
+    def _mismatches(self, cursor: Cursor) -> list[Json]:
+        """The contract-mismatch issues of the whole catalog, newest first (`newest_first`), exactly as a derivation
+        from every entry gives them (every replica the same). Each replica keeps its last answer with the `touched`
+        of each entry it was derived from: unchanged entries, the same answer; changed or new entries, only the
+        topics they name (and the mismatches they were party to) derived again, from the entries naming those
+        topics; an entry gone (evicted), everything again."""
+        # Any change moves the entries' count or the sum of their `touched` up (a change takes a newer `touched`,
+        # an eviction lowers the count, an eviction and a new entry trade an old `touched` for a newer one): while
+        # both stand, nothing is read but them (by the (kind, touched) index).
+        cursor.execute("SELECT count(*), coalesce(sum(touched), 0) FROM collector_catalog WHERE kind = 'catalog'")
+        found = cursor.fetchone()
+        summary = (int(found[0]), int(found[1])) if found else (0, 0)
+        held = self._mismatch_cache  # one tuple, replaced whole: query threads never see a torn pair
+        if held is not None and held[0] == summary:
+            return held[2]
+        cursor.execute("SELECT service, key, touched FROM collector_catalog WHERE kind = 'catalog'")
+        seen: dict[tuple[str, str], int] = {(service, key): touched for service, key, touched in cursor.fetchall()}
+        if held is not None and held[1] == seen:
+            self._mismatch_cache = (summary, seen, held[2])
+            return held[2]
+        if held is None or not held[1].keys() <= seen.keys():
+            cursor.execute("SELECT document::text FROM collector_catalog WHERE kind = 'catalog'")
+            issues = _mismatch_issues([text for (text,) in cursor.fetchall()], None)
+        else:
+            changed = sorted({key[0] for key, touched in seen.items() if held[1].get(key) != touched})
+            cursor.execute("SELECT DISTINCT topic FROM collector_topics WHERE service = ANY(%s)", (changed,))
+            affected = {topic for (topic,) in cursor.fetchall()}
+            affected.update(issue["topic"] for issue in held[2]
+                            if issue["service"] in changed or issue.get("consumer") in changed)  # fmt: skip
+            cursor.execute("SELECT document::text FROM collector_catalog WHERE kind = 'catalog' AND (service = "
+                           "ANY(%s) OR service IN (SELECT service FROM collector_topics WHERE topic = ANY(%s)))",
+                           (changed, sorted(affected)))  # fmt: skip
+            kept = [issue for issue in held[2] if issue["topic"] not in affected]
+            issues = newest_first([*kept, *_mismatch_issues([text for (text,) in cursor.fetchall()], affected)])
+        self._mismatch_cache = (summary, seen, issues)
+        return issues
 
     def _read_buckets(self, cursor: Cursor, rows: Rows, book: BucketBook) -> None:
         """The cells a window needs (a topic's, or every topic's and edge's), or all of them for a snapshot."""
@@ -987,11 +1076,9 @@ class PostgresStore:
                 book.merge_edge((a, b, status), minute, cell)
 
     def _read_counters(self, cursor: Cursor, rows: Rows) -> list[CounterEntry]:
-        """The counter rows `rows` needs; the fleet's summed per (service, topic) in the database."""
-        if rows.kind == "fleet":
-            cursor.execute("SELECT service, topic, '', '', least(sum(count), %s)::bigint, 0, 0, NULL, NULL "
-                           "FROM collector_counters GROUP BY service, topic", (MAX_COUNT,))  # fmt: skip
-        elif rows.kind in ("artifacts", "everything"):
+        """The counter rows `rows` needs (a fleet page none: its topics' calls are summed in the database, and its
+        service entries count no calls)."""
+        if rows.kind in ("artifacts", "everything"):
             cursor.execute("SELECT service, topic, version, status, count, total_duration_ms, timed_count, "
                            "first_started_at, last_started_at FROM collector_counters ORDER BY touched")  # fmt: skip
         elif rows.kind in ("service", "topic"):
@@ -1016,6 +1103,15 @@ _TOTAL_NAMES: Final = (*_DROPPED, _WINDOW_EVENTS, _WINDOW_BYTES, _WINDOW_PRUNED,
                        *(_rows_total(table) for table in ("collector_counters", "collector_edges", "collector_issues",
                                                           "collector_feeds", *_KINDS)),
                        *(_bytes_total(kind) for kind in _KINDS))  # fmt: skip
+
+
+def _mismatch_issues(documents: list[str], topics: set[str] | None) -> list[Json]:
+    """The contract-mismatch issues of these catalog entries (JSON texts), newest first; only those of `topics`
+    when given."""
+    catalog = Catalog(CollectorLimits(catalog=MAX_COUNT, catalog_bytes=MAX_COUNT))
+    catalog.restore([orjson.loads(text) for text in documents], [], [])
+    return newest_first([mismatch_issue(mismatch) for mismatch in find_mismatches(catalog.entries.values())
+                         if topics is None or mismatch.topic in topics])  # fmt: skip
 
 
 def _dropped_any(totals: dict[str, int]) -> bool:

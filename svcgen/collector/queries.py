@@ -5,13 +5,16 @@ Vocabulary, the messaging sense: a topic's **consumers** handle it (their descri
 sends `payments:capture` and payments handles it, the topic's providers are `[orders]` and its consumers
 `[payments]`.
 
-- fleet `{}` → `{services: [{service, serviceVersion?, topics, health, instances, missingFeeds}], topics: [{topic,
-  providers, consumers, invocations}], issues}`: one service entry per (service, serviceVersion), with
-  `serviceVersion` when known; `topics` counts the topic ids the entry handles, `instances` its named instances
-  heard within the retention, `staleInstances` those of them that missed three heartbeats;
-  `missingFeeds` is the service's (feeds are not per version). `invocations` counts every trace event of the topic
-  (all services, versions, statuses); `issues` are the merged issues and the `contract-mismatch` issues derived from
-  the catalog (mismatches.py), most recently seen first.
+- fleet `{limit?, servicesAfter?, topicsAfter?}` → `{services: [{service, serviceVersion?, topics, health, instances,
+  missingFeeds}], topics: [{topic, providers, consumers, invocations}], issues, issuesOmitted, nextServices?,
+  nextTopics?}`: one bounded page. `services` one entry per (service, serviceVersion) of the first `limit` service
+  names after `servicesAfter`, with `serviceVersion` when known; `topics` counts the topic ids the entry handles,
+  `instances` its named instances heard within the retention, `staleInstances` those of them that missed three
+  heartbeats; `missingFeeds` is the service's (feeds are not per version). `topics` the first `limit` topic ids
+  after `topicsAfter`; `invocations` counts every trace event of the topic (all services, versions, statuses).
+  `issues` the newest `limit` of the merged issues and the `contract-mismatch` issues derived from the catalog
+  (mismatches.py), most recently seen first, then by fingerprint; `issuesOmitted` the rest. `nextServices` /
+  `nextTopics` only when more follow: the cursor for the next page.
 - service `{service}` → `{service, health, instances: [{instanceId, healthy?, stale, hashMatches, registerExpected,
   ...}],
   invocations, missingFeeds}`.
@@ -32,7 +35,7 @@ sends `payments:capture` and payments handles it, the topic's providers are `[or
   declares what its newest descriptor says: an older serviceVersion it left behind declares nothing.
 - with `window` (`5m`, `1h`, `24h`, ending at the collector's current minute), from the time buckets (buckets.py):
   the topic answer adds `window` (exact counts, rates, p50/p95/p99, per version, a sparkline); the fleet answer adds
-  `ranking`, every (service, topic, version) with calls in the window by impact.
+  `ranking`, the first `limit` (service, topic, version) with calls in the window by impact, and `rankingOmitted`.
 
 A topic some service once declared stays known: its answer is `ok`, with empty consumers and providers once
 nobody handles or sends it, and its counters. Each query returns None for an unknown service, topic or trace
@@ -44,52 +47,90 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..runtime._mesh.clock import rfc3339
 from .buckets import BucketBook, Figures, is_client_failure, is_server_failure
 from .catalog import Catalog, Member, ServiceRecords, instance_view, is_stale
 from .declarations import declared_events
-from .issuebook import IssueBook, mismatch_issue
+from .issuebook import IssueBook, mismatch_issue, newest_first
 from .mismatches import find_mismatches
 from .missingfeeds import FeedLog
 from .snapshot import CatalogEntry, CounterEntry, Json
+from .store import DEFAULT_FLEET_LIMIT, FleetRows
 from .tracelog import TraceLog
 
 
 def fleet(
-    catalog: Catalog, feeds: FeedLog, traces: TraceLog, issues: IssueBook, fresh_since: str, retained_since: str = ""
+    catalog: Catalog,
+    feeds: FeedLog,
+    traces: TraceLog,
+    issues: IssueBook,
+    fresh_since: str,
+    retained_since: str = "",
+    *,
+    limit: int = DEFAULT_FLEET_LIMIT,
+    services_after: str = "",
+    topics_after: str = "",
+    rows: FleetRows | None = None,
 ) -> Json:
+    """One page of the fleet (see the module docstring). `rows`: what a database backend read for the page (the
+    tables then hold the page's rows only); None: the tables are whole (memory) and the page is picked here."""
     groups = catalog.grouped()
-    members = catalog.members()
-    invocations: defaultdict[str, int] = defaultdict(int)
-    for counter in traces.counters.values():
-        invocations[counter["topic"]] += counter["count"]
-    known = {member.service for member in members}
-    heard = set(feeds.entries) | {counter["service"] for counter in traces.counters.values()}
-    for name in sorted(heard - known):
-        members.append(Member(name, "", ServiceRecords()))
-    members.sort(key=lambda member: (member.service, member.version))
+    by_service: defaultdict[str, list[Member]] = defaultdict(list)
+    for member in catalog.members():
+        by_service[member.service].append(member)
+    if rows is None:
+        heard = set(feeds.entries) | {counter["service"] for counter in traces.counters.values()}
+        names = sorted(name for name in by_service.keys() | heard if name > services_after)
+    else:
+        names = rows.services
+    examined = names[:limit]
     services = []
-    for member in members:
-        records = member.records
-        whole = groups.get(member.service) or ServiceRecords()
-        entry: Json = {"service": member.service}
-        if member.version:
-            entry["serviceVersion"] = member.version
-        entry["topics"] = len({topic for topic, _ in records.provided()})
-        entry["health"] = records.health(fresh_since)
-        listed = records.listed(retained_since)
-        entry["instances"] = len(listed)
-        entry["staleInstances"] = sum(is_stale(instance, fresh_since) for instance in listed)
-        entry["missingFeeds"] = feeds.missing(member.service, described=whole.described, health=whole.has_health)
-        services.append(entry)
+    for name in examined:
+        members = sorted(by_service.get(name) or [Member(name, "", ServiceRecords())], key=lambda m: m.version)
+        whole = groups.get(name) or ServiceRecords()
+        for member in members:
+            records = member.records
+            entry: Json = {"service": name}
+            if member.version:
+                entry["serviceVersion"] = member.version
+            entry["topics"] = len({topic for topic, _ in records.provided()})
+            entry["health"] = records.health(fresh_since)
+            listed = records.listed(retained_since)
+            entry["instances"] = len(listed)
+            entry["staleInstances"] = sum(is_stale(instance, fresh_since) for instance in listed)
+            entry["missingFeeds"] = feeds.missing(name, described=whole.described, health=whole.has_health)
+            services.append(entry)
     index = TopicIndex(groups, versions=False)
+    if rows is None:
+        invocations: defaultdict[str, int] = defaultdict(int)
+        for counter in traces.counters.values():
+            invocations[counter["topic"]] += counter["count"]
+        topic_names = sorted(name for name in index.known | invocations.keys() if name > topics_after)
+    else:
+        invocations = defaultdict(int, rows.invocations)
+        topic_names = rows.topics
+    topics_examined = topic_names[:limit]
     topics = [
         {"topic": name, **index.parties(name), "invocations": invocations.get(name, 0)}
-        for name in sorted(index.known | invocations.keys())
+        for name in topics_examined
+        if name in index.known or name in invocations  # a database's topic index may outlive an evicted entry
     ]
-    return {"services": services, "topics": topics, "issues": newest_issues(issues, catalog)}
+    if rows is None:
+        stored: list[Json] = issues.snapshot()
+        held = len(stored)
+        mismatches = mismatch_issues(catalog)
+    else:
+        stored, held, mismatches = list(rows.issues), rows.issues_held, rows.mismatches
+    mismatches_held = len(mismatches) if rows is None else rows.mismatches_held
+    newest = newest_first([*stored, *mismatches])[:limit]
+    answer: Json = {"services": services, "topics": topics, "issues": newest,
+                    "issuesOmitted": held + mismatches_held - len(newest)}  # fmt: skip
+    if len(names) > limit:
+        answer["nextServices"] = examined[-1]
+    if len(topic_names) > limit:
+        answer["nextTopics"] = topics_examined[-1]
+    return answer
 
 
 def service(
@@ -298,12 +339,9 @@ def trace(traces: TraceLog, trace_id: str) -> Json | None:
     return {"traceId": trace_id, "events": events} if events else None
 
 
-def newest_issues(issues: IssueBook, catalog: Catalog) -> list[Json]:
-    """The merged issues and the catalog's contract mismatches, most recently seen first."""
-    listed: list[dict[str, Any]] = issues.snapshot()
-    listed.extend(mismatch_issue(mismatch) for mismatch in find_mismatches(catalog.entries.values()))
-    listed.sort(key=lambda issue: issue["lastSeen"], reverse=True)
-    return listed
+def mismatch_issues(catalog: Catalog) -> list[Json]:
+    """The collector's `contract-mismatch` issues of the catalog's current entries."""
+    return [mismatch_issue(mismatch) for mismatch in find_mismatches(catalog.entries.values())]
 
 
 SPARK_POINTS = 60

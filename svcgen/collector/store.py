@@ -35,6 +35,7 @@ from typing import Any, ClassVar, Final, Literal, Protocol, cast, runtime_checka
 import orjson
 
 from ..runtime._atomicwrite import remove_stale_temps, write_atomic
+from ..runtime._mesh.messages import MAX_FLEET_LIMIT as _MESSAGES_MAX_FLEET_LIMIT
 from .caps import CollectorLimits
 from .catalog import Catalog
 from .issuebook import IssueBook
@@ -122,6 +123,34 @@ class StoreUnavailable(OSError):
     """A store cannot be reached or cannot take the change now; the message says why."""
 
 
+DEFAULT_FLEET_LIMIT: Final = 200
+"""Services, topics, issues (and ranked topics) a fleet answer lists at most unless the query asks for fewer."""
+MAX_FLEET_LIMIT: Final = _MESSAGES_MAX_FLEET_LIMIT
+"""The most a fleet query may ask for per list (its record's bound)."""
+
+
+@dataclass(slots=True)
+class FleetRows:
+    """What a database backend read for one fleet page (`Rows.fleet`), beside the page's rows in `Tables`: the
+    candidates in order (at most `limit` + 1 of each, so the query can tell whether more follow), and what only the
+    whole database can answer. A memory backend leaves it out: the query picks from every table itself."""
+
+    services: list[str]
+    """Service names after the page's cursor (catalog, feeds and counters), in order."""
+    topics: list[str]
+    """Topic ids after the page's cursor (declared, once declared, or counted), in order."""
+    invocations: dict[str, int]
+    """Per topic of `topics`: its calls (every service, version and status)."""
+    issues: list[Json]
+    """The newest `limit` merged issues (lastSeen descending, then fingerprint)."""
+    issues_held: int
+    """Merged issues held in all."""
+    mismatches: list[Json]
+    """The newest `limit` contract-mismatch issues of the whole catalog, in the issues' order."""
+    mismatches_held: int
+    """Contract mismatches in all."""
+
+
 @dataclass(frozen=True, slots=True)
 class Rows:
     """Which rows a reader needs (`Backend.read`): a backend may hand over more (memory hands every table it
@@ -133,9 +162,13 @@ class Rows:
     first: int = 0
     last: int = 0
     """For `buckets`: the window's first and last minute."""
+    limit: int = 0
+    after: str = ""
+    """For `fleet`: the page's size and the topic id its topics start after (`key`: the service name its services
+    start after)."""
 
     FLEET: ClassVar[Rows]
-    """The fleet query: the catalog, feeds and issues, and the counters summed per (service, topic)."""
+    """The first page of the fleet query (`fleet`)."""
     DROPPED: ClassVar[Rows]
     """Only the `dropped` counts."""
     ARTIFACTS: ClassVar[Rows]
@@ -143,6 +176,14 @@ class Rows:
     database backend reads it one replica at a time)."""
     EVERYTHING: ClassVar[Rows]
     """A snapshot: every table, the trace window, the edges and the batch ids."""
+
+    @classmethod
+    def fleet(cls, limit: int = 0, services_after: str = "", topics_after: str = "") -> Rows:
+        """One page of the fleet query: the first `limit` service names after `services_after` with their catalog
+        and feed rows, the first `limit` topic ids after `topics_after` with the catalog entries naming them and
+        their calls, the newest `limit` issues and the contract mismatches
+        (`FleetRows`). 0: `DEFAULT_FLEET_LIMIT`."""
+        return cls("fleet", services_after, limit=limit or DEFAULT_FLEET_LIMIT, after=topics_after)
 
     @classmethod
     def service(cls, name: str) -> Rows:
@@ -166,7 +207,7 @@ class Rows:
         return cls("trace", trace_id)
 
 
-Rows.FLEET = Rows("fleet")
+Rows.FLEET = Rows.fleet()
 Rows.DROPPED = Rows("dropped")
 Rows.ARTIFACTS = Rows("artifacts")
 Rows.EVERYTHING = Rows("everything")
@@ -186,6 +227,8 @@ class Tables:
     skipped: int = 0
     batches: list[tuple[str, str, int]] = field(default_factory=list)
     """(feed, batchId, accepted), oldest first."""
+    fleet: FleetRows | None = None
+    """For `Rows.fleet` on a database backend: the page's candidates and the whole database's answers."""
 
     def snapshot(self, saved_at: str, *, buckets: bool = True) -> Snapshot:
         """The tables as a collector snapshot (read with `Rows.EVERYTHING`)."""

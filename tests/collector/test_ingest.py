@@ -122,7 +122,7 @@ def test_queries_answer_the_design_shapes() -> None:
               status="timeout"),
     ]})
     fleet = ok(c.query_fleet({}))
-    assert set(fleet) == {"services", "topics", "issues", "dropped"}
+    assert set(fleet) == {"services", "topics", "issues", "issuesOmitted", "dropped"}
     assert [s["service"] for s in fleet["services"]] == ["pay", "shop"]
     shop = fleet["services"][1]
     assert set(shop) == {"service", "topics", "health", "instances", "staleInstances", "missingFeeds"}

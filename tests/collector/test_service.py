@@ -145,7 +145,7 @@ def test_the_served_spec_has_typed_request_and_response_schemas_for_all_8_mesh_t
     assert health["properties"]["isHealthy"] == {"type": "boolean"}
     assert topics["svc:mesh:query:trace"]["requestSchema"]["required"] == ["traceId"]
     fleet = topics["svc:mesh:query:fleet"]["responseSchema"]
-    assert fleet["required"] == ["services", "topics", "issues", "dropped"]
+    assert fleet["required"] == ["services", "topics", "issues", "issuesOmitted", "dropped"]
     assert fleet["properties"]["services"]["items"]["properties"]["missingFeeds"]["type"] == "array"
     assert topics["svc:mesh:query:topic"]["responseSchema"]["properties"]["statusCounts"]["type"] == "object"
     # The HTTP API document carries the same components.

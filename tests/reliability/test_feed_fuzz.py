@@ -215,7 +215,7 @@ def verify(collector: CollectorProcess, model: Model) -> None:
         status, answer = invoke(base, "svc:mesh:query:topic", {"topic": topic})
         found = answer["invocations"] if status == "ok" else 0
         assert found == accepted, f"{topic}: {accepted} acknowledged, {found} counted"
-    _, fleet = invoke(base, "svc:mesh:query:fleet", {})
+    _, fleet = invoke(base, "svc:mesh:query:fleet", {"limit": 1000})  # the whole (small) fleet
     counted = {issue["fingerprint"]: issue["count"] for issue in fleet["issues"]}
     assert {fp: counted.get(fp) for fp in model.issues} == model.issues
     services = {entry["service"] for entry in fleet["services"]}

@@ -37,6 +37,8 @@ Text = Annotated[str, Meta(min_length=1, max_length=MAX_TEXT, pattern=PLAIN_TEXT
 StatusText = Annotated[str, Meta(max_length=MAX_TEXT, pattern=PLAIN_TEXT)]
 """A result status as sent (an empty or unknown one is counted as a failure)."""
 Count = Annotated[int, Meta(minimum=0)]
+MAX_FLEET_LIMIT: Final = 1000
+"""The most entries a fleet query may ask for per list (the collector's `MAX_FLEET_LIMIT`)."""
 
 _MESH = Meta(omit_null=True, utc_millis=True)
 
@@ -230,10 +232,18 @@ class Accepted:
 
 @dataclass(frozen=True, slots=True)
 class FleetQuery:
-    """The whole fleet; with `window` (`5m`, `1h`, `24h`) also what happened in it, ranked by impact."""
+    """One page of the fleet: at most `limit` services (by name, after `servicesAfter`), topics (by id, after
+    `topicsAfter`) and issues (newest first); with `window` (`5m`, `1h`, `24h`) also what happened in it, ranked by
+    impact. Ask the next page with the answer's `nextServices` / `nextTopics`."""
 
     __svcgen_meta__: ClassVar[Meta] = _MESH
     window: Text | None = None
+    limit: Annotated[int, Meta(minimum=1, maximum=MAX_FLEET_LIMIT)] | None = None
+    """Most entries per list (services, topics, issues, ranking); 200 when absent."""
+    services_after: Text | None = None
+    """List the services whose names sort after this one (the previous answer's `nextServices`)."""
+    topics_after: Text | None = None
+    """List the topics whose ids sort after this one (the previous answer's `nextTopics`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,13 +317,22 @@ class FleetAnswer:
     services: list[FleetService]
     topics: list[TopicParties]
     issues: list[FleetIssue]
-    """Merged by fingerprint across instances and batches (each with its `service`), most recently seen first."""
+    """Merged by fingerprint across instances and batches (each with its `service`), and the contract mismatches:
+    the newest `limit`, most recently seen first (then by fingerprint)."""
+    issues_omitted: Count
+    """Issues held but left out of `issues` (older than the newest `limit`)."""
     dropped: dict[str, Count]
     """What the collector's limits dropped or refused, per table."""
+    next_services: str | None = None
+    """Present when more services follow: ask again with `servicesAfter` set to it."""
+    next_topics: str | None = None
+    """Present when more topics follow: ask again with `topicsAfter` set to it."""
     window: str | None = None
     ranking: list[RankedTopic] | None = None
-    """With a `window`: each (service, topic, version) with calls in it, by impact: server-side failures first,
-    then the share of all the window's call time it took (`impact`, 0..1)."""
+    """With a `window`: the first `limit` (service, topic, version) with calls in it, by impact: server-side failures
+    first, then the share of all the window's call time it took (`impact`, 0..1)."""
+    ranking_omitted: Count | None = None
+    """With a `window`: ranked entries left out of `ranking`."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
