@@ -71,8 +71,8 @@ def make(sender: RecordingSender, events: list[dict[str, Any]] | Source | None =
     async def health() -> HealthReport:
         return HealthReport({"db": HealthCheckResult.ok()})
 
-    def flush_issues() -> dict[str, Any]:
-        batch = {"service": "orders", "issues": list(window)}
+    def flush_issues(batch_id: str) -> dict[str, Any]:
+        batch = {"service": "orders", "issues": list(window), "batchId": batch_id}
         window.clear()
         return batch
 

@@ -204,9 +204,10 @@ class IssueAggregator:
             handler_answered=event.handler_answered,
         )
 
-    def flush(self) -> dict[str, Any]:
-        """`{service, issues}`: every issue of the window with counts since the previous flush; resets the window.
-        An empty batch is valid (the issues feed's liveness beat)."""
+    def flush(self, batch_id: str | None = None) -> dict[str, Any]:
+        """`{service, issues, batchId?}`, encoded through the collector's record: every issue of the window with
+        counts since the previous flush; resets the window. An empty batch is valid (the issues feed's liveness
+        beat)."""
         with self._lock:
             window, self._window = self._window, {}
             dropped, self._window_dropped = self._window_dropped, 0
@@ -217,7 +218,7 @@ class IssueAggregator:
                 dropped,
             )
         batch: dict[str, Any] = _ENCODE_BATCH(
-            IssueBatch(self.service, [issue.to_entry(self.service) for issue in window.values()])
+            IssueBatch(self.service, [issue.to_entry(self.service) for issue in window.values()], batch_id)
         )
         return batch
 

@@ -48,8 +48,8 @@ DEFAULT_ISSUE_RETRY_CAP: Final = 100
 HealthSource = Callable[[], Awaitable[HealthReport]]
 TraceSource = Callable[[int], Sequence[Mapping[str, Any]]]
 """Drains at most n trace events (wire form)."""
-IssueSource = Callable[[], Mapping[str, Any]]
-"""Flushes the issue window into a batch (wire form)."""
+IssueSource = Callable[[str], Mapping[str, Any]]
+"""Flushes the issue window into a batch carrying the given batch id (wire form)."""
 BatchIds = Callable[[], str]
 
 
@@ -217,7 +217,7 @@ class Reporter:
             delivering = self._taken(await self.feeds.issues(self._issue_retry[0]), self._issue_retry[0])
             if delivering:
                 self._issue_retry.popleft()
-        batch = {**self.issues(), "batchId": self.batch_ids()}
+        batch = dict(self.issues(self.batch_ids()))
         if delivering and self._taken(await self.feeds.issues(batch), batch):
             return
         if batch.get("issues"):
