@@ -153,7 +153,7 @@ class DeployReport:
         if self.counted is not None:
             head += f"; invocations counted {self.counted.get('since')} to {self.counted.get('until')}"
         else:
-            head += "; invocation counts are all-time (the collector's time buckets hold 24 h at most)"
+            head += "; invocation counts are all-time (the window is longer than the collector's time buckets, 24 h)"
         lines = [head, *(item.line() for item in self.judged)]
         lines += [line for check in self.produced for line in check.lines()]
         lines += [f"cannot say: subscribes {label}: registered descriptors carry no events yet; not checked"
