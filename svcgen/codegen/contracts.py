@@ -20,6 +20,7 @@ from ..runtime._assembly import ServiceDefinition
 from ..runtime._context import Context
 from ..runtime._deprecation import Deprecation
 from ..runtime._descriptor import ProducedTopic
+from ..runtime._events import EventSpec, Subscriptions
 from ..runtime._health import HealthCheck, HealthChecks
 from ..runtime._http.routing import Route
 from ..runtime._jsontext import document_bytes
@@ -100,6 +101,16 @@ def _placeholder_definition(bindings: ServiceBindings, models: types.ModuleType)
         for produced in bindings.produces
     ]
     health = HealthChecks([HealthCheck(check.name, _healthy) for check in bindings.health])
+    events = [EventSpec(event.topic, _resolve(event.payload, models), event.version, event.key)
+              for event in bindings.events]  # fmt: skip
+
+    def subscriptions() -> Subscriptions:
+        built = Subscriptions()
+        for entry in bindings.subscriptions:
+            built.add(entry.topic, _placeholder_event, publisher=entry.publisher,
+                      payload=_resolve(entry.payload, models), version=entry.version)  # fmt: skip
+        return built
+
     return ServiceDefinition(
         bindings.identity(),
         registry,
@@ -111,6 +122,8 @@ def _placeholder_definition(bindings: ServiceBindings, models: types.ModuleType)
         health=(lambda: health) if bindings.health else None,
         security=_security(bindings),
         invoke=bindings.invoke,
+        events=events,
+        subscriptions=subscriptions if bindings.subscriptions else None,
     )
 
 
@@ -145,6 +158,10 @@ def _resolve(expr: TypeExpr, models: types.ModuleType) -> Any:
     """The type service.py passes for `expr`: its very text, evaluated where service.py evaluates it."""
     namespace = {MODELS_MODULE: models, "Any": Any, "datetime": datetime}
     return eval(type_text(expr, Imports()), namespace)
+
+
+async def _placeholder_event(event: Any, context: Context) -> Result[None]:
+    return Result.ok()
 
 
 async def _placeholder(request: Any, context: Context) -> Result[Any]:

@@ -59,6 +59,41 @@ def produced_topics(entry: CatalogEntry) -> list[TopicContract]:
     return _contracts(entry["service"], _topic_list(entry.get("descriptor"), "produces") or [])
 
 
+@dataclass(frozen=True, slots=True)
+class EventContract:
+    """One event as one service's descriptor declares it: `role` `publisher` (then `publisher` is the service
+    itself) or `subscriber`."""
+
+    service: str
+    role: str
+    event: str
+    version: str
+    publisher: str
+    payload_schema: Json
+
+
+def declared_events(entry: CatalogEntry) -> list[EventContract]:
+    """The descriptor's `events`: what the service publishes and subscribes to. A spec does not say."""
+    descriptor = entry.get("descriptor")
+    events = descriptor.get("events") if isinstance(descriptor, dict) else None
+    if not isinstance(events, dict):
+        return []
+    service = entry["service"]
+    declared: list[EventContract] = []
+    for role, key in (("publisher", "publishes"), ("subscriber", "subscribes")):
+        listed = events.get(key)
+        for item in listed if isinstance(listed, list) else []:
+            if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+                continue
+            version = item.get("version")
+            publisher = service if role == "publisher" else item.get("publisher")
+            if not isinstance(publisher, str):
+                continue
+            declared.append(EventContract(service, role, item["id"], version if isinstance(version, str) else "",
+                                          publisher, _schema(item.get("payloadSchema"))))  # fmt: skip
+    return declared
+
+
 def _recency(entry: CatalogEntry) -> tuple[float, str]:
     heard = max(_at(entry.get("registeredAt")), _at(entry.get("specFetchedAt")))
     return heard, entry.get("serviceVersion", "")

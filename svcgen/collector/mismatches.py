@@ -9,6 +9,11 @@ producer's (direction response) with the one rule set, `first_incompatibility`. 
 same, nothing is counted twice, and a register that fixes the contract clears it. Schemas are outside input kept
 verbatim: a pair the rules cannot read (a malformed schema) is not judged, and never breaks a query.
 
+Events likewise: each subscriber's declared payload schema (its descriptor's `events.subscribes`) is checked
+against its publisher's (`events.publishes`), the payload flowing publisher -> subscriber (direction response, the
+breaking path named `payload...`); a mismatch is a `Mismatch` whose producer is the publisher and consumer the
+subscriber, surfaced as the same `contract-mismatch` issue.
+
 Verdicts are remembered per pair of schemas (the newest VERDICTS of them): a fleet query or an artifact run judges
 only contracts it has not seen before, however often it runs.
 """
@@ -24,7 +29,7 @@ from typing import Final, Literal
 import orjson
 
 from ..runtime._compatibility import first_incompatibility
-from .declarations import TopicContract, current_entries, produced_topics, served_topics
+from .declarations import TopicContract, current_entries, declared_events, produced_topics, served_topics
 from .snapshot import CatalogEntry
 
 Direction = Literal["request", "response"]
@@ -71,8 +76,45 @@ def find_mismatches(catalog: Iterable[CatalogEntry]) -> list[Mismatch]:
                     direction, why = breaking
                     at = max(_stated_at(entry), _stated_at(current[handled.service]))
                     found.append(Mismatch(producer, handled.service, sent.topic, sent.version, direction, why, at))
+    found.extend(_event_mismatches(current))
     found.sort(key=lambda m: (m.topic, m.version, m.producer, m.consumer))
     return found
+
+
+def _event_mismatches(current: dict[str, CatalogEntry]) -> list[Mismatch]:
+    """Each subscriber's declared payload schema against its publisher's: the payload flows publisher ->
+    subscriber, judged by the response-direction rules (what the publisher sends must decode as the subscriber's
+    copy). A subscription whose publisher does not (yet) declare the event is not judged."""
+    declared = {name: declared_events(entry) for name, entry in current.items()}
+    published = {(c.service, c.event, c.version): c for contracts in declared.values() for c in contracts
+                 if c.role == "publisher"}  # fmt: skip
+    found: list[Mismatch] = []
+    for subscriber, contracts in declared.items():
+        for handled in contracts:
+            sent = published.get((handled.publisher, handled.event, handled.version))
+            if handled.role != "subscriber" or sent is None:
+                continue
+            why = _payload_verdict(_schema_key(sent.payload_schema), _schema_key(handled.payload_schema))
+            if why is not None:
+                at = max(_stated_at(current[sent.service]), _stated_at(current[subscriber]))
+                found.append(Mismatch(sent.service, subscriber, handled.event, handled.version, "response", why, at))
+    return found
+
+
+def _schema_key(schema: object) -> bytes:
+    return orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
+
+
+@lru_cache(maxsize=VERDICTS)
+def _payload_verdict(sent: bytes, accepted: bytes) -> str | None:
+    """The first breaking path of a publisher's payload schema against a subscriber's (`payload.email: ...`)."""
+    try:
+        why = first_incompatibility(orjson.loads(sent), orjson.loads(accepted), direction="response")
+    except _UNREADABLE:
+        return None
+    if why is not None and why.startswith("response"):
+        why = "payload" + why[len("response"):]
+    return why
 
 
 def mismatched_topics(mismatches: Iterable[Mismatch]) -> set[tuple[str, str]]:

@@ -55,6 +55,7 @@ from .buckets import (
 )
 from .caps import CollectorLimits
 from .catalog import Catalog, ServiceRecords, _entry_size, _json_size, instance_id
+from .declarations import declared_events
 from .issuebook import IssueBook
 from .missingfeeds import FeedLog
 from .snapshot import CounterEntry, EdgeEntry, FeedEntry, Json
@@ -833,7 +834,8 @@ class PostgresStore:
         cursor.execute("SELECT document::text FROM collector_catalog WHERE kind = 'catalog' AND service = %s",
                        (service,))  # fmt: skip
         records = ServiceRecords(entries=[orjson.loads(text) for (text,) in cursor.fetchall()])
-        named = sorted({topic for topic, _ in records.provided() | records.produced() | records.removed()})
+        named = sorted({topic for topic, _ in records.provided() | records.produced() | records.removed()}
+                       | {declared.event for entry in records.entries for declared in declared_events(entry)})
         cursor.execute("DELETE FROM collector_topics WHERE service = %s AND NOT topic = ANY(%s)", (service, named))
         cursor.execute("INSERT INTO collector_topics (topic, service) SELECT unnest(%s::text[]), %s "
                        "ON CONFLICT DO NOTHING", (named, service))  # fmt: skip

@@ -21,6 +21,8 @@ sends `payments:capture` and payments handles it, the topic's providers are `[or
   `{version, providers, consumers, invocations, lastInvokedAt}` per version some service declared, once declared or
   invoked (`lastInvokedAt`: the newest `startedAt` of its trace events, null when none carried one), so a reviewer
   can tell whether an old version still has senders, handlers or traffic.
+  An event (some descriptor's `events` declares it) adds `publishers` and `subscribers`, the services whose
+  descriptors say they publish it and subscribe to it; a plain topic's answer has neither key.
 - trace `{traceId}` → `{traceId, events}`: the events still in the trace window, in arrival order.
 - contract `{service, topics?}` → `{service, serviceVersion?, registeredAt, descriptor, usage, declared}`: the
   service's newest registered descriptor (what `svcgen can-i-deploy` diffs a change against); `usage` one
@@ -50,6 +52,7 @@ from typing import Any
 from ..runtime._mesh.clock import rfc3339
 from .buckets import BucketBook, Figures, is_client_failure, is_server_failure
 from .catalog import Catalog, Member, ServiceRecords, instance_view, is_stale
+from .declarations import declared_events
 from .issuebook import IssueBook, mismatch_issue
 from .mismatches import find_mismatches
 from .missingfeeds import FeedLog
@@ -117,7 +120,8 @@ def topic(catalog: Catalog, traces: TraceLog, name: str) -> Json | None:
         if counter["topic"] == name:
             status_counts[counter["status"]] += counter["count"]
             counters.append(counter)
-    if name not in index.known and not status_counts:
+    publishers, subscribers = event_parties(catalog.grouped().values(), name)
+    if name not in index.known and not status_counts and not publishers and not subscribers:
         return None
     invocations = sum(status_counts.values())
     errors = sum(count for status, count in status_counts.items() if is_server_failure(status))
@@ -131,7 +135,21 @@ def topic(catalog: Catalog, traces: TraceLog, name: str) -> Json | None:
         **({"errorRate": errors / invocations, "clientErrorRate": client_errors / invocations} if invocations else {}),
         "statusCounts": dict(sorted(status_counts.items())),
         "versions": index.versions(name, counters),
+        # Only for an event: a plain topic's answer keeps its shape.
+        **({"publishers": publishers, "subscribers": subscribers} if publishers or subscribers else {}),
     }
+
+
+def event_parties(groups: Iterable[ServiceRecords], event: str) -> tuple[list[str], list[str]]:
+    """The services whose descriptors say they publish `event`, and those that say they subscribe to it."""
+    publishers: set[str] = set()
+    subscribers: set[str] = set()
+    for records in groups:
+        for entry in records.entries:
+            for declared in declared_events(entry):
+                if declared.event == event:
+                    (publishers if declared.role == "publisher" else subscribers).add(declared.service)
+    return sorted(publishers), sorted(subscribers)
 
 
 def _sorted(names: set[str]) -> list[str]:

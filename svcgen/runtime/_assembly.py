@@ -22,7 +22,7 @@ from typing import Any, TypedDict, Unpack
 from ._clients import ClientsBase
 from ._dependencies import Dependencies
 from ._descriptor import Identity, ProducedTopic
-from ._events import EventBus, EventSpec, Subscriptions
+from ._events import EventBus, EventSpec, Subscriptions, events_descriptor
 from ._health import HealthChecks
 from ._http.app import AppOptions, HttpApp
 from ._http.routing import Route
@@ -91,12 +91,17 @@ class ServiceDefinition:
             dependencies=options.get("dependencies"),
             health=self.health() if self.health is not None else None,
             produces=self.produces,
+            events=self._events_descriptor(),
             title=self.title,
             api_version=self.api_version,
             prefix=self.prefix,
             json_limits=options.get("json_limits", DEFAULT_JSON_LIMITS),
             security=options.get("security", self.security),
         )
+
+    def _events_descriptor(self) -> dict[str, Any] | None:
+        subscriptions = self.subscriptions() if self.subscriptions is not None else Subscriptions()
+        return events_descriptor(self.events, subscriptions)
 
     def build_app(
         self,
@@ -143,6 +148,7 @@ class ServiceDefinition:
             mesh = MeshHost(self.identity, self.mesh, environ=setup.environ)
         if bus is not None and mesh is not None:
             bus.on_dead_letter.append(mesh.observe_dead_letter)  # each dead letter is an issue
+            bus.tracer = mesh.tracer  # each publish is a span, the deliveries' parent
         service: ServiceOptions = {"middleware": setup.middleware}
         if self.security is not None:
             service["security"] = setup.guard(self.security)

@@ -37,7 +37,7 @@ UNHASHED_KEYS: Final = frozenset({"instanceId", "degraded", "profile", "descript
 class Descriptor:
     document: dict[str, Any]
     """Key order: service, serviceVersion, runtime, binding, instanceId, placement, topics, produces,
-    degraded, profile, descriptorHash. Embeds the shared cached schemas: read-only."""
+    events, degraded, profile, descriptorHash. Embeds the shared cached schemas: read-only."""
     hash: str
     """`sha256:` + hex digest of the canonical form of the document without `UNHASHED_KEYS`."""
     json_text: str
@@ -48,6 +48,7 @@ def build_descriptor(
     identity: Identity,
     registry: Registry | None,
     produces: Sequence[ProducedTopic] | None = None,
+    events: Mapping[str, Any] | None = None,
 ) -> Descriptor:
     document: dict[str, Any] = {"service": identity.service}
     _put(document, "serviceVersion", identity.service_version)
@@ -62,6 +63,9 @@ def build_descriptor(
     if produces is not None:
         _check_unique(produces)
         document["produces"] = topic_descriptors(produces)
+    if events is not None:
+        # Hashed like the rest of the contract; omitted for a service with no events, so its bytes never change.
+        document["events"] = dict(events)
     degraded = _degraded(identity, registry is None, produces is None)
     if degraded:
         document["degraded"] = degraded

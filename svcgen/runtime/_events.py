@@ -29,6 +29,7 @@ from ._registry import Registration, Registry, TopicKey
 from ._result import Result
 
 if TYPE_CHECKING:
+    from ._mesh.tracecontext import TraceContext
     from ._service import Service
 
 logger = logging.getLogger("svcgen.events")
@@ -40,6 +41,7 @@ hold the handler to the manifest's payload type."""
 
 TRANSPORT: Final = "event"
 MSG_ID: Final = "Nats-Msg-Id"
+TRACEPARENT: Final = "traceparent"
 DEFAULT_PUBLISH_TIMEOUT: Final = 5.0
 DEFAULT_MAX_AGE: Final = 7 * 24 * 3600.0
 DEFAULT_MAX_BYTES: Final = 1 << 30
@@ -356,6 +358,17 @@ class EventBroker(Protocol):
     async def close(self) -> None: ...
 
 
+class PublishTracer(Protocol):
+    """What traces a publish as a span of its own (the mesh's `TraceMiddleware`)."""
+
+    def open_span(self) -> tuple[TraceContext, int, float] | None: ...
+
+    def close_span(
+        self, span: tuple[TraceContext, int, float] | None, topic: str, version: str, transport: str,
+        result: Result[Any],
+    ) -> None: ...
+
+
 @dataclass
 class EventBus:
     """A service's events: it publishes `published` and handles `subscriptions`, over `broker`.
@@ -373,6 +386,9 @@ class EventBus:
     """Headers each publish carries (the generated code passes the current trace's `traceparent`)."""
     publish_timeout: float = DEFAULT_PUBLISH_TIMEOUT
     on_dead_letter: list[DeadLetterObserver] = field(default_factory=list)
+    tracer: PublishTracer | None = None
+    """With one, each publish is a span (a trace event, transport `event`, child of the current invocation) and
+    its `traceparent` is what the message carries, so each delivery attempt is a child of the publish."""
     max_event_bytes: int = MAX_EVENT_BYTES
     """A delivered payload past this is a dead letter at once."""
 
@@ -413,6 +429,17 @@ class EventBus:
         spec = self._specs.get((event, version))
         if spec is None:
             return Result.not_found(f"this service publishes no event {TopicKey(event, version)}")
+        if self.tracer is None:
+            return await self._publish(spec, event, version, payload, headers, None)
+        span = self.tracer.open_span()
+        result = await self._publish(spec, event, version, payload, headers, span)
+        self.tracer.close_span(span, event, version, TRANSPORT, result)
+        return result
+
+    async def _publish(
+        self, spec: EventSpec, event: str, version: str, payload: Any, headers: Mapping[str, str] | None,
+        span: tuple[TraceContext, int, float] | None,
+    ) -> Result[None]:
         try:
             value = self._codecs[(event, version)].encode(payload)
             data = orjson.dumps(value)
@@ -421,6 +448,8 @@ class EventBus:
         sent: dict[str, str] = {}
         if self.extra_headers is not None:
             sent.update(self.extra_headers())
+        if span is not None:
+            sent[TRACEPARENT] = span[0].traceparent  # the publish, not the handler, is the deliveries' parent
         sent.update(headers or {})
         if spec.key is not None and isinstance(value, dict) and value.get(spec.key) is not None:
             key = value[spec.key]
@@ -434,6 +463,28 @@ class EventBus:
             reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             return Result.service_unavailable(f"the event stream did not take {TopicKey(event, version)} ({reason})")
         return Result.accepted(None, headers={"svc-duplicate": "true"} if duplicate else None)
+
+
+def events_descriptor(published: Iterable[EventSpec], subscriptions: Iterable[Subscription]) -> dict[str, Any] | None:
+    """The descriptor's `events`: what the service publishes and what it subscribes to (and from whom), each with
+    its payload schema, in sorted order; None (the key omitted) for a service with no events."""
+    from ._schema import schema_of
+
+    publishes = sorted(
+        ({"id": spec.id, "version": spec.version, "payloadSchema": schema_of(spec.payload_type)} for spec in published),
+        key=lambda entry: (entry["id"], entry["version"]),
+    )
+    subscribes = sorted(
+        (
+            {"id": entry.id, "version": entry.version, "publisher": entry.publisher,
+             "payloadSchema": entry.registration.request_schema}
+            for entry in subscriptions
+        ),
+        key=lambda entry: (entry["publisher"], entry["id"], entry["version"]),
+    )
+    if not publishes and not subscribes:
+        return None
+    return {"publishes": publishes, "subscribes": subscribes}
 
 
 def events_need_broker(service: str, published: Iterable[EventSpec], subscriptions: Subscriptions) -> str:

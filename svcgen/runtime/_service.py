@@ -51,6 +51,7 @@ class Service:
         dependencies: Dependencies | None = None,
         health: HealthChecks | None = None,
         produces: Sequence[ProducedTopic] | None = None,
+        events: Mapping[str, Any] | None = None,
         title: str = DEFAULT_TITLE,
         api_version: str = DEFAULT_API_VERSION,
         prefix: str = DEFAULT_PREFIX,
@@ -86,6 +87,8 @@ class Service:
         self._scopes: dict[int, str] = {}
         self.pipeline = Pipeline(self._versions, self.middleware, clock=clock)
         self.produces = produces
+        self.events = events
+        """The descriptor's `events` (`events_descriptor`): None for a service with none."""
         self.spec: dict[str, Any] = build_spec(identity.service, registry)
         self._spec_answer = Outcome(Result.ok(self.spec), orjson.dumps(self.spec))
         self._static_envelopes: dict[str, bytes] = {SPEC_TOPIC: response_envelope_bytes(self._spec_answer)}
@@ -102,7 +105,7 @@ class Service:
 
     def _describe(self, identity: Identity) -> None:
         self.identity = identity
-        self.descriptor: Descriptor = build_descriptor(identity, self.registry, self.produces)
+        self.descriptor: Descriptor = build_descriptor(identity, self.registry, self.produces, self.events)
         self._mesh_answer = Outcome(Result.ok(self.descriptor.document), self.descriptor.json_text.encode())
         # Static answers are framed once, so their cost does not grow with the registry.
         self._static_envelopes[MESH_TOPIC] = response_envelope_bytes(self._mesh_answer)

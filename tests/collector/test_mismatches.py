@@ -253,3 +253,34 @@ def test_a_running_collector_shows_the_broken_copy_in_the_fleet_query_and_the_da
 
 def texts(root: Element, css_class: str) -> list[str]:
     return [element.text() for element in root.by_class(css_class)]
+
+
+def _publisher(payload: dict[str, Any]) -> dict[str, Any]:
+    document = descriptor("orders", [topic("orders:place")], digest=f"sha256:orders-{short_hash(payload)}")
+    document["events"] = {"publishes": [{"id": "orders:placed", "version": "", "payloadSchema": payload}],
+                          "subscribes": []}
+    return document
+
+
+def _subscriber(payload: dict[str, Any]) -> dict[str, Any]:
+    document = descriptor("billing", [], instance="b-1", digest=f"sha256:billing-{short_hash(payload)}")
+    document["events"] = {"publishes": [], "subscribes": [
+        {"id": "orders:placed", "version": "", "publisher": "orders", "payloadSchema": payload}]}
+    return document
+
+
+@pytest.mark.usefixtures("any_store")
+def test_a_subscriber_whose_payload_copy_the_publisher_does_not_fill_is_a_contract_mismatch() -> None:
+    c = collector()
+    c.register(_subscriber(CAPTURE_REQUEST))  # billing needs orderId and amount
+    c.register(_publisher(WITHOUT_AMOUNT))  # orders publishes orderId only
+    (issue,) = mismatches(c)
+    assert issue["detail"].startswith("orders -> billing: orders:placed.payload.amount: ")
+    assert (issue["service"], issue["consumer"], issue["topic"]) == ("orders", "billing", "orders:placed")
+    # A subscriber asking for less than is published is fine (payload flows publisher -> subscriber).
+    c.register(_subscriber(WITHOUT_AMOUNT))
+    c.register(_publisher(CAPTURE_REQUEST))
+    assert mismatches(c) == []
+    # A subscription whose publisher declares no such event is not judged.
+    c.register(descriptor("orders", [topic("orders:place")], digest="sha256:orders-none"))
+    assert mismatches(c) == []

@@ -82,6 +82,35 @@ def test_consumers_handle_a_topic_and_providers_send_it() -> None:
     # topics.json says the same with its own word for the senders.
     (capture,) = [t for t in build_topics(c.snapshot(), generated_at="x")["topics"] if t["topic"] == "payments:capture"]
     assert (capture["producers"], capture["consumers"]) == ([{"service": "orders"}], [{"service": "payments"}])
+    assert "events" not in build_topics(c.snapshot(), generated_at="x")  # no service declares events
+
+
+def test_an_events_topic_answer_lists_its_publishers_and_subscribers_from_the_descriptors() -> None:
+    c = collector()
+    payload = {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}
+    booked = descriptor("bookings", [topic("bookings:book")])
+    booked["events"] = {"publishes": [{"id": "bookings:booked", "version": "", "payloadSchema": payload}],
+                        "subscribes": []}
+    notified = descriptor("notifications", [], instance="n-1")
+    notified["events"] = {"publishes": [], "subscribes": [
+        {"id": "bookings:booked", "version": "", "publisher": "bookings", "payloadSchema": payload}]}
+    billed = descriptor("billing", [], instance="b-1")
+    billed["events"] = {"publishes": [], "subscribes": [
+        {"id": "bookings:booked", "version": "", "publisher": "bookings", "payloadSchema": payload}]}
+    for document in (booked, notified, billed):
+        assert ok(c.register(document)) == {"accepted": 1}
+    answer = ok(c.query_topic({"topic": "bookings:booked"}))
+    assert (answer["publishers"], answer["subscribers"]) == (["bookings"], ["billing", "notifications"])
+    # The answer's existing fields stay: an event is neither served nor sent as a topic.
+    assert (answer["providers"], answer["consumers"], answer["invocations"]) == ([], [], 0)
+    plain = ok(c.query_topic({"topic": "bookings:book"}))
+    assert plain["consumers"] == ["bookings"] and "publishers" not in plain and "subscribers" not in plain
+    assert c.query_topic({"topic": "bookings:cancelled"}).status == "not-found"
+    # topics.json lists the same per event, with the payload schema.
+    [listed] = build_topics(c.snapshot(), generated_at="x")["events"]
+    assert (listed["event"], listed["version"], listed["payloadSchema"]) == ("bookings:booked", "", payload)
+    assert listed["publishers"] == [{"service": "bookings"}]
+    assert listed["subscribers"] == [{"service": "billing"}, {"service": "notifications"}]
 
 
 def test_a_topic_once_declared_stays_known_with_its_counters() -> None:

@@ -12,6 +12,7 @@ from types import ModuleType
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 
 from svcgen.codegen.ownership import write_package
@@ -20,6 +21,8 @@ from svcgen.collector import Collector
 from svcgen.collector.artifacts import build_topology
 from svcgen.manifest import load_manifest
 from svcgen.runtime import HandlerBindingError, MeshHost, MeshSettings, Result, Wiring, WiringError
+from svcgen.runtime._descriptor import UNHASHED_KEYS
+from svcgen.runtime._jsontext import document_hash
 from tests.events.harness import cleanup, wait_for
 from tests.support.asgi import lifespan
 from tests.support.broker import unique_name
@@ -154,14 +157,22 @@ def test_a_generated_publisher_and_subscriber_over_jetstream(tmp_path: Path, nat
     finally:
         asyncio.run(cleanup(nats_url, pub))
     assert codes == [201, 201, 201]
-    # One trace from the publishing handler across the hop: each delivery attempt is an event parented to it.
-    books = [event for event in recorder.events if event["service"] == pub]
+    # One trace across the hop: the publish is a span of its own (transport `event`), a child of the publishing
+    # handler's, and each delivery attempt is a trace event whose parent is the publish.
+    books = [event for event in recorder.events if event["service"] == pub and event.get("transport") != "event"]
+    publishes = [event for event in recorder.events if event["service"] == pub and event.get("transport") == "event"]
     deliveries = [event for event in recorder.events if event["service"] == sub]
-    assert len(books) == 3 and len(deliveries) == 3
+    assert len(books) == 3 and len(publishes) == 3 and len(deliveries) == 3
     assert {event["topic"] for event in deliveries} == {"bookings:booked"}
-    by_trace = {event["traceId"]: event["spanId"] for event in books}
+    assert {(event["topic"], event["status"]) for event in publishes} == {("bookings:booked", "accepted")}
+    book_span = {event["traceId"]: event["spanId"] for event in books}
+    publish_span = {event["traceId"]: event["spanId"] for event in publishes}
+    assert len(book_span) == len(publish_span) == 3
+    for publish in publishes:
+        assert publish["parentSpanId"] == book_span[publish["traceId"]]
     for delivery in deliveries:
-        assert delivery["parentSpanId"] == by_trace[delivery["traceId"]]
+        assert delivery["parentSpanId"] == publish_span[delivery["traceId"]]
+        assert delivery["parentSpanId"] != book_span[delivery["traceId"]]
     [issue] = [issue for issue in recorder.issues if issue["classification"] == "dead-letter"]
     assert issue["topic"] == "bookings:booked" and issue["service"] == sub and issue["count"] == 1
     # The collector draws the hop as a publisher → subscriber edge of its topology.
@@ -184,3 +195,26 @@ def test_a_mistyped_event_handler_stops_the_service_naming_its_file(tmp_path: Pa
         service = importlib.import_module(f"{module.__name__}.service")
         with pytest.raises(HandlerBindingError, match=r"handlers/on_bookings_booked\.py"):
             service.create_app(setup=Wiring(environ={"SVCGEN_NATS": "nats://127.0.0.1:4222"}))
+
+
+def test_the_descriptor_declares_the_events_published_and_subscribed_with_their_payload_schemas(
+    tmp_path: Path,
+) -> None:
+    pub, sub = unique_name("pub"), unique_name("sub")
+    pub_package, sub_package = build(tmp_path, pub, sub)
+    with imported(tmp_path, pub_package) as pub_module, imported(tmp_path, sub_package) as sub_module:
+        front = importlib.import_module(f"{pub_module.__name__}.service").build_service()
+        back = importlib.import_module(f"{sub_module.__name__}.service").build_service()
+        committed = orjson.loads((tmp_path / sub_package / "contracts" / "descriptor.json").read_bytes())
+    [published] = front.descriptor.document["events"]["publishes"]
+    assert (published["id"], published["version"]) == ("bookings:booked", "")
+    assert front.descriptor.document["events"]["subscribes"] == []
+    [subscribed] = back.descriptor.document["events"]["subscribes"]
+    assert (subscribed["id"], subscribed["publisher"]) == ("bookings:booked", pub)
+    assert subscribed["payloadSchema"] == published["payloadSchema"]
+    assert published["payloadSchema"]["properties"]  # the payload's own schema, not the open one
+    # What the running service registers is what its contracts commit, and the hash covers the events.
+    assert committed["events"] == back.descriptor.document["events"]
+    assert committed["descriptorHash"] == back.descriptor.hash
+    without = {k: v for k, v in back.descriptor.document.items() if k not in ("events", "descriptorHash")}
+    assert document_hash({k: v for k, v in without.items() if k not in UNHASHED_KEYS}) != back.descriptor.hash

@@ -12,6 +12,7 @@ import pytest
 from svcgen.deadletters import dead_letters, replay
 from svcgen.runtime import Context, Delivery, Result, Subscriptions, Wiring, WiringError
 from tests.events.harness import (
+    DEADLINE,
     Placed,
     cleanup,
     connected,
@@ -289,3 +290,46 @@ def test_the_dead_letters_command_lists_replays_and_drops(nats_url: str) -> None
         asyncio.run(dead_letter_two())
     finally:
         asyncio.run(cleanup(nats_url, publisher))
+
+
+def test_a_traced_publish_is_its_own_span_whose_traceparent_the_message_carries(nats_url: str) -> None:
+    from svcgen.runtime import Identity
+    from svcgen.runtime._mesh.exporters import QueueExporter
+    from svcgen.runtime._mesh.tracecontext import TraceContext, activate, deactivate
+    from svcgen.runtime._mesh.traces import TraceMiddleware
+
+    publisher = unique_name("pub")
+    queue = QueueExporter(cap=100)
+    handler_span = TraceContext("a" * 32, "b" * 16)
+
+    async def main() -> tuple[str, str]:
+        async with connected(nats_url) as client:
+            bus = publisher_bus(client, publisher)
+            bus.tracer = TraceMiddleware(Identity(publisher), queue)
+            await bus.start(None)  # type: ignore[arg-type]  # a publisher alone needs no service
+            token = activate(handler_span)
+            try:
+                inside = await bus.publish("orders:placed", Placed("t-1", 1))
+            finally:
+                deactivate(token)
+            outside = await bus.publish("orders:placed", Placed("t-2", 2))
+            assert (inside.status, outside.status) == ("accepted", "accepted")
+            sub = await client.jetstream().pull_subscribe(f"svc.event.{publisher}.>", durable=None)
+            messages = await sub.fetch(2, timeout=DEADLINE)
+            carried = [(message.headers or {}).get("traceparent", "") for message in messages]
+            await bus.stop()
+            return carried[0], carried[1]
+
+    try:
+        first, second = asyncio.run(main())
+    finally:
+        asyncio.run(cleanup(nats_url, publisher))
+    inside, outside = queue.drain()
+    # Inside an invocation the publish is a child of it; the message names the publish, not the handler, as parent.
+    assert (inside.topic, inside.transport, inside.status) == ("orders:placed", "event", "accepted")
+    assert inside.trace_id == handler_span.trace_id and inside.parent_span_id == handler_span.span_id
+    assert inside.span_id != handler_span.span_id
+    assert first == f"00-{inside.trace_id}-{inside.span_id}-01"
+    # Outside one, the publish is the root of a new trace.
+    assert outside.parent_span_id is None and outside.trace_id != handler_span.trace_id
+    assert second == f"00-{outside.trace_id}-{outside.span_id}-01"

@@ -18,6 +18,9 @@ The contract gate's verdicts, by the contract diff's rules on the served JSON Sc
 `versionCompatibility` the overall verdict against every other version of the topic; `declaredSchemas` each current
 service's copy (role `consumer` or `producer`). `retire` says whether the version could go: `ready` when no producer
 declares it and no traffic used it within `windowSeconds` before `generatedAtUtc` (`lastInvokedAt` the newest).
+
+`events` (only present when some current service declares events): per (event, version), its `publishers` and
+`subscribers` (from the descriptors' `events`) and the `payloadSchema`, the first publisher's.
 """
 
 from __future__ import annotations
@@ -32,7 +35,14 @@ from ...runtime._compatibility import RULES_BY_ID, WireDirection, schema_changes
 from ...runtime._jsontext import hash_bytes
 from ...runtime._mesh.clock import parse_rfc3339, rfc3339
 from ...runtime._topics import is_reserved_topic
-from ..declarations import TopicContract, current_entries, produced_topics, served_topics
+from ..declarations import (
+    EventContract,
+    TopicContract,
+    current_entries,
+    declared_events,
+    produced_topics,
+    served_topics,
+)
 from ..mismatches import find_mismatches, mismatched_topics
 from ..snapshot import Json, Snapshot
 from .times import utc_text
@@ -129,7 +139,30 @@ def build_topics(snapshot: Snapshot, *, generated_at: str) -> Json:
         item["retire"] = {"ready": not view.producers and not recent, "producers": list(view.producers),
                           "lastInvokedAt": last, "windowSeconds": RETIRE_WINDOW_SECONDS}
         topics.append(item)
-    return {"generatedAtUtc": generated_at, "topics": topics, "removedTopics": removed_topics(snapshot)}
+    document: Json = {"generatedAtUtc": generated_at, "topics": topics, "removedTopics": removed_topics(snapshot)}
+    events = event_map(snapshot)
+    if events:
+        document["events"] = events
+    return document
+
+
+def event_map(snapshot: Snapshot) -> list[Json]:
+    """Per (event, version) the current services declare: its publishers and subscribers, and the payload schema
+    (the first publisher's, in service-name order, else the first subscriber's)."""
+    declared: dict[TopicKey, list[EventContract]] = defaultdict(list)
+    for entry in current_entries(snapshot["catalog"]).values():
+        for contract in declared_events(entry):
+            declared[(contract.event, contract.version)].append(contract)
+    listed: list[Json] = []
+    for (event, version), contracts in sorted(declared.items()):
+        publishers = sorted({c.service for c in contracts if c.role == "publisher"})
+        subscribers = sorted({c.service for c in contracts if c.role == "subscriber"})
+        source = sorted(contracts, key=lambda c: (c.role != "publisher", c.service))[0]
+        listed.append({"event": event, "version": version,
+                       "publishers": [{"service": name} for name in publishers],
+                       "subscribers": [{"service": name} for name in subscribers],
+                       "payloadSchema": source.payload_schema})  # fmt: skip
+    return listed
 
 
 def removed_topics(snapshot: Snapshot) -> list[Json]:

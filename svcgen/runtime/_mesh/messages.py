@@ -57,6 +57,36 @@ class TopicDescriptor:
 
 
 @dataclass(frozen=True, slots=True)
+class PublishedEvent:
+    """An event the service publishes: `{id, version, payloadSchema}`."""
+
+    __svcgen_meta__: ClassVar[Meta] = _MESH
+    id: Text
+    version: Annotated[str, Meta(max_length=MAX_TEXT, pattern=PLAIN_TEXT)] = ""
+    payload_schema: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class SubscribedEvent:
+    """An event the service subscribes to, from `publisher`: `{id, version, publisher, payloadSchema}`."""
+
+    __svcgen_meta__: ClassVar[Meta] = _MESH
+    id: Text
+    publisher: Text
+    version: Annotated[str, Meta(max_length=MAX_TEXT, pattern=PLAIN_TEXT)] = ""
+    payload_schema: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class EventDeclarations:
+    """A descriptor's `events`: what the service publishes and what it subscribes to."""
+
+    __svcgen_meta__: ClassVar[Meta] = _MESH
+    publishes: list[PublishedEvent] = field(default_factory=list)
+    subscribes: list[SubscribedEvent] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
 class ServiceDescriptor:
     """The register feed's body: identity, served topics and sent topics (the `svc:mesh` answer)."""
 
@@ -69,6 +99,7 @@ class ServiceDescriptor:
     placement: dict[str, str] | None = None
     topics: list[TopicDescriptor] | None = None
     produces: list[TopicDescriptor] | None = None
+    events: EventDeclarations | None = None
     degraded: list[str] | None = None
     profile: dict[str, Any] | None = None
     descriptor_hash: Text | None = None
@@ -342,6 +373,10 @@ class TopicAnswer:
     status_counts: dict[str, Count]
     versions: list[TopicVersion]
     window: WindowFigures | None = None
+    publishers: list[str] | None = None
+    """Only when the topic is an event: the services whose descriptors say they publish it."""
+    subscribers: list[str] | None = None
+    """Only when the topic is an event: the services whose descriptors say they subscribe to it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

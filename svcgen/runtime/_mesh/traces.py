@@ -43,6 +43,7 @@ from .tracecontext import (
     TraceContext,
     activate,
     continue_trace,
+    current_trace,
     deactivate,
     next_invocation,
     resolve,
@@ -77,6 +78,9 @@ ended in monotonic seconds, correlation id, transport, the runtime's own failure
 and numbers, not even the pending trace's tuple, so the garbage collector stops tracking it within a pass or two
 instead of traversing every queued record. `TraceEvent.from_record` reads it; `TraceEvent.to_record` writes one
 from an event."""
+
+Span: TypeAlias = tuple[TraceContext, int, float]
+"""A span `TraceMiddleware.open_span` opened: its ids, its number, its start in monotonic seconds."""
 
 Observer = Callable[["TraceEvent", Context], None]
 """Called with the event of a failed invocation and its context, after the exporter; must be cheap."""
@@ -291,6 +295,43 @@ class TraceMiddleware:
         if not successful:
             self._observe(context, record, routed and not refused)
         return result
+
+    def open_span(self) -> Span | None:
+        """A span of its own for something the current invocation does (an event's publish): a child of the current
+        trace, or the root of a new one outside an invocation. `close_span` records it; None if tracing failed."""
+        try:
+            number = next_invocation()
+            parent = current_trace()
+            own = resolve((None, number)) if self._ids is None else self._decide(None, self._ids)
+            if own is None:
+                own = resolve((None, number))
+            if parent is not None:
+                own = TraceContext(parent.trace_id, own.span_id, parent.span_id, parent.flags)
+            started = self._clock()
+            if started >= self._reanchor_at:
+                self._reanchor(started)
+            return own, number, started
+        except Exception:
+            self._internal_error("starting a span")
+            return None
+
+    def close_span(self, span: Span | None, topic: str, version: str, transport: str, result: Result[Any]) -> None:
+        """Export the trace event of `span`, ended now with `result`'s status (never raises)."""
+        if span is None:
+            return
+        try:
+            own, number, started = span
+            record: TraceRecord = (
+                own, number, self._origin, topic, True, result.status, result.is_successful, version, None, started,
+                self._clock(), None, transport, None,
+            )
+        except Exception:
+            self._internal_error("recording a span")
+            return
+        try:
+            self.exporter.export(record)
+        except Exception as exc:
+            self._export_failed(exc)
 
     def _decide(self, inbound: str | None, ids: IdGenerator) -> TraceContext | None:
         """The trace from an injected id source, or None (take derived ids) when the source fails."""
