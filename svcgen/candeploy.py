@@ -9,8 +9,8 @@ entries are checked against the live owners' declared copies, as `svcgen compat`
 
 Traffic within the window is counted in the collector's per-minute time buckets (`windowMinutes` of the contract
 query) when the window fits in them (24 h by default); a longer window falls back to the all-time counters and the
-newest call's time, and the report says so. Subscriptions are listed as "cannot say": registered descriptors carry
-no events yet, so the collector holds no publisher payload to check them against.
+newest call's time, and the report says so. Subscriptions are listed as "cannot say": they are not yet checked
+against the live publishers' registered event payloads.
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ class DeployReport:
     counted: Json | None = None
     """The collector's `window` (`{minutes, since, until}`) the invocation counts cover; None: they are all-time."""
     subscriptions: tuple[str, ...] = ()
-    """The change's subscriptions (`publisher/event@version`), not checked: the collector holds no events."""
+    """The change's subscriptions (`publisher/event@version`), not checked against the live publishers yet."""
 
     @property
     def blocked(self) -> int:
@@ -156,7 +156,7 @@ class DeployReport:
             head += "; invocation counts are all-time (the window is longer than the collector's time buckets, 24 h)"
         lines = [head, *(item.line() for item in self.judged)]
         lines += [line for check in self.produced for line in check.lines()]
-        lines += [f"cannot say: subscribes {label}: registered descriptors carry no events yet; not checked"
+        lines += [f"cannot say: subscribes {label}: not checked against the live publisher yet"
                   for label in self.subscriptions]
         return [*lines, self.summary()]
 

@@ -255,6 +255,6 @@ def test_subscriptions_are_listed_as_cannot_say_and_do_not_block(tmp_path: Path)
         status, output = can_i_deploy(change, url, token=None)
         document = json.loads(can_i_deploy(change, url, "--format", "json", token=None)[1])
     assert status == 0, output
-    assert "cannot say: subscribes bookings/bookings:booked@v1: registered descriptors carry no events yet" in output
+    assert "cannot say: subscribes bookings/bookings:booked@v1: not checked against the live publisher yet" in output
     assert document["subscriptions"] == [{"subscription": "bookings/bookings:booked@v1", "verdict": "unknown"}]
     assert document["summary"]["breaking"] is False
