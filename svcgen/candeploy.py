@@ -6,6 +6,11 @@ from the manifest exactly as a build publishes it) is diffed against the running
 on the same JSON Schemas the mesh compares; each breaking finding is `blocked` when another registered service still
 declares that (topic, version) or traffic used it within the window, `safe` otherwise. The change's own produces
 entries are checked against the live owners' declared copies, as `svcgen compat` checks manifests.
+
+Traffic within the window is counted in the collector's per-minute time buckets (`windowMinutes` of the contract
+query) when the window fits in them (24 h by default); a longer window falls back to the all-time counters and the
+newest call's time, and the report says so. Subscriptions are listed as "cannot say": they are not yet checked
+against the live publishers' registered event payloads.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ Json = dict[str, Any]
 
 _WINDOW = re.compile(r"(\d+)\s*([smhdw])")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+BUCKET_MINUTES = 1440
+"""The collector's time buckets span (its default `bucket_minutes`): a longer window is counted all-time."""
 
 
 class CollectorUnavailable(Exception):
@@ -115,6 +122,10 @@ class DeployReport:
     window: str
     judged: tuple[Judged, ...] = ()
     produced: tuple[ProducedCheck, ...] = field(default=())
+    counted: Json | None = None
+    """The collector's `window` (`{minutes, since, until}`) the invocation counts cover; None: they are all-time."""
+    subscriptions: tuple[str, ...] = ()
+    """The change's subscriptions (`publisher/event@version`), not checked against the live publishers yet."""
 
     @property
     def blocked(self) -> int:
@@ -139,8 +150,14 @@ class DeployReport:
         version = f"serviceVersion {running}, " if running else ""
         head = (f"{self.service}: against the contract it runs now ({version}registered "
                 f"{self.against.get('registeredAt') or 'at an unknown time'}), window {self.window}")
+        if self.counted is not None:
+            head += f"; invocations counted {self.counted.get('since')} to {self.counted.get('until')}"
+        else:
+            head += "; invocation counts are all-time (the window is longer than the collector's time buckets, 24 h)"
         lines = [head, *(item.line() for item in self.judged)]
         lines += [line for check in self.produced for line in check.lines()]
+        lines += [f"cannot say: subscribes {label}: not checked against the live publisher yet"
+                  for label in self.subscriptions]
         return [*lines, self.summary()]
 
     def document(self) -> Json:
@@ -150,16 +167,27 @@ class DeployReport:
             "window": self.window,
             "findings": [item.document() for item in self.judged],
             "produces": [check.document() for check in self.produced],
+            "invocationsCounted": self.counted if self.counted is not None else "all-time",
+            "subscriptions": [{"subscription": label, "verdict": "unknown"} for label in self.subscriptions],
             "summary": {"blocked": self.blocked, "safe": self.safe, "breaking": self.breaking},
         }
 
 
-def judge(change: Json, answer: Json, *, window: dt.timedelta, window_text: str, now: dt.datetime) -> DeployReport:
-    """The change's descriptor against the collector's contract answer (see collector/queries.py, contract)."""
+def window_minutes(window: dt.timedelta) -> int | None:
+    """The minutes the contract query counts in its time buckets, None past their 24 h (counts are all-time)."""
+    minutes = -(-int(window.total_seconds()) // 60)
+    return minutes if minutes <= BUCKET_MINUTES else None
+
+
+def judge(change: Json, answer: Json, *, window: dt.timedelta, window_text: str, now: dt.datetime,
+          subscriptions: Sequence[str] = ()) -> DeployReport:
+    """The change's descriptor against the collector's contract answer (see collector/queries.py, contract);
+    with the answer's `window`, traffic within the window is its `windowInvocations`."""
     running: Json = answer["descriptor"]
     service = str(change.get("service"))
     usage = {(item["topic"], item["version"]): item for item in answer.get("usage", ())}
     cutoff = (now - window).timestamp()
+    counted = answer.get("window") if isinstance(answer.get("window"), dict) else None
     judged = []
     for finding in descriptor_findings(running, change):
         # A renamed service moves every topic's identity: whoever uses any of them is blocked.
@@ -169,15 +197,19 @@ def judge(change: Json, answer: Json, *, window: dt.timedelta, window_text: str,
         seen = [item["lastInvokedAt"] for item in used if parse_rfc3339(item.get("lastInvokedAt")) is not None]
         last = max(seen, key=lambda text: parse_rfc3339(text) or 0.0) if seen else None
         seen_at = parse_rfc3339(last)
-        recent = seen_at is not None and seen_at >= cutoff
-        invocations = sum(int(item.get("invocations", 0)) for item in used)
+        if counted is not None:
+            invocations = sum(int(item.get("windowInvocations") or 0) for item in used)
+            recent = invocations > 0
+        else:
+            recent = seen_at is not None and seen_at >= cutoff
+            invocations = sum(int(item.get("invocations", 0)) for item in used)
         verdict: Verdict = "blocked" if declared or recent else "safe"
         judged.append(Judged(finding, verdict, Usage(declared, invocations, last), recent))
     against = {key: answer[key] for key in ("serviceVersion", "registeredAt") if answer.get(key)}
     if isinstance(running.get("descriptorHash"), str):
         against["descriptorHash"] = running["descriptorHash"]
     produced = produced_checks(change, answer.get("declared", ()), service)
-    return DeployReport(service, against, window_text, tuple(judged), produced)
+    return DeployReport(service, against, window_text, tuple(judged), produced, counted, tuple(subscriptions))
 
 
 def descriptor_findings(running: Json, change: Json) -> list[Finding]:
@@ -225,14 +257,17 @@ def produced_checks(change: Json, declared: Sequence[Json], service: str) -> tup
 
 
 def fetch_contract(collector: str, service: str, topics: Sequence[str], *, token: str | None = None,
-                   transport: httpx.BaseTransport | None = None, timeout: float = 10.0) -> Json:
+                   window_minutes: int | None = None, transport: httpx.BaseTransport | None = None,
+                   timeout: float = 10.0) -> Json:
     """The collector's contract answer for `service` (asking the declared copies of `topics`); CollectorUnavailable
     when it cannot say. A path in `collector` is the collector's prefix (`/svc` without one)."""
     parts = httpx.URL(collector)
     prefix = parts.path.rstrip("/") or DEFAULT_PREFIX
     url = parts.copy_with(path=f"{prefix}/invoke", query=None, fragment=None)
-    envelope = {"topic": QUERY_CONTRACT_TOPIC,
-                "body": orjson.dumps({"service": service, "topics": list(topics)}).decode()}
+    asked: Json = {"service": service, "topics": list(topics)}
+    if window_minutes is not None:
+        asked["windowMinutes"] = window_minutes
+    envelope = {"topic": QUERY_CONTRACT_TOPIC, "body": orjson.dumps(asked).decode()}
     headers = {"authorization": f"Bearer {token}"} if token else {}
     try:
         with httpx.Client(transport=transport, timeout=timeout) as client:

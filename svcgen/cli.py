@@ -213,12 +213,13 @@ def can_i_deploy(manifest: str, collector_url: str, window: str, output_format: 
 
     Each breaking change from the contract the service runs now (its newest registered descriptor) is blocked when
     another registered service still declares that topic version or traffic used it within the window, safe
-    otherwise; MANIFEST's produces entries are checked against the live owners. Exit 0 when all is safe, 1 when
-    something is blocked, 2 when the collector cannot say (unreachable, locked, never heard of the service).
+    otherwise (traffic counted in the collector's time buckets for a window up to 24h, all-time beyond); MANIFEST's
+    produces entries are checked against the live owners, its subscriptions listed as "cannot say". Exit 0 when all
+    is safe, 1 when something is blocked, 2 when the collector cannot say (unreachable, locked, never heard of it).
     """
     import datetime as dt
 
-    from .candeploy import CollectorUnavailable, fetch_contract, judge, parse_window
+    from .candeploy import CollectorUnavailable, fetch_contract, judge, parse_window, window_minutes
     from .codegen.errors import CodegenError
     from .codegen.render import descriptor_document
 
@@ -236,10 +237,13 @@ def can_i_deploy(manifest: str, collector_url: str, window: str, output_format: 
         _fail([f"{manifest}: {line}" for line in error.lines], status=2)
     try:
         answer = fetch_contract(collector_url, model.service, sorted({entry.id for entry in model.produces}),
-                                token=token)
+                                token=token, window_minutes=window_minutes(span))
     except CollectorUnavailable as error:
         _fail([str(error)], status=2)
-    _report(judge(change, answer, window=span, window_text=window, now=dt.datetime.now(dt.UTC)), output_format)
+    subscriptions = [f"{entry.publisher}/{entry.id}@{entry.version}" if entry.version else
+                     f"{entry.publisher}/{entry.id}" for entry in model.subscribes]
+    _report(judge(change, answer, window=span, window_text=window, now=dt.datetime.now(dt.UTC),
+                  subscriptions=subscriptions), output_format)
 
 
 def _collector_token(token_file: Path | None) -> str | None:

@@ -270,6 +270,16 @@ class Collector:
                     counters += [counter for counter in tables.trace_log.counters.values()
                                  if counter["topic"] == topic_id]  # fmt: skip
             found = queries.contract(list(entries.values()), counters, asked.service, list(asked.topics))
+            minutes = asked.window_minutes
+            if found is not None and minutes is not None and minutes <= self.limits.bucket_minutes:
+                # Counts within the window from the time buckets (exact across replicas sharing a database).
+                now_minute = self._minute()
+                cells = []
+                for topic_id in sorted({item["topic"] for item in found["usage"]}):
+                    with self.backend.read(Rows.buckets(topic_id, minutes, now_minute)) as tables:
+                        cells += list(queries.contract_window_cells(tables.trace_log.buckets, topic_id, minutes,
+                                                                    now_minute))  # fmt: skip
+                queries.add_contract_window(found, cells, minutes, now_minute)
         except StoreUnavailable as exc:
             return _unreadable(exc)
         if found is None:

@@ -32,7 +32,10 @@ sends `payments:capture` and payments handles it, the topic's providers are `[or
   `{topic, version, providers, consumers, invocations, lastInvokedAt}` per (topic, version) the descriptor handles or
   sends, and per version of each asked topic; `declared` every registered service's copy of the asked topics
   (`{service, role, topic, version, requestSchema, responseSchema}`, role `consumer` or `provider`). Here a service
-  declares what its newest descriptor says: an older serviceVersion it left behind declares nothing.
+  declares what its newest descriptor says: an older serviceVersion it left behind declares nothing. With
+  `windowMinutes` (at most the buckets' retention, 24 h by default) the answer adds `window` `{minutes, since,
+  until}` and each usage `windowInvocations`, its calls in that window from the time buckets (exact across
+  replicas; past the last hour a window is read in ten-minute periods, so it may start up to nine minutes early).
 - with `window` (`5m`, `1h`, `24h`, ending at the collector's current minute), from the time buckets (buckets.py):
   the topic answer adds `window` (exact counts, rates, p50/p95/p99, per version, a sparkline); the fleet answer adds
   `ranking`, the first `limit` (service, topic, version) with calls in the window by impact, and `rankingOmitted`.
@@ -45,7 +48,7 @@ nobody handles or sends it, and its counters. Each query returns None for an unk
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ..runtime._mesh.clock import rfc3339
@@ -310,6 +313,32 @@ def contract(entries: Iterable[CatalogEntry], counters: Iterable[CounterEntry], 
         answer["serviceVersion"] = own["serviceVersion"]
     answer.update(registeredAt=own.get("registeredAt", ""), descriptor=descriptor, usage=usage, declared=declared)
     return answer
+
+
+def contract_window_cells(book: BucketBook, topic: str, minutes: int, now_minute: int
+                          ) -> Iterator[tuple[tuple[str, str], int]]:
+    """((topic, version), calls) per cell of `topic` in the window of `minutes` ending at `now_minute`."""
+    first, last = book.span(minutes, now_minute)
+    for key, _, cell in book.topic_cells(topic, first, last):
+        yield (key[1], key[2]), int(cell[0])
+
+
+def add_contract_window(answer: Json, cells: Iterable[tuple[tuple[str, str], int]], minutes: int,
+                        now_minute: int) -> None:
+    """The contract answer's `window` and each usage's `windowInvocations` (0 without calls in the window); a
+    version with calls in the window only is listed too."""
+    calls: defaultdict[tuple[str, str], int] = defaultdict(int)
+    for key, count in cells:
+        calls[key] += count
+    usage: list[Json] = answer["usage"]
+    listed = {(item["topic"], item["version"]) for item in usage}
+    usage += [{"topic": key[0], "version": key[1], "providers": [], "consumers": [], "invocations": 0,
+               "lastInvokedAt": None} for key in sorted(calls.keys() - listed)]  # fmt: skip
+    usage.sort(key=lambda item: (item["topic"], item["version"]))
+    for item in usage:
+        item["windowInvocations"] = calls.get((item["topic"], item["version"]), 0)
+    first, last = now_minute - minutes + 1, now_minute
+    answer["window"] = {"minutes": minutes, "since": rfc3339(first * 60), "until": rfc3339((last + 1) * 60)}
 
 
 def newest_descriptors(entries: Iterable[CatalogEntry]) -> dict[str, CatalogEntry]:

@@ -1,6 +1,7 @@
 """`svcgen can-i-deploy` against a real fleet: a locked collector and two generated services on 127.0.0.1
 (blocked while the producer still declares the version, safe once it moved and re-registered), the collector
-unable to say (exit 2), PostgreSQL replicas answering for each other, and the verdict rules on their own."""
+unable to say (exit 2), PostgreSQL replicas answering for each other, traffic counted within the window from the
+collector's time buckets, subscriptions listed as "cannot say", and the verdict rules on their own."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from svcgen.cli import main
 from svcgen.collector.postgres import PostgresStore
 from svcgen.collector.service import collector_service
 from svcgen.runtime._http.app import create_app
-from tests.support.feeds import collector, descriptor, event, ok, topic
+from tests.support.feeds import Clock, collector, descriptor, event, ok, topic
 from tests.support.meshrun import SVCGEN, TOKEN, MeshService, locked_mesh, process
 from tests.support.processes import wait_for
 from tests.support.server import free_port, running
@@ -136,6 +137,13 @@ def test_a_postgresql_replica_answers_for_what_another_one_took(postgres_url: st
         status, output = can_i_deploy(change, url, token=None)
     assert status == 1, output
     assert "blocked: orders:place@v1: topic-version-removed: " in output and "declared by checkout" in output
+    # the same call sent again through the other replica is not counted twice within the window
+    ok(taking.traces({"events": [placed(7, "2027-01-15T08:00:00.000Z")]}))
+    ok(answering.traces({"events": [placed(7, "2027-01-15T08:00:00.000Z")]}))
+    with running(create_app(collector_service(answering), [])) as url:
+        status, output = can_i_deploy(change, url, "--window", "1h", token=None)
+    assert status == 1 and "declared by checkout; 1 invocation, last seen " in output, output
+    assert "invocations counted " in output
     for replica in (taking, answering):
         replica.flush()
 
@@ -192,3 +200,61 @@ def test_renaming_the_service_is_blocked_by_anyone_using_any_topic() -> None:
 def test_a_window_must_be_a_number_and_a_unit(text: str) -> None:
     with pytest.raises(ValueError, match="like 7d or 24h"):
         parse_window(text)
+
+
+def placed(n: int, started_at: str) -> dict[str, Any]:
+    return {**event(n, service="orders", topic_id="orders:place"), "topicVersion": "v1", "startedAt": started_at}
+
+
+def test_traffic_is_counted_within_the_window_from_the_collectors_time_buckets(tmp_path: Path) -> None:
+    clock = Clock()  # 2027-01-15T08:00:00Z
+    fleet = collector(clock=clock)
+    request = {"type": "object", "properties": {"sku": STRING}, "required": ["sku"]}
+    ok(fleet.register(descriptor("orders", [topic("orders:place", request, version="v1")])))
+    ok(fleet.traces({"events": [placed(1, "2027-01-15T08:00:00.000Z"), placed(2, "2027-01-15T05:00:00.000Z")]}))
+    change = tmp_path / "orders.yaml"
+    change.write_text(ORDERS_WITHOUT_V1)
+
+    def ask(window: str) -> tuple[int, str]:
+        with running(create_app(collector_service(fleet), [])) as url:
+            return can_i_deploy(change, url, "--window", window, token=None)
+
+    status, output = ask("1h")  # the call three hours ago is outside the window: not counted
+    assert status == 1 and "blocked: orders:place@v1: topic-version-removed: " in output, output
+    assert "; 1 invocation, last seen 2027-01-15T08:00:00" in output
+    assert "invocations counted 2027-01-15T07:01:00" in output and "all-time" not in output
+    clock.advance(2 * 3600)
+    status, output = ask("1h")  # two hours later nothing was sent within the hour
+    assert status == 0 and "safe: orders:place@v1: topic-version-removed: " in output, output
+    status, output = ask("24h")
+    assert status == 1 and "; 2 invocations, last seen 2027-01-15T08:00:00" in output, output
+    status, output = ask("7d")  # beyond the buckets: the all-time counters, and the report says so
+    assert status == 1 and "invocation counts are all-time" in output and "; 2 invocations" in output, output
+    with running(create_app(collector_service(fleet), [])) as url:
+        document = json.loads(can_i_deploy(change, url, "--window", "7d", "--format", "json", token=None)[1])
+    assert document["invocationsCounted"] == "all-time" and document["findings"][0]["invocations"] == 2
+
+    # the query is typed: a window is a positive number of minutes; asked beyond the buckets it has no window
+    assert fleet.query_contract({"service": "orders", "windowMinutes": 0}).status == "bad-request"
+    beyond = ok(fleet.query_contract({"service": "orders", "windowMinutes": 10_000}))
+    assert "window" not in beyond and all("windowInvocations" not in item for item in beyond["usage"])
+    within = ok(fleet.query_contract({"service": "orders", "windowMinutes": 300}))
+    assert within["window"]["minutes"] == 300
+    assert [(item["version"], item["invocations"], item["windowInvocations"]) for item in within["usage"]] == [
+        ("v1", 2, 2)]
+
+
+def test_subscriptions_are_listed_as_cannot_say_and_do_not_block(tmp_path: Path) -> None:
+    fleet = collector()
+    request = {"type": "object", "properties": {"sku": STRING}, "required": ["sku"]}
+    ok(fleet.register(descriptor("orders", [topic("orders:place", request, version="v2")])))
+    change = tmp_path / "orders.yaml"
+    change.write_text(ORDERS_WITHOUT_V1 + "subscribes:\n  - {id: \"bookings:booked\", version: v1, "
+                      "publisher: bookings, payload: Placed}\n")
+    with running(create_app(collector_service(fleet), [])) as url:
+        status, output = can_i_deploy(change, url, token=None)
+        document = json.loads(can_i_deploy(change, url, "--format", "json", token=None)[1])
+    assert status == 0, output
+    assert "cannot say: subscribes bookings/bookings:booked@v1: not checked against the live publisher yet" in output
+    assert document["subscriptions"] == [{"subscription": "bookings/bookings:booked@v1", "verdict": "unknown"}]
+    assert document["summary"]["breaking"] is False

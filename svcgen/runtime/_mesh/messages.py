@@ -39,6 +39,7 @@ StatusText = Annotated[str, Meta(max_length=MAX_TEXT, pattern=PLAIN_TEXT)]
 Count = Annotated[int, Meta(minimum=0)]
 MAX_FLEET_LIMIT: Final = 1000
 """The most entries a fleet query may ask for per list (the collector's `MAX_FLEET_LIMIT`)."""
+Minutes = Annotated[int, Meta(minimum=1)]
 
 _MESH = Meta(omit_null=True, utc_millis=True)
 
@@ -271,6 +272,9 @@ class ContractQuery:
 
     service: Text
     topics: list[Text] = field(default_factory=list)
+    window_minutes: Minutes | None = None
+    """Adds each usage's `windowInvocations`, counted in the time buckets over the minutes ending now, when the
+    collector's buckets hold that span (else the answer has no `window` and the counts are all-time only)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -455,6 +459,17 @@ class VersionUsage:
     consumers: list[str]
     invocations: Count
     last_invoked_at: str | None
+    window_invocations: Count | None = None
+    """Calls within the asked window (time buckets); absent without a window the collector can count."""
+
+
+@dataclass(frozen=True, slots=True)
+class ContractWindow:
+    """The span `windowInvocations` count: `minutes` ending at the collector's current minute; [since, until)."""
+
+    minutes: Count
+    since: str
+    until: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -481,6 +496,7 @@ class ContractAnswer:
     descriptor: dict[str, Any]
     usage: list[VersionUsage]
     declared: list[DeclaredSchemas]
+    window: ContractWindow | None = None
 
 
 @dataclass(frozen=True, slots=True)
