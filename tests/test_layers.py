@@ -25,6 +25,7 @@ CORE_USES_OF_THE_MESH = {
     RUNTIME: "the public namespace re-exports the mesh's public names",
     "svcgen.runtime._assembly": "it assembles the app a service runs, its mesh included",
     "svcgen.runtime._clients": "a client call carries the caller's trace (propagation_headers)",
+    "svcgen.runtime._events": "a published event carries its publish span's trace context to the deliveries (a type)",
 }
 """Runtime modules outside `_mesh` that import it, and why they must."""
 
