@@ -80,14 +80,14 @@ def test_a_restarted_jetstream_server_loses_nothing_it_acknowledged() -> None:
         pub_client = await open_connection(server.url)
         sub_client = await open_connection(server.url)
         sender = publisher_bus(pub_client, publisher)
-        sender.publish_timeout = 2.0
+        sender.publish_timeout = 1.0  # each publish in the outage waits this long
         await sender.start(None)  # type: ignore[arg-type]
         bus, service = subscriber(sub_client, name, publisher, handle, Delivery(backoff=(0.1,), ack_wait=5.0))
         await bus.start(service)
         for number in range(300):
             if number == 100:
                 await asyncio.to_thread(server.stop)
-            if number == 130:
+            if number == 110:
                 await asyncio.to_thread(server.start)
             result = await sender.publish("orders:placed", Placed(f"o-{number}"))
             (accepted if result.status == "accepted" else refused).append(f"o-{number}")
