@@ -40,6 +40,22 @@ SLOW: dict[str, str] = {
     "diff/test_cli.py::test_check_against_a_revision_in_a_git_repository_as_ci_runs_it": "git in subprocesses",
     "events/test_outages.py": "JetStream server restarts and subscriber kills",
     "events/test_jetstream.py::test_the_dead_letters_command_lists_replays_and_drops": "svcgen events in subprocesses",
+    "collector/test_postgres.py::test_an_unreachable_database_logs_few_pool_warnings": (
+        "waits out psycopg pool retries against a closed port"
+    ),
+    "collector/test_jetstream_consumer.py::test_a_message_the_store_never_takes_is_given_up_after"
+    "_the_delivery_cap_and_logged": "waits out JetStream redeliveries to the cap",
+    "collector/test_jetstream_consumer.py::test_a_collector_whose_nats_server_is_down_says_so_once"
+    "_and_takes_the_feeds_when_it_is_back": "a NATS server stopped and started again",
+    "collector/test_can_i_deploy.py": "svcgen collector serve and generated services in subprocesses",
+    "nats/test_nats_budgets.py::test_stop_answers_the_queued_messages_unrun_and_returns": "waits out a shutdown",
+    "diff/test_revision.py::test_a_manifest_read_at_a_revision_equals_the_file_read_from_disk": (
+        "property suite: git commits per example"
+    ),
+    "diff/test_gate.py": "git repositories with tags in subprocesses",
+    "http/test_deadlines.py": "waits out idle and slow connections",
+    "events/test_jetstream.py": "JetStream redeliveries with backoff on the real server",
+    "mesh/test_hostile_collector.py": "waits out silent and slow collectors",
 }
 """Path under tests/ (a folder, a module, or a module::test) → why it is slow."""
 

@@ -61,10 +61,15 @@ def run_cli(*args: str, cwd: Path, timeout: float = 120) -> subprocess.Completed
 def imported(out: Path, package: str) -> Iterator[ModuleType]:
     """`OUT/<package>` imported from `out`; every module of it forgotten afterwards, so the next test imports its
     own build."""
+    _forget(package)  # a build of the same package another test imported and kept
     sys.path.insert(0, str(out))
     try:
         yield importlib.import_module(package)
     finally:
         sys.path.remove(str(out))
-        for name in [name for name in sys.modules if name == package or name.startswith(package + ".")]:
-            del sys.modules[name]
+        _forget(package)
+
+
+def _forget(package: str) -> None:
+    for name in [name for name in sys.modules if name == package or name.startswith(package + ".")]:
+        del sys.modules[name]
