@@ -26,6 +26,7 @@ import orjson
 
 from .contractdiff import Finding
 from .runtime._compatibility import RULES_BY_ID, schema_changes
+from .runtime._descriptor import declared_entries
 from .runtime._mesh.clock import parse_rfc3339
 from .runtime._topics import DEFAULT_PREFIX, QUERY_CONTRACT_TOPIC
 
@@ -191,7 +192,8 @@ def judge(change: Json, answer: Json, *, window: dt.timedelta, window_text: str,
     judged = []
     for finding in descriptor_findings(running, change):
         # A renamed service moves every topic's identity: whoever uses any of them is blocked.
-        keys = list(_topics(running.get("topics"))) if finding.rule == "service-renamed" else [_key_of(finding.path)]
+        renamed = finding.rule == "service-renamed"
+        keys = list(declared_entries(running, "topics")) if renamed else [_key_of(finding.path)]
         used = [usage[key] for key in keys if key in usage]
         declared = tuple(sorted({name for item in used for name in item.get("providers", ()) if name != service}))
         seen = [item["lastInvokedAt"] for item in used if parse_rfc3339(item.get("lastInvokedAt")) is not None]
@@ -215,7 +217,7 @@ def judge(change: Json, answer: Json, *, window: dt.timedelta, window_text: str,
 def descriptor_findings(running: Json, change: Json) -> list[Finding]:
     """The error-level changes from the running descriptor's topics to the change's: removed (topic, version)s and
     breaking request and response changes, by the contract diff's rules."""
-    before, after = _topics(running.get("topics")), _topics(change.get("topics"))
+    before, after = declared_entries(running, "topics"), declared_entries(change, "topics")
     findings = []
     if running.get("service") != change.get("service"):
         findings.append(_finding("service-renamed", "service", running.get("service"), change.get("service")))
@@ -236,7 +238,7 @@ def descriptor_findings(running: Json, change: Json) -> list[Finding]:
 def produced_checks(change: Json, declared: Sequence[Json], service: str) -> tuple[ProducedCheck, ...]:
     """Each produces entry of the change against the registered services that handle its topic."""
     checks = []
-    for key, copy in _topics(change.get("produces")).items():
+    for key, copy in declared_entries(change, "produces").items():
         label = _label(key)
         serving = [item for item in declared if item["role"] == "consumer" and item["topic"] == key[0]
                    and item["service"] != service]
@@ -293,15 +295,6 @@ def fetch_contract(collector: str, service: str, topics: Sequence[str], *, token
         raise CollectorUnavailable(f"collector {collector} answered {status}: {detail or 'no detail'}"
                                    + ("; it may predate can-i-deploy" if status == "not-found" else ""))
     return body
-
-
-def _topics(listed: Any) -> dict[tuple[str, str], Json]:
-    found: dict[tuple[str, str], Json] = {}
-    for item in listed if isinstance(listed, list) else ():
-        if isinstance(item, dict) and isinstance(item.get("id"), str):
-            version = item.get("version")
-            found[(item["id"], version if isinstance(version, str) else "")] = item
-    return found
 
 
 def _label(key: tuple[str, str]) -> str:

@@ -51,6 +51,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from ..runtime._descriptor import declared_entries
 from ..runtime._mesh.clock import rfc3339
 from .buckets import BucketBook, Figures, is_client_failure, is_server_failure
 from .catalog import Catalog, Member, ServiceRecords, instance_view, is_stale
@@ -264,7 +265,7 @@ def contract_topics(entries: Iterable[CatalogEntry], name: str, asked: list[str]
     if own is None:
         return None
     descriptor: Json = own["descriptor"]
-    keys = {*_declared(descriptor, "topics"), *_declared(descriptor, "produces")}
+    keys = {*declared_entries(descriptor, "topics"), *declared_entries(descriptor, "produces")}
     return sorted({topic_id for topic_id, _ in keys} | set(asked))
 
 
@@ -278,12 +279,12 @@ def contract(entries: Iterable[CatalogEntry], counters: Iterable[CounterEntry], 
         return None
     descriptor: Json = own["descriptor"]
     wanted = set(asked)
-    keys = {*_declared(descriptor, "topics"), *_declared(descriptor, "produces")}
+    keys = {*declared_entries(descriptor, "topics"), *declared_entries(descriptor, "produces")}
     parties: defaultdict[tuple[str, str], Parties] = defaultdict(Parties)
     declared: list[Json] = []
     for service_name, entry in sorted(newest.items()):
         for role, listed in (("consumer", "topics"), ("provider", "produces")):
-            for key, topic_descriptor in _declared(entry["descriptor"], listed).items():
+            for key, topic_descriptor in declared_entries(entry["descriptor"], listed).items():
                 if key in keys or key[0] in wanted:
                     side = parties[key].consumers if role == "consumer" else parties[key].providers
                     side.add(service_name)
@@ -351,16 +352,6 @@ def newest_descriptors(entries: Iterable[CatalogEntry]) -> dict[str, CatalogEntr
         if held is None or entry.get("registeredAt", "") >= held.get("registeredAt", ""):
             newest[entry["service"]] = entry
     return newest
-
-
-def _declared(descriptor: Json, key: str) -> dict[tuple[str, str], Json]:
-    listed = descriptor.get(key)
-    found: dict[tuple[str, str], Json] = {}
-    for item in listed if isinstance(listed, list) else ():
-        if isinstance(item, dict) and isinstance(item.get("id"), str):
-            version = item.get("version")
-            found[(item["id"], version if isinstance(version, str) else "")] = item
-    return found
 
 
 def trace(traces: TraceLog, trace_id: str) -> Json | None:

@@ -144,3 +144,15 @@ class ProducedTopic:
 
 def build_spec(service: str, registry: Registry) -> dict[str, Any]:
     return {"service": service, "topics": topic_descriptors(registry)}
+
+
+def declared_entries(descriptor: Mapping[str, Any], key: str) -> dict[tuple[str, str], Any]:
+    """A descriptor's `topics`, `produces` or `events` list keyed by (id, version; "" for none), skipping anything
+    malformed: a descriptor read back from a feed or a query is untrusted JSON."""
+    listed = descriptor.get(key)
+    found: dict[tuple[str, str], Any] = {}
+    for item in listed if isinstance(listed, list) else ():
+        if isinstance(item, dict) and isinstance(item.get("id"), str):
+            version = item.get("version")
+            found[(item["id"], version if isinstance(version, str) else "")] = item
+    return found
