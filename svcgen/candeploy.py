@@ -4,13 +4,15 @@ The collector holds the contract the service runs now (its newest registered des
 service's declared copies of topics (their `produces`) and per-version traffic. The change's descriptor (derived
 from the manifest exactly as a build publishes it) is diffed against the running one by the contract diff's rules,
 on the same JSON Schemas the mesh compares; each breaking finding is `blocked` when another registered service still
-declares that (topic, version) or traffic used it within the window, `safe` otherwise. The change's own produces
-entries are checked against the live owners' declared copies, as `svcgen compat` checks manifests.
+declares that (topic, version) or traffic used it within the window, `safe` otherwise. An event the service
+publishes is judged the same way, its payload by the response-direction rules; it is `blocked` while a registered
+service subscribes to it (deliveries are not counted). The change's own produces entries are checked against the
+live owners' declared copies, and its subscriptions against the live publishers' payloads, as `svcgen compat`
+checks manifests.
 
 Traffic within the window is counted in the collector's per-minute time buckets (`windowMinutes` of the contract
 query) when the window fits in them (24 h by default); a longer window falls back to the all-time counters and the
-newest call's time, and the report says so. Subscriptions are listed as "cannot say": they are not yet checked
-against the live publishers' registered event payloads.
+newest call's time, and the report says so.
 """
 
 from __future__ import annotations
@@ -87,28 +89,35 @@ class Judged:
 
 
 @dataclass(frozen=True)
-class ProducedCheck:
-    """One produces entry of the change against the live owners' declared copies."""
+class PeerCheck:
+    """One entry of the change that depends on another live service: a produces entry against the owners that
+    handle its topic, a subscription against the publisher of its event."""
 
-    topic: str
-    owners: tuple[str, ...]
+    relation: Literal["produces", "subscribes"]
+    label: str
+    """`topic@version` for produces, `publisher/event@version` for subscribes."""
+    peers: tuple[str, ...]
+    """The registered services on the other end: owners of the topic id, or the publisher when it publishes the
+    event id; none: nothing to check against."""
     findings: tuple[Finding, ...] = ()
 
     @property
     def verdict(self) -> str:
-        if not self.owners:
+        if not self.peers:
             return "unknown"
         return "blocked" if any(finding.level == "error" for finding in self.findings) else "compatible"
 
     def document(self) -> Json:
-        return {"topic": self.topic, "owners": list(self.owners), "verdict": self.verdict,
-                "findings": [finding.document() for finding in self.findings]}
+        head: Json = ({"topic": self.label, "owners": list(self.peers)} if self.relation == "produces" else
+                      {"subscription": self.label, "publisher": self.peers[0] if self.peers else None})
+        return {**head, "verdict": self.verdict, "findings": [finding.document() for finding in self.findings]}
 
     def lines(self) -> list[str]:
-        if not self.owners:
-            return [f"warning: produces {self.topic}: no registered service serves it; not checked"]
+        if not self.peers:
+            serves = "serves" if self.relation == "produces" else "publishes"
+            return [f"warning: {self.relation} {self.label}: no registered service {serves} it; not checked"]
         label = "blocked" if self.verdict == "blocked" else "safe"
-        head = f"{label}: produces {self.topic} -> {', '.join(self.owners)}"
+        head = f"{label}: {self.relation} {self.label} -> {', '.join(self.peers)}"
         if self.verdict == "compatible":
             return [f"{head}: compatible"]
         return [f"{head}: {finding.path}: {finding.rule}: {finding.why}" for finding in self.findings
@@ -122,16 +131,15 @@ class DeployReport:
     """`{serviceVersion?, registeredAt, descriptorHash?}` of the running contract."""
     window: str
     judged: tuple[Judged, ...] = ()
-    produced: tuple[ProducedCheck, ...] = field(default=())
+    produced: tuple[PeerCheck, ...] = field(default=())
     counted: Json | None = None
     """The collector's `window` (`{minutes, since, until}`) the invocation counts cover; None: they are all-time."""
-    subscriptions: tuple[str, ...] = ()
-    """The change's subscriptions (`publisher/event@version`), not checked against the live publishers yet."""
+    subscriptions: tuple[PeerCheck, ...] = ()
 
     @property
     def blocked(self) -> int:
         return sum(1 for item in self.judged if item.verdict == "blocked") + sum(
-            1 for check in self.produced if check.verdict == "blocked")
+            1 for check in (*self.produced, *self.subscriptions) if check.verdict == "blocked")
 
     @property
     def safe(self) -> int:
@@ -143,8 +151,10 @@ class DeployReport:
 
     def summary(self) -> str:
         verdict = "blocked: do not deploy" if self.breaking else "safe to deploy"
+        subscribed = len(self.subscriptions)
         return (f"{self.blocked} blocked, {self.safe} safe breaking change{'s' if self.safe != 1 else ''}, "
-                f"{len(self.produced)} produces entr{'y' if len(self.produced) == 1 else 'ies'} checked: {verdict}")
+                f"{len(self.produced)} produces entr{'y' if len(self.produced) == 1 else 'ies'} and {subscribed} "
+                f"subscription{'' if subscribed == 1 else 's'} checked: {verdict}")
 
     def lines(self) -> list[str]:
         running = self.against.get("serviceVersion")
@@ -156,9 +166,7 @@ class DeployReport:
         else:
             head += "; invocation counts are all-time (the window is longer than the collector's time buckets, 24 h)"
         lines = [head, *(item.line() for item in self.judged)]
-        lines += [line for check in self.produced for line in check.lines()]
-        lines += [f"cannot say: subscribes {label}: not checked against the live publisher yet"
-                  for label in self.subscriptions]
+        lines += [line for check in (*self.produced, *self.subscriptions) for line in check.lines()]
         return [*lines, self.summary()]
 
     def document(self) -> Json:
@@ -169,7 +177,7 @@ class DeployReport:
             "findings": [item.document() for item in self.judged],
             "produces": [check.document() for check in self.produced],
             "invocationsCounted": self.counted if self.counted is not None else "all-time",
-            "subscriptions": [{"subscription": label, "verdict": "unknown"} for label in self.subscriptions],
+            "subscriptions": [check.document() for check in self.subscriptions],
             "summary": {"blocked": self.blocked, "safe": self.safe, "breaking": self.breaking},
         }
 
@@ -180,8 +188,7 @@ def window_minutes(window: dt.timedelta) -> int | None:
     return minutes if minutes <= BUCKET_MINUTES else None
 
 
-def judge(change: Json, answer: Json, *, window: dt.timedelta, window_text: str, now: dt.datetime,
-          subscriptions: Sequence[str] = ()) -> DeployReport:
+def judge(change: Json, answer: Json, *, window: dt.timedelta, window_text: str, now: dt.datetime) -> DeployReport:
     """The change's descriptor against the collector's contract answer (see collector/queries.py, contract);
     with the answer's `window`, traffic within the window is its `windowInvocations`."""
     running: Json = answer["descriptor"]
@@ -207,11 +214,19 @@ def judge(change: Json, answer: Json, *, window: dt.timedelta, window_text: str,
             invocations = sum(int(item.get("invocations", 0)) for item in used)
         verdict: Verdict = "blocked" if declared or recent else "safe"
         judged.append(Judged(finding, verdict, Usage(declared, invocations, last), recent))
+    events: list[Json] = [item for item in answer.get("events", ()) if isinstance(item, dict)]
+    for finding in published_event_findings(running, change):
+        key = _key_of(finding.path)
+        subscribers = tuple(sorted({item["service"] for item in events if item.get("role") == "subscriber"
+                                    and item.get("publisher") == service and (item.get("event"), item.get("version"))
+                                    == key and item.get("service") != service}))  # fmt: skip
+        judged.append(Judged(finding, "blocked" if subscribers else "safe", Usage(subscribers), False))
     against = {key: answer[key] for key in ("serviceVersion", "registeredAt") if answer.get(key)}
     if isinstance(running.get("descriptorHash"), str):
         against["descriptorHash"] = running["descriptorHash"]
     produced = produced_checks(change, answer.get("declared", ()), service)
-    return DeployReport(service, against, window_text, tuple(judged), produced, counted, tuple(subscriptions))
+    return DeployReport(service, against, window_text, tuple(judged), produced, counted,
+                        subscription_checks(change, events))
 
 
 def descriptor_findings(running: Json, change: Json) -> list[Finding]:
@@ -235,7 +250,57 @@ def descriptor_findings(running: Json, change: Json) -> list[Finding]:
     return findings
 
 
-def produced_checks(change: Json, declared: Sequence[Json], service: str) -> tuple[ProducedCheck, ...]:
+def published_event_findings(running: Json, change: Json) -> list[Finding]:
+    """The error-level changes from the events the running descriptor publishes to the change's: removed (event,
+    version)s and breaking payload changes (the payload flows to subscribers as a response flows to callers)."""
+    before, after = declared_entries(_events(running), "publishes"), declared_entries(_events(change), "publishes")
+    findings = []
+    for key, old in before.items():
+        new = after.get(key)
+        label = _label(key)
+        if new is None:
+            findings.append(_finding("topic-version-removed", label, label, None))
+        else:
+            findings += _payload_findings(label, old.get("payloadSchema"), new.get("payloadSchema"))
+    return findings
+
+
+def subscription_checks(change: Json, declared: Sequence[Json]) -> tuple[PeerCheck, ...]:
+    """Each subscription of the change against its publisher's live declaration of the event (the collector's
+    `events`): the subscriber's copy of the payload is the old contract, the publisher's the new one."""
+    listed = _events(change).get("subscribes")
+    checks = []
+    for entry in listed if isinstance(listed, list) else ():
+        if not isinstance(entry, dict):
+            continue
+        event_id, version, publisher = entry.get("id"), entry.get("version") or "", entry.get("publisher")
+        key = _label((str(event_id), str(version)))
+        published = [item for item in declared if item.get("role") == "publisher"
+                     and item.get("service") == publisher and item.get("event") == event_id]  # fmt: skip
+        exact = [item for item in published if item.get("version") == version]
+        findings: list[Finding] = []
+        if published and not exact:
+            findings.append(_finding("topic-version-removed", key, key, None))
+        for item in exact:
+            findings += _payload_findings(key, entry.get("payloadSchema"), item.get("payloadSchema"))
+        checks.append(PeerCheck("subscribes", f"{publisher}/{key}", (str(publisher),) if published else (),
+                                tuple(findings)))
+    return tuple(checks)
+
+
+def _events(descriptor: Json) -> Json:
+    events = descriptor.get("events")
+    return events if isinstance(events, dict) else {}
+
+
+def _payload_findings(label: str, old: Any, new: Any) -> list[Finding]:
+    """The error-level changes of an event's payload schema, at `label.payload…`."""
+    return [_finding(rule_id, f"{label}.payload{path[len('response'):]}", None, None)
+            for rule_id, path in schema_changes(old or {}, new or {}, direction="response")
+            if RULES_BY_ID[rule_id].level == "error"]
+
+
+def produced_checks(change: Json, declared: Sequence[Json], service: str) -> tuple[PeerCheck, ...]:
     """Each produces entry of the change against the registered services that handle its topic."""
     checks = []
     for key, copy in declared_entries(change, "produces").items():
@@ -254,19 +319,22 @@ def produced_checks(change: Json, declared: Sequence[Json], service: str) -> tup
                                                     direction=direction):
                     if RULES_BY_ID[rule_id].level == "error":
                         findings.append(_finding(rule_id, f"{label}.{path}", None, None))
-        checks.append(ProducedCheck(label, owners, tuple(findings)))
+        checks.append(PeerCheck("produces", label, owners, tuple(findings)))
     return tuple(checks)
 
 
-def fetch_contract(collector: str, service: str, topics: Sequence[str], *, token: str | None = None,
-                   window_minutes: int | None = None, transport: httpx.BaseTransport | None = None,
-                   timeout: float = 10.0) -> Json:
-    """The collector's contract answer for `service` (asking the declared copies of `topics`); CollectorUnavailable
-    when it cannot say. A path in `collector` is the collector's prefix (`/svc` without one)."""
+def fetch_contract(collector: str, service: str, topics: Sequence[str], *, events: Sequence[str] = (),
+                   token: str | None = None, window_minutes: int | None = None,
+                   transport: httpx.BaseTransport | None = None, timeout: float = 10.0) -> Json:
+    """The collector's contract answer for `service` (asking the declared copies of `topics` and the declarations
+    of `events`); CollectorUnavailable when it cannot say. A path in `collector` is the collector's prefix (`/svc`
+    without one)."""
     parts = httpx.URL(collector)
     prefix = parts.path.rstrip("/") or DEFAULT_PREFIX
     url = parts.copy_with(path=f"{prefix}/invoke", query=None, fragment=None)
     asked: Json = {"service": service, "topics": list(topics)}
+    if events:
+        asked["events"] = list(events)
     if window_minutes is not None:
         asked["windowMinutes"] = window_minutes
     envelope = {"topic": QUERY_CONTRACT_TOPIC, "body": orjson.dumps(asked).decode()}
@@ -302,8 +370,9 @@ def _label(key: tuple[str, str]) -> str:
 
 
 def _key_of(path: str) -> tuple[str, str]:
-    """(topic, version) of a finding path (`orders:place@v1.request.x`, `orders:get`)."""
-    head = re.split(r"\.(?:request|response)(?:\.|\[|\{|$)", path, maxsplit=1)[0]
+    """(topic or event, version) of a finding path (`orders:place@v1.request.x`, `orders:get`,
+    `orders:placed@v1.payload.x`)."""
+    head = re.split(r"\.(?:request|response|payload)(?:\.|\[|\{|$)", path, maxsplit=1)[0]
     topic_id, _, version = head.partition("@")
     return topic_id, version
 

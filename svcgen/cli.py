@@ -214,8 +214,9 @@ def can_i_deploy(manifest: str, collector_url: str, window: str, output_format: 
     Each breaking change from the contract the service runs now (its newest registered descriptor) is blocked when
     another registered service still declares that topic version or traffic used it within the window, safe
     otherwise (traffic counted in the collector's time buckets for a window up to 24h, all-time beyond); MANIFEST's
-    produces entries are checked against the live owners, its subscriptions listed as "cannot say". Exit 0 when all
-    is safe, 1 when something is blocked, 2 when the collector cannot say (unreachable, locked, never heard of it).
+    produces entries are checked against the live owners and its subscriptions against the live publishers; an event
+    it publishes is blocked while a registered service subscribes to it. Exit 0 when all is safe, 1 when something
+    is blocked, 2 when the collector cannot say (unreachable, locked, never heard of it).
     """
     import datetime as dt
 
@@ -237,13 +238,11 @@ def can_i_deploy(manifest: str, collector_url: str, window: str, output_format: 
         _fail([f"{manifest}: {line}" for line in error.lines], status=2)
     try:
         answer = fetch_contract(collector_url, model.service, sorted({entry.id for entry in model.produces}),
-                                token=token, window_minutes=window_minutes(span))
+                                events=sorted({entry.id for entry in model.subscribes}), token=token,
+                                window_minutes=window_minutes(span))
     except CollectorUnavailable as error:
         _fail([str(error)], status=2)
-    subscriptions = [f"{entry.publisher}/{entry.id}@{entry.version}" if entry.version else
-                     f"{entry.publisher}/{entry.id}" for entry in model.subscribes]
-    _report(judge(change, answer, window=span, window_text=window, now=dt.datetime.now(dt.UTC),
-                  subscriptions=subscriptions), output_format)
+    _report(judge(change, answer, window=span, window_text=window, now=dt.datetime.now(dt.UTC)), output_format)
 
 
 def _collector_token(token_file: Path | None) -> str | None:

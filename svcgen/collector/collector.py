@@ -263,13 +263,15 @@ class Collector:
                 entries = {(entry["service"], entry.get("serviceVersion", "")): entry
                            for entry in tables.catalog.entries.values()}  # fmt: skip
             counters: list[CounterEntry] = []
-            for topic_id in queries.contract_topics(list(entries.values()), asked.service, list(asked.topics)) or ():
+            for topic_id in queries.contract_topics(list(entries.values()), asked.service, list(asked.topics),
+                                                   asked.events) or ():
                 with self.backend.read(Rows.topic(topic_id)) as tables:
                     entries.update(((entry["service"], entry.get("serviceVersion", "")), entry)
                                    for entry in tables.catalog.entries.values())  # fmt: skip
                     counters += [counter for counter in tables.trace_log.counters.values()
                                  if counter["topic"] == topic_id]  # fmt: skip
-            found = queries.contract(list(entries.values()), counters, asked.service, list(asked.topics))
+            found = queries.contract(list(entries.values()), counters, asked.service, list(asked.topics),
+                                     asked.events)
             minutes = asked.window_minutes
             if found is not None and minutes is not None and minutes <= self.limits.bucket_minutes:
                 # Counts within the window from the time buckets (exact across replicas sharing a database).

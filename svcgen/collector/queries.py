@@ -32,7 +32,9 @@ sends `payments:capture` and payments handles it, the topic's providers are `[or
   `{topic, version, providers, consumers, invocations, lastInvokedAt}` per (topic, version) the descriptor handles or
   sends, and per version of each asked topic; `declared` every registered service's copy of the asked topics
   (`{service, role, topic, version, requestSchema, responseSchema}`, role `consumer` or `provider`). Here a service
-  declares what its newest descriptor says: an older serviceVersion it left behind declares nothing. With
+  declares what its newest descriptor says: an older serviceVersion it left behind declares nothing. `events` is
+  every registered service's declaration of an event the service publishes or subscribes to, or of an asked
+  `events` id (`{service, role, event, version, publisher, payloadSchema}`, role `publisher` or `subscriber`). With
   `windowMinutes` (at most the buckets' retention, 24 h by default) the answer adds `window` `{minutes, since,
   until}` and each usage `windowInvocations`, its calls in that window from the time buckets (exact across
   replicas; past the last hour a window is read in ten-minute periods, so it may start up to nine minutes early).
@@ -48,7 +50,7 @@ nobody handles or sends it, and its counters. Each query returns None for an unk
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ..runtime._descriptor import declared_entries
@@ -258,19 +260,21 @@ class TopicIndex:
         return listed
 
 
-def contract_topics(entries: Iterable[CatalogEntry], name: str, asked: list[str]) -> list[str] | None:
-    """The topic ids the contract answer of `name` reads (the declarations and counters of each); None when it never
-    registered. `entries`: at least the service's own catalog entries."""
+def contract_topics(entries: Iterable[CatalogEntry], name: str, asked: list[str], asked_events: Sequence[str] = ()
+                    ) -> list[str] | None:
+    """The topic and event ids the contract answer of `name` reads (the declarations and counters of each); None when
+    it never registered. `entries`: at least the service's own catalog entries."""
     own = newest_descriptors(entries).get(name)
     if own is None:
         return None
     descriptor: Json = own["descriptor"]
     keys = {*declared_entries(descriptor, "topics"), *declared_entries(descriptor, "produces")}
-    return sorted({topic_id for topic_id, _ in keys} | set(asked))
+    events = {declared.event for declared in declared_events(own)}
+    return sorted({topic_id for topic_id, _ in keys} | set(asked) | events | set(asked_events))
 
 
-def contract(entries: Iterable[CatalogEntry], counters: Iterable[CounterEntry], name: str, asked: list[str]
-             ) -> Json | None:
+def contract(entries: Iterable[CatalogEntry], counters: Iterable[CounterEntry], name: str, asked: list[str],
+             asked_events: Sequence[str] = ()) -> Json | None:
     """See the module docstring; `counters` those of the topics `contract_topics` names (others are ignored);
     None when the service never registered a descriptor."""
     newest = newest_descriptors(entries)
@@ -312,7 +316,14 @@ def contract(entries: Iterable[CatalogEntry], counters: Iterable[CounterEntry], 
     answer: Json = {"service": name}
     if own.get("serviceVersion"):
         answer["serviceVersion"] = own["serviceVersion"]
-    answer.update(registeredAt=own.get("registeredAt", ""), descriptor=descriptor, usage=usage, declared=declared)
+    event_ids = {declared.event for declared in declared_events(own)} | set(asked_events)
+    events = [
+        {"service": item.service, "role": item.role, "event": item.event, "version": item.version,
+         "publisher": item.publisher, "payloadSchema": item.payload_schema}
+        for _, entry in sorted(newest.items()) for item in declared_events(entry) if item.event in event_ids
+    ]  # fmt: skip
+    answer.update(registeredAt=own.get("registeredAt", ""), descriptor=descriptor, usage=usage, declared=declared,
+                  events=events)
     return answer
 
 

@@ -1,13 +1,15 @@
 """`svcgen can-i-deploy` against a real fleet: a locked collector and two generated services on 127.0.0.1
 (blocked while the producer still declares the version, safe once it moved and re-registered), the collector
 unable to say (exit 2), PostgreSQL replicas answering for each other, traffic counted within the window from the
-collector's time buckets, subscriptions listed as "cannot say", and the verdict rules on their own."""
+collector's time buckets, subscriptions against the live publishers, published events against the live
+subscribers, and the verdict rules on their own."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -244,17 +246,106 @@ def test_traffic_is_counted_within_the_window_from_the_collectors_time_buckets(t
         ("v1", 2, 2)]
 
 
-def test_subscriptions_are_listed_as_cannot_say_and_do_not_block(tmp_path: Path) -> None:
+def booked(type_name: str = "string") -> dict[str, Any]:
+    return {"type": "object", "properties": {"orderId": {"type": type_name}}, "required": ["orderId"]}
+
+
+def with_events(document: dict[str, Any], publishes: Sequence[dict[str, Any]] = (),
+                subscribes: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    return {**document, "events": {"publishes": list(publishes), "subscribes": list(subscribes)}}
+
+
+def published(version: str, payload: dict[str, Any]) -> dict[str, Any]:
+    return {"id": "bookings:booked", "version": version, "payloadSchema": payload}
+
+
+def subscribed(version: str, payload: dict[str, Any]) -> dict[str, Any]:
+    return {"id": "bookings:booked", "version": version, "publisher": "bookings", "payloadSchema": payload}
+
+
+def subscriber(version: str, publisher: str) -> str:
+    return ORDERS_WITHOUT_V1 + (f"subscribes:\n  - {{id: \"bookings:booked\", version: {version}, "
+                                f"publisher: {publisher}, payload: Placed}}\n")
+
+
+def test_a_subscription_is_checked_against_the_live_publishers_payload(tmp_path: Path) -> None:
     fleet = collector()
     request = {"type": "object", "properties": {"sku": STRING}, "required": ["sku"]}
     ok(fleet.register(descriptor("orders", [topic("orders:place", request, version="v2")])))
+    ok(fleet.register(with_events(descriptor("bookings", version="1"), [published("v1", booked())])))
     change = tmp_path / "orders.yaml"
-    change.write_text(ORDERS_WITHOUT_V1 + "subscribes:\n  - {id: \"bookings:booked\", version: v1, "
-                      "publisher: bookings, payload: Placed}\n")
-    with running(create_app(collector_service(fleet), [])) as url:
+
+    def check(version: str, publisher: str = "bookings") -> tuple[int, str, dict[str, Any]]:
+        change.write_text(subscriber(version, publisher))
         status, output = can_i_deploy(change, url, token=None)
-        document = json.loads(can_i_deploy(change, url, "--format", "json", token=None)[1])
-    assert status == 0, output
-    assert "cannot say: subscribes bookings/bookings:booked@v1: not checked against the live publisher yet" in output
-    assert document["subscriptions"] == [{"subscription": "bookings/bookings:booked@v1", "verdict": "unknown"}]
-    assert document["summary"]["breaking"] is False
+        return status, output, json.loads(can_i_deploy(change, url, "--format", "json", token=None)[1])
+
+    with running(create_app(collector_service(fleet), [])) as url:
+        status, output, document = check("v1")
+        assert status == 0, output
+        assert "safe: subscribes bookings/bookings:booked@v1 -> bookings: compatible" in output
+        assert document["subscriptions"] == [{"subscription": "bookings/bookings:booked@v1", "publisher": "bookings",
+                                              "verdict": "compatible", "findings": []}]
+
+        # the subscription to a version the live publisher does not publish waits for nothing
+        status, output, document = check("v2")
+        assert status == 1, output
+        assert "blocked: subscribes bookings/bookings:booked@v2 -> bookings: bookings:booked@v2: " \
+               "topic-version-removed" in output
+        assert document["summary"]["breaking"] is True
+
+        # nobody registered publishes it: not checked, said so, and not a failure
+        status, output, document = check("v1", publisher="ledger")
+        assert status == 0, output
+        assert "warning: subscribes ledger/bookings:booked@v1: no registered service publishes it; not checked" \
+               in output
+        assert document["subscriptions"][0]["verdict"] == "unknown"
+
+        # the publisher's newest descriptor changed the payload under the subscriber's feet
+        ok(fleet.register(with_events(descriptor("bookings", version="2", instance="i-2"),
+                                      [published("v1", booked("integer"))])))
+        status, output, document = check("v1")
+        assert status == 1, output
+        assert "blocked: subscribes bookings/bookings:booked@v1 -> bookings: bookings:booked@v1.payload.orderId: " \
+               "response-type-changed" in output
+        (finding,) = document["subscriptions"][0]["findings"]
+        assert (finding["rule"], finding["path"]) == ("response-type-changed", "bookings:booked@v1.payload.orderId")
+
+
+def test_an_event_the_service_publishes_is_blocked_while_a_registered_service_subscribes() -> None:
+    running_bookings = with_events({"service": "bookings", "topics": []}, [published("v1", booked())])
+    answer: dict[str, Any] = {
+              "service": "bookings", "registeredAt": "2026-11-26T11:00:00Z", "usage": [], "declared": [],
+              "descriptor": running_bookings,
+              "events": [{"service": "bookings", "role": "publisher", "event": "bookings:booked", "version": "v1",
+                          "publisher": "bookings", "payloadSchema": booked()},
+                         {"service": "orders", "role": "subscriber", "event": "bookings:booked", "version": "v1",
+                          "publisher": "bookings", "payloadSchema": booked()}]}
+    moved = with_events({"service": "bookings", "topics": []}, [published("v2", booked())])
+    report = judge(moved, answer, window=parse_window("7d"), window_text="7d", now=NOW)
+    (removed,) = report.judged
+    assert (removed.finding.rule, removed.finding.path, removed.verdict, removed.usage.declared_by) == (
+        "topic-version-removed", "bookings:booked@v1", "blocked", ("orders",))
+    assert report.breaking
+
+    retyped = with_events({"service": "bookings", "topics": []}, [published("v1", booked("integer"))])
+    (changed,) = judge(retyped, answer, window=parse_window("7d"), window_text="7d", now=NOW).judged
+    assert (changed.finding.path, changed.verdict) == ("bookings:booked@v1.payload.orderId", "blocked")
+
+    # once the subscriber moved on (its newest descriptor no longer subscribes to v1), the removal is safe
+    answer["events"] = answer["events"][:1]
+    report = judge(moved, answer, window=parse_window("7d"), window_text="7d", now=NOW)
+    assert [item.verdict for item in report.judged] == ["safe"] and not report.breaking
+
+
+def test_event_declarations_are_answered_by_another_postgresql_replica(postgres_url: str) -> None:
+    taking, answering = (collector(PostgresStore(postgres_url)) for _ in range(2))
+    ok(taking.register(with_events(descriptor("bookings"), [published("v1", booked())])))
+    ok(taking.register(with_events(descriptor("orders"), subscribes=[subscribed("v1", booked())])))
+    ok(taking.register(descriptor("ledger")))
+    answer = ok(answering.query_contract({"service": "bookings"}))
+    assert [(item["service"], item["role"], item["version"]) for item in answer["events"]] == [
+        ("bookings", "publisher", "v1"), ("orders", "subscriber", "v1")]
+    asked = ok(answering.query_contract({"service": "ledger", "events": ["bookings:booked"]}))
+    assert [item["service"] for item in asked["events"]] == ["bookings", "orders"]
+    assert ok(answering.query_contract({"service": "ledger"}))["events"] == []

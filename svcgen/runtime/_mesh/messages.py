@@ -268,10 +268,12 @@ class TraceQuery:
 @dataclass(frozen=True, slots=True)
 class ContractQuery:
     """The contract `service` runs now, and who uses it; `topics` adds the declared copies of other topics (the ones
-    a change of the service would send), by topic id."""
+    a change of the service would send), by topic id; `events` the declarations of other events (the ones a change
+    would subscribe to), by event id."""
 
     service: Text
     topics: list[Text] = field(default_factory=list)
+    events: list[Text] = field(default_factory=list)
     window_minutes: Minutes | None = None
     """Adds each usage's `windowInvocations`, counted in the time buckets over the minutes ending now, when the
     collector's buckets hold that span (else the answer has no `window` and the counts are all-time only)."""
@@ -484,10 +486,24 @@ class DeclaredSchemas:
     response_schema: Any
 
 
+@dataclass(frozen=True, slots=True)
+class DeclaredEvent:
+    """A registered service's declaration of an (event, version) of `publisher`: role `publisher` (then `publisher`
+    is the service itself) or `subscriber`, with its copy of the payload schema."""
+
+    service: str
+    role: str
+    event: str
+    version: str
+    publisher: str
+    payload_schema: Any
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ContractAnswer:
     """The newest registered descriptor of the service, the usage of every (topic, version) it handles or sends
-    (and of every version of the asked topics), and the declared copies of the asked topics."""
+    (and of every version of the asked topics), the declared copies of the asked topics, and every declaration of
+    the events it publishes or subscribes to (and of the asked events)."""
 
     __svcgen_meta__: ClassVar[Meta] = _MESH
     service: str
@@ -496,6 +512,7 @@ class ContractAnswer:
     descriptor: dict[str, Any]
     usage: list[VersionUsage]
     declared: list[DeclaredSchemas]
+    events: list[DeclaredEvent] = field(default_factory=list)
     window: ContractWindow | None = None
 
 
