@@ -107,9 +107,12 @@ def measure(record: Recorder, args: argparse.Namespace) -> None:
                 for start in range(0, len(events), 100):
                     batch = {"events": events[start:start + 100]}
                     client.post("/svc/invoke", content=envelope("svc:mesh:traces", batch))
-                answer = client.post("/svc/invoke", content=envelope("svc:mesh:query:fleet", {}))
-                fleet = orjson.loads(answer.json()["body"])
-            topics_held = len(fleet["topics"])
+                topics_held, asked = 0, {"limit": 1000}
+                while asked:  # the fleet answer is paged: follow its topic cursor to count what the collector holds
+                    answer = client.post("/svc/invoke", content=envelope("svc:mesh:query:fleet", asked))
+                    fleet = orjson.loads(answer.json()["body"])
+                    topics_held += len(fleet["topics"])
+                    asked = {"limit": 1000, "topicsAfter": fleet["nextTopics"]} if fleet.get("nextTopics") else {}
             change = scratch / "s0-next.yaml"
             change.write_text(yaml.safe_dump(changed(service_manifest(0, args.topics)), sort_keys=False))
             command = [sys.executable, "-m", "svcgen", "can-i-deploy", str(change), "--collector", base]
