@@ -150,6 +150,7 @@ CREATE TABLE IF NOT EXISTS collector_catalog (
 );
 CREATE INDEX IF NOT EXISTS collector_catalog_touched ON collector_catalog (kind, touched);
 CREATE INDEX IF NOT EXISTS collector_catalog_service ON collector_catalog (service);
+CREATE INDEX IF NOT EXISTS collector_catalog_entries ON collector_catalog (service) WHERE kind = 'catalog';
 CREATE TABLE IF NOT EXISTS collector_issues (
     fingerprint text COLLATE "C" PRIMARY KEY,
     issue json NOT NULL,
@@ -228,6 +229,18 @@ Cursor = psycopg.Cursor[Any]
 
 POOL_LOG_INTERVAL: Final = 60.0
 """Seconds between two warnings of psycopg's pool: while the database is away it warns on every attempt."""
+
+
+HEARTBEAT_ROWS: Final = (
+    "SELECT kind, key, json_strip_nulls(json_build_object('service', service, 'serviceVersion', "
+    "document->'serviceVersion', 'descriptorHash', document->'descriptorHash', 'changes', '[]'::json, "
+    "'removedTopics', '[]'::json))::text, bytes, touched FROM collector_catalog WHERE kind = 'catalog' AND "
+    "service = %s UNION ALL SELECT kind, key, document::text, bytes, touched FROM collector_catalog "
+    "WHERE kind = 'instances' AND service = %s AND key = %s ORDER BY touched"
+)
+"""What a heartbeat reads: its service's descriptor hashes and its own instance row, by two index lookups (one
+condition with OR lets the planner scan every row of the service, or every catalog row of the fleet; the partial
+index `collector_catalog_entries` keeps a service's many instance rows out of the first lookup's estimate)."""
 
 
 class PoolWarnings(logging.Filter):
@@ -762,21 +775,14 @@ class PostgresStore:
         if op == "heartbeat":
             # Its own instance row and the service's descriptor hashes, nothing more: a heartbeat costs the same
             # at 10 instances as at 10,000, whatever the descriptors and specs weigh.
-            cursor.execute(
-                "SELECT kind, key, CASE kind WHEN 'catalog' THEN json_strip_nulls(json_build_object("
-                "'service', service, 'serviceVersion', document->'serviceVersion', 'descriptorHash', "
-                "document->'descriptorHash', 'changes', '[]'::json, 'removedTopics', '[]'::json)) ELSE document "
-                "END::text, bytes FROM collector_catalog WHERE service = %s AND (kind = 'catalog' OR "
-                "(kind = 'instances' AND key = %s)) ORDER BY touched",
-                (service, instance_id(change)),
-            )
+            cursor.execute(HEARTBEAT_ROWS, (service, service, instance_id(change)))
         else:
             cursor.execute("SELECT kind, key, document::text, bytes FROM collector_catalog WHERE service = %s "
                            "ORDER BY touched", (service,))  # fmt: skip
         before: dict[tuple[str, str], bytes] = {}
         sizes: dict[tuple[str, str], int] = {}
         held: dict[str, list[Any]] = {kind: [] for kind in _KINDS}
-        for kind, key, text, size in cursor.fetchall():
+        for kind, key, text, size, *_ in cursor.fetchall():
             before[(kind, key)] = text.encode()
             sizes[(kind, key)] = size
             held[kind].append(orjson.loads(text))

@@ -47,8 +47,10 @@ from .collector import Answer, Collector
 DEFAULT_NAME: Final = "svc-collector"
 FEED_THREADS: Final = 4
 """Feeds handled at once on a blocking backend (the PostgreSQL feed pool's size)."""
-QUERY_THREADS: Final = 2
-"""Queries answered at once on a blocking backend (the PostgreSQL query pool's size); more wait their turn."""
+QUERY_THREADS: Final = 1
+"""Queries answered at once on a blocking backend; more wait their turn. One: every query answered is Python work
+on the process that takes the feeds, so one lane keeps ingest at 80 % or more of its pace however many clients
+query (bench/fullstore.py); a query on a full store takes milliseconds, so the lane moves."""
 QUERY_PREFIX: Final = "svc:mesh:query:"
 
 

@@ -14,7 +14,7 @@ import psycopg
 import pytest
 
 from svcgen.collector import CollectorLimits, StoreError, collector_service
-from svcgen.collector.postgres import SCHEMA_VERSION, PoolWarnings, PostgresStore
+from svcgen.collector.postgres import HEARTBEAT_ROWS, SCHEMA_VERSION, PoolWarnings, PostgresStore
 from svcgen.runtime import create_app
 from svcgen.runtime._mesh.feeds import REREGISTER_KEY
 from tests.collector.test_service import invoke
@@ -241,6 +241,29 @@ def test_a_heartbeat_writes_its_own_instance_row_only(postgres_url: str) -> None
     assert ok(c.query_service({"service": "orders"}))["instances"][-1]["instanceId"] == "i-7"
     drifted = c.heartbeat(heartbeat("orders", instance="i-3", digest="sha256:other"))
     assert ok(drifted)[REREGISTER_KEY] is True  # the descriptor hashes were read: drift is still found
+    c.flush()
+
+
+def test_a_heartbeat_reads_two_rows_whatever_the_instances_and_the_fleet(postgres_url: str) -> None:
+    """Issue 31: a heartbeat's cost grew with its service's instances (and, planned badly, with the fleet)."""
+    c = collector(PostgresStore(postgres_url))
+    ok(c.register(descriptor("orders", [topic("orders:get")])))
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        connection.execute(
+            "INSERT INTO collector_catalog (kind, service, key, document, bytes, touched) SELECT kind, service, key, "
+            "'{}'::json, 2, nextval('collector_touch') FROM (SELECT 'instances' AS kind, 'orders' AS service, "
+            "'x-' || n AS key FROM generate_series(1, 5000) n UNION ALL SELECT 'catalog', 'other-' || n, '' "
+            "FROM generate_series(1, 5000) n) AS rows")  # fmt: skip
+        connection.execute("ANALYZE collector_catalog")
+        (plan,) = connection.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + HEARTBEAT_ROWS.replace("%s", "{}").format(
+            "'orders'", "'orders'", "'x-4321'")).fetchone() or ()
+
+    def read(node: dict[str, Any]) -> int:
+        """Rows the node's scans touched: the ones they returned and the ones their filters removed."""
+        own = node["Actual Rows"] + node.get("Rows Removed by Filter", 0) if "Scan" in node["Node Type"] else 0
+        return own + sum(read(child) for child in node.get("Plans", ()))
+
+    assert read(plan[0]["Plan"]) == 2, plan
     c.flush()
 
 
