@@ -18,12 +18,15 @@ from typing import Any
 from bench.harness import REPEATS, Figure, Recorder, run
 from bench.http import BODY, LOAD_CONCURRENCY, LOAD_REQUESTS, in_process, server_cpu_us_per_request, update
 from svcgen.runtime import Identity, Registry, Service
+from svcgen.runtime._codec import codec_for
 from svcgen.runtime._http.app import create_app
 from svcgen.runtime._mesh.exporters import QueueExporter
 from svcgen.runtime._mesh.issues import IssueAggregator
+from svcgen.runtime._mesh.messages import TraceBatch
 from svcgen.runtime._mesh.traces import TraceMiddleware
 
 CALLS = 20_000
+encode_trace_batch = codec_for(TraceBatch).encode
 ROUNDS = 2 * REPEATS
 
 
@@ -62,7 +65,8 @@ def alternating_rounds(queue: QueueExporter) -> tuple[list[float], list[float], 
             for name in order:
                 (plain if name == "plain" else traced).append(await timed(name))
             started = time.perf_counter()
-            events = queue.drain_wire()
+            events = queue.drain_entries()
+            encode_trace_batch(TraceBatch(events, "bench"))
             drained.append((time.perf_counter() - started) / len(events) * 1e6)
         return plain, traced, drained
 

@@ -14,6 +14,7 @@ from svcgen.runtime._mesh.issues import IssueAggregator
 from svcgen.runtime._mesh.messages import Heartbeat, IssueBatch, ServiceDescriptor, TraceEntry
 from svcgen.runtime._mesh.traces import TraceEvent
 from tests.support.fakes import registry
+from tests.support.feeds import entry, event
 
 
 def collector_transport(answers: dict[str, Any], seen: list[dict[str, Any]]) -> httpx.MockTransport:
@@ -46,7 +47,7 @@ def test_feeds_post_envelopes_to_the_collector_invoke_surface() -> None:
             return [
                 await feeds.register({"service": "orders"}),
                 await feeds.heartbeat({"service": "orders"}),
-                await feeds.traces([{"traceId": "a"}, {"traceId": "b"}], "b-1"),
+                await feeds.traces([entry(1), entry(2)], "b-1"),
                 await feeds.issues({"issues": []}),
             ]
         finally:
@@ -55,7 +56,7 @@ def test_feeds_post_envelopes_to_the_collector_invoke_surface() -> None:
     register, heartbeat, traces, issues = asyncio.run(run())
     assert [s["url"] for s in seen] == ["http://collector.test:8700/ops/invoke"] * 4
     assert [s["topic"] for s in seen] == [s["topic_header"] for s in seen]
-    assert json.loads(seen[2]["body"]) == {"events": [{"traceId": "a"}, {"traceId": "b"}], "batchId": "b-1"}
+    assert json.loads(seen[2]["body"]) == {"events": [event(1), event(2)], "batchId": "b-1"}
     assert (register.status, register.payload) == ("ok", {"accepted": 1})
     assert heartbeat.payload == {"accepted": 1, "reregister": True}
     assert traces.payload == {"accepted": 2}

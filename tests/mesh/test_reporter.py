@@ -10,6 +10,7 @@ from svcgen.runtime import HealthCheckResult, Identity, Registry, Result
 from svcgen.runtime._descriptor import build_descriptor
 from svcgen.runtime._health import HealthReport
 from svcgen.runtime._mesh.feeds import FeedSender
+from svcgen.runtime._mesh.messages import TraceEntry
 from svcgen.runtime._mesh.reporter import Reporter
 
 DESCRIPTOR = build_descriptor(Identity("orders", instance_id="i-1"), Registry(), [])
@@ -41,14 +42,16 @@ class RecordingSender:
 
 
 class Source:
-    """A trace source like the trace queue: drains in order, knows its backlog and what it dropped."""
+    """A trace source like the trace queue: drains in order, knows its backlog and what it dropped. Events are
+    given as `{"traceId": ...}` and drained as entries with that trace id (`sent` reads them back so)."""
 
     def __init__(self, events: list[dict[str, Any]] | None = None) -> None:
         self.queue = deque(events or [])
         self.dropped = 0
 
-    def drain(self, n: int) -> list[dict[str, Any]]:
-        return [self.queue.popleft() for _ in range(min(n, len(self.queue)))]
+    def drain(self, n: int) -> list[TraceEntry]:
+        return [TraceEntry(self.queue.popleft()["traceId"], "0" * 15 + "1", "orders", "orders:get", "ok")
+                for _ in range(min(n, len(self.queue)))]  # fmt: skip
 
     def add(self, *events: dict[str, Any]) -> None:
         self.queue.extend(events)
@@ -85,7 +88,11 @@ def make(sender: RecordingSender, events: list[dict[str, Any]] | Source | None =
 
 
 def sent(sender: RecordingSender, feed: str) -> list[Any]:
-    return [payload for topic, payload in sender.sent if topic == f"svc:mesh:{feed}"]
+    """The payloads sent on `feed`; trace batches with each event as `{"traceId": ...}`, as `Source` took it."""
+    payloads = [payload for topic, payload in sender.sent if topic == f"svc:mesh:{feed}"]
+    if feed != "traces":
+        return payloads
+    return [{**batch, "events": [{"traceId": event["traceId"]} for event in batch["events"]]} for batch in payloads]
 
 
 def test_beats_register_once_then_heartbeat_and_issues_with_a_batch_id() -> None:

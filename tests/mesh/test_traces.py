@@ -248,9 +248,9 @@ def test_one_event_per_http_request_with_transport_headers() -> None:
             return codes
 
     assert asyncio.run(run()) == [200, 503, 404, 200]
-    first, second = queue.drain_wire()
-    assert (first["traceId"], first["parentSpanId"], first["correlationId"]) == ("ab" * 16, "cd" * 8, "c-1")
-    assert (second["status"], second["exceptionType"]) == ("service-unavailable", "LookupError")
+    first, second = queue.drain_entries()
+    assert (first.trace_id, first.parent_span_id, first.correlation_id) == ("ab" * 16, "cd" * 8, "c-1")
+    assert (second.status, second.exception_type) == ("service-unavailable", "LookupError")
     assert [issue["transport"] for issue in traced.issues.flush()["issues"]] == ["http"]
 
 

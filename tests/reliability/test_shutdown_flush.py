@@ -14,6 +14,7 @@ from typing import Any
 from svcgen.runtime import Identity, Registry, Result
 from svcgen.runtime._descriptor import build_descriptor
 from svcgen.runtime._mesh.feeds import FeedSender
+from svcgen.runtime._mesh.messages import TraceEntry
 from svcgen.runtime._mesh.reporter import Reporter
 from tests.support.reliability import report
 
@@ -40,9 +41,9 @@ class SlowCollector:
 
 
 def stop_mid_send(delay: float | None) -> tuple[Reporter, SlowCollector, float]:
-    queue = [{"traceId": f"{n:032x}"} for n in range(EVENTS)]
+    queue = [TraceEntry(f"{n:032x}", "0" * 15 + "1", "orders", "orders:get", "ok") for n in range(EVENTS)]
 
-    def drain(n: int) -> list[dict[str, str]]:
+    def drain(n: int) -> list[TraceEntry]:
         batch = queue[:n]
         del queue[:n]
         return batch

@@ -17,8 +17,9 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import deque
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
 
+from .messages import TraceEntry
 from .traces import TraceEvent, TraceRecord
 
 DEFAULT_CAP: Final = 10_000
@@ -98,10 +99,11 @@ class QueueExporter(InMemoryExporter):
         """Remove and return up to `max` events (all when None), oldest first."""
         return [TraceEvent.from_record(record) for record in self._take(max)]
 
-    def drain_wire(self, max: int | None = None) -> list[dict[str, Any]]:
-        """`drain` in wire form (the reporter's trace source); encoding happens here, off the request path."""
+    def drain_entries(self, max: int | None = None) -> list[TraceEntry]:
+        """`drain` as the traces feed's records (the reporter's trace source), built here, off the request path;
+        the feed encodes a batch of them in one pass of its compiled codec."""
         # One event at a time: a batch of events held at once would outlive collections and cost a full one.
-        return [TraceEvent.from_record(record).to_wire() for record in self._take(max)]
+        return [TraceEvent.from_record(record).to_entry() for record in self._take(max)]
 
     def take(self, max: int | None = None) -> list[TraceRecord]:
         """Remove and return up to `max` records (all when None), oldest first, as the request path left them."""

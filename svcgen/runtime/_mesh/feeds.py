@@ -18,12 +18,11 @@ from .._http.sender import HttpSender
 from .._result import Result
 from .._topics import DEFAULT_PREFIX, HEARTBEAT_TOPIC, ISSUES_TOPIC, REGISTER_TOPIC, TRACES_TOPIC, normalize_prefix
 from .._wiring import Sender
-from .messages import CheckResult, HealthDocument, Heartbeat, RawTraceBatch
+from .messages import CheckResult, HealthDocument, Heartbeat, TraceBatch, TraceEntry
 
 logger = logging.getLogger("svcgen.mesh.feeds")
 _ENCODE_HEARTBEAT: Final = codec_for(Heartbeat).encode
-_ENCODE_TRACE_BATCH: Final = codec_for(RawTraceBatch).encode
-"""The batch around trace entries already in their wire form (each encoded through `TraceEntry`)."""
+_ENCODE_TRACE_BATCH: Final = codec_for(TraceBatch).encode
 
 DEFAULT_FEED_TIMEOUT = 2.0
 TOKEN_ENV = "SVCGEN_COLLECTOR_TOKEN"
@@ -99,9 +98,9 @@ class FeedSender:
     async def heartbeat(self, heartbeat: Mapping[str, Any]) -> Result[Any]:
         return await self._send(HEARTBEAT_TOPIC, heartbeat)
 
-    async def traces(self, events: Sequence[Mapping[str, Any]], batch_id: str) -> Result[Any]:
+    async def traces(self, events: Sequence[TraceEntry], batch_id: str) -> Result[Any]:
         """`{events, batchId}`: the same id on every resend of a batch, so the collector can count it once."""
-        return await self._send(TRACES_TOPIC, _ENCODE_TRACE_BATCH(RawTraceBatch(list(events), batch_id)))
+        return await self._send(TRACES_TOPIC, _ENCODE_TRACE_BATCH(TraceBatch(list(events), batch_id)))
 
     async def issues(self, batch: Mapping[str, Any]) -> Result[Any]:
         """`{service, issues, batchId}`, the id set by the reporter and kept on every resend."""
