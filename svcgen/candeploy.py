@@ -21,13 +21,13 @@ import datetime as dt
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import httpx
 import orjson
 
 from .contractdiff import Finding
-from .runtime._compatibility import RULES_BY_ID, schema_changes
+from .runtime._compatibility import RULES_BY_ID, WireDirection, schema_changes
 from .runtime._descriptor import declared_entries
 from .runtime._mesh.clock import parse_rfc3339
 from .runtime._topics import DEFAULT_PREFIX, QUERY_CONTRACT_TOPIC
@@ -232,36 +232,48 @@ def judge(change: Json, answer: Json, *, window: dt.timedelta, window_text: str,
 def descriptor_findings(running: Json, change: Json) -> list[Finding]:
     """The error-level changes from the running descriptor's topics to the change's: removed (topic, version)s and
     breaking request and response changes, by the contract diff's rules."""
-    before, after = declared_entries(running, "topics"), declared_entries(change, "topics")
     findings = []
     if running.get("service") != change.get("service"):
         findings.append(_finding("service-renamed", "service", running.get("service"), change.get("service")))
-    for key, old in before.items():
-        new = after.get(key)
-        label = _label(key)
-        if new is None:
-            findings.append(_finding("topic-version-removed", label, label, None))
-            continue
-        for direction in ("request", "response"):
-            schema = f"{direction}Schema"
-            for rule_id, path in schema_changes(old.get(schema) or {}, new.get(schema) or {}, direction=direction):
-                if RULES_BY_ID[rule_id].level == "error":
-                    findings.append(_finding(rule_id, f"{label}.{path}", None, None))
-    return findings
+    return findings + _entry_findings(declared_entries(running, "topics"), declared_entries(change, "topics"),
+                                      _TOPIC_SCHEMAS)
 
 
 def published_event_findings(running: Json, change: Json) -> list[Finding]:
     """The error-level changes from the events the running descriptor publishes to the change's: removed (event,
     version)s and breaking payload changes (the payload flows to subscribers as a response flows to callers)."""
-    before, after = declared_entries(_events(running), "publishes"), declared_entries(_events(change), "publishes")
+    return _entry_findings(declared_entries(_events(running), "publishes"),
+                           declared_entries(_events(change), "publishes"), _PAYLOAD_SCHEMA)
+
+
+_TOPIC_SCHEMAS: Final = (("request", "requestSchema", "request"), ("response", "responseSchema", "response"))
+"""(direction, descriptor key, path part) of a topic's declared schemas."""
+_PAYLOAD_SCHEMA: Final = (("response", "payloadSchema", "payload"),)
+"""An event's payload, read as a response (it flows to subscribers as a response flows to callers), at `.payload`."""
+
+
+def _entry_findings(before: Mapping[tuple[str, str], Json], after: Mapping[tuple[str, str], Json],
+                    schemas: Sequence[tuple[WireDirection, str, str]]) -> list[Finding]:
+    """Per declared (id, version) of `before`: removed in `after`, or the breaking changes of its schemas."""
     findings = []
     for key, old in before.items():
-        new = after.get(key)
         label = _label(key)
+        new = after.get(key)
         if new is None:
             findings.append(_finding("topic-version-removed", label, label, None))
         else:
-            findings += _payload_findings(label, old.get("payloadSchema"), new.get("payloadSchema"))
+            findings += _breaking(label, old, new, schemas)
+    return findings
+
+
+def _breaking(label: str, old: Json, new: Json, schemas: Sequence[tuple[WireDirection, str, str]]) -> list[Finding]:
+    """The error-level changes, by the contract diff's rules, from `old`'s declared schemas to `new`'s (`old` is
+    what the other side was written against), each at `label.<part>...`."""
+    findings = []
+    for direction, key, part in schemas:
+        for rule_id, path in schema_changes(old.get(key) or {}, new.get(key) or {}, direction=direction):
+            if RULES_BY_ID[rule_id].level == "error":
+                findings.append(_finding(rule_id, f"{label}.{part}{path[len(direction):]}", None, None))
     return findings
 
 
@@ -282,7 +294,7 @@ def subscription_checks(change: Json, declared: Sequence[Json]) -> tuple[PeerChe
         if published and not exact:
             findings.append(_finding("topic-version-removed", key, key, None))
         for item in exact:
-            findings += _payload_findings(key, entry.get("payloadSchema"), item.get("payloadSchema"))
+            findings += _breaking(key, entry, item, _PAYLOAD_SCHEMA)
         checks.append(PeerCheck("subscribes", f"{publisher}/{key}", (str(publisher),) if published else (),
                                 tuple(findings)))
     return tuple(checks)
@@ -291,13 +303,6 @@ def subscription_checks(change: Json, declared: Sequence[Json]) -> tuple[PeerChe
 def _events(descriptor: Json) -> Json:
     events = descriptor.get("events")
     return events if isinstance(events, dict) else {}
-
-
-def _payload_findings(label: str, old: Any, new: Any) -> list[Finding]:
-    """The error-level changes of an event's payload schema, at `label.payload…`."""
-    return [_finding(rule_id, f"{label}.payload{path[len('response'):]}", None, None)
-            for rule_id, path in schema_changes(old or {}, new or {}, direction="response")
-            if RULES_BY_ID[rule_id].level == "error"]
 
 
 def produced_checks(change: Json, declared: Sequence[Json], service: str) -> tuple[PeerCheck, ...]:
@@ -313,12 +318,7 @@ def produced_checks(change: Json, declared: Sequence[Json], service: str) -> tup
         if serving and not exact:
             findings.append(_finding("topic-version-removed", label, label, None))
         for owner in exact:
-            for direction in ("request", "response"):
-                schema = f"{direction}Schema"
-                for rule_id, path in schema_changes(copy.get(schema) or {}, owner.get(schema) or {},
-                                                    direction=direction):
-                    if RULES_BY_ID[rule_id].level == "error":
-                        findings.append(_finding(rule_id, f"{label}.{path}", None, None))
+            findings += _breaking(label, copy, owner, _TOPIC_SCHEMAS)
         checks.append(PeerCheck("produces", label, owners, tuple(findings)))
     return tuple(checks)
 
