@@ -124,12 +124,12 @@ def test_what_a_reporter_sends_is_byte_for_byte_what_the_collectors_records_enco
     descriptor = build_descriptor(Identity("orders", "1.0.0", "i-1", placement={"zone": "a"}), registry(), [])
     bodies: list[tuple[type[Any], Any]] = [
         (Heartbeat, heartbeat_document("orders", moment, report, instance_id="i-1", descriptor_hash="sha256:ab")),
-        (TraceEntry, event.to_wire()),
+        (TraceEntry, codec_for(TraceEntry).encode(event.to_entry())),
         (IssueBatch, issues.flush()),
         (ServiceDescriptor, descriptor.document),
     ]
     for record, body in bodies:
         codec = codec_for(record)
         assert orjson.dumps(codec.encode(codec.decode(body))) == orjson.dumps(body), record.__name__
-    assert event.to_wire()["startedAt"] == "2026-11-22T10:00:00.123Z"
+    assert bodies[1][1]["startedAt"] == "2026-11-22T10:00:00.123Z"
     assert bodies[2][1]["issues"][0]["firstSeen"] == "2026-11-22T10:00:00.123Z"

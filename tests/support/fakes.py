@@ -6,13 +6,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from svcgen.runtime import Context, Identity, Middleware, Registry, Result, Service
+from svcgen.runtime import Context, Identity, Middleware, Registry, Result, Service, codec_for
 from svcgen.runtime._mesh.exporters import InMemoryExporter
 from svcgen.runtime._mesh.issues import IssueAggregator
+from svcgen.runtime._mesh.messages import TraceEntry
 from svcgen.runtime._mesh.traces import TraceMiddleware
 
 STARTED = datetime(2026, 11, 22, 10, 0, 0, 123000, tzinfo=UTC)
 STARTED_TEXT = "2026-11-22T10:00:00.123Z"
+ENCODE_ENTRY = codec_for(TraceEntry).encode
 
 
 class SequentialIds:
@@ -102,7 +104,8 @@ class Traced:
 
     @property
     def events(self) -> list[dict[str, Any]]:
-        return [event.to_wire() for event in self.exporter.events]
+        """Spec "Trace event" wire forms, encoded through the traces feed's record."""
+        return [ENCODE_ENTRY(event.to_entry()) for event in self.exporter.events]
 
 
 def traced_service(

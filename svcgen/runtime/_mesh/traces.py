@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
-from .._codec import codec_for
 from .._context import Context
 from .._descriptor import Identity
 from .._pipeline import BindingFailure, Next, cancelled_from_outside
@@ -55,7 +54,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger("svcgen.mesh.traces")
 
 CORRELATION_HEADER: Final = "x-correlation-id"
-_ENCODE_ENTRY: Final = codec_for(TraceEntry).encode
 LOG_EVERY: Final = 1000
 """A tracing failure that keeps happening is logged on its 1st, 1001st, ... occurrence, not per request."""
 
@@ -194,11 +192,6 @@ class TraceEvent:
             self.transport or None,
             self.failure_detail or None,
         )
-
-    def to_wire(self) -> dict[str, Any]:
-        """Spec "Trace event", encoded through its record: unknown keys are omitted, never null."""
-        wire: dict[str, Any] = _ENCODE_ENTRY(self.to_entry())
-        return wire
 
 
 class TraceMiddleware:
