@@ -12,6 +12,7 @@ from svcgen.runtime._health import HealthReport
 from svcgen.runtime._mesh.feeds import FeedSender
 from svcgen.runtime._mesh.messages import TraceEntry
 from svcgen.runtime._mesh.reporter import Reporter
+from tests.support.feeds import entry
 
 DESCRIPTOR = build_descriptor(Identity("orders", instance_id="i-1"), Registry(), [])
 MOMENT = datetime(2026, 11, 22, 10, 0, tzinfo=UTC).timestamp()
@@ -50,8 +51,7 @@ class Source:
         self.dropped = 0
 
     def drain(self, n: int) -> list[TraceEntry]:
-        return [TraceEntry(self.queue.popleft()["traceId"], "0" * 15 + "1", "orders", "orders:get", "ok")
-                for _ in range(min(n, len(self.queue)))]  # fmt: skip
+        return [entry(1, trace=self.queue.popleft()["traceId"]) for _ in range(min(n, len(self.queue)))]
 
     def add(self, *events: dict[str, Any]) -> None:
         self.queue.extend(events)

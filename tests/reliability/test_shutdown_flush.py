@@ -16,6 +16,7 @@ from svcgen.runtime._descriptor import build_descriptor
 from svcgen.runtime._mesh.feeds import FeedSender
 from svcgen.runtime._mesh.messages import TraceEntry
 from svcgen.runtime._mesh.reporter import Reporter
+from tests.support.feeds import entry
 from tests.support.reliability import report
 
 DESCRIPTOR = build_descriptor(Identity("orders", instance_id="i-1"), Registry(), [])
@@ -41,7 +42,7 @@ class SlowCollector:
 
 
 def stop_mid_send(delay: float | None) -> tuple[Reporter, SlowCollector, float]:
-    queue = [TraceEntry(f"{n:032x}", "0" * 15 + "1", "orders", "orders:get", "ok") for n in range(EVENTS)]
+    queue = [entry(n) for n in range(EVENTS)]
 
     def drain(n: int) -> list[TraceEntry]:
         batch = queue[:n]
