@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from types import TracebackType
-from typing import Any, Final, Generic, Self, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 import orjson
 
 from ._codec import Codec
+from ._http.sender import ClosesOnExit
 from ._idempotency import IDEMPOTENCY_KEY_HEADER
 from ._mesh.tracecontext import propagation_headers
 from ._result import Result
@@ -49,7 +49,7 @@ class ClientCall(Generic[Req, Resp]):
         return f"ClientCall({self.topic!r}, version={self.version!r})"
 
 
-class ClientsBase:
+class ClientsBase(ClosesOnExit):
     """The base of a generated `Clients`: one sender, and `call` for every typed method.
 
     `target` is a target URL (an http(s) invoke base URL, or `nats://host:port/<service>`) or a `Sender` (one
@@ -91,11 +91,3 @@ class ClientsBase:
     async def aclose(self) -> None:
         if self._owned is not None:
             await self._owned.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
