@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 import httpx
@@ -122,12 +122,7 @@ class SpanEncoder:
         self._shapes: dict[tuple[str, str, str | None, str, str | None, bool], bytes] = {}
 
     def encode(self, events: Sequence[TraceEvent]) -> bytes:
-        request = self._request()
-        resource_spans = request.resource_spans.add()
-        resource_spans.resource.CopyFrom(self._resource)
-        scope_spans = resource_spans.scope_spans.add()
-        scope_spans.scope.CopyFrom(self._scope)
-        add = scope_spans.spans.add
+        request, add = self._new_request()
         for event in events:
             span = add()
             key = (event.service, event.topic, event.topic_version, event.status, event.exception_type,
@@ -141,12 +136,7 @@ class SpanEncoder:
     def encode_records(self, records: Sequence[TraceRecord]) -> bytes:
         """The request of the trace middleware's records, read straight from each tuple (no `TraceEvent` between:
         the exporter's drain builds none); `encode` of the events they read back as gives the same bytes."""
-        request = self._request()
-        resource_spans = request.resource_spans.add()
-        resource_spans.resource.CopyFrom(self._resource)
-        scope_spans = resource_spans.scope_spans.add()
-        scope_spans.scope.CopyFrom(self._scope)
-        add = scope_spans.spans.add
+        request, add = self._new_request()
         shapes = self._shapes
         for record in records:
             (held, number, origin, topic, routed, status, successful, version, exception_type, started, ended,
@@ -163,6 +153,15 @@ class SpanEncoder:
             _timed(span, trace, start, round((ended - started) * 1000.0 * 1_000_000),
                    correlation_id if correlation_id and len(correlation_id) <= MAX_TEXT else None)
         return bytes(request.SerializeToString())
+
+    def _new_request(self) -> tuple[Any, Callable[[], Any]]:
+        """An export request of this service's resource and scope, and the function adding a span to it."""
+        request = self._request()
+        resource_spans = request.resource_spans.add()
+        resource_spans.resource.CopyFrom(self._resource)
+        scope_spans = resource_spans.scope_spans.add()
+        scope_spans.scope.CopyFrom(self._scope)
+        return request, scope_spans.spans.add
 
     def _shape(self, key: tuple[str, str, str | None, str, str | None, bool], routed: bool) -> bytes:
         """The serialized shape of (service, topic, version, status, exception type, successful), made once."""
