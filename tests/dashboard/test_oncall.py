@@ -15,7 +15,7 @@ from urllib.parse import urlencode
 import httpx
 
 from tests.support.browser import Element, chromium_dump_dom, parse_dom
-from tests.support.meshrun import TOKEN, LockedMesh, MeshService, locked_mesh
+from tests.support.meshrun import BOOKS_HANDLER, TOKEN, LockedMesh, MeshService, locked_mesh
 from tests.support.processes import wait_for
 
 SHELF = """svcgen: 1
@@ -43,19 +43,6 @@ topics:
     response: Tally
     routes: ["GET /count/{bookId}"]
 """
-GET_HANDLER = '''
-from svcgen.runtime import Context, Result
-
-from ..models import Book, GetBook
-
-
-async def handle(request: GetBook, context: Context) -> Result[Book]:
-    if request.book_id == "boom":
-        raise LookupError("the shelf collapsed")
-    if request.book_id != "dune":
-        return Result.not_found(f"no book {request.book_id}")
-    return Result.ok(Book(book_id="dune", title="Dune"))
-'''
 COUNT_HANDLER = '''
 from svcgen.runtime import Context, Result
 
@@ -65,7 +52,7 @@ from ..models import GetBook, Tally
 async def handle(request: GetBook, context: Context) -> Result[Tally]:
     return Result.ok(Tally(total=2**70))  # does not fit the wire's 64-bit integers
 '''
-SHELF_SERVICE = MeshService("shelf", SHELF, {"shelf_get.py": GET_HANDLER, "shelf_count.py": COUNT_HANDLER})
+SHELF_SERVICE = MeshService("shelf", SHELF, {"shelf_get.py": BOOKS_HANDLER, "shelf_count.py": COUNT_HANDLER})
 CHILD_FIRST_TRACE = "ab" * 16
 SCREENSHOTS = Path(__file__).parent / "screenshots"
 
