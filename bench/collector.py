@@ -159,12 +159,17 @@ def serve(store: Path) -> tuple[subprocess.Popen[bytes], str]:
          str(store), "--artifacts-interval", "3600"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
+    return server, answering(server, port)
+
+
+def answering(server: subprocess.Popen[bytes], port: int) -> str:
+    """The base URL of the collector `server` serves on `port`, once its health answers (60 s at most)."""
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while True:
         try:
             httpx.get(base + "/svc/health", timeout=1)
-            return server, base
+            return base
         except httpx.TransportError:
             if time.monotonic() > deadline or server.poll() is not None:
                 server.kill()

@@ -26,7 +26,7 @@ from typing import Any
 
 import httpx
 
-from bench.collector import drop_database, envelope, fresh_database, postgres_server
+from bench.collector import answering, drop_database, envelope, fresh_database, postgres_server
 from bench.harness import Recorder, run
 from bench.http import free_port
 from svcgen.collector import CollectorLimits
@@ -137,17 +137,7 @@ def serve(url: str, args: argparse.Namespace) -> tuple[subprocess.Popen[bytes], 
     fields = {name: getattr(limits(args), name) for name in CollectorLimits.__dataclass_fields__}
     code = SERVER.format(limits=fields, url=url, port=port)
     server = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            httpx.get(base + "/svc/health", timeout=1)
-            return server, base
-        except httpx.TransportError:
-            if time.monotonic() > deadline or server.poll() is not None:
-                server.kill()
-                raise RuntimeError("the collector did not start") from None
-            time.sleep(0.1)
+    return server, answering(server, port)
 
 
 def rss_mib(pid: int) -> float:
