@@ -44,7 +44,7 @@ from datetime import UTC, date, datetime, timezone
 from enum import Enum
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Final, Generic, TypeVar, overload
 from urllib.parse import urlsplit
 
 import orjson
@@ -298,24 +298,30 @@ def decode_datetime(value: Any) -> datetime:
 def utc_millis_text(epoch_seconds: float) -> str:
     """The mesh's one time form, `2026-11-22T10:00:00.123Z`: UTC, millisecond precision (the one writer beside the
     one reader, `decode_datetime`)."""
-    global _last_second
     millis = round(epoch_seconds * 1000)
-    seconds, fraction = divmod(millis, 1000)
+    seconds = millis // 1000
     # A batch of trace events mostly shares its seconds: format each second once (one tuple, swapped atomically).
-    cached_seconds, text = _last_second
-    if cached_seconds != seconds:
-        t = time.gmtime(seconds)
-        # Not strftime: its %Y is not zero-padded below year 1000 on every platform ("68-01-01" is no RFC 3339).
-        text = f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}"
-        _last_second = (seconds, text)
-    return f"{text}.{fraction:03d}Z"
+    cached = _last_second
+    if cached[0] != seconds:
+        cached = _format_second(seconds)
+    return cached[1] + _MILLIS_SUFFIX[millis - seconds * 1000]
+
+
+def _format_second(seconds: int) -> tuple[int, str]:
+    global _last_second
+    t = time.gmtime(seconds)
+    # Not strftime: its %Y is not zero-padded below year 1000 on every platform ("68-01-01" is no RFC 3339).
+    text = f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}"
+    _last_second = (seconds, text)
+    return _last_second
 
 
 _last_second: tuple[int, str] = (-1, "")
+_MILLIS_SUFFIX: Final = tuple(f".{millis:03d}Z" for millis in range(1000))
 
 
 def _encode_utc_millis(value: datetime) -> str:
-    if value.utcoffset() is None:
+    if value.tzinfo is not UTC and value.utcoffset() is None:
         raise ValueError("a naive datetime has no RFC 3339 form; give it a timezone")
     return utc_millis_text(value.timestamp())
 

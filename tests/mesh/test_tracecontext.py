@@ -4,6 +4,7 @@ import asyncio
 import os
 import re
 import threading
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -14,6 +15,7 @@ from svcgen.runtime._invocation import Invocation
 from svcgen.runtime._mesh.tracecontext import (
     SAMPLED,
     PendingTrace,
+    _IdKey,
     activate,
     continue_trace,
     deactivate,
@@ -133,6 +135,46 @@ def test_derived_ids_are_valid_w3c_ids_unique_per_invocation() -> None:
         assert re.fullmatch(r"[0-9a-f]{16}", root.span_id) and root.span_id != "0" * 16
         assert root.parent_span_id is None and root.flags == SAMPLED
         assert parse_traceparent(format_traceparent(root)) == (root.trace_id, root.span_id, SAMPLED)
+
+
+def test_ids_stay_the_same_across_blocks_and_after_their_block_was_let_go() -> None:
+    key = _IdKey()
+    numbers = [1, key.BLOCK - 1, key.BLOCK, key.BLOCK + 1, 5 * key.BLOCK + 7]
+    first = [key.ids(number) for number in numbers]
+    assert len({trace_id for trace_id, _ in first}) == len(numbers)
+    for block in range(100, 100 + 2 * key.KEPT_BLOCKS):  # push every block above out of the cache
+        key.ids(block * key.BLOCK)
+    assert len(key.blocks) <= key.KEPT_BLOCKS
+    assert [key.ids(number) for number in numbers] == first
+    assert _IdKey().ids(1) != first[0]  # another key, other ids
+
+
+class _ZeroBlocks:
+    """A stream whose blocks read all zeros (never in practice): the retry must still give valid ids."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.retrying = False
+
+    def copy(self) -> _ZeroBlocks:
+        copied = _ZeroBlocks(self.real.copy())
+        return copied
+
+    def update(self, data: bytes) -> None:
+        self.retrying = data.startswith(b"retry")
+        self.real.update(data)
+
+    def hexdigest(self, length: int) -> str:
+        return self.real.hexdigest(length) if self.retrying else "0" * (2 * length)
+
+
+def test_an_all_zero_id_in_the_stream_is_never_given_out() -> None:
+    key = _IdKey()
+    key.hasher = _ZeroBlocks(key.hasher)  # type: ignore[assignment]
+    trace_id, span_id = key.ids(3)
+    assert re.fullmatch(r"[0-9a-f]{32}", trace_id) and trace_id != "0" * 32
+    assert re.fullmatch(r"[0-9a-f]{16}", span_id) and span_id != "0" * 16
+    assert key.ids(3) == (trace_id, span_id) and key.ids(4) != (trace_id, span_id)
 
 
 def test_a_pending_trace_joins_a_valid_inbound_trace_with_a_span_of_its_own() -> None:

@@ -16,7 +16,15 @@ from svcgen.runtime._invocation import Invocation, lowered
 from svcgen.runtime._mesh.exporters import InMemoryExporter, QueueExporter
 from svcgen.runtime._mesh.issues import IssueAggregator
 from svcgen.runtime._mesh.messages import MAX_TEXT
-from svcgen.runtime._mesh.traces import LOG_EVERY, REANCHOR_SECONDS, TraceEvent, TraceMiddleware, TraceRecord
+from svcgen.runtime._mesh.tracecontext import TraceContext
+from svcgen.runtime._mesh.traces import (
+    LOG_EVERY,
+    REANCHOR_SECONDS,
+    TraceEvent,
+    TraceMiddleware,
+    TraceRecord,
+    entry_from_record,
+)
 from tests.support.asgi import raw_request
 from tests.support.fakes import STARTED_TEXT, GetOrder, Order, SteppingClock, Traced, registry, traced_service
 
@@ -435,3 +443,24 @@ def test_log_lines_written_during_an_invocation_carry_its_trace_and_span_ids() -
     raised = [record for record in seen if record.name == "svcgen.pipeline"]
     assert raised and all(vars(r)["trace"] == f" trace={event['traceId']} span={event['spanId']}" for r in raised)
     assert vars(seen[-1])["trace"] == ""
+
+
+def _record(held: Any, *, routed: bool = True, topic: str = "orders:get", correlation: str | None = "c-1",
+            detail: str | None = None, instance: str | None = "i-1") -> TraceRecord:
+    origin = ("orders", instance, 1_700_000_000.25, 50.0)
+    return (held, 7, origin, topic, routed, "ok" if detail is None else "unexpected-error", detail is None, "v2",
+            None if detail is None else "ValueError", 50.5, 50.5123456, correlation, "http", detail)
+
+
+@pytest.mark.parametrize("record", [
+    _record(None),
+    _record(None, instance=None, correlation=None),
+    _record("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+    _record("not a traceparent"),
+    _record(TraceContext("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7", "b7ad6b7169203331")),
+    _record(None, routed=False, topic="x" * (MAX_TEXT + 50)),
+    _record(None, correlation="c" * (MAX_TEXT + 1)),
+    _record(None, detail="why " * 400),
+], ids=["new", "bare", "joined", "bad-inbound", "decided", "unrouted-long", "long-correlation", "long-detail"])
+def test_the_reporter_builds_each_entry_as_the_event_would(record: TraceRecord) -> None:
+    assert entry_from_record(record) == TraceEvent.from_record(record).to_entry()

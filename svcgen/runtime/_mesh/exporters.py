@@ -20,7 +20,7 @@ from collections import deque
 from typing import Final, Protocol
 
 from .messages import TraceEntry
-from .traces import TraceEvent, TraceRecord
+from .traces import TraceEvent, TraceRecord, entry_from_record
 
 DEFAULT_CAP: Final = 10_000
 
@@ -102,8 +102,7 @@ class QueueExporter(InMemoryExporter):
     def drain_entries(self, max: int | None = None) -> list[TraceEntry]:
         """`drain` as the traces feed's records (the reporter's trace source), built here, off the request path;
         the feed encodes a batch of them in one pass of its compiled codec."""
-        # One event at a time: a batch of events held at once would outlive collections and cost a full one.
-        return [TraceEvent.from_record(record).to_entry() for record in self._take(max)]
+        return [entry_from_record(record) for record in self._take(max)]
 
     def take(self, max: int | None = None) -> list[TraceRecord]:
         """Remove and return up to `max` records (all when None), oldest first, as the request path left them."""

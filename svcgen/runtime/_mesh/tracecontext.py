@@ -23,6 +23,7 @@ overwritten: `HttpSender` adds hook headers only where the caller set none of th
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import logging
@@ -139,25 +140,57 @@ def resolve(trace: Trace) -> TraceContext:
     return TraceContext(joined_trace_id, span_id, parent_id, flags)
 
 
+def new_trace_ids(number: int) -> tuple[str, str]:
+    """(trace id, span id) of invocation `number` starting a new trace: what `resolve` gives it without an inbound
+    `traceparent`."""
+    return _key.ids(number)
+
+
 class _IdKey:
-    """Ids are a keyed BLAKE2b of the invocation number: a counter-mode generator, uniformly random and unguessable
-    to anyone without this process's key, as W3C asks of ids, at one hash per read rather than an OS read per
-    invocation. A forked child draws a new key, or it would repeat its parent's ids."""
+    """Ids are a keyed SHAKE-256 stream read at the invocation number (counter mode): uniformly random and
+    unguessable to anyone without this process's key, as W3C asks of ids. One hash yields the ids of `BLOCK`
+    consecutive numbers, so a read costs a slice, not a hash or an OS read. A forked child draws a new key, or it
+    would repeat its parent's ids."""
+
+    BLOCK: Final = 1024
+    KEPT_BLOCKS: Final = 8
+    """Blocks kept at once: the request path reads the newest, the reporter one a little older."""
 
     def __init__(self) -> None:
-        self.hasher = hashlib.blake2b(key=os.urandom(32), digest_size=24)
+        self.hasher = hashlib.shake_256(os.urandom(32))
+        self.blocks: dict[int, str] = {}
 
     def ids(self, number: int) -> tuple[str, str]:
+        block, index = divmod(number, self.BLOCK)
+        text = self.blocks.get(block) or self._derive(block)
+        at = index * 48
+        trace_id, span_id = text[at : at + 32], text[at + 32 : at + 48]
+        # An all-zero id is invalid: vanishingly rare, but never emitted; the number's own stream is as random.
+        if trace_id != _ZERO_TRACE and span_id != _ZERO_SPAN:
+            return trace_id, span_id
+        return self._retry(number)
+
+    def _derive(self, block: int) -> str:
+        hasher = self.hasher.copy()
+        hasher.update(b"block" + block.to_bytes(16, "little"))
+        text = hasher.hexdigest(48 * self.BLOCK)
+        blocks = self.blocks
+        if len(blocks) >= self.KEPT_BLOCKS:
+            # Any other thread doing the same leaves a dict just as good: a lost entry is derived again.
+            with contextlib.suppress(RuntimeError, KeyError, StopIteration):
+                del blocks[next(iter(blocks))]
+        blocks[block] = text
+        return text
+
+    def _retry(self, number: int) -> tuple[str, str]:
         attempt = 0
         while True:
-            hasher = self.hasher.copy()
-            hasher.update((number | attempt << 64).to_bytes(16, "little"))
-            text = hasher.hexdigest()
-            trace_id, span_id = text[:32], text[32:]
-            # An all-zero id is invalid: vanishingly rare, but never emitted; the next attempt is as random.
-            if trace_id != _ZERO_TRACE and span_id != _ZERO_SPAN:
-                return trace_id, span_id
             attempt += 1
+            hasher = self.hasher.copy()
+            hasher.update(b"retry" + (number | attempt << 64).to_bytes(24, "little"))
+            text = hasher.hexdigest(24)
+            if text[:32] != _ZERO_TRACE and text[32:] != _ZERO_SPAN:
+                return text[:32], text[32:]
 
 
 _key = _IdKey()
