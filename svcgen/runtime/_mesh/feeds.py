@@ -15,6 +15,7 @@ import orjson
 from .._codec import codec_for
 from .._health import HealthReport
 from .._http.sender import HttpSender
+from .._http.transport import lean_transport
 from .._result import Result
 from .._topics import DEFAULT_PREFIX, HEARTBEAT_TOPIC, ISSUES_TOPIC, REGISTER_TOPIC, TRACES_TOPIC, normalize_prefix
 from .._wiring import Sender
@@ -45,7 +46,8 @@ def feed_envelope(topic: str, payload: Any = None, headers: Mapping[str, str] | 
 
 class EnvelopeSender:
     """Sends by HTTP POST of the message envelope to `{collector}{prefix}/invoke`, with `authorization: Bearer
-    <token>` when given the collector's token."""
+    <token>` when given the collector's token; over `KeepAliveTransport` for a plain-HTTP collector (a feed
+    repeats one call all day), unless a `sender`, `client` or `transport` is given."""
 
     def __init__(
         self,
@@ -58,6 +60,8 @@ class EnvelopeSender:
         **sender_options: Any,
     ) -> None:
         self.url = collector_url.rstrip("/") + normalize_prefix(prefix) + "/invoke"
+        if sender is None and "client" not in sender_options and "transport" not in sender_options:
+            sender_options["transport"] = lean_transport(self.url)
         self._sender = sender or HttpSender(lambda _topic: self.url, timeout=timeout, **sender_options)
         self._headers = bearer(token)
 

@@ -1,0 +1,247 @@
+"""`KeepAliveTransport`: a lean HTTP/1.1 transport under httpx for the plain-HTTP calls a service repeats all day
+(its collector feeds).
+
+httpx's default transport (httpcore's pool over anyio and h11) costs about 0.8 ms of CPU per call on this path;
+the trace feed pays it on every batch, on the service's own core (bench/REPORT.md). This one writes the request
+itself on kept-alive asyncio connections and parses the answer with httptools (C, as uvicorn does): about a
+fifth of that. httpx stays the client: timeouts, errors and the `Response` are its own.
+
+Scope: plain `http://` only (`lean_transport` gives one only for such a URL; https, proxies and HTTP/2 stay with
+httpx's transport), request bodies read whole, no `HEAD`. One request per connection at a time; a concurrent
+call opens another connection, and up to `max_idle` idle ones are kept per origin. A kept connection the server
+closed meanwhile is noticed when its answer never starts: the request goes once more on a new connection, as
+httpcore does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Final, cast
+
+import httpx
+
+try:
+    import httptools
+except ImportError:  # pragma: no cover - uvicorn[standard] installs it; without it httpx's transport serves
+    httptools = None  # type: ignore[assignment]
+
+DEFAULT_MAX_IDLE: Final = 4
+
+Origin = tuple[str, int]
+Answer = tuple[int, list[tuple[bytes, bytes]], bytes]
+"""Status code, headers, body."""
+
+
+class _NotAnswered(Exception):
+    """The connection closed before any byte of the answer: a kept connection the server had let go."""
+
+
+class _Connection(asyncio.Protocol):
+    """One kept-alive connection: the protocol receiving its bytes and the parser reading one answer at a time."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+        self._answer: asyncio.Future[None] | None = None
+        self._parser: Any = None
+        self._started = False
+        self._headers_done = False
+        self._complete = False
+        self._keep_alive = False
+        self._status = 0
+        self._headers: list[tuple[bytes, bytes]] = []
+        self._chunks: list[bytes] = []
+
+    # -- asyncio.Protocol ------------------------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass, but writes alike
+
+    def data_received(self, data: bytes) -> None:
+        if self._parser is None:  # bytes nobody asked for: the connection cannot be trusted with a next answer
+            self.close()
+            return
+        self._started = True
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserError as exc:
+            self._fail(httpx.RemoteProtocolError(f"malformed HTTP answer ({type(exc).__name__})"))
+            self.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self._complete or self._answer is None or self._answer.done():
+            return
+        if not self._started:
+            self._fail(_NotAnswered())
+        elif self._headers_done and not self._framed():
+            self._done()  # an answer without a length ends where the connection does
+        else:
+            self._fail(httpx.RemoteProtocolError("the server closed the connection in the middle of the answer"))
+
+    # -- httptools callbacks ---------------------------------------------------------------------------------
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._headers.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        self._headers_done = True
+        # Read here: once the message is complete the parser has moved on and no longer says.
+        self._keep_alive = self._parser.should_keep_alive()
+        self._status = self._parser.get_status_code()
+
+    def on_body(self, body: bytes) -> None:
+        self._chunks.append(body)
+
+    def on_message_complete(self) -> None:
+        self._done()
+
+    # -- one exchange ----------------------------------------------------------------------------------------
+
+    async def exchange(self, head: bytes, body: bytes, timeout: float | None) -> Answer:
+        """Write one request and wait for its whole answer: (status code, headers, body). Raises `_NotAnswered`,
+        httpx's `ReadTimeout` or `RemoteProtocolError`."""
+        transport = self.transport
+        if transport is None or self.closed:
+            raise _NotAnswered
+        self._parser = httptools.HttpResponseParser(self)
+        self._started = self._headers_done = self._complete = self._keep_alive = False
+        self._status = 0
+        self._headers, self._chunks = [], []
+        self._answer = asyncio.get_running_loop().create_future()
+        transport.write(head + body if len(body) < 65536 else head)
+        if len(body) >= 65536:
+            transport.write(body)
+        try:
+            async with asyncio.timeout(timeout):
+                await self._answer
+        except TimeoutError:
+            self.close()
+            raise httpx.ReadTimeout("no answer within the read timeout") from None
+        finally:
+            self._answer = None
+        if not self._keep_alive:
+            self.close()
+        self._parser = None
+        return self._status, self._headers, b"".join(self._chunks)
+
+    def close(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.close()
+
+    def _framed(self) -> bool:
+        names = {name.lower() for name, _ in self._headers}
+        return b"content-length" in names or b"transfer-encoding" in names
+
+    def _done(self) -> None:
+        self._complete = True
+        if self._answer is not None and not self._answer.done():
+            self._answer.set_result(None)
+
+    def _fail(self, exc: Exception) -> None:
+        if self._answer is not None and not self._answer.done():
+            self._answer.set_exception(exc)
+
+
+class KeepAliveTransport(httpx.AsyncBaseTransport):
+    """See the module. `max_idle`: idle connections kept per origin."""
+
+    def __init__(self, *, max_idle: int = DEFAULT_MAX_IDLE) -> None:
+        if httptools is None:  # pragma: no cover
+            raise RuntimeError("KeepAliveTransport needs httptools (installed with uvicorn[standard])")
+        self.max_idle = max_idle
+        self._idle: dict[Origin, list[_Connection]] = {}
+        self._closed = False
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        if url.scheme != "http" or request.method == "HEAD":
+            raise httpx.UnsupportedProtocol(f"KeepAliveTransport sends plain-HTTP requests only, not {url.scheme}")
+        if self._closed:
+            raise httpx.ConnectError("the transport is closed", request=request)
+        origin = (url.host, url.port or 80)
+        timeouts = request.extensions.get("timeout") or {}
+        body = await request.aread()
+        head = _head(request)
+        connection = self._kept(origin)
+        try:
+            if connection is not None:
+                try:
+                    answer = await connection.exchange(head, body, timeouts.get("read"))
+                except _NotAnswered:
+                    self._forget(origin)  # its siblings idled as long: let them go too
+                    connection = None
+            if connection is None:
+                connection = await _connect(origin, timeouts.get("connect"), request)
+                try:
+                    answer = await connection.exchange(head, body, timeouts.get("read"))
+                except _NotAnswered:
+                    raise httpx.RemoteProtocolError(
+                        "the server closed the connection without answering", request=request
+                    ) from None
+        except httpx.TransportError as exc:
+            if connection is not None:
+                connection.close()
+            exc.request = request
+            raise
+        except BaseException:
+            if connection is not None:
+                connection.close()
+            raise
+        self._give_back(origin, connection)
+        status, headers, content = answer
+        return httpx.Response(status, headers=headers, stream=httpx.ByteStream(content), request=request)
+
+    async def aclose(self) -> None:
+        self._closed = True
+        for origin in list(self._idle):
+            self._forget(origin)
+
+    def _kept(self, origin: Origin) -> _Connection | None:
+        idle = self._idle.get(origin)
+        while idle:
+            connection = idle.pop()
+            if not connection.closed:
+                return connection
+        return None
+
+    def _give_back(self, origin: Origin, connection: _Connection) -> None:
+        idle = self._idle.setdefault(origin, [])
+        if connection.closed or self._closed or len(idle) >= self.max_idle:
+            connection.close()
+        else:
+            idle.append(connection)
+
+    def _forget(self, origin: Origin) -> None:
+        for connection in self._idle.pop(origin, []):
+            connection.close()
+
+
+def lean_transport(url: str) -> KeepAliveTransport | None:
+    """A `KeepAliveTransport` for calls to `url` when it is plain HTTP and httptools is there; else None (httpx's
+    own transport then)."""
+    if httptools is None or not url.lower().startswith("http://"):
+        return None
+    return KeepAliveTransport()
+
+
+async def _connect(origin: Origin, timeout: float | None, request: httpx.Request) -> _Connection:
+    loop = asyncio.get_running_loop()
+    where = f"{origin[0]}:{origin[1]}"
+    try:
+        async with asyncio.timeout(timeout):
+            _, connection = await loop.create_connection(_Connection, origin[0], origin[1])
+    except TimeoutError:
+        raise httpx.ConnectTimeout(f"no connection to {where} within the timeout", request=request) from None
+    except OSError as exc:
+        raise httpx.ConnectError(f"cannot connect to {where} ({type(exc).__name__})", request=request) from None
+    return connection
+
+
+def _head(request: httpx.Request) -> bytes:
+    lines = [request.method.encode("ascii"), b" ", request.url.raw_path, b" HTTP/1.1\r\n"]
+    for name, value in request.headers.raw:
+        lines += [name, b": ", value, b"\r\n"]
+    lines.append(b"\r\n")
+    return b"".join(lines)
