@@ -330,6 +330,10 @@ def _encode_utc_millis_or_none(value: datetime | None) -> str | None:
     return None if value is None else _encode_utc_millis(value)
 
 
+_WITHOUT_NONE: Final[dict[Encoder, Encoder]] = {_encode_utc_millis_or_none: _encode_utc_millis}
+"""An encoder that passes None through → the same encoder for a value known not to be None."""
+
+
 def _utc_millis_encoder(shape: Shape, encode: Encoder) -> Encoder:
     """A `utc_millis` record's encoder of one field: datetimes in the mesh's time form, anything else as compiled."""
     match shape:
@@ -1046,10 +1050,14 @@ def _record_encoder(cls: type, fields: tuple[FieldShape, ...], encoders: list[En
         items = ", ".join(f"{f.wire!r}: {value}" for f, _, value in values)
         return _define("encode", ["def encode(o):", f"    return {{{items}}}"], namespace, cls)
     lines = ["def encode(o):", "    d = {}"]
-    for f, read, value in values:
+    for index, (f, read, value) in enumerate(values):
         if f.required:
             lines.append(f"    d[{f.wire!r}] = {value}")
         else:
+            # None is left out before the encoder is called: the one that skips None need not look again.
+            inner = _WITHOUT_NONE.get(namespace.get(f"_encode{index}"))  # type: ignore[arg-type]
+            if inner is not None:
+                namespace[f"_encode{index}"] = inner
             lines += [f"    if {read} is not None:", f"        d[{f.wire!r}] = {value}"]
     lines.append("    return d")
     return _define("encode", lines, namespace, cls)

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
+import httpx
 import orjson
 
 from svcgen.runtime import HttpSender
@@ -183,3 +184,26 @@ def test_a_kept_connection_closed_before_answering_is_retried_once_on_a_new_one(
 
     assert run(calls()) == [OK, OK, OK]
     assert len(connections) == 2
+
+
+def test_a_text_answer_is_read_in_its_charset_and_an_httpx_client_can_use_the_transport() -> None:
+    async def latin(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        await receive()
+        body = "héllo".encode("latin-1")
+        await send({"type": "http.response.start", "status": 200, "headers": [
+            (b"content-type", b"text/plain; charset=latin-1"), (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+    async def calls(url: str) -> tuple[Any, str, int]:
+        async with HttpSender(url, transport=KeepAliveTransport(), timeout=5) as sender:
+            answer = await sender.send("orders:get", {})
+        async with httpx.AsyncClient(transport=KeepAliveTransport(), timeout=5) as client:
+            response = await client.post(f"{url}/x", content=b"{}")
+        return answer, response.text, response.status_code
+
+    with running(latin) as url:
+        answer, text, code = run(calls(url))
+    assert answer.status == OK and answer.payload == "héllo"
+    assert (code, text) == (200, "héllo")

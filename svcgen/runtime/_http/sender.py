@@ -30,6 +30,7 @@ from .._status import (
     is_success,
     status_for_code,
 )
+from .transport import KeepAliveTransport
 
 Target: TypeAlias = str | Mapping[str, str] | Callable[[str], str]
 """A base URL (the topic is appended as one path segment), a topic → URL map, or a topic → URL function."""
@@ -51,6 +52,8 @@ _FRAMING_REQUEST_HEADERS: Final = frozenset(
 _WIRE_RESPONSE_HEADERS: Final = frozenset(
     {"content-type", "content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive", "trailer"}
 )
+_Answer: TypeAlias = tuple[int, httpx.Headers, bytes, Callable[[], str]]
+"""Status code, headers, body, and how to read the body as text."""
 _TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 # Control characters other than HTAB: CR/LF would split the header; the rest are refused by servers.
 _BAD_VALUE_CHARS: Final = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
@@ -127,6 +130,9 @@ class HttpSender(ClosesOnExit):
         self._by_text: dict[str, httpx.URL] = {}
 
         self._owns_client = client is None
+        self._lean: KeepAliveTransport | None = transport if isinstance(transport, KeepAliveTransport) else None
+        """Called without httpx's client layer (`KeepAliveTransport.post`) for a plain-HTTP URL."""
+        self._lean_timeout = _read_timeout(timeout)
         if client is None:
             client = httpx.AsyncClient(transport=transport, timeout=DEFAULT_TIMEOUT if timeout is None else timeout)
             self._request_timeout: Any = httpx.USE_CLIENT_DEFAULT
@@ -154,18 +160,13 @@ class HttpSender(ClosesOnExit):
         left = remaining(self._clock)
         try:
             if left is None:
-                response = await self._client.post(
-                    url, content=body, headers=self._headers(wire_topic, headers), timeout=self._request_timeout
-                )
+                answer = await self._post(url, body, self._headers(wire_topic, headers))
             else:
                 # Within a deadline (a handler's, or `deadline(...)`): send what is left, wait no longer.
                 if left <= 0:
                     return Result.of(TIMEOUT, detail=f"the deadline passed before calling {where}")
                 async with asyncio.timeout(left):
-                    response = await self._client.post(
-                        url, content=body, headers=self._headers(wire_topic, headers, left),
-                        timeout=self._request_timeout,
-                    )  # fmt: skip
+                    answer = await self._post(url, body, self._headers(wire_topic, headers, left))
         except TimeoutError:
             return Result.of(TIMEOUT, detail=f"the deadline passed while calling {where}")
         # TimeoutException is a TransportError: it must be matched first.
@@ -175,7 +176,7 @@ class HttpSender(ClosesOnExit):
             return Result.of(SERVICE_UNAVAILABLE, detail=f"cannot reach {where} ({type(exc).__name__})")
         except Exception as exc:
             return Result.of(UNEXPECTED_ERROR, detail=f"sending to {where} failed ({type(exc).__name__})")
-        return self._result(response, where)
+        return self._result(*answer, where)
 
     async def aclose(self) -> None:
         self._closed = True
@@ -218,13 +219,23 @@ class HttpSender(ClosesOnExit):
         wire.append((self._topic_header.encode("ascii"), wire_topic))
         return wire
 
+    async def _post(self, url: httpx.URL, body: bytes, headers: list[tuple[bytes, bytes]]) -> _Answer:
+        if self._lean is not None and url.scheme == "http":
+            code, raw, content = await self._lean.post(url, headers, body, self._lean_timeout)
+            # The body as text only for an answer that is not JSON: httpx's own reading of its charset.
+            answer = httpx.Response(code, headers=raw, content=content)
+            return code, answer.headers, content, lambda: answer.text
+        response = await self._client.post(url, content=body, headers=headers, timeout=self._request_timeout)
+        return response.status_code, response.headers, response.content, lambda: response.text
+
     # -- response --------------------------------------------------------------------------------------------
 
-    def _result(self, response: httpx.Response, where: str) -> Result[Any]:
-        code = response.status_code
+    def _result(
+        self, code: int, answer: httpx.Headers, content: bytes, text: Callable[[], str], where: str
+    ) -> Result[Any]:
         status = status_for_code(code)
-        headers = {name: value for name, value in response.headers.items() if name not in _WIRE_RESPONSE_HEADERS}
-        is_json, payload = _read_body(response)
+        headers = {name: value for name, value in answer.items() if name not in _WIRE_RESPONSE_HEADERS}
+        is_json, payload = _read_body(content, answer.get("content-type"), text)
         if not is_success(status):
             detail = _failure_detail(payload) if is_json else None
             return Result.of(status, detail=detail or f"HTTP {code} from {where}", headers=headers)
@@ -325,17 +336,25 @@ def _header_value(value: object) -> bytes | None:
         return None
 
 
-def _read_body(response: httpx.Response) -> tuple[bool, Any]:
+def _read_body(content: bytes, content_type: str | None, text: Callable[[], str]) -> tuple[bool, Any]:
     """`(is_json, payload)`: parsed JSON when the body is JSON, `None` when empty, else the text."""
-    content = response.content
     if not content:
         return True, None
-    if _json_media(response.headers.get("content-type")):
+    if _json_media(content_type):
         try:
             return True, orjson.loads(content)
         except orjson.JSONDecodeError:
             pass
-    return False, response.text
+    return False, text()
+
+
+def _read_timeout(timeout: float | httpx.Timeout | None) -> float:
+    """The seconds a lean call waits to connect and then for its answer."""
+    if timeout is None:
+        return DEFAULT_TIMEOUT
+    if isinstance(timeout, httpx.Timeout):
+        return max((value for value in (timeout.connect, timeout.read) if value is not None), default=DEFAULT_TIMEOUT)
+    return float(timeout)
 
 
 def _json_media(content_type: str | None) -> bool:
