@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from .._descriptor import Identity
+from .._http.transport import KeepAliveTransport, lean_transport
 from .._topics import UNKNOWN_TOPIC
 from .._wiring import WiringError
 from .exporters import QueueExporter
@@ -53,6 +54,7 @@ SCHEDULE_DELAY_ENV: Final = "OTEL_BSP_SCHEDULE_DELAY"
 """Milliseconds between batches while fewer than a full batch wait (OpenTelemetry's batch span processor setting)."""
 TRACES_PATH: Final = "/v1/traces"
 CONTENT_TYPE: Final = "application/x-protobuf"
+_PROTOBUF_HEADERS: Final = [(b"content-type", CONTENT_TYPE.encode())]
 MISSING_EXTRA: Final = "OTLP export needs opentelemetry-proto: pip install 'svcgen[otlp]'"
 RPC_SYSTEM: Final = "svcgen"
 SCOPE_NAME: Final = "svcgen"
@@ -231,7 +233,10 @@ class OtlpExporter:
         self.failed = 0
         """Spans of batches the receiver did not take (unreachable, refusing, timed out) or rejected in part."""
         self.batches = 0
-        self._transport = transport
+        self._transport = transport if transport is not None else lean_transport(endpoint)
+        self._lean = self._transport if isinstance(self._transport, KeepAliveTransport) else None
+        """Posted to without httpx's client layer (a plain-HTTP receiver, no transport given)."""
+        self._url = httpx.URL(endpoint)
         self._client: httpx.AsyncClient | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
@@ -276,6 +281,9 @@ class OtlpExporter:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+        if self._lean is not None:
+            await self._lean.aclose()
+            self._lean = self._transport = lean_transport(self.endpoint)  # a stopped exporter may start again
         if self.undelivered:
             logger.warning("%d span(s) never reached the OTLP receiver %s (%d dropped by the full queue)",
                            self.undelivered, self.endpoint, self.dropped)
@@ -299,17 +307,21 @@ class OtlpExporter:
     async def _post(self, encode: Callable[[], bytes], count: int) -> bool:
         try:
             body = encode()
-            client = self._client or httpx.AsyncClient(transport=self._transport, timeout=self.timeout)
-            self._client = client
-            answer = await client.post(self.endpoint, content=body, headers={"content-type": CONTENT_TYPE})
+            if self._lean is not None:
+                code, _, content = await self._lean.post(self._url, _PROTOBUF_HEADERS, body, self.timeout)
+            else:
+                client = self._client or httpx.AsyncClient(transport=self._transport, timeout=self.timeout)
+                self._client = client
+                answer = await client.post(self.endpoint, content=body, headers={"content-type": CONTENT_TYPE})
+                code, content = answer.status_code, answer.content
         except asyncio.CancelledError:
             self.failed += count
             raise
         except Exception as exc:
             return self._lost(count, type(exc).__name__)
-        if not answer.is_success:
-            return self._lost(count, f"HTTP {answer.status_code}")
-        rejected = min(count, self.encoder.rejected(answer.content))
+        if not 200 <= code < 300:
+            return self._lost(count, f"HTTP {code}")
+        rejected = min(count, self.encoder.rejected(content))
         self.batches += 1
         self.exported += count - rejected
         return not rejected or self._lost(rejected, "rejected by the receiver")
