@@ -14,7 +14,13 @@ from hypothesis import strategies as st
 
 from svcgen.runtime import HttpApp, JsonLimits, Limits
 from svcgen.runtime._http.limits import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_HEADERS
-from svcgen.runtime._jsonlimits import DEFAULT_MAX_JSON_CONTAINERS, DEFAULT_MAX_JSON_DEPTH, JsonRefused, parse_json
+from svcgen.runtime._jsonlimits import (
+    COUNT_DIRECTLY_BELOW,
+    DEFAULT_MAX_JSON_CONTAINERS,
+    DEFAULT_MAX_JSON_DEPTH,
+    JsonRefused,
+    parse_json,
+)
 from tests.support.asgi import raw_request
 from tests.support.server import running
 
@@ -316,11 +322,12 @@ def _reference(text: str, max_depth: int, max_containers: int) -> str | None:
 
 @settings(max_examples=400, deadline=None)
 @given(text=_texts, max_depth=st.integers(1, 5), max_containers=st.integers(1, 12), wrap=st.integers(0, 3),
-       as_bytes=st.booleans())  # fmt: skip
+       as_bytes=st.booleans(), padded=st.booleans())  # fmt: skip
 def test_parse_json_agrees_with_the_reference(
-    text: str, max_depth: int, max_containers: int, wrap: int, as_bytes: bool
+    text: str, max_depth: int, max_containers: int, wrap: int, as_bytes: bool, padded: bool
 ) -> None:
-    text = "[" * wrap + text + "]" * wrap
+    # Padded past COUNT_DIRECTLY_BELOW, the text's marks are taken out before counting: both ways must agree.
+    text = "[" * wrap + text + "]" * wrap + (" " * COUNT_DIRECTLY_BELOW if padded else "")
     expected = _reference(text, max_depth, max_containers)
     limits = JsonLimits(max_depth=max_depth, max_containers=max_containers)
     try:

@@ -778,3 +778,31 @@ def test_bounded_text_and_numbers_checked_inline_decide_as_the_full_decoder(body
     with pytest.raises(DecodeError) as info:
         codec.decode(body)
     assert info.value.violations == [violation]
+
+
+@dataclasses.dataclass
+class _WithInitVar:
+    first: int
+    scale: dataclasses.InitVar[int] = 1
+    last: int = 0
+
+    def __post_init__(self, scale: int) -> None:
+        self.first *= scale
+
+
+@dataclasses.dataclass(kw_only=True)
+class _KeywordOnly:
+    first: int
+    last: int = 0
+
+
+@dataclasses.dataclass
+class _Plain:
+    first: int
+    last: int = 0
+
+
+@pytest.mark.parametrize("cls", [_WithInitVar, _KeywordOnly, _Plain])
+def test_each_decoded_value_lands_in_its_own_field_however_the_constructor_takes_them(cls: type) -> None:
+    decoded = codec_for(cls).decode({"first": 5, "last": 7})
+    assert (decoded.first, decoded.last) == (5, 7)
