@@ -804,5 +804,5 @@ class _Plain:
 
 @pytest.mark.parametrize("cls", [_WithInitVar, _KeywordOnly, _Plain])
 def test_each_decoded_value_lands_in_its_own_field_however_the_constructor_takes_them(cls: type) -> None:
-    decoded = codec_for(cls).decode({"first": 5, "last": 7})
+    decoded: Any = codec_for(cls).decode({"first": 5, "last": 7})
     assert (decoded.first, decoded.last) == (5, 7)
