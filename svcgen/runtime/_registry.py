@@ -96,7 +96,7 @@ class Registration:
     def topic(self) -> str:
         return self.key.id
 
-    @property
+    @cached_property  # read on every invocation
     def version(self) -> str:
         return self.key.version
 

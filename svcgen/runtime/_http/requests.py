@@ -46,11 +46,13 @@ def query_fields(scope: AsgiScope) -> dict[str, str]:
         raise QueryNotUtf8("query is not valid UTF-8") from None
 
 
-async def read_body(receive: Receive, limit: int) -> bytes:
+async def read_body(receive: Receive, limit: int, first: Message | None = None) -> bytes:
+    """The whole body, at most `limit` bytes (`BodyTooLarge` past it); `first`: its first message, already
+    received."""
     chunks: list[bytes] = []
     size = 0
     while True:
-        message = await receive()
+        message, first = (first, None) if first is not None else (await receive(), None)
         if message.get("type") == "http.disconnect":
             raise ClientDisconnected
         chunk = message.get("body") or b""
