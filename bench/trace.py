@@ -2,8 +2,9 @@
 
 In-process, plain and traced runs alternate (plain, traced, traced, plain, ...) so that a machine slowing down or
 speeding up during the run weighs on both alike; the overhead is the median of the per-round ratios. After each
-traced round the reporter's share is done as it is on every beat (drain the queue, encode the events) and timed
-on its own: a request no longer waits for it, but the process still pays it.
+traced round the reporter's share is done as it is on every beat (drain the queue into wire entries, frame the
+batch and its envelope as JSON) and timed on its own: a request no longer waits for it, but the process still pays
+it.
 """
 
 from __future__ import annotations
@@ -15,18 +16,19 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import orjson
+
 from bench.harness import REPEATS, Figure, Recorder, run
 from bench.http import BODY, LOAD_CONCURRENCY, LOAD_REQUESTS, in_process, server_cpu_us_per_request, update
 from svcgen.runtime import Identity, Registry, Service
-from svcgen.runtime._codec import codec_for
 from svcgen.runtime._http.app import create_app
 from svcgen.runtime._mesh.exporters import QueueExporter
+from svcgen.runtime._mesh.feeds import feed_envelope, trace_batch
 from svcgen.runtime._mesh.issues import IssueAggregator
-from svcgen.runtime._mesh.messages import TraceBatch
 from svcgen.runtime._mesh.traces import TraceMiddleware
+from svcgen.runtime._topics import TRACES_TOPIC
 
 CALLS = 20_000
-encode_trace_batch = codec_for(TraceBatch).encode
 ROUNDS = 2 * REPEATS
 
 
@@ -65,8 +67,8 @@ def alternating_rounds(queue: QueueExporter) -> tuple[list[float], list[float], 
             for name in order:
                 (plain if name == "plain" else traced).append(await timed(name))
             started = time.perf_counter()
-            events = queue.drain_entries()
-            encode_trace_batch(TraceBatch(events, "bench"))
+            events = queue.drain_wire()
+            orjson.dumps(feed_envelope(TRACES_TOPIC, trace_batch(events, "bench")))
             drained.append((time.perf_counter() - started) / len(events) * 1e6)
         return plain, traced, drained
 

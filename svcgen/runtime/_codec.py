@@ -321,7 +321,10 @@ _last_second: tuple[int, str] = (-1, "")
 _MILLIS_SUFFIX: Final = tuple(f".{millis:03d}Z" for millis in range(1000))
 
 
-def _encode_utc_millis(value: datetime) -> str:
+def _encode_utc_millis(value: datetime | float) -> str:
+    """A datetime, or the epoch seconds the mesh's clocks read (a values encoder's caller may hold those)."""
+    if not isinstance(value, datetime):
+        return utc_millis_text(value)
     if value.tzinfo is not UTC and value.utcoffset() is None:
         raise ValueError("a naive datetime has no RFC 3339 form; give it a timezone")
     return utc_millis_text(value.timestamp())
@@ -866,13 +869,33 @@ class _Compiler:
         compiled = [self.compile(f.shape) for f in fields]
         closed = shape.meta is not None and shape.meta.closed
         decode = _record_decoder(cls, fields, [decode for decode, _ in compiled], closed)
-        omit_null = shape.meta is not None and shape.meta.omit_null
-        encoders = [encode for _, encode in compiled]
-        if shape.meta is not None and shape.meta.utc_millis:
-            encoders = [_utc_millis_encoder(f.shape, encode) for f, encode in zip(fields, encoders, strict=True)]
-        encode = _record_encoder(cls, fields, encoders, omit_null)
+        encode = _record_encoder(shape, _field_encoders(shape, [encode for _, encode in compiled]))
         cell.decode, cell.encode = decode, encode
         return decode, encode
+
+
+def values_encoder(cls: type) -> Callable[..., dict[str, Any]]:
+    """`encode` of the record `cls` taking its field values (positionally, in field order) rather than an instance:
+    for a record a hot path writes straight from values it holds (a trace entry per traced invocation), with the
+    same wire rule as `codec_for(cls).encode`. Compiled once per record."""
+    encoder = _VALUES_ENCODERS.get(cls)
+    if encoder is None:
+        shape = shape_of(cls)
+        if not isinstance(shape, RecordShape):
+            raise TypeError(f"{cls.__qualname__} is not a record")
+        compiler = _Compiler()
+        encoders = _field_encoders(shape, [compiler.compile(f.shape)[1] for f in shape.fields])
+        encoder = _VALUES_ENCODERS[cls] = _record_encoder(shape, encoders, from_values=True)
+    return encoder
+
+
+_VALUES_ENCODERS: dict[type, Callable[..., dict[str, Any]]] = {}
+
+
+def _field_encoders(shape: RecordShape, encoders: list[Encoder]) -> list[Encoder]:
+    if shape.meta is not None and shape.meta.utc_millis:
+        return [_utc_millis_encoder(f.shape, encode) for f, encode in zip(shape.fields, encoders, strict=True)]
+    return encoders
 
 
 def _list_mapper(items: Shape, decode_item: Decoder) -> Callable[[Any], list[Any]]:
@@ -1052,21 +1075,28 @@ def _violations(fields: tuple[FieldShape, ...], decoders: list[Decoder], closed:
     return collect
 
 
-def _record_encoder(cls: type, fields: tuple[FieldShape, ...], encoders: list[Encoder], omit_null: bool) -> Encoder:
-    """One dict display; with `omit_null`, an optional field holding None is left out (the others keep their order)."""
+def _record_encoder(shape: RecordShape, encoders: list[Encoder], *, from_values: bool = False) -> Encoder:
+    """One dict display; with `omit_null`, an optional field holding None is left out (the others keep their order).
+    `from_values`: the function takes the field values positionally instead of the record."""
+    cls, fields = shape.cls, shape.fields
+    omit_null = shape.meta is not None and shape.meta.omit_null
     namespace: dict[str, Any] = {"_getattr": getattr}
     values: list[tuple[FieldShape, str, str]] = []
     for index, (f, encode) in enumerate(zip(fields, encoders, strict=True)):
-        read = f"o.{f.attr}" if _is_plain_attr(f.attr) else f"_getattr(o, {f.attr!r})"
+        attribute = f"o.{f.attr}" if _is_plain_attr(f.attr) else f"_getattr(o, {f.attr!r})"
+        read = f"x{index}" if from_values else attribute
         if encode is _identity or _passes_through(f.shape):
             values.append((f, read, read))
         else:
             namespace[f"_encode{index}"] = encode
             values.append((f, read, f"_encode{index}({read})"))
+    name = "encode_values" if from_values else "encode"
+    signature = f"def {name}({', '.join(f'x{index}' for index in range(len(fields)))}):" if from_values \
+        else f"def {name}(o):"  # fmt: skip
     if not omit_null:
         items = ", ".join(f"{f.wire!r}: {value}" for f, _, value in values)
-        return _define("encode", ["def encode(o):", f"    return {{{items}}}"], namespace, cls)
-    lines = ["def encode(o):", "    d = {}"]
+        return _define(name, [signature, f"    return {{{items}}}"], namespace, cls)
+    lines = [signature, "    d = {}"]
     for index, (f, read, value) in enumerate(values):
         if f.required:
             lines.append(f"    d[{f.wire!r}] = {value}")
@@ -1077,7 +1107,7 @@ def _record_encoder(cls: type, fields: tuple[FieldShape, ...], encoders: list[En
                 namespace[f"_encode{index}"] = inner
             lines += [f"    if {read} is not None:", f"        d[{f.wire!r}] = {value}"]
     lines.append("    return d")
-    return _define("encode", lines, namespace, cls)
+    return _define(name, lines, namespace, cls)
 
 
 def _define(name: str, lines: list[str], namespace: dict[str, Any], cls: type) -> Callable[[Any], Any]:

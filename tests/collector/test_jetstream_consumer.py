@@ -77,7 +77,7 @@ def test_a_message_is_acked_only_after_the_store_committed_it(
     feeds = consumer(nats_url, collector, mesh_stream, durable="c1", retry_delay=0.2)
 
     async def run() -> tuple[tuple[int, int], tuple[int, int]]:
-        await publish(nats_url, mesh_stream, lambda f: f.traces([documents.entry(1), documents.entry(2)], "b-1"))
+        await publish(nats_url, mesh_stream, lambda f: f.traces([documents.event(1), documents.event(2)], "b-1"))
         try:
             await pull_until([feeds], lambda: feeds.retried >= 1)
             refused = await unacknowledged(nats_url, mesh_stream, "c1")
@@ -104,7 +104,7 @@ def test_a_batch_redelivered_after_a_crash_before_its_ack_is_counted_once(
     collector = documents.collector()
 
     async def run() -> None:
-        await publish(nats_url, mesh_stream, lambda f: f.traces([documents.entry(1)], "b-1"))
+        await publish(nats_url, mesh_stream, lambda f: f.traces([documents.event(1)], "b-1"))
         first = consumer(nats_url, collector, mesh_stream, durable="c2", ack_wait=1.0)
         crashed = await first._subscribe()
         (message,) = await crashed.fetch(1, timeout=5)
@@ -149,7 +149,7 @@ def test_a_malformed_message_is_terminated_counted_and_logged_once_without_holdi
                 await client.jetstream().publish(subject, data)
         finally:
             await client.close()
-        await publish(nats_url, mesh_stream, lambda f: f.traces([documents.entry(1)], "b-1"))
+        await publish(nats_url, mesh_stream, lambda f: f.traces([documents.event(1)], "b-1"))
         try:
             with caplog.at_level(logging.WARNING, "svcgen.collector.jetstream"):
                 await pull_until([feeds], lambda: feeds.ingested + feeds.malformed == 5)
@@ -177,9 +177,9 @@ def test_replicas_on_one_database_share_one_durable_consumer_and_count_every_bat
         sender = FeedSender(jetstream)
         try:
             for number in range(batches):  # the last ten resent: published twice, counted once
-                await sender.traces([documents.entry(number)], f"b-{number}")
+                await sender.traces([documents.event(number)], f"b-{number}")
             for number in range(batches - 10, batches):
-                await sender.traces([documents.entry(number)], f"b-{number}")
+                await sender.traces([documents.event(number)], f"b-{number}")
         finally:
             await jetstream.aclose()
         one = consumer(nats_url, replicas[0], mesh_stream, durable="shared", batch=5)
@@ -219,7 +219,7 @@ def test_a_collector_whose_nats_server_is_down_says_so_once_and_takes_the_feeds_
                 await asyncio.sleep(0.05)
             await asyncio.sleep(1.0)  # several retries, still one warning
             await asyncio.to_thread(server.start)
-            await publish(server.url, MeshStream(), lambda f: f.traces([documents.entry(1)], "b-1"))
+            await publish(server.url, MeshStream(), lambda f: f.traces([documents.event(1)], "b-1"))
             while feeds.ingested < 1:
                 assert loop.time() < deadline, "the consumer did not take the feed once the server was back"
                 await asyncio.sleep(0.05)
@@ -266,7 +266,7 @@ def test_a_poisoned_event_over_jetstream_is_skipped_and_its_batch_acked_on_postg
               {**documents.event(3), "service": wide, "topic": wide, "topicVersion": wide}]  # fmt: skip
 
     async def run() -> tuple[int, int]:
-        await publish(nats_url, mesh_stream, lambda f: f.traces([documents.entry(4)], "before"))  # makes the stream
+        await publish(nats_url, mesh_stream, lambda f: f.traces([documents.event(4)], "before"))  # makes the stream
         client = await nats.connect(nats_url)
         try:  # published as it is: no sender's checks in the way
             envelope = feed_envelope("svc:mesh:traces", {"events": events, "batchId": "poisoned"})
@@ -300,7 +300,7 @@ def test_a_message_the_store_never_takes_is_given_up_after_the_delivery_cap_and_
     caplog.set_level(logging.WARNING, logger="svcgen.collector.jetstream")
 
     async def run() -> tuple[int, int]:
-        await publish(nats_url, mesh_stream, lambda f: f.traces([documents.entry(1)], "never-taken"))
+        await publish(nats_url, mesh_stream, lambda f: f.traces([documents.event(1)], "never-taken"))
         try:
             await pull_until([feeds], lambda: feeds.given_up == 1)
             return await unacknowledged(nats_url, mesh_stream, "c-cap")

@@ -14,7 +14,7 @@ from svcgen.runtime._mesh.issues import IssueAggregator
 from svcgen.runtime._mesh.messages import Heartbeat, IssueBatch, ServiceDescriptor, TraceEntry
 from svcgen.runtime._mesh.traces import TraceEvent
 from tests.support.fakes import registry
-from tests.support.feeds import entry, event
+from tests.support.feeds import event
 
 
 def collector_transport(answers: dict[str, Any], seen: list[dict[str, Any]]) -> httpx.MockTransport:
@@ -47,7 +47,7 @@ def test_feeds_post_envelopes_to_the_collector_invoke_surface() -> None:
             return [
                 await feeds.register({"service": "orders"}),
                 await feeds.heartbeat({"service": "orders"}),
-                await feeds.traces([entry(1), entry(2)], "b-1"),
+                await feeds.traces([event(1), event(2)], "b-1"),
                 await feeds.issues({"issues": []}),
             ]
         finally:

@@ -60,8 +60,8 @@ def test_feeds_are_published_to_the_stream_it_creates_each_batch_with_its_id(
         try:
             return [
                 await feeds.register(documents.descriptor()),
-                await feeds.traces([documents.entry(1), documents.entry(2)], "batch-1"),
-                await feeds.traces([documents.entry(1), documents.entry(2)], "batch-1"),  # a resend
+                await feeds.traces([documents.event(1), documents.event(2)], "batch-1"),
+                await feeds.traces([documents.event(1), documents.event(2)], "batch-1"),  # a resend
                 await feeds.issues({"service": "orders", "issues": [documents.issue()], "batchId": "batch-2"}),
                 await sender.send("svc:mesh:query:fleet", {}),
             ]
@@ -103,7 +103,7 @@ def test_a_batch_jetstream_did_not_take_is_kept_and_resent_with_its_id(stopped_n
 
     async def run() -> tuple[int, int, int]:
         sender = JetStreamSender(stopped_nats.url, stream, timeout=1.0)
-        events = [documents.entry(n) for n in range(3)]
+        events = [documents.event(n) for n in range(3)]
         reporter = Reporter(FeedSender(sender), build_descriptor(Identity("orders"), None), service="orders",
                             traces=lambda n: [events.pop()] if events else [], batch_ids=lambda: next(ids),
                             batch_size=1)  # fmt: skip

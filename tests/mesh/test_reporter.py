@@ -10,9 +10,8 @@ from svcgen.runtime import HealthCheckResult, Identity, Registry, Result
 from svcgen.runtime._descriptor import build_descriptor
 from svcgen.runtime._health import HealthReport
 from svcgen.runtime._mesh.feeds import FeedSender
-from svcgen.runtime._mesh.messages import TraceEntry
 from svcgen.runtime._mesh.reporter import Reporter
-from tests.support.feeds import entry
+from tests.support.feeds import event
 
 DESCRIPTOR = build_descriptor(Identity("orders", instance_id="i-1"), Registry(), [])
 MOMENT = datetime(2026, 11, 22, 10, 0, tzinfo=UTC).timestamp()
@@ -50,8 +49,8 @@ class Source:
         self.queue = deque(events or [])
         self.dropped = 0
 
-    def drain(self, n: int) -> list[TraceEntry]:
-        return [entry(1, trace=self.queue.popleft()["traceId"]) for _ in range(min(n, len(self.queue)))]
+    def drain(self, n: int) -> list[dict[str, Any]]:
+        return [event(1, trace=self.queue.popleft()["traceId"]) for _ in range(min(n, len(self.queue)))]
 
     def add(self, *events: dict[str, Any]) -> None:
         self.queue.extend(events)

@@ -12,10 +12,11 @@ import orjson
 import pytest
 
 from svcgen.runtime import Context, Identity, Next, Registry, Result, Service, create_app, current_trace
+from svcgen.runtime._codec import codec_for
 from svcgen.runtime._invocation import Invocation, lowered
 from svcgen.runtime._mesh.exporters import InMemoryExporter, QueueExporter
 from svcgen.runtime._mesh.issues import IssueAggregator
-from svcgen.runtime._mesh.messages import MAX_TEXT
+from svcgen.runtime._mesh.messages import MAX_TEXT, TraceEntry
 from svcgen.runtime._mesh.tracecontext import TraceContext
 from svcgen.runtime._mesh.traces import (
     LOG_EVERY,
@@ -24,6 +25,7 @@ from svcgen.runtime._mesh.traces import (
     TraceMiddleware,
     TraceRecord,
     entry_from_record,
+    write_entry,
 )
 from tests.support.asgi import raw_request
 from tests.support.fakes import STARTED_TEXT, GetOrder, Order, SteppingClock, Traced, registry, traced_service
@@ -463,4 +465,6 @@ def _record(held: Any, *, routed: bool = True, topic: str = "orders:get", correl
     _record(None, detail="why " * 400),
 ], ids=["new", "bare", "joined", "bad-inbound", "decided", "unrouted-long", "long-correlation", "long-detail"])
 def test_the_reporter_builds_each_entry_as_the_event_would(record: TraceRecord) -> None:
-    assert entry_from_record(record) == TraceEvent.from_record(record).to_entry()
+    expected = TraceEvent.from_record(record).to_entry()
+    assert entry_from_record(record) == expected
+    assert write_entry(record) == codec_for(TraceEntry).encode(expected)

@@ -28,7 +28,7 @@ def test_reporter_ships_the_drained_events_and_the_flushed_issues() -> None:
     collector = Collector()
     reporter = Reporter(
         FeedSender(collector), traced.service.descriptor, service="orders",
-        traces=queue.drain_entries, issues=traced.issues.flush, batch_size=2, clock=lambda: STARTED.timestamp(),
+        traces=queue.drain_wire, issues=traced.issues.flush, batch_size=2, clock=lambda: STARTED.timestamp(),
     )
 
     async def run() -> None:

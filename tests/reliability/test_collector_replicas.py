@@ -17,13 +17,9 @@ from typing import Any
 import psycopg
 import pytest
 
-from svcgen.runtime._codec import codec_for
 from svcgen.runtime._mesh.feeds import EnvelopeSender, FeedSender
-from svcgen.runtime._mesh.messages import TraceEntry
 from svcgen.runtime._status import STATUS_CODES, is_success
 from tests.support.reliability import CollectorProcess, invoke, report
-
-ENTRY = codec_for(TraceEntry).decode
 
 SERVICES = ("shop", "pay", "ship")
 STATUSES = ("ok", "ok", "ok", "unexpected-error", "timeout", "made-up")
@@ -231,7 +227,7 @@ def test_a_replica_killed_mid_stream_loses_nothing_acknowledged_and_counts_nothi
                     for attempt in range(40):
                         sender = senders[0 if attempt == 0 else 1]
                         if feed == "traces":
-                            answer = await sender.traces([ENTRY(item) for item in body["events"]], body["batchId"])
+                            answer = await sender.traces(body["events"], body["batchId"])
                         else:
                             answer = await sender.issues(body)
                         if answer.is_successful:

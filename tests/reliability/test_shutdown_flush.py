@@ -14,9 +14,8 @@ from typing import Any
 from svcgen.runtime import Identity, Registry, Result
 from svcgen.runtime._descriptor import build_descriptor
 from svcgen.runtime._mesh.feeds import FeedSender
-from svcgen.runtime._mesh.messages import TraceEntry
 from svcgen.runtime._mesh.reporter import Reporter
-from tests.support.feeds import entry
+from tests.support.feeds import event
 from tests.support.reliability import report
 
 DESCRIPTOR = build_descriptor(Identity("orders", instance_id="i-1"), Registry(), [])
@@ -42,9 +41,9 @@ class SlowCollector:
 
 
 def stop_mid_send(delay: float | None) -> tuple[Reporter, SlowCollector, float]:
-    queue = [entry(n) for n in range(EVENTS)]
+    queue = [event(n) for n in range(EVENTS)]
 
-    def drain(n: int) -> list[TraceEntry]:
+    def drain(n: int) -> list[dict[str, Any]]:
         batch = queue[:n]
         del queue[:n]
         return batch

@@ -9,8 +9,6 @@ from typing import Any
 
 from svcgen.collector import Collector, CollectorLimits, JsonFileStore, MemoryBackend, MemoryStore, Store
 from svcgen.collector.store import Backend
-from svcgen.runtime._codec import codec_for
-from svcgen.runtime._mesh.messages import TraceEntry
 
 START = 1_800_000_000.0
 START_TEXT = "2027-01-15T08:00:00.000Z"
@@ -132,11 +130,6 @@ def event(
         wire["durationMs"] = duration
     wire["startedAt"] = START_TEXT
     return wire
-
-
-def entry(n: int, **options: Any) -> TraceEntry:
-    """`event(n, ...)` as the traces feed's record (what a reporter's trace source hands `FeedSender.traces`)."""
-    return codec_for(TraceEntry).decode(event(n, **options))
 
 
 def issue(

@@ -17,10 +17,10 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import deque
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 from .messages import TraceEntry
-from .traces import TraceEvent, TraceRecord, entry_from_record
+from .traces import TraceEvent, TraceRecord, entry_from_record, write_entry
 
 DEFAULT_CAP: Final = 10_000
 
@@ -100,9 +100,13 @@ class QueueExporter(InMemoryExporter):
         return [TraceEvent.from_record(record) for record in self._take(max)]
 
     def drain_entries(self, max: int | None = None) -> list[TraceEntry]:
-        """`drain` as the traces feed's records (the reporter's trace source), built here, off the request path;
-        the feed encodes a batch of them in one pass of its compiled codec."""
+        """`drain` as the traces feed's records."""
         return [entry_from_record(record) for record in self._take(max)]
+
+    def drain_wire(self, max: int | None = None) -> list[dict[str, Any]]:
+        """`drain_entries` in wire form, each written straight from its record by `TraceEntry`'s codec: the
+        reporter's trace source, off the request path."""
+        return [write_entry(record) for record in self._take(max)]
 
     def take(self, max: int | None = None) -> list[TraceRecord]:
         """Remove and return up to `max` records (all when None), oldest first, as the request path left them."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import orjson
 
@@ -17,13 +17,16 @@ from .._health import HealthReport
 from .._http.sender import HttpSender
 from .._http.transport import lean_transport
 from .._result import Result
+from .._shapes import RecordShape, shape_of
 from .._topics import DEFAULT_PREFIX, HEARTBEAT_TOPIC, ISSUES_TOPIC, REGISTER_TOPIC, TRACES_TOPIC, normalize_prefix
 from .._wiring import Sender
-from .messages import CheckResult, HealthDocument, Heartbeat, TraceBatch, TraceEntry
+from .messages import CheckResult, HealthDocument, Heartbeat, RawTraceBatch
 
 logger = logging.getLogger("svcgen.mesh.feeds")
 _ENCODE_HEARTBEAT: Final = codec_for(Heartbeat).encode
-_ENCODE_TRACE_BATCH: Final = codec_for(TraceBatch).encode
+_ENCODE_TRACE_BATCH: Final = codec_for(RawTraceBatch).encode
+_EVENTS_KEY: Final = next(f.wire for f in cast(RecordShape, shape_of(RawTraceBatch)).fields if f.attr == "events")
+"""The wire name of a batch's entries."""
 
 DEFAULT_FEED_TIMEOUT = 2.0
 TOKEN_ENV = "SVCGEN_COLLECTOR_TOKEN"
@@ -102,9 +105,10 @@ class FeedSender:
     async def heartbeat(self, heartbeat: Mapping[str, Any]) -> Result[Any]:
         return await self._send(HEARTBEAT_TOPIC, heartbeat)
 
-    async def traces(self, events: Sequence[TraceEntry], batch_id: str) -> Result[Any]:
-        """`{events, batchId}`: the same id on every resend of a batch, so the collector can count it once."""
-        return await self._send(TRACES_TOPIC, _ENCODE_TRACE_BATCH(TraceBatch(list(events), batch_id)))
+    async def traces(self, events: Sequence[Mapping[str, Any]], batch_id: str) -> Result[Any]:
+        """`{events, batchId}` of entries in wire form (as `TraceEntry`'s codec writes them): the same id on every
+        resend of a batch, so the collector can count it once."""
+        return await self._send(TRACES_TOPIC, trace_batch(events, batch_id))
 
     async def issues(self, batch: Mapping[str, Any]) -> Result[Any]:
         """`{service, issues, batchId}`, the id set by the reporter and kept on every resend."""
@@ -116,6 +120,13 @@ class FeedSender:
         except Exception as exc:
             logger.warning("feed %s failed: %s", topic, type(exc).__name__)
             return Result.unexpected_error(f"feed {topic} failed ({type(exc).__name__})")
+
+
+def trace_batch(events: Sequence[Mapping[str, Any]], batch_id: str) -> dict[str, Any]:
+    """The traces feed's `{events, batchId}` around entries already in wire form."""
+    batch: dict[str, Any] = _ENCODE_TRACE_BATCH(RawTraceBatch([], batch_id))
+    batch[_EVENTS_KEY] = list(events)  # already written: the codec would walk every value again
+    return batch
 
 
 def heartbeat_document(

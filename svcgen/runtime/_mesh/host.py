@@ -157,7 +157,7 @@ class MeshHost:
             service=self.identity.service,
             instance_id=self.instance_id,
             health=app.service.check_health,
-            traces=self.queue.drain_entries,
+            traces=self.queue.drain_wire,
             backlog=self.queue.__len__,
             dropped=lambda: self.queue.dropped,
             issues=self.issues.flush if self.issues is not None else None,

@@ -175,6 +175,10 @@ class TraceBatch:
 
 @dataclass(frozen=True, slots=True)
 class RawTraceBatch:
+    """A batch whose entries are wire forms: what the collector reads first, and what the reporter sends (each
+    entry written by `TraceEntry`'s codec)."""
+
+    __svcgen_meta__: ClassVar[Meta] = _MESH
     events: list[Any]
     batch_id: Text | None = None
 

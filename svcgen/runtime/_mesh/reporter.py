@@ -31,7 +31,6 @@ from .._result import Result
 from .._status import BAD_REQUEST
 from .clock import WallClock, wall_clock
 from .feeds import REREGISTER_KEY, FeedSender, heartbeat_document
-from .messages import TraceEntry
 
 logger = logging.getLogger("svcgen.mesh.reporter")
 
@@ -47,8 +46,8 @@ DEFAULT_ISSUE_RETRY_CAP: Final = 100
 """Issue batches kept for resending; past it the oldest are dropped, counted."""
 
 HealthSource = Callable[[], Awaitable[HealthReport]]
-TraceSource = Callable[[int], Sequence[TraceEntry]]
-"""Drains at most n trace events, as the traces feed's records."""
+TraceSource = Callable[[int], Sequence[Mapping[str, Any]]]
+"""Drains at most n trace events, as the traces feed's entries in wire form."""
 IssueSource = Callable[[str], Mapping[str, Any]]
 """Flushes the issue window into a batch carrying the given batch id (wire form)."""
 BatchIds = Callable[[], str]
@@ -61,7 +60,7 @@ def new_batch_id() -> str:
 @dataclass(frozen=True, slots=True)
 class _TraceBatch:
     batch_id: str
-    events: Sequence[TraceEntry]
+    events: Sequence[Mapping[str, Any]]
 
 
 class Reporter:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
+from .._codec import values_encoder
 from .._context import Context
 from .._descriptor import Identity
 from .._pipeline import BindingFailure, Next, cancelled_from_outside
@@ -195,9 +196,10 @@ class TraceEvent:
         )
 
 
-def entry_from_record(record: TraceRecord) -> TraceEntry:
-    """`TraceEvent.from_record(record).to_entry()` in one step, without the event: the reporter makes one per
-    traced invocation (a test holds the two equal)."""
+def entry_values(record: TraceRecord) -> tuple[Any, ...]:
+    """The `TraceEntry` field values of a record, in field order, `startedAt` as epoch seconds:
+    `TraceEvent.from_record(record).to_entry()` without the event (a test holds the two equal). The reporter
+    writes one per traced invocation (`write_entry`)."""
     (held, number, origin, topic, routed, status, _, version, exception_type, started, ended, correlation_id,
      transport, failure_detail) = record
     parent_span_id: str | None
@@ -210,7 +212,7 @@ def entry_from_record(record: TraceRecord) -> TraceEntry:
     service, instance_id, wall, monotonic = origin
     if not routed and len(topic) > MAX_TEXT:
         topic = topic[: MAX_TEXT - 1] + "…"
-    return TraceEntry(
+    return (
         trace_id,
         span_id,
         service,
@@ -221,11 +223,27 @@ def entry_from_record(record: TraceRecord) -> TraceEntry:
         (version or None) if routed else None,
         exception_type or None,
         round((ended - started) * 1000.0, 3),
-        datetime.fromtimestamp(wall + (started - monotonic), UTC),
+        wall + (started - monotonic),
         correlation_id if correlation_id and len(correlation_id) <= MAX_TEXT else None,
         transport or None,
         _cut(failure_detail) if failure_detail else None,
     )
+
+
+def entry_from_record(record: TraceRecord) -> TraceEntry:
+    """The record as the traces feed's `TraceEntry`."""
+    values = list(entry_values(record))
+    values[10] = datetime.fromtimestamp(values[10], UTC)
+    return TraceEntry(*values)
+
+
+_WRITE_ENTRY: Final = values_encoder(TraceEntry)
+
+
+def write_entry(record: TraceRecord) -> dict[str, Any]:
+    """The record's trace entry in wire form, written by `TraceEntry`'s codec from the values, no record object
+    between (what the reporter sends)."""
+    return _WRITE_ENTRY(*entry_values(record))
 
 
 class TraceMiddleware:
