@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import httpx
 import orjson
+import pytest
 
 from svcgen.runtime import HttpSender
 from svcgen.runtime._http.transport import KeepAliveTransport, lean_transport
@@ -147,9 +148,17 @@ def test_refused_and_slow_servers_are_failed_results_not_exceptions() -> None:
         assert run(slow(url)).status == TIMEOUT
 
 
-def test_only_plain_http_gets_the_lean_transport() -> None:
+def test_only_plain_http_straight_to_its_host_gets_the_lean_transport(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
     assert isinstance(lean_transport("http://collector:8700/svc/invoke"), KeepAliveTransport)
     assert lean_transport("https://collector:8700/svc/invoke") is None
+    # A proxy in the environment: httpx's transport, which goes through it, as an httpx client would.
+    monkeypatch.setenv("http_proxy", "http://proxy.internal:3128")
+    assert lean_transport("http://collector:8700/svc/invoke") is None
+    monkeypatch.setenv("no_proxy", "collector,localhost")
+    assert isinstance(lean_transport("http://collector:8700/svc/invoke"), KeepAliveTransport)
+    assert lean_transport("http://elsewhere:8700/svc/invoke") is None
 
 
 def test_a_kept_connection_closed_before_answering_is_retried_once_on_a_new_one() -> None:

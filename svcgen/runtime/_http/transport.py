@@ -16,6 +16,7 @@ httpcore does.
 from __future__ import annotations
 
 import asyncio
+import urllib.request
 from typing import Any, Final, cast
 
 import httpx
@@ -238,10 +239,16 @@ class KeepAliveTransport(httpx.AsyncBaseTransport):
 
 
 def lean_transport(url: str) -> KeepAliveTransport | None:
-    """A `KeepAliveTransport` for calls to `url` when it is plain HTTP and httptools is there; else None (httpx's
-    own transport then)."""
+    """A `KeepAliveTransport` for calls to `url` when it is plain HTTP, goes straight to its host and httptools is
+    there; else None: httpx's own transport, which also honours an `http_proxy`/`all_proxy` of the environment
+    (unless `no_proxy` names the host), as an httpx client does."""
     if httptools is None or not url.lower().startswith("http://"):
         return None
+    proxies = urllib.request.getproxies_environment()
+    if proxies.get("http") or proxies.get("all"):
+        host = httpx.URL(url).host
+        if not urllib.request.proxy_bypass(host):
+            return None
     return KeepAliveTransport()
 
 
