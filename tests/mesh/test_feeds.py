@@ -9,7 +9,7 @@ import orjson
 from svcgen.runtime import Context, Dependencies, HealthCheckResult, Identity, Result, TraceContext, codec_for
 from svcgen.runtime._descriptor import build_descriptor
 from svcgen.runtime._health import HealthReport
-from svcgen.runtime._mesh.feeds import EnvelopeSender, FeedSender, heartbeat_document
+from svcgen.runtime._mesh.feeds import MAX_TRACE_BATCH_BYTES, EnvelopeSender, FeedSender, heartbeat_document
 from svcgen.runtime._mesh.issues import IssueAggregator
 from svcgen.runtime._mesh.messages import Heartbeat, IssueBatch, ServiceDescriptor, TraceEntry
 from svcgen.runtime._mesh.traces import TraceEvent
@@ -133,3 +133,58 @@ def test_what_a_reporter_sends_is_byte_for_byte_what_the_collectors_records_enco
         assert orjson.dumps(codec.encode(codec.decode(body))) == orjson.dumps(body), record.__name__
     assert bodies[1][1]["startedAt"] == "2026-11-22T10:00:00.123Z"
     assert bodies[2][1]["issues"][0]["firstSeen"] == "2026-11-22T10:00:00.123Z"
+
+
+def _long_event(n: int) -> dict[str, Any]:
+    """An entry with every optional text near its cap and full of quotes: the heaviest a batch can carry."""
+    quoted = 'a "quoted" word, '
+    return {**event(n), "correlationId": (quoted * 20)[:250], "exceptionType": "E" * 200,
+            "failureDetail": (quoted * 80)[:1000], "status": "unexpected-error"}  # fmt: skip
+
+
+def test_a_batch_too_heavy_for_the_collectors_body_limit_goes_in_halves_with_ids_kept_on_resend() -> None:
+    class Recording:
+        def __init__(self, refuse: str | None = None) -> None:
+            self.ids: list[str] = []
+            self.refuse = refuse
+
+        async def send(self, topic: str, payload: Any = None, headers: Any = None) -> Result[Any]:
+            self.ids.append(payload["batchId"])
+            if payload["batchId"] == self.refuse:
+                return Result.unexpected_error("collector unreachable")
+            return Result.ok({"accepted": len(payload["events"])})
+
+        async def aclose(self) -> None:
+            pass
+
+    events = [_long_event(n) for n in range(8)]
+    sender = Recording()
+    feeds = FeedSender(sender, max_trace_batch_bytes=len(orjson.dumps(events[:2])) * 2 + 4096)
+    sent = asyncio.run(feeds.traces(events, "b"))
+    assert sent.is_successful and sent.payload == {"accepted": 8}
+    assert sender.ids == ["b-1-1", "b-1-2", "b-2-1", "b-2-2"]
+    failing = Recording(refuse="b-1-2")
+    again = asyncio.run(FeedSender(failing, max_trace_batch_bytes=feeds.max_trace_batch_bytes).traces(events, "b"))
+    assert not again.is_successful and failing.ids == ["b-1-1", "b-1-2"]  # the first failed part answers
+
+
+def test_a_full_batch_of_the_heaviest_entries_is_taken_by_a_real_collector() -> None:
+    from svcgen.collector.service import collector_service
+    from svcgen.runtime._http.app import create_app
+    from tests.support.server import running
+
+    events = [_long_event(n) for n in range(500)]
+
+    async def send(url: str, limit: int) -> Result[Any]:
+        sender = EnvelopeSender(url)
+        try:
+            return await FeedSender(sender, max_trace_batch_bytes=limit).traces(events, f"heavy-{limit}")
+        finally:
+            await sender.aclose()
+
+    with running(create_app(collector_service(), [])) as url:
+        whole = asyncio.run(send(url, 1 << 30))
+        sent = asyncio.run(send(url, MAX_TRACE_BATCH_BYTES))
+    assert not whole.is_successful  # in one piece the collector refuses it (413), on every resend
+    assert sent.is_successful, sent
+    assert sent.payload == {"accepted": 500}

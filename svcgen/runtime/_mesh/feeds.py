@@ -31,6 +31,10 @@ _EVENTS_KEY: Final = next(f.wire for f in cast(RecordShape, shape_of(RawTraceBat
 DEFAULT_FEED_TIMEOUT = 2.0
 TOKEN_ENV = "SVCGEN_COLLECTOR_TOKEN"
 """The token of a locked collector: the collector's own (`svcgen collector serve`) and its reporters' setting."""
+MAX_TRACE_BATCH_BYTES: Final = 896 * 1024
+"""A trace batch's envelope stays under this, below a collector's default 1 MiB body limit (past it, halves)."""
+ENVELOPE_ALLOWANCE: Final = 4096
+"""Bytes the envelope adds around a batch: its topic, headers and keys."""
 REREGISTER_KEY = "reregister"
 """Set true in a heartbeat answer when the collector wants the service to register again."""
 
@@ -96,8 +100,9 @@ def _unwrap(answer: Any) -> Result[Any]:
 
 
 class FeedSender:
-    def __init__(self, sender: Sender) -> None:
+    def __init__(self, sender: Sender, *, max_trace_batch_bytes: int = MAX_TRACE_BATCH_BYTES) -> None:
         self.sender = sender
+        self.max_trace_batch_bytes = max_trace_batch_bytes
 
     async def register(self, descriptor: Mapping[str, Any]) -> Result[Any]:
         return await self._send(REGISTER_TOPIC, descriptor)
@@ -107,8 +112,23 @@ class FeedSender:
 
     async def traces(self, events: Sequence[Mapping[str, Any]], batch_id: str) -> Result[Any]:
         """`{events, batchId}` of entries in wire form (as `TraceEntry`'s codec writes them): the same id on every
-        resend of a batch, so the collector can count it once."""
-        return await self._send(TRACES_TOPIC, trace_batch(events, batch_id))
+        resend of a batch, so the collector can count it once.
+
+        A batch whose envelope could pass the collector's body limit (`MAX_TRACE_BATCH_BYTES`: long texts in
+        every entry) goes in halves, `<batchId>-1` and `<batchId>-2`, split alike on every resend; a refused
+        oversized body would otherwise be resent forever. The first failed part is the answer."""
+        batch = trace_batch(events, batch_id)
+        if len(events) < 2 or _envelope_bytes(batch) <= self.max_trace_batch_bytes:
+            return await self._send(TRACES_TOPIC, batch)
+        half = len(events) // 2
+        accepted = 0
+        for number, part in enumerate((events[:half], events[half:]), start=1):
+            sent = await self.traces(part, f"{batch_id}-{number}")
+            if not sent.is_successful:
+                return sent
+            if isinstance(sent.payload, Mapping) and isinstance(sent.payload.get("accepted"), int):
+                accepted += sent.payload["accepted"]
+        return Result.ok({"accepted": accepted})
 
     async def issues(self, batch: Mapping[str, Any]) -> Result[Any]:
         """`{service, issues, batchId}`, the id set by the reporter and kept on every resend."""
@@ -120,6 +140,12 @@ class FeedSender:
         except Exception as exc:
             logger.warning("feed %s failed: %s", topic, type(exc).__name__)
             return Result.unexpected_error(f"feed {topic} failed ({type(exc).__name__})")
+
+
+def _envelope_bytes(batch: Mapping[str, Any]) -> int:
+    """About what the batch weighs inside its envelope, where its JSON is a string: each `"` and `\\` escaped."""
+    text = orjson.dumps(batch)
+    return len(text) + text.count(b'"') + text.count(b"\\") + ENVELOPE_ALLOWANCE
 
 
 def trace_batch(events: Sequence[Mapping[str, Any]], batch_id: str) -> dict[str, Any]:
