@@ -1,10 +1,12 @@
 """`KeepAliveTransport`: a lean HTTP/1.1 transport under httpx for the plain-HTTP calls a service repeats all day
 (its collector feeds).
 
-httpx's default transport (httpcore's pool over anyio and h11) costs about 0.8 ms of CPU per call on this path;
-the trace feed pays it on every batch, on the service's own core (bench/REPORT.md). This one writes the request
-itself on kept-alive asyncio connections and parses the answer with httptools (C, as uvicorn does): about a
-fifth of that. httpx stays the client: timeouts, errors and the `Response` are its own.
+Through httpx's client and its default transport (httpcore's pool over anyio and h11) a feed POST costs the
+service about 1 ms of CPU, on every trace batch (bench/REPORT.md, "Tracing's cost"). This one writes the request
+itself on kept-alive asyncio connections and parses the answer with httptools (C, as uvicorn does). It serves
+two ways: as an httpx transport (`handle_async_request`), and called directly (`post`) by `HttpSender` and the
+OTLP exporter, which skips httpx's client layer as well: about a quarter of the cost through httpx. Errors are
+httpx's own transport errors either way.
 
 Scope: plain `http://` only (`lean_transport` gives one only for such a URL; https, proxies and HTTP/2 stay with
 httpx's transport), request bodies read whole, no `HEAD`. One request per connection at a time; a concurrent
