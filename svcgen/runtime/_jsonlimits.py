@@ -39,9 +39,9 @@ DEFAULT_MAX_JSON_CONTAINERS: Final = 10_000
 """Arrays and objects in one text. A 1 MiB text of empty arrays holds 350,000; parsing them costs ~100 ms of CPU
 and makes every later garbage collection slower. 10,000 records in one request is still a large batch."""
 NAME_DUPLICATE_MAX_BYTES: Final = 64 * 1024
+"""Texts up to this size have their repeated key named in the refusal (the standard parser finds it)."""
 COUNT_DIRECTLY_BELOW: Final = 512
 """Below this many bytes, counting `{`, `[` (and later `:`) in the text beats taking its marks out first."""
-"""Texts up to this size have their repeated key named in the refusal (the standard parser finds it)."""
 
 
 class JsonRefused(ValueError):
