@@ -4,9 +4,8 @@ import threading
 
 import pytest
 
-from svcgen.runtime import TraceContext, codec_for
+from svcgen.runtime import TraceContext
 from svcgen.runtime._mesh.exporters import Exporter, InMemoryExporter, QueueExporter
-from svcgen.runtime._mesh.messages import TraceEntry
 from svcgen.runtime._mesh.traces import TraceEvent, TraceRecord
 
 
@@ -29,7 +28,7 @@ def test_queue_drains_in_batches_oldest_first() -> None:
     for n in range(1, 6):
         queue.export(event(n))
     assert [e.span_id for e in queue.drain(2)] == [f"{1:016x}", f"{2:016x}"]
-    assert [codec_for(TraceEntry).encode(entry) for entry in queue.drain_entries(1)] == [
+    assert queue.drain_wire(1) == [
         {"traceId": f"{3:032x}", "spanId": f"{3:016x}", "service": "orders", "topic": "orders:get", "status": "ok",
          "durationMs": 1.0, "startedAt": "1970-01-01T00:00:00.000Z"}
     ]

@@ -19,8 +19,7 @@ import threading
 from collections import deque
 from typing import Any, Final, Protocol
 
-from .messages import TraceEntry
-from .traces import TraceEvent, TraceRecord, entry_from_record, write_entry
+from .traces import TraceEvent, TraceRecord, write_entry
 
 DEFAULT_CAP: Final = 10_000
 
@@ -99,13 +98,9 @@ class QueueExporter(InMemoryExporter):
         """Remove and return up to `max` events (all when None), oldest first."""
         return [TraceEvent.from_record(record) for record in self._take(max)]
 
-    def drain_entries(self, max: int | None = None) -> list[TraceEntry]:
-        """`drain` as the traces feed's records."""
-        return [entry_from_record(record) for record in self._take(max)]
-
     def drain_wire(self, max: int | None = None) -> list[dict[str, Any]]:
-        """`drain_entries` in wire form, each written straight from its record by `TraceEntry`'s codec: the
-        reporter's trace source, off the request path."""
+        """`drain` as the traces feed's entries in wire form, each written straight from its record by
+        `TraceEntry`'s codec: the reporter's trace source, off the request path."""
         return [write_entry(record) for record in self._take(max)]
 
     def take(self, max: int | None = None) -> list[TraceRecord]:

@@ -122,29 +122,12 @@ class TraceEvent:
 
     @classmethod
     def from_record(cls, record: TraceRecord) -> TraceEvent:
-        (held, number, origin, topic, routed, status, successful, version, exception_type, started, ended,
-         correlation_id, transport, failure_detail) = record
+        held, number, routed, successful = record[0], record[1], record[4], record[6]
         trace: Trace = held if isinstance(held, TraceContext) else (held, number)
-        service, instance_id, wall, monotonic = origin
-        if not routed and len(topic) > MAX_TEXT:
-            topic = topic[: MAX_TEXT - 1] + "…"
-        return cls(
-            trace,
-            service,
-            topic,
-            status,
-            instance_id or None,
-            # Only a resolved version: before routing, the context's version is what the caller asked for.
-            (version or None) if routed else None,
-            exception_type or None,
-            (ended - started) * 1000.0,
-            wall + (started - monotonic),
-            correlation_id if correlation_id and len(correlation_id) <= MAX_TEXT else None,
-            successful,
-            transport or None,
-            _cut(failure_detail) if failure_detail else None,
-            routed=routed,
-        )
+        (service, topic, status, instance_id, version, exception_type, duration_ms, started_at, correlation_id,
+         transport, failure_detail) = _readable(record)
+        return cls(trace, service, topic, status, instance_id, version, exception_type, duration_ms, started_at,
+                   correlation_id, successful, transport, failure_detail, routed=routed)  # fmt: skip
 
     def to_record(self) -> TraceRecord:
         """A record that reads back as this event (what an exporter takes); no duration or start reads back as 0."""
@@ -196,33 +179,24 @@ class TraceEvent:
         )
 
 
-def entry_values(record: TraceRecord) -> tuple[Any, ...]:
-    """The `TraceEntry` field values of a record, in field order, `startedAt` as epoch seconds:
-    `TraceEvent.from_record(record).to_entry()` without the event (a test holds the two equal). The reporter
-    writes one per traced invocation (`write_entry`)."""
-    (held, number, origin, topic, routed, status, _, version, exception_type, started, ended, correlation_id,
-     transport, failure_detail) = record
-    parent_span_id: str | None
-    if held is None:  # most invocations: a new trace
-        trace_id, span_id = new_trace_ids(number)
-        parent_span_id = None
-    else:
-        trace = held if isinstance(held, TraceContext) else resolve((held, number))
-        trace_id, span_id, parent_span_id = trace.trace_id, trace.span_id, trace.parent_span_id or None
+def _readable(record: TraceRecord) -> tuple[Any, ...]:
+    """What a record says beside its trace, as the event and the entry both read it: (service, topic, status,
+    instance id, version, exception type, duration in ms, start in epoch seconds, correlation id, transport,
+    failure detail), each None when unknown."""
+    (_, _, origin, topic, routed, status, _, version, exception_type, started, ended, correlation_id, transport,
+     failure_detail) = record
     service, instance_id, wall, monotonic = origin
     if not routed and len(topic) > MAX_TEXT:
         topic = topic[: MAX_TEXT - 1] + "…"
     return (
-        trace_id,
-        span_id,
         service,
         topic,
         status,
-        parent_span_id,
         instance_id or None,
+        # Only a resolved version: before routing, the context's version is what the caller asked for.
         (version or None) if routed else None,
         exception_type or None,
-        round((ended - started) * 1000.0, 3),
+        (ended - started) * 1000.0,
         wall + (started - monotonic),
         correlation_id if correlation_id and len(correlation_id) <= MAX_TEXT else None,
         transport or None,
@@ -230,11 +204,22 @@ def entry_values(record: TraceRecord) -> tuple[Any, ...]:
     )
 
 
-def entry_from_record(record: TraceRecord) -> TraceEntry:
-    """The record as the traces feed's `TraceEntry`."""
-    values = list(entry_values(record))
-    values[10] = datetime.fromtimestamp(values[10], UTC)
-    return TraceEntry(*values)
+def entry_values(record: TraceRecord) -> tuple[Any, ...]:
+    """The `TraceEntry` field values of a record, in field order, `startedAt` as epoch seconds: what
+    `TraceEvent.from_record(record).to_entry()` holds, without the event (a test holds the two equal). The reporter
+    writes one per traced invocation (`write_entry`)."""
+    held, number = record[0], record[1]
+    parent_span_id: str | None
+    if held is None:  # most invocations: a new trace
+        trace_id, span_id = new_trace_ids(number)
+        parent_span_id = None
+    else:
+        trace = held if isinstance(held, TraceContext) else resolve((held, number))
+        trace_id, span_id, parent_span_id = trace.trace_id, trace.span_id, trace.parent_span_id or None
+    (service, topic, status, instance_id, version, exception_type, duration_ms, started_at, correlation_id,
+     transport, failure_detail) = _readable(record)
+    return (trace_id, span_id, service, topic, status, parent_span_id, instance_id, version, exception_type,
+            round(duration_ms, 3), started_at, correlation_id, transport, failure_detail)  # fmt: skip
 
 
 _WRITE_ENTRY: Final = values_encoder(TraceEntry)
