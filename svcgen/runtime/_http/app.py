@@ -139,14 +139,10 @@ class HttpApp:
                 return
             topic, fields, path_version, static_version = call
             headers = MappingProxyType(request_headers(scope))
-            message = await receive()
-            body = message.get("body") or b""
-            if message.get("more_body") or message.get("type") != "http.request" or len(body) > self.max_body_bytes:
-                body = await read_body(receive, self.max_body_bytes, message)
             invocation = Invocation(
                 topic,
                 headers,
-                body,
+                await read_body(receive, self.max_body_bytes),
                 fields,
                 path_version,
                 static_version,

@@ -46,13 +46,12 @@ def query_fields(scope: AsgiScope) -> dict[str, str]:
         raise QueryNotUtf8("query is not valid UTF-8") from None
 
 
-async def read_body(receive: Receive, limit: int, first: Message | None = None) -> bytes:
-    """The whole body, at most `limit` bytes (`BodyTooLarge` past it); `first`: its first message, already
-    received."""
+async def read_body(receive: Receive, limit: int) -> bytes:
+    """The whole body, at most `limit` bytes (`BodyTooLarge` past it)."""
     chunks: list[bytes] = []
     size = 0
     while True:
-        message, first = (first, None) if first is not None else (await receive(), None)
+        message = await receive()
         if message.get("type") == "http.disconnect":
             raise ClientDisconnected
         chunk = message.get("body") or b""
