@@ -223,8 +223,7 @@ class HttpSender(ClosesOnExit):
         if self._lean is not None and url.scheme == "http":
             code, raw, content = await self._lean.post(url, headers, body, self._lean_timeout)
             # The body as text only for an answer that is not JSON: httpx's own reading of its charset.
-            answer = httpx.Response(code, headers=raw, content=content)
-            return code, answer.headers, content, lambda: answer.text
+            return code, httpx.Headers(raw), content, lambda: httpx.Response(code, headers=raw, content=content).text
         response = await self._client.post(url, content=body, headers=headers, timeout=self._request_timeout)
         return response.status_code, response.headers, response.content, lambda: response.text
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import urllib.request
+from collections.abc import Iterable
 from typing import Any, Final, cast
 
 import httpx
@@ -164,8 +165,9 @@ class KeepAliveTransport(httpx.AsyncBaseTransport):
         timeouts = request.extensions.get("timeout") or {}
         body = await request.aread()
         try:
+            head = _head(request.method.encode("ascii"), url.raw_path, request.headers.raw)
             status, headers, content = await self.exchange(
-                (url.host, url.port or 80), _head(request), body, timeouts.get("connect"), timeouts.get("read")
+                (url.host, url.port or 80), head, body, timeouts.get("connect"), timeouts.get("read")
             )
         except httpx.TransportError as exc:
             exc.request = request
@@ -181,12 +183,10 @@ class KeepAliveTransport(httpx.AsyncBaseTransport):
         if url.scheme != "http":
             raise httpx.UnsupportedProtocol(f"KeepAliveTransport sends plain-HTTP requests only, not {url.scheme}")
         # identity: the answer is read as it comes, never decompressed here.
-        lines = [b"POST ", url.raw_path, b" HTTP/1.1\r\nhost: ", url.netloc, b"\r\naccept-encoding: identity\r\n"
-                 b"content-length: ", str(len(body)).encode(), b"\r\n"]  # fmt: skip
-        for name, value in headers:
-            lines += [name, b": ", value, b"\r\n"]
-        lines.append(b"\r\n")
-        return await self.exchange((url.host, url.port or 80), b"".join(lines), body, timeout, timeout)
+        length = str(len(body)).encode()
+        head = _head(b"POST", url.raw_path,
+                     [(b"host", url.netloc), (b"accept-encoding", b"identity"), (b"content-length", length), *headers])
+        return await self.exchange((url.host, url.port or 80), head, body, timeout, timeout)
 
     async def exchange(
         self, origin: Origin, head: bytes, body: bytes, connect_timeout: float | None, read_timeout: float | None
@@ -267,9 +267,10 @@ async def _connect(origin: Origin, timeout: float | None) -> _Connection:
     return connection
 
 
-def _head(request: httpx.Request) -> bytes:
-    lines = [request.method.encode("ascii"), b" ", request.url.raw_path, b" HTTP/1.1\r\n"]
-    for name, value in request.headers.raw:
+def _head(method: bytes, target: bytes, headers: Iterable[tuple[bytes, bytes]]) -> bytes:
+    """A request's line and headers as they go on the wire."""
+    lines = [method, b" ", target, b" HTTP/1.1\r\n"]
+    for name, value in headers:
         lines += [name, b": ", value, b"\r\n"]
     lines.append(b"\r\n")
     return b"".join(lines)
