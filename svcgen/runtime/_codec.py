@@ -40,7 +40,7 @@ import math
 import re
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime, timezone
 from enum import Enum
 from fractions import Fraction
@@ -874,22 +874,23 @@ class _Compiler:
         return decode, encode
 
 
-def values_encoder(cls: type) -> Callable[..., dict[str, Any]]:
-    """`encode` of the record `cls` taking its field values (positionally, in field order) rather than an instance:
-    for a record a hot path writes straight from values it holds (a trace entry per traced invocation), with the
-    same wire rule as `codec_for(cls).encode`. Compiled once per record."""
-    encoder = _VALUES_ENCODERS.get(cls)
+def rows_encoder(cls: type) -> RowsEncoder:
+    """`encode` of the record `cls` over rows of its field values (in field order) rather than instances, many in one
+    call: for a batch written off a hot path straight from the values it holds (the trace entries of a feed batch),
+    each row by the same wire rule as `codec_for(cls).encode`. Compiled once per record."""
+    encoder = _ROWS_ENCODERS.get(cls)
     if encoder is None:
         shape = shape_of(cls)
         if not isinstance(shape, RecordShape):
             raise TypeError(f"{cls.__qualname__} is not a record")
         compiler = _Compiler()
         encoders = _field_encoders(shape, [compiler.compile(f.shape)[1] for f in shape.fields])
-        encoder = _VALUES_ENCODERS[cls] = _record_encoder(shape, encoders, from_values=True)
+        encoder = _ROWS_ENCODERS[cls] = _record_encoder(shape, encoders, takes="rows")
     return encoder
 
 
-_VALUES_ENCODERS: dict[type, Callable[..., dict[str, Any]]] = {}
+RowsEncoder = Callable[[Iterable[Sequence[Any]]], list[dict[str, Any]]]
+_ROWS_ENCODERS: dict[type, RowsEncoder] = {}
 
 
 def _field_encoders(shape: RecordShape, encoders: list[Encoder]) -> list[Encoder]:
@@ -1075,38 +1076,48 @@ def _violations(fields: tuple[FieldShape, ...], decoders: list[Decoder], closed:
     return collect
 
 
-def _record_encoder(shape: RecordShape, encoders: list[Encoder], *, from_values: bool = False) -> Encoder:
+def _record_encoder(shape: RecordShape, encoders: list[Encoder], *, takes: str = "record") -> Encoder:
     """One dict display; with `omit_null`, an optional field holding None is left out (the others keep their order).
-    `from_values`: the function takes the field values positionally instead of the record."""
+    `takes`: `record` (the function takes an instance) or `rows` (an iterable of field-value rows; it returns the
+    list of their dicts)."""
     cls, fields = shape.cls, shape.fields
     omit_null = shape.meta is not None and shape.meta.omit_null
     namespace: dict[str, Any] = {"_getattr": getattr}
     values: list[tuple[FieldShape, str, str]] = []
     for index, (f, encode) in enumerate(zip(fields, encoders, strict=True)):
         attribute = f"o.{f.attr}" if _is_plain_attr(f.attr) else f"_getattr(o, {f.attr!r})"
-        read = f"x{index}" if from_values else attribute
+        read = attribute if takes == "record" else f"x{index}"
         if encode is _identity or _passes_through(f.shape):
             values.append((f, read, read))
         else:
             namespace[f"_encode{index}"] = encode
             values.append((f, read, f"_encode{index}({read})"))
-    name = "encode_values" if from_values else "encode"
-    signature = f"def {name}({', '.join(f'x{index}' for index in range(len(fields)))}):" if from_values \
-        else f"def {name}(o):"  # fmt: skip
+    names = ", ".join(f"x{index}" for index in range(len(fields)))
+    name, signature = {
+        "record": ("encode", "def encode(o):"),
+        "rows": ("encode_rows", "def encode_rows(rows):"),
+    }[takes]
     if not omit_null:
-        items = ", ".join(f"{f.wire!r}: {value}" for f, _, value in values)
-        return _define(name, [signature, f"    return {{{items}}}"], namespace, cls)
-    lines = [signature, "    d = {}"]
-    for index, (f, read, value) in enumerate(values):
-        if f.required:
-            lines.append(f"    d[{f.wire!r}] = {value}")
-        else:
-            # None is left out before the encoder is called: the one that skips None need not look again.
-            inner = _WITHOUT_NONE.get(namespace.get(f"_encode{index}"))  # type: ignore[arg-type]
-            if inner is not None:
-                namespace[f"_encode{index}"] = inner
-            lines += [f"    if {read} is not None:", f"        d[{f.wire!r}] = {value}"]
-    lines.append("    return d")
+        body = [f"return {{{', '.join(f'{f.wire!r}: {value}' for f, _, value in values)}}}"]
+    else:
+        body = ["d = {}"]
+        for index, (f, read, value) in enumerate(values):
+            if f.required:
+                body.append(f"d[{f.wire!r}] = {value}")
+            else:
+                # None is left out before the encoder is called: the one that skips None need not look again.
+                inner = _WITHOUT_NONE.get(namespace.get(f"_encode{index}"))  # type: ignore[arg-type]
+                if inner is not None:
+                    namespace[f"_encode{index}"] = inner
+                body += [f"if {read} is not None:", f"    d[{f.wire!r}] = {value}"]
+        body.append("return d")
+    if takes == "rows":  # one loop in one frame; each row's dict appended where a record's is returned
+        body = [line.replace("return ", "append(", 1) + ")" if line.startswith("return ") else line for line in body]
+        row = f"({names},)" if names else "()"
+        lines = [signature, "    out = []", "    append = out.append", f"    for {row} in rows:"]
+        lines += ["        " + line for line in body] + ["    return out"]
+    else:
+        lines = [signature] + ["    " + line for line in body]
     return _define(name, lines, namespace, cls)
 
 

@@ -24,7 +24,7 @@ from svcgen.runtime._mesh.traces import (
     TraceEvent,
     TraceMiddleware,
     TraceRecord,
-    write_entry,
+    write_entries,
 )
 from tests.support.asgi import raw_request
 from tests.support.fakes import STARTED_TEXT, GetOrder, Order, SteppingClock, Traced, registry, traced_service
@@ -464,4 +464,14 @@ def _record(held: Any, *, routed: bool = True, topic: str = "orders:get", correl
     _record(None, detail="why " * 400),
 ], ids=["new", "bare", "joined", "bad-inbound", "decided", "unrouted-long", "long-correlation", "long-detail"])
 def test_the_reporter_builds_each_entry_as_the_event_would(record: TraceRecord) -> None:
-    assert write_entry(record) == codec_for(TraceEntry).encode(TraceEvent.from_record(record).to_entry())
+    assert write_entries([record]) == [codec_for(TraceEntry).encode(TraceEvent.from_record(record).to_entry())]
+
+
+def test_a_batch_of_every_kind_is_written_entry_by_entry_as_the_events_would_be() -> None:
+    """New traces take their ids in one pass over the batch; the decided and joined ones in between keep theirs."""
+    kinds = [_record(None), _record("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"), _record(None),
+             _record(TraceContext("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7")), _record(None)]
+    records = [(record[0], number, *record[2:]) for number, record in enumerate(kinds, start=1020)]  # two id blocks
+    expected = [codec_for(TraceEntry).encode(TraceEvent.from_record(record).to_entry()) for record in records]
+    assert write_entries(records) == expected
+    assert len({entry["spanId"] for entry in expected}) == len(records)

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from svcgen.runtime import DecodeError, Meta, codec_for
+from svcgen.runtime._codec import rows_encoder
 from svcgen.runtime._naming import snake_to_camel
 from svcgen.runtime._schema import schema_of
 
@@ -806,3 +807,45 @@ class _Plain:
 def test_each_decoded_value_lands_in_its_own_field_however_the_constructor_takes_them(cls: type) -> None:
     decoded: Any = codec_for(cls).decode({"first": 5, "last": 7})
     assert (decoded.first, decoded.last) == (5, 7)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Writing from rows of values, many in one call, by the record's own rule
+
+
+@dataclass
+class _Stamped:
+    __svcgen_meta__: typing.ClassVar[Meta] = Meta(omit_null=True, utc_millis=True)
+    name_text: str
+    at: datetime | None = None
+    count: int | None = None
+    tags: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _One:
+    only_field: int
+
+
+@dataclass
+class _Nothing:
+    pass
+
+
+@pytest.mark.parametrize("rows", [
+    [("a", datetime(2026, 11, 27, 1, 2, 3, 456000, tzinfo=UTC), 3, ["x"]), ("b", None, None, []), ("c", None, 0, [])],
+    [],
+])
+def test_rows_are_written_as_the_record_would_be(rows: list[tuple[Any, ...]]) -> None:
+    expected = [codec_for(_Stamped).encode(_Stamped(*row)) for row in rows]
+    assert rows_encoder(_Stamped)(rows) == expected
+    assert all("at" not in entry for entry, row in zip(expected, rows, strict=True) if row[1] is None)
+    if rows:
+        assert expected[0]["at"] == "2026-11-27T01:02:03.456Z"
+        # Epoch seconds, as the mesh's clocks read them, write the same time.
+        assert rows_encoder(_Stamped)([("a", rows[0][1].timestamp(), 3, ["x"])]) == expected[:1]
+
+
+def test_records_of_one_field_or_none_are_written_from_rows_too() -> None:
+    assert rows_encoder(_One)([(1,), (2,)]) == [{"onlyField": 1}, {"onlyField": 2}]
+    assert rows_encoder(_Nothing)([(), ()]) == [{}, {}]

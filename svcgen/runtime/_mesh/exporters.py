@@ -19,7 +19,7 @@ import threading
 from collections import deque
 from typing import Any, Final, Protocol
 
-from .traces import TraceEvent, TraceRecord, write_entry
+from .traces import TraceEvent, TraceRecord, write_entries
 
 DEFAULT_CAP: Final = 10_000
 
@@ -101,7 +101,7 @@ class QueueExporter(InMemoryExporter):
     def drain_wire(self, max: int | None = None) -> list[dict[str, Any]]:
         """`drain` as the traces feed's entries in wire form, each written straight from its record by
         `TraceEntry`'s codec: the reporter's trace source, off the request path."""
-        return [write_entry(record) for record in self._take(max)]
+        return write_entries(self._take(max))
 
     def take(self, max: int | None = None) -> list[TraceRecord]:
         """Remove and return up to `max` records (all when None), oldest first, as the request path left them."""

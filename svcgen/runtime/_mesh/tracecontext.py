@@ -29,7 +29,7 @@ import itertools
 import logging
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -140,10 +140,10 @@ def resolve(trace: Trace) -> TraceContext:
     return TraceContext(joined_trace_id, span_id, parent_id, flags)
 
 
-def new_trace_ids(number: int) -> tuple[str, str]:
-    """(trace id, span id) of invocation `number` starting a new trace: what `resolve` gives it without an inbound
-    `traceparent`."""
-    return _key.ids(number)
+def new_trace_ids_of(numbers: Iterable[int]) -> list[tuple[str, str]]:
+    """(trace id, span id) of each invocation number starting a new trace, what `resolve` gives it without an
+    inbound `traceparent`; many at once, in one call (the reporter's batch)."""
+    return _key.ids_of(numbers)
 
 
 class _IdKey:
@@ -161,14 +161,21 @@ class _IdKey:
         self.blocks: dict[int, str] = {}
 
     def ids(self, number: int) -> tuple[str, str]:
-        block, index = divmod(number, self.BLOCK)
-        text = self.blocks.get(block) or self._derive(block)
-        at = index * 48
-        trace_id, span_id = text[at : at + 32], text[at + 32 : at + 48]
-        # An all-zero id is invalid: vanishingly rare, but never emitted; the number's own stream is as random.
-        if trace_id != _ZERO_TRACE and span_id != _ZERO_SPAN:
-            return trace_id, span_id
-        return self._retry(number)
+        return self.ids_of((number,))[0]
+
+    def ids_of(self, numbers: Iterable[int]) -> list[tuple[str, str]]:
+        found: list[tuple[str, str]] = []
+        append = found.append
+        size = self.BLOCK
+        current, text = -1, ""
+        for number in numbers:
+            block, index = divmod(number, size)
+            if block != current:
+                current, text = block, self.blocks.get(block) or self._derive(block)
+            at = index * 48
+            trace_id, span_id = text[at : at + 32], text[at + 32 : at + 48]
+            append((trace_id, span_id) if trace_id != _ZERO_TRACE and span_id != _ZERO_SPAN else self._retry(number))
+        return found
 
     def _derive(self, block: int) -> str:
         hasher = self.hasher.copy()

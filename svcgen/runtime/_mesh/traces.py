@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
-from .._codec import values_encoder
+from .._codec import rows_encoder
 from .._context import Context
 from .._descriptor import Identity
 from .._pipeline import BindingFailure, Next, cancelled_from_outside
@@ -45,7 +45,7 @@ from .tracecontext import (
     continue_trace,
     current_trace,
     deactivate,
-    new_trace_ids,
+    new_trace_ids_of,
     next_invocation,
     resolve,
 )
@@ -204,31 +204,36 @@ def _readable(record: TraceRecord) -> tuple[Any, ...]:
     )
 
 
-def entry_values(record: TraceRecord) -> tuple[Any, ...]:
-    """The `TraceEntry` field values of a record, in field order, `startedAt` as epoch seconds: what
-    `TraceEvent.from_record(record).to_entry()` holds, without the event (a test holds the two equal). The reporter
-    writes one per traced invocation (`write_entry`)."""
-    held, number = record[0], record[1]
-    parent_span_id: str | None
-    if held is None:  # most invocations: a new trace
-        trace_id, span_id = new_trace_ids(number)
-        parent_span_id = None
-    else:
-        trace = held if isinstance(held, TraceContext) else resolve((held, number))
-        trace_id, span_id, parent_span_id = trace.trace_id, trace.span_id, trace.parent_span_id or None
-    (service, topic, status, instance_id, version, exception_type, duration_ms, started_at, correlation_id,
-     transport, failure_detail) = _readable(record)
-    return (trace_id, span_id, service, topic, status, parent_span_id, instance_id, version, exception_type,
-            round(duration_ms, 3), started_at, correlation_id, transport, failure_detail)  # fmt: skip
+def entry_rows(records: Sequence[TraceRecord]) -> list[tuple[Any, ...]]:
+    """The `TraceEntry` field values of each record, in field order, `startedAt` as epoch seconds: what
+    `TraceEvent.from_record(record).to_entry()` holds, without the event (a test holds the two equal). The ids of
+    new traces are derived for the whole batch at once."""
+    new_ids = iter(new_trace_ids_of([record[1] for record in records if record[0] is None]))
+    rows: list[tuple[Any, ...]] = []
+    append = rows.append
+    for record in records:
+        held = record[0]
+        parent_span_id: str | None
+        if held is None:  # most invocations: a new trace
+            trace_id, span_id = next(new_ids)
+            parent_span_id = None
+        else:
+            trace = held if isinstance(held, TraceContext) else resolve((held, record[1]))
+            trace_id, span_id, parent_span_id = trace.trace_id, trace.span_id, trace.parent_span_id or None
+        (service, topic, status, instance_id, version, exception_type, duration_ms, started_at, correlation_id,
+         transport, failure_detail) = _readable(record)
+        append((trace_id, span_id, service, topic, status, parent_span_id, instance_id, version, exception_type,
+                round(duration_ms, 3), started_at, correlation_id, transport, failure_detail))  # fmt: skip
+    return rows
 
 
-_WRITE_ENTRY: Final = values_encoder(TraceEntry)
+_WRITE_ENTRIES: Final = rows_encoder(TraceEntry)
 
 
-def write_entry(record: TraceRecord) -> dict[str, Any]:
-    """The record's trace entry in wire form, written by `TraceEntry`'s codec from the values, no record object
+def write_entries(records: Sequence[TraceRecord]) -> list[dict[str, Any]]:
+    """The records' trace entries in wire form, written by `TraceEntry`'s codec from their values, no record object
     between (what the reporter sends)."""
-    return _WRITE_ENTRY(*entry_values(record))
+    return _WRITE_ENTRIES(entry_rows(records))
 
 
 class TraceMiddleware:
