@@ -30,14 +30,14 @@ class _FailureFactory(Protocol):
 def _success(status: str) -> _SuccessFactory:
     def factory(payload: Any = None, *, headers: Mapping[str, str] | None = None) -> Result[Any]:
         # _freeze inlined for the common case: a handler's answer is built on every invocation.
-        return Result(status, payload, None, _freeze(headers) if headers else _NO_HEADERS)
+        return _result(status, payload, None, _freeze(headers) if headers else _NO_HEADERS, None)
 
     return factory
 
 
 def _failure(status: str) -> _FailureFactory:
     def factory(detail: str = status, *, headers: Mapping[str, str] | None = None) -> Result[Any]:
-        return Result(status, None, detail, _freeze(headers))
+        return _result(status, None, detail, _freeze(headers), None)
 
     return factory
 
@@ -83,7 +83,7 @@ class Result(Generic[T]):
         successful: bool | None = None,
     ) -> Result[Any]:
         known = status in st.STATUS_CODES
-        return Result(status, payload, detail, _freeze(headers), None if known else bool(successful))
+        return _result(status, payload, detail, _freeze(headers), None if known else bool(successful))
 
     ok = staticmethod(_success(st.OK))
     created = staticmethod(_success(st.CREATED))
@@ -102,6 +102,29 @@ class Result(Generic[T]):
     not_implemented = staticmethod(_failure(st.NOT_IMPLEMENTED))
     service_unavailable = staticmethod(_failure(st.SERVICE_UNAVAILABLE))
     timeout = staticmethod(_failure(st.TIMEOUT))
+
+
+def _slot_setters(cls: type) -> tuple[Any, ...]:
+    return tuple(cls.__dict__[name].__set__ for name in ("status", "payload", "detail", "headers", "successful"))
+
+
+_set_status, _set_payload, _set_detail, _set_headers, _set_successful = _slot_setters(Result)
+_new = object.__new__
+
+
+def _result(
+    status: str, payload: Any, detail: str | None, headers: Mapping[str, str], successful: bool | None
+) -> Result[Any]:
+    """`Result(...)` without the frozen dataclass's `__init__` (a frame and five `object.__setattr__` calls): every
+    handler answer is built through a factory, so this halves what building one costs. Same fields, same
+    immutability."""
+    result: Result[Any] = _new(Result)
+    _set_status(result, status)
+    _set_payload(result, payload)
+    _set_detail(result, detail)
+    _set_headers(result, headers)
+    _set_successful(result, successful)
+    return result
 
 
 JSON_CONTENT_TYPE = "application/json"

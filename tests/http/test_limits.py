@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from svcgen.runtime import HttpApp, JsonLimits, Limits
 from svcgen.runtime._http.limits import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_HEADERS
+from svcgen.runtime._http.requests import BodyTooLarge, ClientDisconnected, read_body
 from svcgen.runtime._jsonlimits import (
     COUNT_DIRECTLY_BELOW,
     DEFAULT_MAX_JSON_CONTAINERS,
@@ -81,6 +82,51 @@ def test_an_oversized_body_is_413_on_every_face(path: bytes) -> None:
     assert request(app, path, b" " * 1001) == (413, {"status": "bad-request", "detail": "body exceeds 1000 bytes"})
     assert request(app, path, json.dumps(PLACE).encode().ljust(1000))[0] != 413  # exactly at the limit: read
     still_serving(app)
+
+
+def _messages(*chunks: bytes, leave: bool = False) -> Any:
+    incoming: list[dict[str, Any]] = [
+        {"type": "http.request", "body": chunk, "more_body": leave or index < len(chunks) - 1}
+        for index, chunk in enumerate(chunks)
+    ]
+    if leave:
+        incoming.append({"type": "http.disconnect"})
+
+    async def receive() -> dict[str, Any]:
+        return incoming.pop(0)
+
+    return receive
+
+
+def test_a_body_in_several_messages_is_read_whole_and_limited_across_them() -> None:
+    async def read(receive: Any, limit: int) -> bytes:
+        return await read_body(receive, limit)
+
+    assert asyncio.run(read(_messages(b"ab", b"", b"cd"), 4)) == b"abcd"
+    assert asyncio.run(read(_messages(b"abcd"), 4)) == b"abcd"
+    with pytest.raises(BodyTooLarge):
+        asyncio.run(read(_messages(b"ab", b"cd", b"e"), 4))
+    with pytest.raises(ClientDisconnected):
+        asyncio.run(read(_messages(b"ab", leave=True), 4))
+    # Served: the same body in three messages answers as in one; over the limit across them, 413.
+    app = make_app(limits=Limits(max_body_bytes=1000))
+    body = json.dumps(PLACE).encode()
+    whole = asyncio.run(_answer(app, _messages(body)))
+    assert asyncio.run(_answer(app, _messages(body[:5], body[5:9], body[9:]))) == whole
+    assert whole[0] == 201
+    assert asyncio.run(_answer(app, _messages(body, b" " * (1001 - len(body)))))[0] == 413
+
+
+async def _answer(app: HttpApp, receive: Any) -> tuple[int, bytes]:
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": "/orders", "raw_path": b"/orders", "query_string": b"",
+             "headers": [(b"content-type", b"application/json")]}  # fmt: skip
+    await app(scope, receive, send)
+    return sent[0]["status"], sent[1]["body"]
 
 
 def test_max_body_bytes_option_is_kept_as_a_shortcut() -> None:

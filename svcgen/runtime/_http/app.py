@@ -34,8 +34,9 @@ from .requests import (
     query_fields,
     read_body,
     request_headers,
+    whole_body,
 )
-from .responses import send_failure, send_outcome, send_response
+from .responses import outcome_messages, send_failure, send_response
 from .routing import METHODS, PathNotUtf8, Route, RouteError, Router, split_path, split_raw_path
 
 logger = logging.getLogger("svcgen.http")
@@ -139,10 +140,12 @@ class HttpApp:
                 return
             topic, fields, path_version, static_version = call
             headers = MappingProxyType(request_headers(scope))
+            first = await receive()
+            body = whole_body(first, self.max_body_bytes)
             invocation = Invocation(
                 topic,
                 headers,
-                await read_body(receive, self.max_body_bytes),
+                body if body is not None else await read_body(receive, self.max_body_bytes, first),
                 fields,
                 path_version,
                 static_version,
@@ -150,7 +153,9 @@ class HttpApp:
                 self._json_limits,
                 headers,
             )
-            await send_outcome(send, await self.service.invoke(invocation))
+            start, answer = outcome_messages(await self.service.invoke(invocation))  # sent here: one frame less
+            await send(start)
+            await send(answer)
         except BodyTooLarge:
             exceeded = self.limits.body_too_large()
             await send_failure(send, exceeded.code, LIMIT_STATUS, exceeded.detail)
@@ -280,13 +285,13 @@ class HttpApp:
             depth = len(base)
             if len(segments) in (depth + 1, depth + 2) and segments[:depth] == base:
                 return segments[depth], None, segments[depth + 1] if len(segments) == depth + 2 else None, ""
-        match = self.router.match(method, segments)
-        if match is None:
+        found = self.router.find(method, segments)
+        if found is None:
             return None
-        fields = match.params  # a new dict per match: the query goes under the path's fields
+        route, fields, path_version = found  # a new dict per match: the query goes under the path's fields
         if scope.get("query_string"):
             fields = {**query_fields(scope), **fields}
-        return match.route.topic, fields, match.path_version, match.route.version
+        return route.topic, fields, path_version, route.version
 
     def _refuse_shadowing(self) -> None:
         prefix = self.service.prefix

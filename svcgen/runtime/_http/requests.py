@@ -46,24 +46,37 @@ def query_fields(scope: AsgiScope) -> dict[str, str]:
         raise QueryNotUtf8("query is not valid UTF-8") from None
 
 
-async def read_body(receive: Receive, limit: int) -> bytes:
-    """The whole body, at most `limit` bytes (`BodyTooLarge` past it)."""
+def whole_body(message: Message, limit: int) -> bytes | None:
+    """The body when the request's first message carries all of it (most requests), at most `limit` bytes
+    (`BodyTooLarge` past it); None when more is to come (`read_body` with this message then reads the rest)."""
+    if message.get("type") == "http.disconnect":
+        raise ClientDisconnected
+    if message.get("more_body"):
+        return None
+    body: bytes = message.get("body") or b""
+    if len(body) > limit:
+        raise BodyTooLarge
+    return body
+
+
+async def read_body(receive: Receive, limit: int, first: Message | None = None) -> bytes:
+    """The whole body, at most `limit` bytes (`BodyTooLarge` past it); `first`: the request's first message, when
+    the caller has received it already."""
+    message = first if first is not None else await receive()
+    body = whole_body(message, limit)
+    if body is not None:
+        return body
     chunks: list[bytes] = []
     size = 0
     while True:
-        message = await receive()
         if message.get("type") == "http.disconnect":
             raise ClientDisconnected
         chunk = message.get("body") or b""
-        more = message.get("more_body")
-        if not more and not chunks:  # the whole body in one message: most requests
-            if len(chunk) > limit:
-                raise BodyTooLarge
-            return chunk
         size += len(chunk)
         if size > limit:
             raise BodyTooLarge
         if chunk:
             chunks.append(chunk)
-        if not more:
+        if not message.get("more_body"):
             return b"".join(chunks)
+        message = await receive()

@@ -8,7 +8,7 @@ import orjson
 
 from .._result import JSON_CONTENT_TYPE, Outcome
 from .._status import NO_BODY_CODES
-from .requests import Send
+from .requests import Message, Send
 
 RawHeaders = list[tuple[bytes, bytes]]
 
@@ -19,30 +19,31 @@ registrations' own, so few)."""
 
 
 async def send_response(send: Send, code: int, body: bytes, headers: Mapping[str, str] | None = None) -> None:
-    raw_headers, body = _framed(code, body, _encoded(headers) if headers else _JSON_HEADERS)
-    await send({"type": "http.response.start", "status": code, "headers": raw_headers})
-    await send({"type": "http.response.body", "body": body})
+    start, answer = _messages(code, body, _encoded(headers) if headers else _JSON_HEADERS)
+    await send(start)
+    await send(answer)
 
 
-async def send_outcome(send: Send, outcome: Outcome) -> None:
+def outcome_messages(outcome: Outcome) -> tuple[Message, Message]:
+    """The two ASGI messages that answer with `outcome`: its status and headers, then its body."""
     result = outcome.result
     if result.headers:
         headers = _encoded(outcome.headers())
     else:
         key = (outcome.version, outcome.fixed)
         headers = _PLAIN_HEADERS.get(key) or _PLAIN_HEADERS.setdefault(key, _encoded(outcome.headers()))
-    code = result.http_code
-    headers, body = _framed(code, outcome.body, headers)
-    await send({"type": "http.response.start", "status": code, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    return _messages(result.http_code, outcome.body, headers)
 
 
-def _framed(code: int, body: bytes, headers: RawHeaders) -> tuple[RawHeaders, bytes]:
-    """The headers to send (a new list) and the body: the one place an answer drops its body, as HTTP's 204 and
-    304 carry none."""
+def _messages(code: int, body: bytes, headers: RawHeaders) -> tuple[Message, Message]:
+    """The start message (with a new header list) and the body message: the one place an answer drops its body, as
+    HTTP's 204 and 304 carry none."""
     if code in NO_BODY_CODES:
-        return headers.copy(), b""
-    return [*headers, (b"content-length", str(len(body)).encode())], body
+        sent, body = headers.copy(), b""
+    else:
+        sent = [*headers, (b"content-length", str(len(body)).encode())]
+    start = {"type": "http.response.start", "status": code, "headers": sent}
+    return start, {"type": "http.response.body", "body": body}
 
 
 def _encoded(headers: Mapping[str, str]) -> RawHeaders:

@@ -72,7 +72,6 @@ class Route:
         return f"{self.method} {self.path}"
 
 
-# Not frozen: every routed request builds one (a frozen dataclass sets each field through object.__setattr__).
 @dataclass(slots=True)
 class RouteMatch:
     route: Route
@@ -115,6 +114,11 @@ class Router:
         self._count += 1
 
     def match(self, method: str, segments: list[str]) -> RouteMatch | None:
+        found = self.find(method, segments)
+        return None if found is None else RouteMatch(*found)
+
+    def find(self, method: str, segments: list[str]) -> tuple[Route, dict[str, str], str | None] | None:
+        """`match` as a plain tuple (route, params, path version): what the app reads on every request."""
         best = _best(self._root, method, segments, 0)
         if best is None:
             return None
@@ -127,7 +131,7 @@ class Router:
                 path_version = value
             else:
                 params[name] = value
-        return RouteMatch(route, params, path_version)
+        return route, params, path_version
 
 
 def _best(node: _Node, method: str, segments: list[str], depth: int) -> tuple[int, Route] | None:
