@@ -118,9 +118,9 @@ def test_a_body_in_several_messages_is_read_whole_and_limited_across_them() -> N
 
 
 async def _answer(app: HttpApp, receive: Any) -> tuple[int, bytes]:
-    sent: list[dict[str, Any]] = []
+    sent: list[Any] = []
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: Any) -> None:
         sent.append(message)
 
     scope = {"type": "http", "method": "POST", "path": "/orders", "raw_path": b"/orders", "query_string": b"",
