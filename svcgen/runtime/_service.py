@@ -10,7 +10,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import cached_property
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -30,7 +30,7 @@ from ._pipeline import Middleware, Pipeline
 from ._registry import Registration, Registry
 from ._result import Outcome, Result
 from ._security import Guard, Principal, Security
-from ._topics import DEFAULT_PREFIX, HEALTHCHECK_TOPIC, MESH_TOPIC, SPEC_TOPIC, normalize_prefix
+from ._topics import DEFAULT_PREFIX, HEALTHCHECK_TOPIC, MESH_TOPIC, SPEC_TOPIC, VERSION_HEADERS, normalize_prefix
 from ._versioning import VersionSelector, requested_version
 
 logger = logging.getLogger("svcgen.service")
@@ -39,6 +39,8 @@ DEFAULT_TITLE = "Svc service"
 DEFAULT_API_VERSION = "1.0.0"
 
 _ReservedAnswer = Callable[[], Awaitable[Outcome]]
+_ADMITTED_PER_CALL: Final = frozenset({*VERSION_HEADERS, IDEMPOTENCY_KEY_HEADER})
+"""Headers that make `invoke` decide a call on its own: they pick the version or ask for an idempotent run."""
 
 
 class Service:
@@ -141,18 +143,34 @@ class Service:
                 if principal is not None:  # one caller's key never answers another's call
                     scope = f"{scope} {principal.scheme}:{principal.subject}"
                 request = fingerprint(topic, requested, invocation.fields, invocation.body)
-                run = lambda: self._run(invocation, registration, requested, principal)  # noqa: E731
+                run = lambda: self.run_selected(invocation, registration, requested, principal)  # noqa: E731
                 return await run_once(self.idempotency, scope, key, request, run)
-        return await self._run(invocation, registration, requested, principal)
+        return await self.run_selected(invocation, registration, requested, principal)
+
+    def selected_by_route(self, topic: str, static_version: str, headers: Mapping[str, str]) -> Registration | None:
+        """The registration a routed call gets when its route alone decides everything `invoke` looks at per call:
+        no guard, no version header, no idempotency key (and a topic and version the service has). None: the call
+        goes through `invoke`."""
+        if self.guard is not None or not _ADMITTED_PER_CALL.isdisjoint(headers):
+            return None
+        selected = self._versions.select(topic, static_version)
+        return selected if isinstance(selected, Registration) else None
 
     def _scope(self, registration: Registration) -> str:
         """Where a registration's idempotency keys live: service and (topic, version), named once."""
         scope = self._scopes[id(registration)] = f"{self.identity.service} {registration.key}"
         return scope
 
-    async def _run(
-        self, invocation: Invocation, registration: Registration | None, requested: str, principal: Principal | None
+    async def run_selected(
+        self,
+        invocation: Invocation,
+        registration: Registration | None,
+        requested: str = "",
+        principal: Principal | None = None,
     ) -> Outcome:
+        """One pipeline run of a call already admitted: its registration selected (None: the pipeline answers
+        the miss), its caller checked, its idempotency key honoured. What `invoke` ends with, and what a binding
+        calls directly for a call `selected_by_route` decided."""
         topic = invocation.topic
         deadline = None
         if registration is not None:

@@ -323,3 +323,65 @@ class TestNoContentAnswers:
         answer = call(self.app(), "POST", "/svc/invoke", json=envelope).json()
         assert answer["statusCode"] == "updated"
         assert json.loads(answer["body"]) == {"orderId": "o-1-renamed", "verbose": False}
+
+
+# --- a call its route decides alone skips invoke's per-call admission, with the same answer --------------------
+
+
+SHORTCUT_CASES: list[tuple[str, str, dict[str, str], Any]] = [
+    ("POST", "/orders", {}, PLACE),
+    ("POST", "/orders", {"svc-version": "v2"}, PLACE),
+    ("POST", "/orders", {"x-version": " v2 "}, PLACE),
+    ("POST", "/orders", {"version": "v9"}, PLACE),
+    ("POST", "/orders", {"idempotency-key": "k-1"}, PLACE),
+    ("POST", "/orders", {"idempotency-key": "k-1"}, PLACE),
+    ("POST", "/orders", {"svc-deadline": "5000", "x-correlation-id": "c-1"}, PLACE),
+    ("POST", "/orders", {"svc-deadline": "0"}, PLACE),
+    ("POST", "/orders", {}, {"customerId": 7}),
+    ("POST", "/v2/orders", {"svc-version": "v1"}, PLACE),
+    ("GET", "/orders/o-1?verbose=true", {}, None),
+    ("GET", "/orders/o-1?verbose=perhaps", {}, None),
+    ("HEAD", "/orders/o-1", {}, None),
+    ("DELETE", "/orders/o-1", {}, None),
+    ("POST", "/boom", {}, {}),
+    ("GET", "/mesh", {}, None),
+]
+
+
+def _answers(app: HttpApp) -> list[tuple[int, dict[str, str], bytes]]:
+    answers = []
+    for method, url, headers, body in SHORTCUT_CASES:
+        response = call(app, method, url, headers=headers, json=body) if body is not None else \
+            call(app, method, url, headers=headers)  # fmt: skip
+        answers.append((response.status_code, dict(response.headers), response.content))
+    return answers
+
+
+def test_a_call_its_route_decides_is_answered_as_invoke_answers_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    shortcut = make_app()
+    taken: list[str] = []
+    decide = shortcut.service.selected_by_route
+
+    def recording(topic: str, static_version: str, headers: Any) -> Any:
+        selected = decide(topic, static_version, headers)
+        taken.append("run_selected" if selected is not None else "invoke")
+        return selected
+
+    monkeypatch.setattr(shortcut.service, "selected_by_route", recording)
+    general = make_app()
+    monkeypatch.setattr(general.service, "selected_by_route", lambda *_: None)
+    assert _answers(shortcut) == _answers(general)
+    # Both ways were taken: version headers and idempotency keys went through invoke, plain calls did not.
+    assert taken[:5] == ["run_selected", "invoke", "invoke", "invoke", "invoke"]
+    assert taken.count("run_selected") >= 8
+
+
+def test_what_keeps_a_routed_call_on_invoke() -> None:
+    service = make_app().service
+    assert service.selected_by_route("orders:place", "v1", {}) is service.registry.get("orders:place", "v1")
+    assert service.selected_by_route("orders:get", "", {"svc-deadline": "10"}) is not None  # the run bounds it
+    for headers in ({"svc-version": "v2"}, {"version": ""}, {"x-version": "v1"}, {"idempotency-key": "k"}):
+        assert service.selected_by_route("orders:place", "v1", headers) is None
+    assert service.selected_by_route("orders:place", "", {}) is None  # two versions: the caller must pick
+    assert service.selected_by_route("orders:place", "v7", {}) is None
+    assert service.selected_by_route("no:such", "", {}) is None

@@ -153,7 +153,14 @@ class HttpApp:
                 self._json_limits,
                 headers,
             )
-            start, answer = outcome_messages(await self.service.invoke(invocation))  # sent here: one frame less
+            service = self.service
+            # A route that decides the call alone skips what `invoke` looks at per call: one frame and its lookups.
+            selected = None if path_version is not None else service.selected_by_route(topic, static_version, headers)
+            if selected is None:
+                outcome = await service.invoke(invocation)
+            else:
+                outcome = await service.run_selected(invocation, selected)
+            start, answer = outcome_messages(outcome)  # sent here: one frame less
             await send(start)
             await send(answer)
         except BodyTooLarge:
