@@ -387,17 +387,30 @@ def under_load(rounds: int, seconds: float) -> dict[str, list[float]]:
 
     if not shutil.which("wrk"):
         raise SystemExit("wrk is missing: run `make wrk` (Debian package wrk)")
-    per_request: dict[str, list[float]] = {name: [] for name in TARGETS}
+    with live_collector() as collector, receiver() as (spans, _):
+        per_request = served_rounds(TARGETS, rounds, seconds)
+        received = collector_invocations(collector)
+        print(f"the collector counted {received:,} invocations of orders:update; the OTLP receiver took "
+              f"{spans.value:,} POSTs")
+        if not received or not spans.value:
+            raise SystemExit("the traced apps' feeds did not arrive: the traced figures would not measure tracing")
+    return per_request
+
+
+def served_rounds(targets: dict[str, str], rounds: int, seconds: float) -> dict[str, list[float]]:
+    """Serve each `module:app` target under uvicorn (`start_server`) and load them in turns with wrk, `rounds` times:
+    server CPU µs per request of each, one figure per round."""
+    per_request: dict[str, list[float]] = {name: [] for name in targets}
     servers: dict[str, subprocess.Popen[bytes]] = {}
-    ports = {name: free_port() for name in TARGETS}
-    with tempfile.TemporaryDirectory() as scratch, live_collector() as collector, receiver() as (spans, _):
+    ports = {name: free_port() for name in targets}
+    with tempfile.TemporaryDirectory() as scratch:
         script = Path(scratch) / "post.lua"
         script.write_text(f'wrk.method = "POST"\nwrk.body = \'{BODY.decode()}\'\n'
                           'wrk.headers["Content-Type"] = "application/json"\n')
         try:
-            for name, target in TARGETS.items():
+            for name, target in targets.items():
                 servers[name] = start_server(target, ports[name])
-            names = list(TARGETS)
+            names = list(targets)
             for number in range(rounds):
                 # Rotate who goes first, so a slow moment of the machine does not always hit the same app.
                 shift = number % len(names)
@@ -409,11 +422,6 @@ def under_load(rounds: int, seconds: float) -> dict[str, list[float]]:
         finally:
             for server in servers.values():
                 stop_server(server)
-        received = collector_invocations(collector)
-        print(f"the collector counted {received:,} invocations of orders:update; the OTLP receiver took "
-              f"{spans.value:,} POSTs")
-        if not received or not spans.value:
-            raise SystemExit("the traced apps' feeds did not arrive: the traced figures would not measure tracing")
     return per_request
 
 

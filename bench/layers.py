@@ -16,32 +16,24 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import orjson
 
 from bench.harness import Recorder, run
 from bench.http import (
-    BODY,
-    PATH,
     ROUTES,
     Order,
     UpdateOrder,
-    cpu_seconds,
     floor_app,
-    free_port,
     in_process,
     ratio,
+    served_rounds,
     spread,
-    start_server,
-    stop_server,
     typed_app,
     update,
-    wrk_requests,
 )
 from svcgen.runtime import Context, DecodeError, Identity, Registry, Result, Service, create_app
 from svcgen.runtime._codec import codec_for
@@ -272,26 +264,7 @@ def measure(record: Recorder, args: argparse.Namespace) -> None:
         names.insert(0, "floor")
     for name in names:
         record(f"{PROBES[name]} (in-process)", in_process_us(globals()[name]), "µs")
-    per_request: dict[str, list[float]] = {name: [] for name in names}
-    ports = {name: free_port() for name in names}
-    with tempfile.TemporaryDirectory() as scratch:
-        script = Path(scratch) / "post.lua"
-        script.write_text(f'wrk.method = "POST"\nwrk.body = \'{BODY.decode()}\'\n'
-                          'wrk.headers["Content-Type"] = "application/json"\n')  # fmt: skip
-        servers = {}
-        try:
-            for name in names:
-                servers[name] = start_server(f"bench.layers:{name}", ports[name])
-            for number in range(args.rounds):
-                shift = number % len(names)
-                for name in names[shift:] + names[:shift]:
-                    pid = servers[name].pid
-                    before = cpu_seconds(pid)
-                    answered = wrk_requests(f"http://127.0.0.1:{ports[name]}{PATH}", args.seconds, script)
-                    per_request[name].append((cpu_seconds(pid) - before) / answered * 1e6)
-        finally:
-            for server in servers.values():
-                stop_server(server)
+    per_request = served_rounds({name: f"bench.layers:{name}" for name in names}, args.rounds, args.seconds)
     print()
     for name in names:
         record(f"server CPU per request, {PROBES[name]}", statistics.median(per_request[name]), "µs",
