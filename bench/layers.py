@@ -37,6 +37,7 @@ from bench.http import (
 )
 from svcgen.runtime import Context, DecodeError, Identity, Registry, Result, Service, create_app
 from svcgen.runtime._codec import codec_for
+from svcgen.runtime._deadline import DEADLINE_HEADER
 from svcgen.runtime._http.requests import request_headers
 from svcgen.runtime._http.responses import outcome_messages
 from svcgen.runtime._http.routing import split_raw_path
@@ -54,7 +55,7 @@ Asgi = Callable[[Any, Any, Any], Awaitable[None]]
 _REQUEST = codec_for(UpdateOrder)
 _ENCODE_ORDER = codec_for(Order).encode
 _JSON = [(b"content-type", b"application/json")]
-_GENERAL_PATH_HEADERS = frozenset(name.encode() for name in (*VERSION_HEADERS, IDEMPOTENCY_KEY_HEADER, "svc-deadline"))
+_GENERAL_PATH_HEADERS = frozenset(name.encode() for name in (*VERSION_HEADERS, IDEMPOTENCY_KEY_HEADER, DEADLINE_HEADER))
 _MAX_BODY = 1024 * 1024
 
 

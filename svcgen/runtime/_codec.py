@@ -885,7 +885,7 @@ def rows_encoder(cls: type) -> RowsEncoder:
             raise TypeError(f"{cls.__qualname__} is not a record")
         compiler = _Compiler()
         encoders = _field_encoders(shape, [compiler.compile(f.shape)[1] for f in shape.fields])
-        encoder = _ROWS_ENCODERS[cls] = _record_encoder(shape, encoders, takes="rows")
+        encoder = _ROWS_ENCODERS[cls] = _record_encoder(shape, encoders, rows=True)
     return encoder
 
 
@@ -1076,27 +1076,22 @@ def _violations(fields: tuple[FieldShape, ...], decoders: list[Decoder], closed:
     return collect
 
 
-def _record_encoder(shape: RecordShape, encoders: list[Encoder], *, takes: str = "record") -> Encoder:
+def _record_encoder(shape: RecordShape, encoders: list[Encoder], *, rows: bool = False) -> Encoder:
     """One dict display; with `omit_null`, an optional field holding None is left out (the others keep their order).
-    `takes`: `record` (the function takes an instance) or `rows` (an iterable of field-value rows; it returns the
-    list of their dicts)."""
+    The function takes an instance; with `rows`, an iterable of field-value rows, and returns their dicts."""
     cls, fields = shape.cls, shape.fields
     omit_null = shape.meta is not None and shape.meta.omit_null
     namespace: dict[str, Any] = {"_getattr": getattr}
     values: list[tuple[FieldShape, str, str]] = []
     for index, (f, encode) in enumerate(zip(fields, encoders, strict=True)):
         attribute = f"o.{f.attr}" if _is_plain_attr(f.attr) else f"_getattr(o, {f.attr!r})"
-        read = attribute if takes == "record" else f"x{index}"
+        read = f"x{index}" if rows else attribute
         if encode is _identity or _passes_through(f.shape):
             values.append((f, read, read))
         else:
             namespace[f"_encode{index}"] = encode
             values.append((f, read, f"_encode{index}({read})"))
-    names = ", ".join(f"x{index}" for index in range(len(fields)))
-    name, signature = {
-        "record": ("encode", "def encode(o):"),
-        "rows": ("encode_rows", "def encode_rows(rows):"),
-    }[takes]
+    name = "encode_rows" if rows else "encode"
     if not omit_null:
         body = [f"return {{{', '.join(f'{f.wire!r}: {value}' for f, _, value in values)}}}"]
     else:
@@ -1111,13 +1106,13 @@ def _record_encoder(shape: RecordShape, encoders: list[Encoder], *, takes: str =
                     namespace[f"_encode{index}"] = inner
                 body += [f"if {read} is not None:", f"    d[{f.wire!r}] = {value}"]
         body.append("return d")
-    if takes == "rows":  # one loop in one frame; each row's dict appended where a record's is returned
+    if rows:  # one loop in one frame; each row's dict appended where a record's is returned
         body = [line.replace("return ", "append(", 1) + ")" if line.startswith("return ") else line for line in body]
-        row = f"({names},)" if names else "()"
-        lines = [signature, "    out = []", "    append = out.append", f"    for {row} in rows:"]
+        row = "".join(f"x{index}, " for index in range(len(fields)))
+        lines = [f"def {name}(rows):", "    out = []", "    append = out.append", f"    for ({row}) in rows:"]
         lines += ["        " + line for line in body] + ["    return out"]
     else:
-        lines = [signature] + ["    " + line for line in body]
+        lines = [f"def {name}(o):"] + ["    " + line for line in body]
     return _define(name, lines, namespace, cls)
 
 

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -104,11 +104,10 @@ class Result(Generic[T]):
     timeout = staticmethod(_failure(st.TIMEOUT))
 
 
-def _slot_setters(cls: type) -> tuple[Any, ...]:
-    return tuple(cls.__dict__[name].__set__ for name in ("status", "payload", "detail", "headers", "successful"))
-
-
-_set_status, _set_payload, _set_detail, _set_headers, _set_successful = _slot_setters(Result)
+# From the class's own fields, in order: a field added to Result fails this unpacking at import, not later.
+_set_status, _set_payload, _set_detail, _set_headers, _set_successful = (
+    Result.__dict__[f.name].__set__ for f in fields(Result)
+)
 _new = object.__new__
 
 
