@@ -39,8 +39,13 @@ DEFAULT_TITLE = "Svc service"
 DEFAULT_API_VERSION = "1.0.0"
 
 _ReservedAnswer = Callable[[], Awaitable[Outcome]]
-_ADMITTED_PER_CALL: Final = frozenset({*VERSION_HEADERS, IDEMPOTENCY_KEY_HEADER})
-"""Headers that make `invoke` decide a call on its own: they pick the version or ask for an idempotent run."""
+ADMITTED_PER_CALL: Final = frozenset({*VERSION_HEADERS, IDEMPOTENCY_KEY_HEADER})
+"""Headers that make `invoke` admit a call on its own: they pick the version or ask for an idempotent run."""
+Runner = Callable[
+    [Mapping[str, str], str | bytes | None, Mapping[str, str] | None, str, JsonLimits, "Principal | None"],
+    Awaitable[Outcome],
+]
+"""`Service.runner`'s: (headers, body, fields, transport, JSON limits, principal) → the call's `Outcome`."""
 
 
 class Service:
@@ -87,6 +92,7 @@ class Service:
         self._versions = VersionSelector(registry)
         self._encoders: dict[int, Callable[[Any], Any]] = {}
         self._scopes: dict[int, str] = {}
+        self._runners: dict[int, Runner] = {}
         self.pipeline = Pipeline(self._versions, self.middleware, clock=clock)
         self.produces = produces
         self.events = events
@@ -147,14 +153,14 @@ class Service:
                 return await run_once(self.idempotency, scope, key, request, run)
         return await self.run_selected(invocation, registration, requested, principal)
 
-    def selected_by_route(self, topic: str, static_version: str, headers: Mapping[str, str]) -> Registration | None:
-        """The registration a routed call gets when its route alone decides everything `invoke` looks at per call:
-        no guard, no version header, no idempotency key (and a topic and version the service has). None: the call
-        goes through `invoke`."""
-        if self.guard is not None or not _ADMITTED_PER_CALL.isdisjoint(headers):
+    def route_runner(self, topic: str, static_version: str) -> Runner | None:
+        """The runner of a route's calls when the route alone decides what `invoke` looks at per call: no guard, and
+        a topic and version the service has. A call with one of `ADMITTED_PER_CALL`'s headers still goes through
+        `invoke`; None: every call does."""
+        if self.guard is not None:
             return None
         selected = self._versions.select(topic, static_version)
-        return selected if isinstance(selected, Registration) else None
+        return self.runner(selected) if isinstance(selected, Registration) else None
 
     def _scope(self, registration: Registration) -> str:
         """Where a registration's idempotency keys live: service and (topic, version), named once."""
@@ -169,41 +175,65 @@ class Service:
         principal: Principal | None = None,
     ) -> Outcome:
         """One pipeline run of a call already admitted: its registration selected (None: the pipeline answers
-        the miss), its caller checked, its idempotency key honoured. What `invoke` ends with, and what a binding
-        calls directly for a call `selected_by_route` decided."""
-        topic = invocation.topic
-        deadline = None
+        the miss), its caller checked, its idempotency key honoured. What `invoke` ends with."""
+        limits = invocation.json_limits or self.json_limits
         if registration is not None:
-            timeout = registration.timeout
-            if timeout is not None or DEADLINE_HEADER in invocation.headers:
-                now = self.clock()
-                deadline = caller_deadline(invocation.headers, now)
-                if timeout is not None and (deadline is None or now + timeout < deadline):
-                    deadline = now + timeout
-        context = Context(
-            topic,
-            registration.version if registration is not None else requested,
-            invocation.headers,
-            self.dependencies.open_scope(),
-            invocation.body,
-            invocation.fields,
-            invocation.transport,
-            invocation.json_limits or self.json_limits,
-            registration,
-            principal,
-            deadline,
-        )
+            run = self.runner(registration)
+            return await run(invocation.headers, invocation.body, invocation.fields, invocation.transport, limits,
+                             principal)  # fmt: skip
+        topic = invocation.topic
+        context = Context(topic, requested, invocation.headers, self.dependencies.open_scope(), invocation.body,
+                          invocation.fields, invocation.transport, limits)  # fmt: skip
         try:
             result = await self.pipeline.run(context)
         finally:
             if context.scope.holds_instances:
                 await _close_scope(context)
-        encoded = context.encoded
-        if encoded is not None and encoded[0] is result:
-            if registration is None:
-                return Outcome(result, encoded[1])
-            return Outcome(result, encoded[1], registration.version, registration.answer_headers)
-        return self._encode(result, registration, topic)
+        return self._encode(result, None, topic)
+
+    def runner(self, registration: Registration) -> Runner:
+        """What runs one admitted call of `registration`, made once per registration with what it reads bound:
+        the call's deadline (the caller's `svc-deadline` or the topic's `timeout`, whichever comes first), its
+        `Context`, the pipeline and the `Outcome`. A binding that admits a call itself calls it directly. It binds
+        the service's pipeline, dependencies and clock as they are when it is made (at the app's build)."""
+        made = self._runners.get(id(registration))
+        if made is not None:
+            return made
+        run_pipeline = self.pipeline.run
+        open_scope = self.dependencies.open_scope
+        clock = self.clock
+        encode = self._encode
+        topic, version, timeout = registration.topic, registration.version, registration.timeout
+        fixed = registration.answer_headers
+
+        async def run(
+            headers: Mapping[str, str],
+            body: str | bytes | None,
+            fields: Mapping[str, str] | None,
+            transport: str,
+            json_limits: JsonLimits,
+            principal: Principal | None = None,
+        ) -> Outcome:
+            deadline = None
+            if timeout is not None or DEADLINE_HEADER in headers:
+                now = clock()
+                deadline = caller_deadline(headers, now)
+                if timeout is not None and (deadline is None or now + timeout < deadline):
+                    deadline = now + timeout
+            context = Context(topic, version, headers, open_scope(), body, fields, transport, json_limits,
+                              registration, principal, deadline)  # fmt: skip
+            try:
+                result = await run_pipeline(context)
+            finally:
+                if context.scope.holds_instances:
+                    await _close_scope(context)
+            encoded = context.encoded
+            if encoded is not None and encoded[0] is result:
+                return Outcome(result, encoded[1], version, fixed)
+            return encode(result, registration, topic)
+
+        self._runners[id(registration)] = run
+        return run
 
     async def invoke_envelope(
         self,

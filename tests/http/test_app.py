@@ -3,10 +3,12 @@ from typing import Any
 
 import pytest
 
-from svcgen.runtime import Context, HttpApp, Identity, Registry, Result, Route, Service, create_app
+from svcgen.runtime import Context, Guard, HttpApp, Identity, Registry, Result, Route, Service, create_app
 from svcgen.runtime._http.routing import RouteError
+from svcgen.runtime._service import ADMITTED_PER_CALL
 from tests.support.client import call
 from tests.support.sample import GetOrder, build_registry, build_service
+from tests.support.security import Calls, clinic_security, clinic_service
 
 ROUTES = [
     "POST /orders -> orders:place@v1",
@@ -345,6 +347,15 @@ SHORTCUT_CASES: list[tuple[str, str, dict[str, str], Any]] = [
     ("DELETE", "/orders/o-1", {}, None),
     ("POST", "/boom", {}, {}),
     ("GET", "/mesh", {}, None),
+    ("GET", "/orders/o-1/", {}, None),
+    ("GET", "/orders/o%2D1?verbose=1", {}, None),
+    ("GET", "/orders/o-1?verbose=%ff", {}, None),
+    ("GET", "/orders/\u00e9t\u00e9", {"svc-deadline": "5000"}, None),
+    ("POST", "/svc/invoke/orders:get", {}, {"orderId": "o-9"}),
+    ("POST", "/svc/invoke/orders:place/v2", {}, PLACE),
+    ("PUT", "/orders", {}, {}),
+    ("GET", "/nowhere", {}, None),
+    ("OPTIONS", "/orders/o-1", {}, None),
 ]
 
 
@@ -358,30 +369,46 @@ def _answers(app: HttpApp) -> list[tuple[int, dict[str, str], bytes]]:
 
 
 def test_a_call_its_route_decides_is_answered_as_invoke_answers_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    shortcut = make_app()
     taken: list[str] = []
-    decide = shortcut.service.selected_by_route
+    route_runner = Service.route_runner
 
-    def recording(topic: str, static_version: str, headers: Any) -> Any:
-        selected = decide(topic, static_version, headers)
-        taken.append("run_selected" if selected is not None else "invoke")
-        return selected
+    def recording(service: Service, topic: str, static_version: str) -> Any:
+        run = route_runner(service, topic, static_version)
+        if run is None:
+            return None
 
-    monkeypatch.setattr(shortcut.service, "selected_by_route", recording)
+        async def recorded(*args: Any) -> Any:
+            taken.append("runner")
+            return await run(*args)
+
+        return recorded
+
+    monkeypatch.setattr(Service, "route_runner", recording)
+    shortcut = make_app()
+    monkeypatch.setattr(Service, "route_runner", lambda *_: None)
     general = make_app()
-    monkeypatch.setattr(general.service, "selected_by_route", lambda *_: None)
+    invoke = Service.invoke
+
+    async def invoked(service: Service, invocation: Any) -> Any:
+        if service is shortcut.service:
+            taken.append("invoke")
+        return await invoke(service, invocation)
+
+    monkeypatch.setattr(Service, "invoke", invoked)
     assert _answers(shortcut) == _answers(general)
     # Both ways were taken: version headers and idempotency keys went through invoke, plain calls did not.
-    assert taken[:5] == ["run_selected", "invoke", "invoke", "invoke", "invoke"]
-    assert taken.count("run_selected") >= 8
+    assert taken[:5] == ["runner", "invoke", "invoke", "invoke", "invoke"]
+    assert taken.count("runner") >= 12
 
 
 def test_what_keeps_a_routed_call_on_invoke() -> None:
     service = make_app().service
-    assert service.selected_by_route("orders:place", "v1", {}) is service.registry.get("orders:place", "v1")
-    assert service.selected_by_route("orders:get", "", {"svc-deadline": "10"}) is not None  # the run bounds it
-    for headers in ({"svc-version": "v2"}, {"version": ""}, {"x-version": "v1"}, {"idempotency-key": "k"}):
-        assert service.selected_by_route("orders:place", "v1", headers) is None
-    assert service.selected_by_route("orders:place", "", {}) is None  # two versions: the caller must pick
-    assert service.selected_by_route("orders:place", "v7", {}) is None
-    assert service.selected_by_route("no:such", "", {}) is None
+    place = service.registry.get("orders:place", "v1")
+    assert place is not None and service.route_runner("orders:place", "v1") is service.runner(place)
+    assert service.route_runner("orders:get", "") is not None
+    assert service.route_runner("orders:place", "") is None  # two versions: the caller must pick
+    assert service.route_runner("orders:place", "v7") is None
+    assert service.route_runner("no:such", "") is None
+    assert {"svc-version", "version", "x-version", "idempotency-key"} == ADMITTED_PER_CALL
+    guarded = clinic_service(Guard(clinic_security(jwks="https://id.test/jwks")), Calls())
+    assert guarded.route_runner("patients:directory", "") is None  # a public topic too: the guard sees every call

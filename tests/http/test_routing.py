@@ -1,7 +1,16 @@
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from svcgen.runtime import Route
-from svcgen.runtime._http.routing import Router, split_path, split_raw_path
+from svcgen.runtime._http.routing import (
+    COMPILED_ROUTES_MAX,
+    PathNotUtf8,
+    RouteError,
+    Router,
+    split_path,
+    split_raw_path,
+)
 
 
 def router(*specs: str) -> Router:
@@ -61,3 +70,52 @@ def test_raw_path_keeps_encoded_slash_inside_its_segment() -> None:
 def test_many_routes_still_match_the_right_one(count: int) -> None:
     r = router(*[f"GET /r{i}/{{id}}/detail" for i in range(count)])
     assert matched(r, "GET", f"/r{count - 1}/42/detail") == (f"t{count - 1}", {"id": "42"}, None)
+
+
+# --- a method's compiled expression answers as the trie does -------------------------------------------------
+
+_SEGMENTS = st.sampled_from(["a", "b", "orders", "{x}", "{y}", "{version}", "a.b", "(c)", "*", "", "é"])
+_PATH_PARTS = st.sampled_from(["a", "b", "orders", "a.b", "(c)", "*", "", "é", "v2", "o-1", "%2F", "%61", "aXb"])
+
+
+@st.composite
+def _route_specs(draw: st.DrawFn) -> list[str]:
+    specs = []
+    for _ in range(draw(st.integers(1, 6))):
+        segments = draw(st.lists(_SEGMENTS, max_size=4))
+        names = iter(("x", "y", "z", "w"))
+        # Placeholders renamed apart: a route may not name one twice.
+        path = "/" + "/".join(f"{{{next(names)}}}" if s in ("{x}", "{y}") else s for s in segments)
+        specs.append(f"{draw(st.sampled_from(['GET', 'POST']))} {path}")
+    return specs
+
+
+@settings(max_examples=300, deadline=None)
+@given(_route_specs(), st.lists(_PATH_PARTS, max_size=5), st.sampled_from(["", "/", "//"]), st.booleans(),
+       st.sampled_from(["GET", "POST"]))  # fmt: skip
+def test_compiled_routes_answer_as_the_trie(
+    specs: list[str], parts: list[str], trailing: str, leading: bool, method: str
+) -> None:
+    try:
+        r = router(*specs)
+    except RouteError:  # `{version}` twice
+        assume(False)
+    raw = (("/" if leading else "") + "/".join(parts) + trailing).encode()
+    walked = r.find(method, split_raw_path(raw))
+    assert r.find_path(method, raw) == walked
+
+
+def test_a_method_past_the_compiled_maximum_walks_the_trie_with_the_same_answers() -> None:
+    specs = [f"GET /r{i}/{{id}}" for i in range(COMPILED_ROUTES_MAX + 4)]
+    r = router(*specs, "GET /r3/{other}/x")
+    for i in (0, 3, COMPILED_ROUTES_MAX + 3):
+        found = r.find_path("GET", f"/r{i}/k".encode())
+        assert found is not None and (found[0].topic, found[1]) == (f"t{i}", {"id": "k"})
+    found = r.find_path("GET", b"/r3/k/x")
+    assert found is not None and found[0].topic == f"t{COMPILED_ROUTES_MAX + 4}"
+    assert r.find_path("GET", b"/r99/k") is None
+
+
+def test_a_compiled_path_that_is_not_utf8_is_refused() -> None:
+    with pytest.raises(PathNotUtf8):
+        router("GET /a/{x}").find_path("GET", b"/a/\xff")

@@ -18,7 +18,7 @@ from .._invocation import Invocation
 from .._jsontext import document_bytes
 from .._pipeline import cancelled_from_outside
 from .._result import Result
-from .._service import Service
+from .._service import ADMITTED_PER_CALL, Runner, Service
 from .._topics import is_reserved_topic
 from .docspage import DOCS_HEADERS, docs_page
 from .httpapi import build_http_api
@@ -44,7 +44,6 @@ logger = logging.getLogger("svcgen.http")
 LifespanHook = Callable[[], Awaitable[None]]
 _Surface = Callable[[AsgiScope, Receive, Send], Awaitable[None]]
 AsgiApp = Callable[[AsgiScope, Receive, Send], Awaitable[None]]
-_Call = tuple[str, "dict[str, str] | None", "str | None", str]
 
 
 class AppOptions(TypedDict, total=False):
@@ -96,6 +95,12 @@ class HttpApp:
         # POST {prefix}/invoke/<topic>[/<version>]: the typed per-topic face the operations document describes.
         self._topic_invoke = split_path(well_known_surfaces(service.prefix)["invoke"][1]) if invoke else None
         self._refuse_shadowing()
+        self._runners: dict[int, Runner] = {}
+        """By `id(route)`: the runner of each route that decides its calls alone (`Service.route_runner`)."""
+        for route in self.routes:
+            run = None if route.has_version_segment else service.route_runner(route.topic, route.version)
+            if run is not None:
+                self._runners[id(route)] = run
         self._entry: AsgiApp = self._serve
         """The app as served: `_serve` inside the ASGI middleware `wrap` put around it."""
         self._bare = True
@@ -133,33 +138,35 @@ class HttpApp:
             if surface is not None:
                 await surface(scope, receive, send)
                 return
-            segments = split_raw_path(scope.get("raw_path") or path.encode())
-            call = self._call(method, segments, scope)
-            if call is None:
-                await self._unrouted(scope, receive, send, segments)
-                return
-            topic, fields, path_version, static_version = call
-            headers = MappingProxyType(request_headers(scope))
+            raw_path = scope.get("raw_path") or path.encode()
+            found = self.router.find_path(method, raw_path)
+            if found is not None:
+                route, fields, path_version = found  # a new dict per match: the query goes under the path's fields
+                if scope.get("query_string"):
+                    fields = {**query_fields(scope), **fields}
+                topic, static_version = route.topic, route.version
+                # The runner of a route that decides its calls alone (`Service.route_runner`).
+                run = self._runners.get(id(route)) if path_version is None else None
+            else:
+                faced = self._topic_face(method, raw_path)
+                if faced is None:
+                    await self._unrouted(scope, receive, send, split_raw_path(raw_path))
+                    return
+                topic, path_version = faced
+                fields, static_version, run = None, "", None
+            headers = request_headers(scope)
             first = await receive()
             body = whole_body(first, self.max_body_bytes)
-            invocation = Invocation(
-                topic,
-                headers,
-                body if body is not None else await read_body(receive, self.max_body_bytes, first),
-                fields,
-                path_version,
-                static_version,
-                "http",
-                self._json_limits,
-                headers,
-            )
-            service = self.service
-            # A route that decides the call alone skips what `invoke` looks at per call: one frame and its lookups.
-            selected = None if path_version is not None else service.selected_by_route(topic, static_version, headers)
-            if selected is None:
-                outcome = await service.invoke(invocation)
+            if body is None:
+                body = await read_body(receive, self.max_body_bytes, first)
+            view = MappingProxyType(headers)
+            if run is not None and ADMITTED_PER_CALL.isdisjoint(headers):
+                # The route decided the call alone: what `invoke` would look at per call, it would find nothing in.
+                outcome = await run(view, body, fields, "http", self._json_limits, None)
             else:
-                outcome = await service.run_selected(invocation, selected)
+                invocation = Invocation(topic, view, body, fields, path_version, static_version, "http",
+                                        self._json_limits, view)  # fmt: skip
+                outcome = await self.service.invoke(invocation)
             start, answer = outcome_messages(outcome)  # sent here: one frame less
             await send(start)
             await send(answer)
@@ -189,7 +196,7 @@ class HttpApp:
             if surface is not None:
                 await surface(scope, receive, _without_body(send))
                 return
-            if self._call("GET", segments, scope) is not None:
+            if self.router.find_path("GET", scope.get("raw_path") or path.encode()) is not None:
                 await self._http({**scope, "method": "GET"}, receive, _without_body(send))
                 return
         allowed = self.allowed_methods(path, segments)
@@ -284,21 +291,17 @@ class HttpApp:
         if not self.service.registry.versions(route.topic):
             raise RouteError(f"route {route} names topic {route.topic!r}, which has no handler")
 
-    def _call(self, method: str, segments: list[str], scope: AsgiScope) -> _Call | None:
-        """(topic, fields, path version, static version) of an application route or of a
-        `POST {prefix}/invoke/<topic>[/<version>]`, else None."""
+    def _topic_face(self, method: str, raw_path: bytes) -> tuple[str, str | None] | None:
+        """(topic, version or None) of a `POST {prefix}/invoke/<topic>[/<version>]`, else None; no route takes these
+        paths (`_refuse_shadowing`)."""
         base = self._topic_invoke
-        if base is not None and method == "POST":
-            depth = len(base)
-            if len(segments) in (depth + 1, depth + 2) and segments[:depth] == base:
-                return segments[depth], None, segments[depth + 1] if len(segments) == depth + 2 else None, ""
-        found = self.router.find(method, segments)
-        if found is None:
+        if base is None or method != "POST":
             return None
-        route, fields, path_version = found  # a new dict per match: the query goes under the path's fields
-        if scope.get("query_string"):
-            fields = {**query_fields(scope), **fields}
-        return route.topic, fields, path_version, route.version
+        segments = split_raw_path(raw_path)
+        depth = len(base)
+        if len(segments) not in (depth + 1, depth + 2) or segments[:depth] != base:
+            return None
+        return segments[depth], segments[depth + 1] if len(segments) == depth + 2 else None
 
     def _refuse_shadowing(self) -> None:
         prefix = self.service.prefix

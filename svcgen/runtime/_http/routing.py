@@ -2,6 +2,11 @@
 
 Literal segments are dictionary lookups, so matching cost follows the path's depth, not the route
 count. Where several routes match, the first registered wins (spec "Application routes").
+
+A method with few routes also gets them compiled into one regular expression, one alternative per route in
+registration order, so the first registered still wins: `find_path` matches a raw path with no escapes through it
+in one C call instead of splitting the path and walking the trie. Past `COMPILED_ROUTES_MAX` routes an alternation
+costs more than the walk, and the method keeps the trie alone.
 """
 
 from __future__ import annotations
@@ -15,6 +20,11 @@ from .._topics import VERSION_PATH_PARAM
 
 PLACEHOLDER = re.compile(r"^\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
+COMPILED_ROUTES_MAX = 16
+"""Routes of one method matched by one regular expression; more walk the trie (an alternation grows linearly)."""
+
+Found = tuple["Route", dict[str, str], "str | None"]
+"""(route, path parameters without `version`, the `{version}` segment or None)."""
 
 
 class RouteError(ValueError):
@@ -89,10 +99,21 @@ class _Node:
         self.routes: dict[str, tuple[int, Route]] = {}
 
 
+@dataclass(frozen=True, slots=True)
+class _Compiled:
+    """One method's routes as one expression: `routes[m.lastindex]` is the route whose alternative matched, with
+    (group, name) of its placeholders."""
+
+    pattern: re.Pattern[str]
+    routes: dict[int, tuple[Route, tuple[tuple[int, str], ...]]]
+
+
 class Router:
     def __init__(self, routes: Iterable[Route] = ()) -> None:
         self._root = _Node()
         self._count = 0
+        self._by_method: dict[str, list[Route]] = {}
+        self._compiled: dict[str, _Compiled] = {}
         for route in routes:
             self.add(route)
 
@@ -112,13 +133,42 @@ class Router:
         # The first registration of an identical method+shape keeps its place; later ones can never win.
         node.routes.setdefault(route.method, (self._count, route))
         self._count += 1
+        same_method = self._by_method.setdefault(route.method, [])
+        same_method.append(route)
+        if len(same_method) <= COMPILED_ROUTES_MAX:
+            self._compiled[route.method] = _compile(same_method)
+        else:
+            self._compiled.pop(route.method, None)
 
     def match(self, method: str, segments: list[str]) -> RouteMatch | None:
         found = self.find(method, segments)
         return None if found is None else RouteMatch(*found)
 
-    def find(self, method: str, segments: list[str]) -> tuple[Route, dict[str, str], str | None] | None:
-        """`match` as a plain tuple (route, params, path version): what the app reads on every request."""
+    def find_path(self, method: str, raw_path: bytes) -> Found | None:
+        """`find` for a raw (still percent-encoded) path: through the method's compiled expression when the path
+        has no escapes, else split (`split_raw_path`, which raises `PathNotUtf8`) and walked. Both give the same
+        answer for every path."""
+        compiled = self._compiled.get(method)
+        if compiled is None or b"%" in raw_path or not raw_path.startswith(b"/"):
+            return self.find(method, split_raw_path(raw_path))
+        try:
+            matched = compiled.pattern.fullmatch(raw_path.decode("utf-8"))
+        except UnicodeDecodeError:
+            raise PathNotUtf8("path is not valid UTF-8") from None
+        if matched is None:
+            return None
+        route, groups = compiled.routes[matched.lastindex or 0]
+        params: dict[str, str] = {}
+        path_version: str | None = None
+        for group, name in groups:
+            if name == VERSION_PATH_PARAM:
+                path_version = matched.group(group)
+            else:
+                params[name] = matched.group(group)
+        return route, params, path_version
+
+    def find(self, method: str, segments: list[str]) -> Found | None:
+        """`match` as a plain tuple (route, params, path version)."""
         best = _best(self._root, method, segments, 0)
         if best is None:
             return None
@@ -160,6 +210,30 @@ def _best(node: _Node, method: str, segments: list[str], depth: int) -> tuple[in
         if candidate is not None and (best is None or candidate[0] < best[0]):
             best = candidate
     return best
+
+
+def _compile(routes: list[Route]) -> _Compiled:
+    """Each route an alternative `(/seg/([^/]+)...)`, in registration order, then one optional trailing slash:
+    the segments `split_path` gives, a placeholder taking one non-empty segment as in the trie."""
+    alternatives: list[str] = []
+    table: dict[int, tuple[Route, tuple[tuple[int, str], ...]]] = {}
+    group = 0
+    for route in routes:
+        group += 1
+        outer = group
+        names = dict(route.params)
+        parts: list[str] = []
+        groups: list[tuple[int, str]] = []
+        for index, segment in enumerate(split_path(route.path)):
+            if index in names:
+                group += 1
+                groups.append((group, names[index]))
+                parts.append("([^/]+)")
+            else:
+                parts.append(re.escape(segment))
+        alternatives.append("(/" + "/".join(parts) + ")")
+        table[outer] = (route, tuple(groups))
+    return _Compiled(re.compile("(?:" + "|".join(alternatives) + ")/?"), table)
 
 
 def split_path(path: str) -> list[str]:
