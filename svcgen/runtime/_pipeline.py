@@ -9,8 +9,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import orjson
@@ -21,7 +22,7 @@ from ._context import Context
 from ._deadline import Clock
 from ._deadline import enter as enter_deadline
 from ._deadline import leave as leave_deadline
-from ._jsonlimits import JsonLimits, JsonRefused, parse_json
+from ._jsonlimits import JsonRefused, parse_json
 from ._registry import Registration
 from ._result import Result
 from ._shapes import MapShape, RecordShape, shape_of
@@ -68,20 +69,64 @@ class Pipeline:
     ) -> None:
         self._versions = versions
         self._clock = clock
+        self._middleware = tuple(middleware)
         self._targets: dict[int, _Target] = {}
         """By `id(registration)`: a registration lives as long as its registry, and an int hashes fastest."""
-        self.run: Next = _compose(middleware, self._route)
+        self._chains: dict[int, Next] = {}
+        self.run: Next = _compose(self._middleware, self._route)
         """The middleware chain around the router, composed once: `await pipeline.run(context)`."""
 
-    async def _route(self, context: Context) -> Result[Any]:
+    def chain(self, registration: Registration) -> Next:
+        """`run` for the calls of one registration: the middleware chain around its own target, so nothing is
+        looked up per call (`Service.runner` runs this)."""
+        chained = self._chains.get(id(registration))
+        if chained is None:
+            chained = self._chains[id(registration)] = _compose(
+                self._middleware, partial(self._call_target, self._target(registration))
+            )
+        return chained
+
+    def _route(self, context: Context) -> Awaitable[Result[Any]]:
         registration = context.registration
         if registration is None:
-            refused = self._versions.select(context.topic, context.version)
-            return refused if isinstance(refused, Result) else Result.not_found(f"no handler for {context.topic}")
-        target = self._targets.get(id(registration)) or self._prepare(registration)
-        request = _decode(target, context.body, context.fields, context.json_limits)
-        if isinstance(request, Result):
-            return request
+            return self._miss(context)
+        return self._call_target(self._target(registration), context)
+
+    async def _miss(self, context: Context) -> Result[Any]:
+        refused = self._versions.select(context.topic, context.version)
+        return refused if isinstance(refused, Result) else Result.not_found(f"no handler for {context.topic}")
+
+    async def _call_target(self, target: _Target, context: Context) -> Result[Any]:
+        """Decode the request (`bad-request` for refused JSON, `validation-error` for bad values), call the handler
+        within the deadline, check what it returned and encode a success's payload. One frame: every call runs it."""
+        registration = target.registration
+        body = context.body
+        fields = context.fields
+        if body:
+            try:
+                value = parse_json(body, context.json_limits)
+            except JsonRefused as exc:
+                return _failure(st.BAD_REQUEST, str(exc))
+        else:
+            value = {} if target.expects_object or fields else None
+        codec = target.request_codec
+        try:
+            if fields:
+                if not isinstance(value, dict):
+                    return _failure(st.BAD_REQUEST, "body must be a JSON object")
+                value.update(codec.decode_text_fields(fields))  # a dict of our own: parsed just now, or new
+            elif target.expects_object and not isinstance(value, dict):
+                return _failure(st.BAD_REQUEST, "body must be a JSON object")
+            request = codec.decode(value)
+        except DecodeError as exc:
+            errors = tuple((path, message) for path, message in exc.violations[: DecodeError.MAX_LISTED])
+            return BindingFailure(st.VALIDATION_ERROR, None, str(exc), errors=errors)
+        except RecursionError:
+            return _failure(st.BAD_REQUEST, "body is nested too deeply")
+        except (TypeError, ValueError):
+            # A record constructor that refuses the values (e.g. an InitVar the wire cannot carry).
+            logger.warning("request for %s could not be built", registration.key, exc_info=True)
+            return _failure(st.VALIDATION_ERROR, f"request does not fit {registration.key}")
         deadline = context.deadline
         bound: asyncio.Timeout | None = None
         token = None
@@ -117,20 +162,32 @@ class Pipeline:
         if not isinstance(returned, Result):
             logger.error("handler for %s returned %s, not a Result", registration.key, type(returned).__name__)
             return _failure(st.UNEXPECTED_ERROR, f"{registration.key} returned an invalid result")
-        if returned.is_successful:
-            if returned.status not in registration.success:
-                registration.note_success(returned.status)
-            return _encoded(target, returned, context)
+        if not returned.is_successful:
+            return returned
+        if returned.status not in registration.success:
+            registration.note_success(returned.status)
+        # Encoded here, inside the traced pipeline, so a response that does not fit its type is traced and counted
+        # as the `unexpected-error` it is answered with; the bytes are kept for the transport (`Context.encoded`).
+        payload = returned.payload
+        if payload is None and returned.status in st.PAYLOAD_OPTIONAL:
+            return returned
+        try:
+            context.encoded = (returned, orjson.dumps(target.encode_response(payload)))
+        except Exception as exc:
+            logger.error("response of %s does not encode: %s", registration.key, type(exc).__name__)
+            detail = f"{context.topic} produced a response that does not fit its type ({_why(exc)})"
+            return BindingFailure(st.UNEXPECTED_ERROR, None, detail)
         return returned
 
-    def _prepare(self, registration: Registration) -> _Target:
-        target = _Target(
-            registration,
-            codec_for(registration.request_type),
-            isinstance(shape_of(registration.request_type), RecordShape | MapShape),
-            codec_for(registration.response_type).encode,
-        )
-        self._targets[id(registration)] = target
+    def _target(self, registration: Registration) -> _Target:
+        target = self._targets.get(id(registration))
+        if target is None:
+            target = self._targets[id(registration)] = _Target(
+                registration,
+                codec_for(registration.request_type),
+                isinstance(shape_of(registration.request_type), RecordShape | MapShape),
+                codec_for(registration.response_type).encode,
+            )
         return target
 
 
@@ -139,24 +196,6 @@ async def _call(registration: Registration, request: Any, context: Context) -> A
         return await registration.handler(request, context)  # type: ignore[misc]
     # A sync handler's thread cannot be stopped at a deadline; the caller gets its `timeout` all the same.
     return await asyncio.to_thread(registration.handler, request, context)
-def _encoded(target: _Target, result: Result[Any], context: Context) -> Result[Any]:
-    """Encode a success's payload here, inside the traced pipeline, so a response that does not fit its type is
-    traced and counted as the `unexpected-error` it is answered with; the bytes are kept on the context for the
-    transport (`Context.encoded`)."""
-    payload = result.payload
-    if payload is None and result.status in st.PAYLOAD_OPTIONAL:
-        return result
-    try:
-        context.encoded = (result, orjson.dumps(target.encode_response(payload)))
-    except Exception as exc:
-        key = target.registration.key
-        logger.error("response of %s does not encode: %s", key, type(exc).__name__)
-        return BindingFailure(
-            st.UNEXPECTED_ERROR, None, f"{context.topic} produced a response that does not fit its type ({_why(exc)})"
-        )
-    return result
-
-
 def _why(exc: Exception) -> str:
     """The codec's own words (the field path and what it expected) or the exception type: never a message a
     handler's object may have made up."""
@@ -189,32 +228,3 @@ def _link(step: Middleware, following: Next) -> Next:
         return step(context, following)
 
     return run
-
-
-def _decode(target: _Target, body: str | bytes | None, fields: Mapping[str, str] | None, limits: JsonLimits) -> Any:
-    """The typed request, or the failure (`bad-request` for refused JSON, `validation-error` for bad values)."""
-    if body:
-        try:
-            value = parse_json(body, limits)
-        except JsonRefused as exc:
-            return _failure(st.BAD_REQUEST, str(exc))
-    else:
-        value = {} if target.expects_object or fields else None
-    codec = target.request_codec
-    try:
-        if fields:
-            if not isinstance(value, dict):
-                return _failure(st.BAD_REQUEST, "body must be a JSON object")
-            value.update(codec.decode_text_fields(fields))  # a dict of our own: parsed just now, or new
-        elif target.expects_object and not isinstance(value, dict):
-            return _failure(st.BAD_REQUEST, "body must be a JSON object")
-        return codec.decode(value)
-    except DecodeError as exc:
-        errors = tuple((path, message) for path, message in exc.violations[: DecodeError.MAX_LISTED])
-        return BindingFailure(st.VALIDATION_ERROR, None, str(exc), errors=errors)
-    except RecursionError:
-        return _failure(st.BAD_REQUEST, "body is nested too deeply")
-    except (TypeError, ValueError):
-        # A record constructor that refuses the values (e.g. an InitVar the wire cannot carry).
-        logger.warning("request for %s could not be built", target.registration.key, exc_info=True)
-        return _failure(st.VALIDATION_ERROR, f"request does not fit {target.registration.key}")

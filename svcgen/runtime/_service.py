@@ -199,7 +199,7 @@ class Service:
         made = self._runners.get(id(registration))
         if made is not None:
             return made
-        run_pipeline = self.pipeline.run
+        run_pipeline = self.pipeline.chain(registration)
         open_scope = self.dependencies.open_scope
         clock = self.clock
         encode = self._encode
