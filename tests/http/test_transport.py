@@ -216,3 +216,69 @@ def test_a_text_answer_is_read_in_its_charset_and_an_httpx_client_can_use_the_tr
         answer, text, code = run(calls(url))
     assert answer.status == OK and answer.payload == "héllo"
     assert (code, text) == (200, "héllo")
+
+
+class Agents(Echo):
+    """Echo, noting the user agent of each request: httpx's client names itself, the lean transport sends none."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.agents: list[str] = []
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            self.agents.append(dict(scope["headers"]).get(b"user-agent", b"").decode())
+        await super().__call__(scope, receive, send)
+
+
+def _no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_a_sender_built_without_a_transport_sends_plain_http_over_its_own_kept_connections(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _no_proxies(monkeypatch)
+    server = Agents()
+
+    async def calls(url: str) -> list[Any]:
+        async with HttpSender(url) as sender:
+            return [await sender.send("orders:get", {"n": n}) for n in range(3)]
+
+    with running(server) as url:
+        answers = run(calls(url))
+    assert [answer.status for answer in answers] == [OK] * 3
+    assert [answer.payload["topic"] for answer in answers] == ["orders:get"] * 3
+    assert server.agents == ["", "", ""]  # not httpx's client
+    assert len(set(server.ports)) == 1  # one connection, kept
+
+
+def test_a_sender_in_an_environment_with_a_proxy_keeps_httpx_which_goes_through_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _no_proxies(monkeypatch)
+    with running(Agents()) as url:
+        monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{free_port()}")  # nobody listens there
+        monkeypatch.setenv("no_proxy", "")
+
+        async def call() -> Any:
+            async with HttpSender(url, timeout=2) as sender:
+                return await sender.send("orders:get", {})
+
+        assert run(call()).status == SERVICE_UNAVAILABLE  # the proxy was tried, not the server
+
+
+def test_an_injected_transport_or_client_is_used_as_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    _no_proxies(monkeypatch)
+    server = Agents()
+
+    async def calls(url: str) -> None:
+        async with HttpSender(url, transport=httpx.AsyncHTTPTransport()) as sender:
+            await sender.send("orders:get", {})
+        async with httpx.AsyncClient() as client, HttpSender(url, client=client) as sender:
+            await sender.send("orders:get", {})
+
+    with running(server) as url:
+        run(calls(url))
+    assert [agent.startswith("python-httpx/") for agent in server.agents] == [True, True]

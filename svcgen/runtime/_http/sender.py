@@ -30,7 +30,7 @@ from .._status import (
     is_success,
     status_for_code,
 )
-from .transport import KeepAliveTransport
+from .transport import KeepAliveTransport, direct_transport
 
 Target: TypeAlias = str | Mapping[str, str] | Callable[[str], str]
 """A base URL (the topic is appended as one path segment), a topic → URL map, or a topic → URL function."""
@@ -89,6 +89,8 @@ class HttpSender(ClosesOnExit):
       name (case-insensitive). The seam for trace propagation (`traceparent`); if it raises, it is skipped.
     - `transport` / `client`: the replaceable HTTP call. An injected `client` is used as configured and never
       closed here; otherwise the sender owns an `httpx.AsyncClient` (on `transport`, if given) and closes it.
+      With neither, plain-HTTP calls go over a `KeepAliveTransport` of the sender's own (no httpx client layer),
+      unless the environment names a proxy; https goes through the client.
     - `timeout`: seconds (or an `httpx.Timeout`); default 10 s for an owned client. With an injected client it
       applies per request only when given.
     - Within a deadline (a handler's, or `deadline(...)`), what is left of it goes out as `svc-deadline`
@@ -132,6 +134,9 @@ class HttpSender(ClosesOnExit):
         self._owns_client = client is None
         self._lean: KeepAliveTransport | None = transport if isinstance(transport, KeepAliveTransport) else None
         """Called without httpx's client layer (`KeepAliveTransport.post`) for a plain-HTTP URL."""
+        self._owns_lean = transport is None and client is None
+        if self._owns_lean:  # the client keeps httpx's transport for https and for calls through a proxy
+            self._lean = direct_transport()
         self._lean_timeout = _read_timeout(timeout)
         if client is None:
             client = httpx.AsyncClient(transport=transport, timeout=DEFAULT_TIMEOUT if timeout is None else timeout)
@@ -180,6 +185,8 @@ class HttpSender(ClosesOnExit):
 
     async def aclose(self) -> None:
         self._closed = True
+        if self._owns_lean and self._lean is not None:
+            await self._lean.aclose()
         if self._owns_client:
             await self._client.aclose()
 

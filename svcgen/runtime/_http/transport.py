@@ -6,7 +6,8 @@ service about 1 ms of CPU, on every trace batch (bench/REPORT.md, "Tracing's cos
 itself on kept-alive asyncio connections and parses the answer with httptools (C, as uvicorn does). It serves
 two ways: as an httpx transport (`handle_async_request`), and called directly (`post`) by `HttpSender` and the
 OTLP exporter, which skips httpx's client layer as well: about a quarter of the cost through httpx. Errors are
-httpx's own transport errors either way.
+httpx's own transport errors either way. An `HttpSender` built without a transport or client (the generated
+clients') takes one for its plain-HTTP calls (`direct_transport`).
 
 Scope: plain `http://` only (`lean_transport` gives one only for such a URL; https, proxies and HTTP/2 stay with
 httpx's transport), request bodies read whole, no `HEAD`. One request per connection at a time; a concurrent
@@ -246,12 +247,20 @@ def lean_transport(url: str) -> KeepAliveTransport | None:
     (unless `no_proxy` names the host), as an httpx client does."""
     if httptools is None or not url.lower().startswith("http://"):
         return None
-    proxies = urllib.request.getproxies_environment()
-    if proxies.get("http") or proxies.get("all"):
-        host = httpx.URL(url).host
-        if not urllib.request.proxy_bypass(host):
-            return None
+    if _proxied() and not urllib.request.proxy_bypass(httpx.URL(url).host):
+        return None
     return KeepAliveTransport()
+
+
+def direct_transport() -> KeepAliveTransport | None:
+    """A `KeepAliveTransport` for a sender's plain-HTTP calls to any host, when none goes through a proxy (no
+    `http_proxy`/`all_proxy` in the environment) and httptools is there; else None."""
+    return None if httptools is None or _proxied() else KeepAliveTransport()
+
+
+def _proxied() -> bool:
+    proxies = urllib.request.getproxies_environment()
+    return bool(proxies.get("http") or proxies.get("all"))
 
 
 async def _connect(origin: Origin, timeout: float | None) -> _Connection:
