@@ -1,7 +1,8 @@
 """Request/reply over NATS against HTTP for the same generated typed handler, served by one `svcgen serve
 --nats` process: the round trip a client sees, one request at a time, with the clients generated code uses
-(keep-alive HTTP with httpx, as `HttpSender`; a NATS request with nats-py on the per-topic subject, as
-`NatsSender`), plus HTTP from a raw keep-alive socket (the transport without client library cost); and the
+(keep-alive HTTP with httpx's client, as `HttpSender` sends https and through a proxy; a NATS request with nats-py
+on the per-topic subject, as `NatsSender`), plus HTTP from a raw keep-alive socket (the transport without client
+library cost, close to what `HttpSender` sends plain HTTP over by default); and the
 server's CPU per request (/proc/<pid>/stat). The transports take turns within each round. Target: the NATS round
 trip is no longer than the HTTP one through httpx.
 
