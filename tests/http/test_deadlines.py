@@ -31,8 +31,8 @@ def app() -> object:
 
 
 @contextmanager
-def served() -> Iterator[tuple[str, int]]:
-    with running(app(), **server_options(idle_timeout=IDLE) | {"log_config": None}) as base:
+def served(idle: float = IDLE) -> Iterator[tuple[str, int]]:
+    with running(app(), **server_options(idle_timeout=idle) | {"log_config": None}) as base:
         host, port = base.removeprefix("http://").split(":")
         yield host, int(port)
 
@@ -95,6 +95,34 @@ def test_a_slow_handler_is_answered_and_keep_alive_then_idles_out() -> None:
             assert answer.startswith(b"HTTP/1.1 200 ")
         took = closed_after(sock)
     assert took < IDLE + 2.0
+
+
+def test_each_answer_starts_the_deadline_again_long_after_the_connection_opened() -> None:
+    """Answers every 0.3 s for more than twice the idle timeout: the deadline armed at the opening passes meanwhile
+    and waits out what is left of the latest answer's instead of closing; once idle, the connection is closed."""
+    idle = 2.0
+    request = b"GET /svc/spec HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n"
+    with served(idle) as address, socket.create_connection(address, timeout=BOUND) as sock:
+        started = time.monotonic()
+        answered = 0
+        while time.monotonic() - started < idle * 2.5:
+            sock.sendall(request)
+            answer = b""
+            while not _whole(answer):
+                chunk = sock.recv(65536)
+                assert chunk, f"closed {time.monotonic() - started:.1f} s after opening, {answered} answers in"
+                answer += chunk
+            assert answer.startswith(b"HTTP/1.1 200 ")
+            answered += 1
+            time.sleep(0.3)
+        took = closed_after(sock)
+    assert took < idle + 2.0
+
+
+def _whole(answer: bytes) -> bool:
+    head, _, body = answer.partition(b"\r\n\r\n")
+    lengths = [line for line in head.lower().split(b"\r\n") if line.startswith(b"content-length:")]
+    return bool(lengths) and len(body) >= int(lengths[0].split(b":")[1])
 
 
 def test_many_idle_connections_do_not_stay() -> None:

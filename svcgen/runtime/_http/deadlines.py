@@ -23,41 +23,48 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 
 class _IdleDeadline:
-    """Mixin over a uvicorn HTTP protocol (it reads `loop`, `transport`, `cycle`, `timeout_keep_alive`)."""
+    """Mixin over a uvicorn HTTP protocol (it reads `loop`, `transport`, `cycle`, `timeout_keep_alive`).
+
+    A response only notes the time (`_idle_since`): the one timer of the connection, when it fires early, waits
+    out what is left instead of being replaced on every response."""
 
     loop: asyncio.AbstractEventLoop
     transport: asyncio.Transport
     cycle: Any
     timeout_keep_alive: int  # as uvicorn declares it; a float works alike
     _idle_deadline: asyncio.TimerHandle | None = None
+    _idle_since = 0.0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)  # type: ignore[misc]
-        self._arm_idle_deadline()
+        self._idle_since = self.loop.time()
+        self._arm_idle_deadline(self.timeout_keep_alive)
 
     def on_response_complete(self) -> None:
         super().on_response_complete()  # type: ignore[misc]
-        self._arm_idle_deadline()
+        self._idle_since = self.loop.time()
+        if self._idle_deadline is None:  # it passed while a request was handled: the deadline starts again
+            self._arm_idle_deadline(self.timeout_keep_alive)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm_idle_deadline()
-        super().connection_lost(exc)  # type: ignore[misc]
-
-    def _arm_idle_deadline(self) -> None:
-        self._disarm_idle_deadline()
-        if not self.transport.is_closing():
-            self._idle_deadline = self.loop.call_later(self.timeout_keep_alive, self._idle_deadline_passed)
-
-    def _disarm_idle_deadline(self) -> None:
         if self._idle_deadline is not None:
             self._idle_deadline.cancel()
             self._idle_deadline = None
+        super().connection_lost(exc)  # type: ignore[misc]
+
+    def _arm_idle_deadline(self, delay: float) -> None:
+        if not self.transport.is_closing():
+            self._idle_deadline = self.loop.call_later(delay, self._idle_deadline_passed)
 
     def _idle_deadline_passed(self) -> None:
         self._idle_deadline = None
+        left = self._idle_since + self.timeout_keep_alive - self.loop.time()
+        if left > 0:  # a response came meanwhile: its deadline is later
+            self._arm_idle_deadline(left)
+            return
         cycle = self.cycle
         if cycle is not None and not cycle.response_complete and not cycle.more_body:
-            return  # a complete request is being handled; its response re-arms the deadline
+            return  # a complete request is being handled; its response arms the deadline again
         self._close_idle()
 
     def _close_idle(self) -> None:
