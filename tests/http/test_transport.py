@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
@@ -282,3 +283,64 @@ def test_an_injected_transport_or_client_is_used_as_given(monkeypatch: pytest.Mo
     with running(server) as url:
         run(calls(url))
     assert [agent.startswith("python-httpx/") for agent in server.agents] == [True, True]
+
+
+class Held:
+    """Holds each request 0.2 s, counting how many are in at once."""
+
+    def __init__(self) -> None:
+        self.inside = 0
+        self.most = 0
+        self.ports: set[int] = set()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        while (await receive()).get("more_body"):
+            pass
+        self.ports.add(scope["client"][1])
+        self.inside += 1
+        self.most = max(self.most, self.inside)
+        await asyncio.sleep(0.2)
+        self.inside -= 1
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+
+def test_calls_past_max_connections_wait_for_one_to_come_free() -> None:
+    server = Held()
+
+    async def calls(url: str) -> list[Any]:
+        transport = KeepAliveTransport(max_connections=2)
+        async with HttpSender(url, transport=transport) as sender:
+            return list(await asyncio.gather(*(sender.send("orders:get", {"n": n}) for n in range(6))))
+
+    with running(server) as url:
+        answers = run(calls(url))
+    assert [answer.status for answer in answers] == [OK] * 6
+    assert server.most <= 2
+    assert len(server.ports) <= 2  # the waiting calls took the freed connections
+
+
+def test_a_call_that_finds_every_connection_busy_past_its_timeout_is_a_timeout() -> None:
+    async def calls(url: str) -> tuple[Any, Any, float]:
+        transport = KeepAliveTransport(max_connections=1)
+        async with HttpSender(lambda _topic: f"{url}/slow", transport=transport, timeout=5) as busy, \
+                HttpSender(url, transport=transport, timeout=0.3) as waiting:  # fmt: skip
+            first = asyncio.create_task(busy.send("orders:get", {}))
+            await asyncio.sleep(0.2)  # the one connection is taken
+            started = time.monotonic()
+            second = await waiting.send("orders:get", {})
+            waited = time.monotonic() - started
+            return await first, second, waited
+
+    with running(Echo()) as url:
+        first, second, waited = run(calls(url))
+    assert first.status == OK
+    assert second.status == TIMEOUT and "PoolTimeout" in (second.detail or "")
+    assert waited < 1.9  # not the 2 s the busy call took
+
+
+def test_max_connections_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="max_connections"):
+        KeepAliveTransport(max_connections=0)

@@ -11,7 +11,8 @@ clients') takes one for its plain-HTTP calls (`direct_transport`).
 
 Scope: plain `http://` only (`lean_transport` gives one only for such a URL; https, proxies and HTTP/2 stay with
 httpx's transport), request bodies read whole, no `HEAD`. One request per connection at a time; a concurrent
-call opens another connection, and up to `max_idle` idle ones are kept per origin. A kept connection the server
+call opens another connection, up to `max_connections` per origin (then it waits for one), and up to `max_idle`
+idle ones are kept per origin. A kept connection the server
 closed meanwhile is noticed when its answer never starts: the request goes once more on a new connection, as
 httpcore does.
 """
@@ -31,6 +32,11 @@ except ImportError:  # pragma: no cover - uvicorn[standard] installs it; without
     httptools = None  # type: ignore[assignment]
 
 DEFAULT_MAX_IDLE: Final = 4
+DEFAULT_MAX_CONNECTIONS: Final = 100
+"""Per origin, as httpx's default pool."""
+CLIENT_MAX_IDLE: Final = 20
+"""Idle connections a sender's own transport keeps per origin (httpx's default too): a service's handlers call
+their targets concurrently, where a feed sends one call at a time."""
 
 Origin = tuple[str, int]
 Answer = tuple[int, list[tuple[bytes, bytes]], bytes]
@@ -150,13 +156,19 @@ class _Connection(asyncio.Protocol):
 
 
 class KeepAliveTransport(httpx.AsyncBaseTransport):
-    """See the module. `max_idle`: idle connections kept per origin."""
+    """See the module. `max_idle`: idle connections kept per origin; `max_connections`: connections open to one
+    origin at once (as httpx's pool bounds them): a call past it waits for one to come free, within its connect
+    timeout (`httpx.PoolTimeout` past it)."""
 
-    def __init__(self, *, max_idle: int = DEFAULT_MAX_IDLE) -> None:
+    def __init__(self, *, max_idle: int = DEFAULT_MAX_IDLE, max_connections: int = DEFAULT_MAX_CONNECTIONS) -> None:
         if httptools is None:  # pragma: no cover
             raise RuntimeError("KeepAliveTransport needs httptools (installed with uvicorn[standard])")
+        if max_connections < 1:
+            raise ValueError("max_connections must be at least 1")
         self.max_idle = max_idle
+        self.max_connections = max_connections
         self._idle: dict[Origin, list[_Connection]] = {}
+        self._slots: dict[Origin, asyncio.Semaphore] = {}
         self._closed = False
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -195,6 +207,26 @@ class KeepAliveTransport(httpx.AsyncBaseTransport):
         """One request (its head and body as they go on the wire) on a kept connection to `origin`, or a new one."""
         if self._closed:
             raise httpx.ConnectError("the transport is closed")
+        slots = self._slots.get(origin)
+        if slots is None:
+            slots = self._slots[origin] = asyncio.Semaphore(self.max_connections)
+        if slots.locked():
+            try:
+                async with asyncio.timeout(connect_timeout):
+                    await slots.acquire()
+            except TimeoutError:
+                where = f"{origin[0]}:{origin[1]}"
+                raise httpx.PoolTimeout(f"all {self.max_connections} connections to {where} stayed busy") from None
+        else:
+            await slots.acquire()  # one is free: no wait
+        try:
+            return await self._exchange(origin, head, body, connect_timeout, read_timeout)
+        finally:
+            slots.release()
+
+    async def _exchange(
+        self, origin: Origin, head: bytes, body: bytes, connect_timeout: float | None, read_timeout: float | None
+    ) -> Answer:
         connection = self._kept(origin)
         try:
             if connection is not None:
@@ -255,7 +287,7 @@ def lean_transport(url: str) -> KeepAliveTransport | None:
 def direct_transport() -> KeepAliveTransport | None:
     """A `KeepAliveTransport` for a sender's plain-HTTP calls to any host, when none goes through a proxy (no
     `http_proxy`/`all_proxy` in the environment) and httptools is there; else None."""
-    return None if httptools is None or _proxied() else KeepAliveTransport()
+    return None if httptools is None or _proxied() else KeepAliveTransport(max_idle=CLIENT_MAX_IDLE)
 
 
 def _proxied() -> bool:
