@@ -128,25 +128,14 @@ class Pipeline:
             logger.warning("request for %s could not be built", registration.key, exc_info=True)
             return _failure(st.VALIDATION_ERROR, f"request does not fit {registration.key}")
         deadline = context.deadline
-        bound: asyncio.Timeout | None = None
-        token = None
         try:
             if deadline is not None:
-                left = deadline - self._clock()
-                if left <= 0:
-                    return _failure(st.TIMEOUT, f"the deadline passed before {registration.key} started")
-                bound = asyncio.timeout(left)
-                token = enter_deadline(deadline)  # outbound calls made by the handler carry what is left
-                async with bound:
-                    returned = await _call(registration, request, context)
+                returned = await self._call_within(deadline, registration, request, context)
             elif registration.is_async:  # inline, not through _call: one coroutine frame less per invocation
                 returned = await registration.handler(request, context)  # type: ignore[misc]
             else:
                 returned = await asyncio.to_thread(registration.handler, request, context)
         except BaseException as exc:
-            if bound is not None and bound.expired():
-                logger.warning("handler for %s cancelled at its deadline", registration.key)
-                return _failure(st.TIMEOUT, f"{registration.key} did not finish before its deadline")
             # Any exception, CancelledError, SystemExit and KeyboardInterrupt included, is the handler's failure:
             # its type is kept for tracing and issues; its text never goes on the wire. Only a cancellation of
             # this invocation from outside (the client left, the server stops) goes on, so it is honoured.
@@ -156,9 +145,6 @@ class Pipeline:
             logger.error("handler for %s raised %s", registration.key, exception_type, exc_info=exc)
             detail = f"{registration.key} failed while handling the request"
             return BindingFailure(st.SERVICE_UNAVAILABLE, None, detail, exception_type=exception_type)
-        finally:
-            if token is not None:
-                leave_deadline(token)
         if not isinstance(returned, Result):
             logger.error("handler for %s returned %s, not a Result", registration.key, type(returned).__name__)
             return _failure(st.UNEXPECTED_ERROR, f"{registration.key} returned an invalid result")
@@ -178,6 +164,25 @@ class Pipeline:
             detail = f"{context.topic} produced a response that does not fit its type ({_why(exc)})"
             return BindingFailure(st.UNEXPECTED_ERROR, None, detail)
         return returned
+
+    async def _call_within(self, deadline: float, registration: Registration, request: Any, context: Context) -> Any:
+        """The handler's answer, cancelled at `deadline` (a `timeout` failure then); outbound calls it makes carry
+        what is left. Anything else it raises goes on."""
+        left = deadline - self._clock()
+        if left <= 0:
+            return _failure(st.TIMEOUT, f"the deadline passed before {registration.key} started")
+        bound = asyncio.timeout(left)
+        token = enter_deadline(deadline)
+        try:
+            async with bound:
+                return await _call(registration, request, context)
+        except BaseException:
+            if bound.expired():
+                logger.warning("handler for %s cancelled at its deadline", registration.key)
+                return _failure(st.TIMEOUT, f"{registration.key} did not finish before its deadline")
+            raise
+        finally:
+            leave_deadline(token)
 
     def _target(self, registration: Registration) -> _Target:
         target = self._targets.get(id(registration))
