@@ -47,7 +47,7 @@ BENCHES = (
           "uvloop) in its own process pinned to one core, wrk pinned to the other, the apps taking turns in every "
           "round; ratios are medians of per-round ratios. In-process: the typed route against the raw app doing "
           "the same JSON work, `GET /svc/health` with one sync check against `POST /svc/invoke` of a trivial "
-          "topic; route matching at 10 and 1000 routes."),
+          "topic; route matching at 1, 8 and 1000 routes."),
     Bench("security", "Security on the request path (bench/security.py)",
           "The same GET route through the ASGI app in-process, public and behind an RS256 JWT scheme whose key is "
           "loaded (no JWKS fetch on the path), the variants taking turns each round: the token's signature checked "
