@@ -12,9 +12,8 @@ clients') takes one for its plain-HTTP calls (`direct_transport`).
 Scope: plain `http://` only (`lean_transport` gives one only for such a URL; https, proxies and HTTP/2 stay with
 httpx's transport), request bodies read whole, no `HEAD`. One request per connection at a time; a concurrent
 call opens another connection, up to `max_connections` per origin (then it waits for one), and up to `max_idle`
-idle ones are kept per origin. A kept connection the server
-closed meanwhile is noticed when its answer never starts: the request goes once more on a new connection, as
-httpcore does.
+idle ones are kept per origin. A kept connection the server closed meanwhile is noticed when its answer never
+starts: the request goes once more on a new connection, as httpcore does.
 """
 
 from __future__ import annotations
