@@ -14,9 +14,9 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import logging
+import os
 import random
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC
@@ -88,7 +88,7 @@ class RetryingSender:
         sleep: Sleep = asyncio.sleep,
         clock: Clock = time.monotonic,
         jitter: Callable[[], float] = random.random,
-        new_key: Callable[[], str] = lambda: uuid.uuid4().hex,
+        new_key: Callable[[], str] = lambda: os.urandom(16).hex(),
         wall_clock: Clock = time.time,
     ) -> None:
         self.sender = sender
