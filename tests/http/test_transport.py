@@ -270,6 +270,23 @@ def test_a_sender_in_an_environment_with_a_proxy_keeps_httpx_which_goes_through_
         assert run(call()).status == SERVICE_UNAVAILABLE  # the proxy was tried, not the server
 
 
+def test_a_host_no_proxy_names_is_called_straight_over_the_senders_own_connections(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _no_proxies(monkeypatch)
+    server = Agents()
+    with running(server) as url:
+        monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{free_port()}")  # nobody listens there
+        monkeypatch.setenv("no_proxy", "127.0.0.1")
+
+        async def call() -> Any:
+            async with HttpSender(url, timeout=2) as sender:
+                return await sender.send("orders:get", {})
+
+        assert run(call()).status == OK
+    assert server.agents == [""]  # the sender's own transport, not httpx's client
+
+
 def test_an_injected_transport_or_client_is_used_as_given(monkeypatch: pytest.MonkeyPatch) -> None:
     _no_proxies(monkeypatch)
     server = Agents()

@@ -30,7 +30,7 @@ from .._status import (
     is_success,
     status_for_code,
 )
-from .transport import KeepAliveTransport, direct_transport
+from .transport import KeepAliveTransport, direct_transport, goes_direct
 
 Target: TypeAlias = str | Mapping[str, str] | Callable[[str], str]
 """A base URL (the topic is appended as one path segment), a topic → URL map, or a topic → URL function."""
@@ -90,7 +90,8 @@ class HttpSender(ClosesOnExit):
     - `transport` / `client`: the replaceable HTTP call. An injected `client` is used as configured and never
       closed here; otherwise the sender owns an `httpx.AsyncClient` (on `transport`, if given) and closes it.
       With neither, plain-HTTP calls go over a `KeepAliveTransport` of the sender's own (no httpx client layer),
-      unless the environment names a proxy; https goes through the client.
+      except to a host the environment's proxy stands before (`http_proxy`/`all_proxy`, unless `no_proxy` names
+      it); those and https go through the client.
     - `timeout`: seconds (or an `httpx.Timeout`); default 10 s for an owned client. With an injected client it
       applies per request only when given.
     - Within a deadline (a handler's, or `deadline(...)`), what is left of it goes out as `svc-deadline`
@@ -137,6 +138,8 @@ class HttpSender(ClosesOnExit):
         self._owns_lean = transport is None and client is None
         if self._owns_lean:  # the client keeps httpx's transport for https and for calls through a proxy
             self._lean = direct_transport()
+        self._direct: dict[str, bool] = {}
+        """By host: whether the sender's own transport takes its plain-HTTP calls (`goes_direct`)."""
         self._lean_timeout = _read_timeout(timeout)
         if client is None:
             client = httpx.AsyncClient(transport=transport, timeout=DEFAULT_TIMEOUT if timeout is None else timeout)
@@ -227,12 +230,20 @@ class HttpSender(ClosesOnExit):
         return wire
 
     async def _post(self, url: httpx.URL, body: bytes, headers: list[tuple[bytes, bytes]]) -> _Answer:
-        if self._lean is not None and url.scheme == "http":
+        if self._lean is not None and url.scheme == "http" and (not self._owns_lean or self._goes_direct(url.host)):
             code, raw, content = await self._lean.post(url, headers, body, self._lean_timeout)
             # The body as text only for an answer that is not JSON: httpx's own reading of its charset.
             return code, httpx.Headers(raw), content, lambda: httpx.Response(code, headers=raw, content=content).text
         response = await self._client.post(url, content=body, headers=headers, timeout=self._request_timeout)
         return response.status_code, response.headers, response.content, lambda: response.text
+
+    def _goes_direct(self, host: str) -> bool:
+        direct = self._direct.get(host)
+        if direct is None:
+            direct = goes_direct(host)
+            if len(self._direct) < URL_CACHE_SIZE:
+                self._direct[host] = direct
+        return direct
 
     # -- response --------------------------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ itself on kept-alive asyncio connections and parses the answer with httptools (C
 two ways: as an httpx transport (`handle_async_request`), and called directly (`post`) by `HttpSender` and the
 OTLP exporter, which skips httpx's client layer as well: about a quarter of the cost through httpx. Errors are
 httpx's own transport errors either way. An `HttpSender` built without a transport or client (the generated
-clients') takes one for its plain-HTTP calls (`direct_transport`).
+clients') takes one for its plain-HTTP calls to hosts no proxy stands before (`direct_transport`).
 
 Scope: plain `http://` only (`lean_transport` gives one only for such a URL; https, proxies and HTTP/2 stay with
 httpx's transport), request bodies read whole, no `HEAD`. One request per connection at a time; a concurrent
@@ -273,25 +273,27 @@ class KeepAliveTransport(httpx.AsyncBaseTransport):
 
 
 def lean_transport(url: str) -> KeepAliveTransport | None:
-    """A `KeepAliveTransport` for calls to `url` when it is plain HTTP, goes straight to its host and httptools is
-    there; else None: httpx's own transport, which also honours an `http_proxy`/`all_proxy` of the environment
-    (unless `no_proxy` names the host), as an httpx client does."""
+    """A `KeepAliveTransport` for calls to `url` when it is plain HTTP, goes straight to its host (`goes_direct`) and
+    httptools is there; else None: httpx's own transport, which honours the environment's proxy as an httpx client
+    does."""
     if httptools is None or not url.lower().startswith("http://"):
         return None
-    if _proxied() and not urllib.request.proxy_bypass(httpx.URL(url).host):
-        return None
-    return KeepAliveTransport()
+    return KeepAliveTransport() if goes_direct(httpx.URL(url).host) else None
 
 
 def direct_transport() -> KeepAliveTransport | None:
-    """A `KeepAliveTransport` for a sender's plain-HTTP calls to any host, when none goes through a proxy (no
-    `http_proxy`/`all_proxy` in the environment) and httptools is there; else None."""
-    return None if httptools is None or _proxied() else KeepAliveTransport(max_idle=CLIENT_MAX_IDLE)
+    """A `KeepAliveTransport` for a sender's plain-HTTP calls to hosts it reaches straight (`goes_direct`), when
+    httptools is there; else None."""
+    return None if httptools is None else KeepAliveTransport(max_idle=CLIENT_MAX_IDLE)
 
 
-def _proxied() -> bool:
+def goes_direct(host: str) -> bool:
+    """Whether a plain-HTTP call to `host` goes straight to it: the environment names no `http_proxy`/`all_proxy`,
+    or its `no_proxy` names the host (read from the environment on every call: cache the answer per host)."""
     proxies = urllib.request.getproxies_environment()
-    return bool(proxies.get("http") or proxies.get("all"))
+    if not (proxies.get("http") or proxies.get("all")):
+        return True
+    return bool(urllib.request.proxy_bypass(host))
 
 
 async def _connect(origin: Origin, timeout: float | None) -> _Connection:
