@@ -1,5 +1,5 @@
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from svcgen.runtime import Route
@@ -90,7 +90,9 @@ def _route_specs(draw: st.DrawFn) -> list[str]:
     return specs
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=1000, deadline=None)
+@example(["POST /a/a//"], ["a", "a"], "/", True, "POST")  # a last segment empty: only the path with it matches
+@example(["GET /"], [], "//", False, "GET")
 @given(_route_specs(), st.lists(_PATH_PARTS, max_size=5), st.sampled_from(["", "/", "//"]), st.booleans(),
        st.sampled_from(["GET", "POST"]))  # fmt: skip
 def test_compiled_routes_answer_as_the_trie(

@@ -214,8 +214,8 @@ def _best(node: _Node, method: str, segments: list[str], depth: int) -> tuple[in
 
 
 def _compile(routes: list[Route]) -> _Compiled:
-    """Each route an alternative `(/seg/([^/]+)...)`, in registration order, then one optional trailing slash:
-    the segments `split_path` gives, a placeholder taking one non-empty segment as in the trie."""
+    """Each route an alternative `(/seg/([^/]+).../?)`, in registration order: the segments `split_path` gives, a
+    placeholder taking one non-empty segment as in the trie."""
     alternatives: list[str] = []
     table: dict[int, tuple[Route, tuple[tuple[int, str], ...]]] = {}
     group = 0
@@ -232,9 +232,12 @@ def _compile(routes: list[Route]) -> _Compiled:
                 parts.append("([^/]+)")
             else:
                 parts.append(re.escape(segment))
-        alternatives.append("(/" + "/".join(parts) + ")")
+        joined = "/".join(parts)
+        # One trailing slash is dropped from the path before it is split: a route whose last segment is empty
+        # matches only with that slash there, any other with or without it.
+        alternatives.append(f"(/{joined}/)" if joined.endswith("/") else f"(/{joined}/?)")
         table[outer] = (route, tuple(groups))
-    return _Compiled(re.compile("(?:" + "|".join(alternatives) + ")/?"), table)
+    return _Compiled(re.compile("|".join(alternatives)), table)
 
 
 def split_path(path: str) -> list[str]:
