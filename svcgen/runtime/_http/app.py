@@ -145,12 +145,13 @@ class HttpApp:
                 if scope.get("query_string"):
                     fields = {**query_fields(scope), **fields}
                 topic, static_version = route.topic, route.version
-                # The runner of a route that decides its calls alone (`Service.route_runner`).
-                run = self._runners.get(id(route)) if path_version is None else None
+                # The runner of a route that decides its calls alone (`Service.route_runner`); none has `{version}`.
+                run = self._runners.get(id(route))
             else:
-                faced = self._topic_face(method, raw_path)
+                segments = split_raw_path(raw_path)
+                faced = self._topic_face(method, segments)
                 if faced is None:
-                    await self._unrouted(scope, receive, send, split_raw_path(raw_path))
+                    await self._unrouted(scope, receive, send, segments)
                     return
                 topic, path_version = faced
                 fields, static_version, run = None, "", None
@@ -291,13 +292,12 @@ class HttpApp:
         if not self.service.registry.versions(route.topic):
             raise RouteError(f"route {route} names topic {route.topic!r}, which has no handler")
 
-    def _topic_face(self, method: str, raw_path: bytes) -> tuple[str, str | None] | None:
+    def _topic_face(self, method: str, segments: list[str]) -> tuple[str, str | None] | None:
         """(topic, version or None) of a `POST {prefix}/invoke/<topic>[/<version>]`, else None; no route takes these
         paths (`_refuse_shadowing`)."""
         base = self._topic_invoke
         if base is None or method != "POST":
             return None
-        segments = split_raw_path(raw_path)
         depth = len(base)
         if len(segments) not in (depth + 1, depth + 2) or segments[:depth] != base:
             return None

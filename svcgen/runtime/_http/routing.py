@@ -103,10 +103,10 @@ class _Node:
 @dataclass(frozen=True, slots=True)
 class _Compiled:
     """One method's routes as one expression: `routes[m.lastindex]` is the route whose alternative matched, with
-    (group, name) of its placeholders."""
+    (group, name) of its placeholders other than `{version}` and the group of that one (0: none)."""
 
     pattern: re.Pattern[str]
-    routes: dict[int, tuple[Route, tuple[tuple[int, str], ...]]]
+    routes: dict[int, tuple[Route, tuple[tuple[int, str], ...], int]]
 
 
 class Router:
@@ -158,15 +158,11 @@ class Router:
             raise PathNotUtf8("path is not valid UTF-8") from None
         if matched is None:
             return None
-        route, groups = compiled.routes[matched.lastindex or 0]
+        route, groups, version_group = compiled.routes[matched.lastindex or 0]
         params: dict[str, str] = {}
-        path_version: str | None = None
         for group, name in groups:
-            if name == VERSION_PATH_PARAM:
-                path_version = matched.group(group)
-            else:
-                params[name] = matched.group(group)
-        return route, params, path_version
+            params[name] = matched.group(group)
+        return route, params, matched.group(version_group) if version_group else None
 
     def find(self, method: str, segments: list[str]) -> Found | None:
         """`match` as a plain tuple (route, params, path version)."""
@@ -217,7 +213,7 @@ def _compile(routes: list[Route]) -> _Compiled:
     """Each route an alternative `(/seg/([^/]+).../?)`, in registration order: the segments `split_path` gives, a
     placeholder taking one non-empty segment as in the trie."""
     alternatives: list[str] = []
-    table: dict[int, tuple[Route, tuple[tuple[int, str], ...]]] = {}
+    table: dict[int, tuple[Route, tuple[tuple[int, str], ...], int]] = {}
     group = 0
     for route in routes:
         group += 1
@@ -225,10 +221,14 @@ def _compile(routes: list[Route]) -> _Compiled:
         names = dict(route.params)
         parts: list[str] = []
         groups: list[tuple[int, str]] = []
+        version_group = 0
         for index, segment in enumerate(split_path(route.path)):
             if index in names:
                 group += 1
-                groups.append((group, names[index]))
+                if names[index] == VERSION_PATH_PARAM:
+                    version_group = group
+                else:
+                    groups.append((group, names[index]))
                 parts.append("([^/]+)")
             else:
                 parts.append(re.escape(segment))
@@ -236,7 +236,7 @@ def _compile(routes: list[Route]) -> _Compiled:
         # One trailing slash is dropped from the path before it is split: a route whose last segment is empty
         # matches only with that slash there, any other with or without it.
         alternatives.append(f"(/{joined}/)" if joined.endswith("/") else f"(/{joined}/?)")
-        table[outer] = (route, tuple(groups))
+        table[outer] = (route, tuple(groups), version_group)
     return _Compiled(re.compile("|".join(alternatives)), table)
 
 

@@ -133,11 +133,12 @@ class HttpSender(ClosesOnExit):
         self._by_text: dict[str, httpx.URL] = {}
 
         self._owns_client = client is None
-        self._lean: KeepAliveTransport | None = transport if isinstance(transport, KeepAliveTransport) else None
-        """Called without httpx's client layer (`KeepAliveTransport.post`) for a plain-HTTP URL."""
         self._owns_lean = transport is None and client is None
-        if self._owns_lean:  # the client keeps httpx's transport for https and for calls through a proxy
-            self._lean = direct_transport()
+        """The sender's own transport (`direct_transport`): the client keeps httpx's for https and through a proxy."""
+        self._lean: KeepAliveTransport | None = (
+            direct_transport() if self._owns_lean else transport if isinstance(transport, KeepAliveTransport) else None
+        )
+        """Called without httpx's client layer (`KeepAliveTransport.post`) for a plain-HTTP URL."""
         self._direct: dict[str, bool] = {}
         """By host: whether the sender's own transport takes its plain-HTTP calls (`goes_direct`)."""
         self._lean_timeout = _read_timeout(timeout)
