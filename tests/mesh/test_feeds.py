@@ -188,3 +188,12 @@ def test_a_full_batch_of_the_heaviest_entries_is_taken_by_a_real_collector() -> 
     assert not whole.is_successful  # in one piece the collector refuses it (413), on every resend
     assert sent.is_successful, sent
     assert sent.payload == {"accepted": 500}
+
+
+def test_a_written_body_goes_in_its_envelope_as_the_plain_body_would() -> None:
+    from svcgen.runtime._mesh.feeds import WrittenBody, feed_envelope, trace_batch
+
+    batch = trace_batch([event(1), _long_event(2)], "b-7")
+    written = WrittenBody(batch)
+    assert written == batch and orjson.loads(written.json) == batch  # any sender reads the dict it is
+    assert feed_envelope("svc:mesh:traces", written, {"a": "b"}) == feed_envelope("svc:mesh:traces", batch, {"a": "b"})

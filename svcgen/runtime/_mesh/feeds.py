@@ -46,9 +46,21 @@ def bearer(token: str | None) -> dict[str, str]:
     return {"authorization": f"Bearer {token}"} if token else {}
 
 
+class WrittenBody(dict[str, Any]):
+    """A feed body that carries its JSON text, written once (a trace batch is weighed in it before it goes): any
+    sender reads it as the dict it is, the feeds' own senders put `json` in the envelope as it is."""
+
+    __slots__ = ("json",)
+
+    def __init__(self, body: Mapping[str, Any]) -> None:
+        super().__init__(body)
+        self.json = orjson.dumps(body)
+
+
 def feed_envelope(topic: str, payload: Any = None, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The message envelope a feed travels in, over any transport: its body is the payload's JSON text."""
-    return {"topic": topic, "headers": dict(headers or {}), "body": orjson.dumps(payload).decode()}
+    text = payload.json if isinstance(payload, WrittenBody) else orjson.dumps(payload)
+    return {"topic": topic, "headers": dict(headers or {}), "body": text.decode()}
 
 
 class EnvelopeSender:
@@ -117,8 +129,8 @@ class FeedSender:
         A batch whose envelope could pass the collector's body limit (`MAX_TRACE_BATCH_BYTES`: long texts in
         every entry) goes in halves, `<batchId>-1` and `<batchId>-2`, split alike on every resend; a refused
         oversized body would otherwise be resent forever. The first failed part is the answer."""
-        batch = trace_batch(events, batch_id)
-        if len(events) < 2 or _envelope_bytes(batch) <= self.max_trace_batch_bytes:
+        batch = WrittenBody(trace_batch(events, batch_id))
+        if len(events) < 2 or _envelope_bytes(batch.json) <= self.max_trace_batch_bytes:
             return await self._send(TRACES_TOPIC, batch)
         half = len(events) // 2
         accepted = 0
@@ -142,9 +154,9 @@ class FeedSender:
             return Result.unexpected_error(f"feed {topic} failed ({type(exc).__name__})")
 
 
-def _envelope_bytes(batch: Mapping[str, Any]) -> int:
-    """About what the batch weighs inside its envelope, where its JSON is a string: each `"` and `\\` escaped."""
-    text = orjson.dumps(batch)
+def _envelope_bytes(text: bytes) -> int:
+    """About what a batch of JSON `text` weighs inside its envelope, where it is a string: each `"` and `\\`
+    escaped."""
     return len(text) + text.count(b'"') + text.count(b"\\") + ENVELOPE_ALLOWANCE
 
 
