@@ -351,10 +351,10 @@ def fetch_contract(collector: str, service: str, topics: Sequence[str], *, event
     try:
         reply: Any = response.json()
         body = orjson.loads(reply["body"]) if reply.get("body") else None
+        status = reply["statusCode"]  # any JSON without one (an app's own 404 under a wrong prefix) is no envelope
     except (ValueError, KeyError, TypeError, AttributeError):
         raise CollectorUnavailable(f"collector {collector} answered HTTP {response.status_code} with something "
                                    "that is not an envelope; is the URL a svcgen collector?") from None
-    status = reply.get("statusCode")
     if status == "not-found" and isinstance(body, Mapping) and f"of service {service} " in str(body.get("detail")):
         raise CollectorUnavailable(f"collector {collector} has never heard of service {service} (no descriptor "
                                    "registered); it cannot say who uses it")

@@ -13,10 +13,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from click.testing import CliRunner
 
-from svcgen.candeploy import judge, parse_window
+from svcgen.candeploy import CollectorUnavailable, fetch_contract, judge, parse_window
 from svcgen.cli import main
 from svcgen.collector.postgres import PostgresStore
 from svcgen.collector.service import collector_service
@@ -196,6 +197,16 @@ def test_renaming_the_service_is_blocked_by_anyone_using_any_topic() -> None:
     (renamed,) = report.judged
     assert (renamed.finding.rule, renamed.verdict, renamed.usage.declared_by) == ("service-renamed", "blocked",
                                                                                   ("shop",))
+
+
+@pytest.mark.parametrize("answer", [{"status": "not-found", "detail": "no route for POST /ops/invoke"}, [], "ok"])
+def test_a_json_answer_that_is_not_an_envelope_is_named_as_such(answer: Any) -> None:
+    # A URL whose path is not the collector's prefix answers the app's own 404 JSON, which has no statusCode.
+    transport = httpx.MockTransport(lambda request: httpx.Response(404, json=answer))
+    with pytest.raises(CollectorUnavailable) as raised:
+        fetch_contract("http://collector.invalid/ops", "orders", [], transport=transport)
+    assert str(raised.value) == ("collector http://collector.invalid/ops answered HTTP 404 with something that is "
+                                 "not an envelope; is the URL a svcgen collector?")
 
 
 @pytest.mark.parametrize("text", ["7", "0d", "7 days", "-1h", ""])
