@@ -47,7 +47,7 @@ from .schemaimport import SchemaImportError
 from .security import check_security
 from .sources import Sources
 from .spelling import canonical_camel, did_you_mean, is_pascal_identifier, pascal_case, suggestion
-from .typeexpr import CONTAINERS, SCALARS, TypeExpr, TypeExprError, parse_type
+from .typeexpr import CONTAINERS, SCALARS, TypeExpr, TypeExprError, parse_type, rename_records
 from .validate import SchemaFindings
 
 _SCALAR_LIST = ", ".join(SCALARS)
@@ -694,7 +694,7 @@ class _Checker:
                 if [f.wire for f in ours.fields] != [f.wire for f in theirs.fields]:
                     continue
                 ours = replace(ours, closed=bool(spec.get("closed", self.data.get("closed", False))))
-                mine = replace(ours, fields=tuple(replace(f, type=qualified(f.type, namespace)) for f in ours.fields))
+                mine = replace(ours, fields=tuple(replace(f, type=_as_owners(f.type, namespace)) for f in ours.fields))
                 owned = replace(theirs, json_schema=None, fields=tuple(
                     replace(f, type=qualified(f.type, namespace)) for f in theirs.fields
                 ))
@@ -1022,6 +1022,12 @@ def _record_refs(expr: TypeExpr) -> Iterator[TypeExpr]:
             yield from walk(arg)
 
     return walk(expr)
+
+
+def _as_owners(expr: TypeExpr, namespace: str) -> TypeExpr:
+    """A local copy's type expression as the owner's would read: a local name stands for the owner's type of that
+    name (`Money` → `payments.Money`); a name already under a namespace (`payments.Money`) stays as written."""
+    return rename_records(expr, lambda ref: ref if "." in ref.name else replace(ref, name=f"{namespace}.{ref.name}"))
 
 
 def _topic_label(topic_id: str | None, version: str | None, position: Position) -> str:

@@ -261,3 +261,16 @@ def test_an_identical_local_copy_warns_that_it_repeats_the_owners_type(tmp_path:
     assert warnings == [
         "warning: type 'Money' repeats payments.Money; they are two types: use payments.Money and remove this copy"
     ]
+
+
+def test_a_copy_that_names_the_owners_types_by_namespace_repeats_it(tmp_path: Path) -> None:
+    # `status: payments.CaptureStatus` is the owner's `status: CaptureStatus`; it is not qualified a second time.
+    local = "  Capture:\n    fields:\n      captureId: string\n      status: payments.CaptureStatus\n"
+    text = write(tmp_path, local=local).read_text()
+    path = tmp_path / "orders" / "orders.yaml"
+    path.write_text(text.replace("response: Order\n", "response: Capture\n", 1), encoding="utf-8")
+    warnings = [str(w).split(": ", 1)[1] for w in load_manifest_with_warnings(path.as_posix()).warnings]
+    assert warnings == [
+        "warning: type 'Capture' repeats payments.Capture; they are two types: use payments.Capture and remove "
+        "this copy"
+    ]
