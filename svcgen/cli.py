@@ -666,9 +666,21 @@ def _accepted(report: DiffReport, approvals: dict[str, str], file: Path | None) 
     return report.accept(approvals)
 
 
+class _NumbersAsText(yaml.SafeLoader):
+    """YAML whose plain numbers stay text: a fingerprint of decimal digits only (1234567890123456, or 0123456701234567,
+    which YAML 1.1 reads as octal) is written unquoted as svcgen prints it, and must not turn into an integer."""
+
+
+_NumbersAsText.yaml_implicit_resolvers = {
+    first: [(tag, pattern) for tag, pattern in resolvers
+            if tag not in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
 def _approvals(file: Path) -> dict[str, str]:
     try:
-        return parse_approvals(yaml.safe_load(file.read_text(encoding="utf-8-sig")))
+        return parse_approvals(yaml.load(file.read_text(encoding="utf-8-sig"), Loader=_NumbersAsText))
     except OSError as error:
         _fail([f"{file}: cannot read the approvals file: {error.strerror or error}"], status=2)
     except (yaml.YAMLError, UnicodeDecodeError) as error:

@@ -164,3 +164,14 @@ def test_check_against_runs_compat_with_the_owners_from_names(tmp_path: Path) ->
     assert ("error: checkout -> payments: payments:refund.request.currency: request-property-added-required"
             in done.stdout)  # checkout's own copy of Refund lacks the currency payments requires
     assert "2 produces entries checked: 1 error" in done.stdout
+
+
+@pytest.mark.parametrize("fingerprint", ["1234567890123456", "0123456701234567", "1234567890123e45"])
+def test_a_fingerprint_of_digits_is_read_as_written_unquoted(tmp_path: Path, fingerprint: str) -> None:
+    # YAML would read these as an integer, an octal integer and a float; a fingerprint is text.
+    approvals = tmp_path / "approvals.yaml"
+    approvals.write_text(f"- fingerprint: {fingerprint}\n  reason: agreed\n")
+    manifest = str(write_manifest(tmp_path, V1))
+    result = run("diff", manifest, manifest, "--accept", str(approvals))
+    assert result.exit_code == 0, result.output
+    assert result.stderr == f"warning: {approvals}: approval {fingerprint} matches no finding; remove it\n"
