@@ -405,6 +405,19 @@ def _gate(old: Manifest, new: Manifest, scoped: list[tuple[TopicDef | None, Find
             yield _finding(GATE_RULE, key, None, None, why, fix)
 
 
+def _served_routes(manifest: Manifest, topic: TopicDef) -> list[str]:
+    """The routes that reach the topic version: its own, and a `{version}` route on any entry of the same topic,
+    which serves each of its versions (`versions: [v1, v2]` declares the routes on the newest one)."""
+    routes = [str(route) for route in topic.routes]
+    if not topic.version:
+        return routes  # {version} selects a version; the unversioned topic has none to select
+    for other in manifest.topics:
+        if other.id == topic.id and other is not topic:
+            routes += [str(route) for route in other.routes
+                       if "{version}" in route.path.split("/") and str(route) not in routes]
+    return routes
+
+
 def _lifecycle(topic: TopicDef) -> dict[str, str] | None:
     """The topic version's `deprecated` as the manifest writes it (only the dates and successor given)."""
     if topic.deprecated is None:
@@ -586,8 +599,7 @@ class _Differ:
                 self.add(f"response-{kind}-status-added", path, None, status)
 
     def routes(self, key: str, old: TopicDef, new: TopicDef) -> None:
-        before = [str(route) for route in old.routes]
-        after = [str(route) for route in new.routes]
+        before, after = _served_routes(self.old, old), _served_routes(self.new, new)
         removed = [route for route in before if route not in after]
         added = [route for route in after if route not in before]
         for gone, came in zip(removed, added, strict=False):

@@ -87,6 +87,26 @@ def test_a_new_version_beside_the_old_one_passes_and_removing_the_old_one_fails(
     assert "error: orders:place@v1: topic-version-removed" in removed.stdout
 
 
+def test_a_version_route_serves_every_version_wherever_it_is_declared(tmp_path: Path) -> None:
+    # `versions: [v1, v2]` declares its routes on the newest; `{version}` still serves v1, so adding v3 (or moving the
+    # route to another entry of the topic) leaves each version's routes as they were.
+    versioned = {"id": "orders:place", "versions": ["v1", "v2"], "request": "Req", "response": "Res",
+                 "routes": ["POST /{version}/orders"]}
+    old = {**V1, "versions": ["v1", "v2", "v3"], "topics": [versioned]}
+    new = {**old, "topics": [{**versioned, "versions": ["v1", "v2", "v3"]}]}
+    added = run("diff", *pair(tmp_path / "added", old, new))
+    assert (added.exit_code, added.stdout.splitlines()) == (0, [
+        "info: orders:place@v3: topic-version-added (none → orders:place@v3): a new (topic, version) beside the "
+        "existing ones; old callers are unaffected",
+        "1 contract change: 0 errors, 0 warnings, 1 info; compatible"])
+    entries = [{"id": "orders:place", "version": version, "request": "Req", "response": "Res"}
+               for version in ("v1", "v2")]
+    first = {**V1, "topics": [{**entries[0], "routes": ["POST /{version}/orders"]}, entries[1]]}
+    second = {**V1, "topics": [entries[0], {**entries[1], "routes": ["POST /{version}/orders"]}]}
+    moved = run("diff", *pair(tmp_path / "moved", first, second))
+    assert (moved.exit_code, moved.stdout) == (0, "no contract changes\n")
+
+
 def test_the_levels_file_overrides_levels_per_rule(tmp_path: Path) -> None:
     old, new = pair(tmp_path, V1, BREAKING)
     lenient = tmp_path / "levels.yaml"
