@@ -346,7 +346,8 @@ def fetch_contract(collector: str, service: str, topics: Sequence[str], *, event
     except httpx.HTTPError as error:
         raise CollectorUnavailable(f"collector {collector} unreachable: {error or type(error).__name__}") from None
     if response.status_code == 401:
-        raise CollectorUnavailable(f"collector {collector} refused the request: it is locked; give its token "
+        why = "the token given is not its token" if token else "it is locked; give its token"
+        raise CollectorUnavailable(f"collector {collector} refused the request: {why} "
                                    "(--token-file FILE or SVCGEN_COLLECTOR_TOKEN)")
     try:
         reply: Any = response.json()

@@ -209,6 +209,16 @@ def test_a_json_answer_that_is_not_an_envelope_is_named_as_such(answer: Any) -> 
                                  "not an envelope; is the URL a svcgen collector?")
 
 
+@pytest.mark.parametrize(("token", "why"), [(None, "it is locked; give its token"),
+                                            ("wrong", "the token given is not its token")])
+def test_a_locked_collector_says_whether_a_token_was_given(token: str | None, why: str) -> None:
+    transport = httpx.MockTransport(lambda request: httpx.Response(401, json={"status": "unauthorized"}))
+    with pytest.raises(CollectorUnavailable) as raised:
+        fetch_contract("http://collector.invalid", "orders", [], token=token, transport=transport)
+    assert str(raised.value) == (f"collector http://collector.invalid refused the request: {why} (--token-file FILE "
+                                 "or SVCGEN_COLLECTOR_TOKEN)")
+
+
 @pytest.mark.parametrize("text", ["7", "0d", "7 days", "-1h", ""])
 def test_a_window_must_be_a_number_and_a_unit(text: str) -> None:
     with pytest.raises(ValueError, match="like 7d or 24h"):
