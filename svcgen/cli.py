@@ -434,6 +434,9 @@ def collector_serve(
     store_file = Path(store) if store is not None and database is None else None
     if store_file is not None and not store_file.parent.is_dir():
         _fail([f"{store_file}: the directory {store_file.parent} does not exist"])
+    if store_file is not None and store_file.is_dir():
+        # Never a store: read as one it would be moved aside whole, with everything it holds.
+        _fail([f"{store_file}: is a directory; give the store's file, like {store_file / 'mesh.json'}"])
     if database is not None and importlib.util.find_spec("psycopg_pool") is None:
         _fail(["a PostgreSQL store needs psycopg: pip install 'svcgen[postgres]'"])
     if nats is not None:

@@ -611,6 +611,9 @@ class JsonFileStore:
         return sorted(found, key=lambda entry: entry.name)
 
     def set_aside(self) -> list[str]:
+        if self.path.is_dir() and any(self.path.iterdir()):
+            # Not the store's file but someone's directory: moving it would carry off all it holds.
+            raise StoreError(f"{self.path} is a directory, not a collector store; give the store's file")
         suffix = ".corrupt-" + datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         moved = []
         for path in [self.path, *(segment for _, segment in self._segments())]:

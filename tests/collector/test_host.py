@@ -181,3 +181,16 @@ def test_a_polled_service_under_its_own_prefix_is_polled_there_and_linked_there(
         "stock": ("healthy", "http://stock.test/ops/spec", "http://stock.test/ops/health"),
         "orders": ("healthy", "http://orders.test/svc/spec", "http://orders.test/svc/health"),
     }
+
+
+def test_svcgen_collector_serve_refuses_a_directory_as_its_store(tmp_path: Path) -> None:
+    # `--store /tmp` once moved the whole directory aside as a "corrupt store" and started empty.
+    directory = tmp_path / "var"
+    directory.mkdir()
+    (directory / "someone-elses.txt").write_text("kept")
+    result = subprocess.run([*SVCGEN, "collector", "serve", "--port", str(free_port()), "--store", str(directory)],
+                            capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    assert "is a directory" in result.stderr and "Traceback" not in result.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["var"]
+    assert (directory / "someone-elses.txt").read_text() == "kept"

@@ -23,6 +23,7 @@ from svcgen.collector import (
     JsonFileStore,
     MemoryStore,
     SnapshotError,
+    StoreError,
     StoreInUse,
     collector_service,
 )
@@ -162,6 +163,18 @@ def test_an_unreadable_store_is_moved_aside_with_one_warning_and_the_collector_s
     # The collector goes on with an empty store, and what it takes now survives a restart.
     fresh.register(descriptor("after"))
     assert [s["service"] for s in ok(collector(JsonFileStore(path)).query_fleet())["services"]] == ["after"]
+
+
+def test_a_directory_holding_files_is_never_moved_aside_as_a_corrupt_store(tmp_path: Path) -> None:
+    # Only the store's own files go aside: a directory given as the store path keeps what it holds, where it is.
+    path = tmp_path / "collector.json"
+    path.mkdir()
+    (path / "someone-elses.txt").write_text("kept")
+    with pytest.raises(StoreError, match="is a directory"):
+        collector(JsonFileStore(path))
+    assert sorted(entry.name for entry in tmp_path.iterdir() if not entry.name.endswith(".lock")) == [
+        "collector.json"]
+    assert (path / "someone-elses.txt").read_text() == "kept"
 
 
 def test_stale_temp_files_of_a_killed_compaction_are_removed_at_start(tmp_path: Path) -> None:
