@@ -222,3 +222,28 @@ def test_problems_from_written_artifacts_dead_letters_in_the_window_only(tmp_pat
     assert any("payments is unhealthy" in text for text in found["unhealthy"])
     assert any("payments:charge" in text and "3 server-side failure(s)" in text for text in found["failures"])
     assert not any("orders:get" in text for texts in found.values() for text in texts)  # 4xx only: not a problem
+
+
+def test_a_topics_failures_name_every_server_side_status_of_its_issues(tmp_path: Path) -> None:
+    # A stub answering not-implemented (config-wiring) is a server-side failure too: its count was in the line's
+    # total but missing from the list after it; a 4xx issue of the same topic stays out.
+    from tests.dashboard.test_dashboard import render, write_fixture_artifacts
+
+    def write(target: Path) -> None:
+        write_fixture_artifacts(target)
+        issues = json.loads((target / "issues.json").read_text())
+        base = {**issues["issues"][0], "service": "payments", "topic": "payments:charge", "exceptionType": None,
+                "lastSeen": "2024-05-01T11:50:00Z"}  # fmt: skip
+        issues["issues"] += [
+            {**base, "fingerprint": "1" * 32, "classification": "dependency", "status": "timeout", "count": 2},
+            {**base, "fingerprint": "2" * 32, "classification": "config-wiring", "status": "not-implemented",
+             "count": 1},
+            {**base, "fingerprint": "3" * 32, "classification": "config-wiring", "status": "unauthorized", "count": 5},
+        ]
+        (target / "issues.json").write_text(json.dumps(issues))
+
+    rendered = render(tmp_path, write)
+    assert (rendered.state(), rendered.errors()) == ("ready", [])
+    (charge,) = [text for text in problems(rendered.dom)["failures"] if "payments:charge" in text]
+    assert "3 server-side failure(s)" in charge and "timeout \u00d72" in charge and "not-implemented \u00d71" in charge
+    assert "unauthorized" not in charge
