@@ -28,6 +28,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import httpx
+import orjson
 
 from ._health import HealthCheck, HealthCheckResult
 from ._result import Result
@@ -49,6 +50,8 @@ HMAC_ALGORITHMS: Final = frozenset({"HS256", "HS384", "HS512"})
 JWT_MISSING: Final = "JWT schemes need PyJWT with cryptography where the service runs: pip install 'svcgen[jwt]'"
 MAX_TOKEN_CHARS: Final = 8192
 """A longer bearer token is refused unread: no parse cost for an oversized credential."""
+MAX_JWKS_BYTES: Final = 1 << 20
+"""A JWKS document longer than this is refused unread beyond it (a failed fetch)."""
 VERIFIED_CACHE_ENTRIES: Final = 4096
 VERIFIED_CACHE_SECONDS: Final = 60.0
 """A verified token is remembered (by its exact text) until it expires, at most this long, so a client calling
@@ -545,10 +548,9 @@ class _Jwks(_KeySource):
         self.fetches += 1
         try:
             jwt = pyjwt()
-            async with httpx.AsyncClient(transport=self._transport, timeout=self.fetch_timeout) as client:
-                response = await client.get(self.scheme.jwks, headers={"accept": "application/json"})
-            response.raise_for_status()
-            document = response.json()
+            # The whole fetch is bounded, not each read: a peer trickling bytes would otherwise hold every caller.
+            async with asyncio.timeout(self.fetch_timeout):
+                document = await self._download()
             keys: dict[str | None, Any] = {}
             for entry in document.get("keys", []) if isinstance(document, dict) else []:
                 if not isinstance(entry, dict) or entry.get("use", "sig") != "sig":
@@ -567,3 +569,17 @@ class _Jwks(_KeySource):
         self._keys = keys
         self._fetched_at = self._clock()
         self.last_error = ""
+
+    async def _download(self) -> Any:
+        """The JWKS document, read up to `MAX_JWKS_BYTES` (ValueError beyond: a key set is a few KB)."""
+        async with (
+            httpx.AsyncClient(transport=self._transport, timeout=self.fetch_timeout) as client,
+            client.stream("GET", self.scheme.jwks, headers={"accept": "application/json"}) as response,
+        ):
+            response.raise_for_status()
+            data = bytearray()
+            async for chunk in response.aiter_bytes():
+                data += chunk
+                if len(data) > MAX_JWKS_BYTES:
+                    raise ValueError(f"the JWKS is larger than {MAX_JWKS_BYTES} bytes")
+        return orjson.loads(data)

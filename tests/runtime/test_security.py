@@ -290,3 +290,55 @@ def test_a_topic_naming_an_undeclared_scheme_stops_the_start() -> None:
     registry.add("a:b", handle, security=["staf"])
     with pytest.raises(SecurityError, match="requires scheme 'staf'"):
         Service(Identity("s"), registry, security=Security.declare([ApiKeyScheme("staff")]))
+
+
+class TricklingJwks(httpx.AsyncBaseTransport):
+    """A JWKS server that answers 200 and then sends its body a byte at a time, each within any read timeout."""
+
+    def __init__(self, size: int = 1 << 30, pause: float = 0.02) -> None:
+        self.size = size
+        self.pause = pause
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "application/json"}, stream=self._body())
+
+    def _body(self) -> httpx.AsyncByteStream:
+        size, pause = self.size, self.pause
+
+        class Stream(httpx.AsyncByteStream):
+            async def __aiter__(self) -> Any:
+                for _ in range(size // 4096 if not pause else size):
+                    if pause:
+                        await asyncio.sleep(pause)
+                        yield b" "
+                    else:
+                        yield b" " * 4096
+
+        return Stream()
+
+
+def test_a_trickling_jwks_is_bounded_by_the_fetch_timeout_as_a_whole() -> None:
+    key = rsa_key()
+    security = Security.declare([staff_scheme(jwks="https://id.test/jwks")], default=["staff"])
+    guard = Guard(security, transport=TricklingJwks(), fetch_timeout=0.3)
+
+    async def timed() -> tuple[Any, float]:
+        started = time.monotonic()
+        answer = await asyncio.wait_for(guard.check(guard.security.default, bearer(token(key))), 5)
+        return answer, time.monotonic() - started
+
+    answer, took = run(timed())
+    assert answer.status == "unauthorized" and took < 2
+    check = guard.health_check()
+    assert check is not None
+    assert "TimeoutError" in (run(check.check()).detail or "")
+
+
+def test_an_oversized_jwks_is_refused_unread() -> None:
+    guard = Guard(Security.declare([staff_scheme(jwks="https://id.test/jwks")], default=["staff"]),
+                  transport=TricklingJwks(size=64 << 20, pause=0))  # fmt: skip
+    answer = run(guard.check(guard.security.default, bearer(token(rsa_key()))))
+    assert answer.status == "unauthorized"
+    check = guard.health_check()
+    assert check is not None
+    assert "larger than" in (run(check.check()).detail or "")
