@@ -468,16 +468,34 @@ def _read_key(scheme: JwtScheme) -> Any:
         secret = data.strip()
         if len(secret) < 32:
             raise SecurityError(f"scheme {scheme.name}: the shared secret in {scheme.key} is shorter than 32 bytes")
-        return secret
+        return _fitting(scheme, secret)
     from cryptography import x509
     from cryptography.hazmat.primitives.serialization import load_pem_public_key
 
+    key: Any
     try:
         if b"BEGIN CERTIFICATE" in data:
-            return x509.load_pem_x509_certificate(data).public_key()
-        return load_pem_public_key(data)
+            key = x509.load_pem_x509_certificate(data).public_key()
+        else:
+            key = load_pem_public_key(data)
     except ValueError:
         raise SecurityError(f"scheme {scheme.name}: {scheme.key} holds no PEM public key or certificate") from None
+    return _fitting(scheme, key)
+
+
+def _fitting(scheme: JwtScheme, key: Any) -> Any:
+    """`key` once PyJWT takes it for every pinned algorithm: a key of another kind (a PEM public key as an HS secret,
+    an RSA key for ES256) would refuse every token as malformed, so it stops the start instead."""
+    jws = pyjwt().PyJWS()
+    for algorithm in scheme.algorithms:
+        try:
+            jws.get_algorithm_by_name(algorithm).prepare_key(key)
+        except Exception:  # InvalidKeyError, or TypeError for a key object of another family
+            kind = "a shared secret, not a PEM key" if algorithm in HMAC_ALGORITHMS else "a public key of its family"
+            raise SecurityError(
+                f"scheme {scheme.name}: the key in {scheme.key} does not fit algorithm {algorithm}, which needs {kind}"
+            ) from None
+    return key
 
 
 class _Jwks(_KeySource):

@@ -342,3 +342,15 @@ def test_an_oversized_jwks_is_refused_unread() -> None:
     check = guard.health_check()
     assert check is not None
     assert "larger than" in (run(check.check()).detail or "")
+
+
+def test_a_key_file_that_does_not_fit_the_pinned_algorithms_stops_the_start(tmp_path: Path) -> None:
+    pem = tmp_path / "staff.pem"
+    pem.write_bytes(public_pem(rsa_key()))
+    as_secret = Security.declare([JwtScheme("staff", ISSUER, [AUDIENCE], ["HS256"], key=str(pem))])
+    with pytest.raises(SecurityError, match="does not fit algorithm HS256, which needs a shared secret"):
+        Guard(as_secret).load()
+    other_family = Security.declare([JwtScheme("staff", ISSUER, [AUDIENCE], ["ES256"], key=str(pem))])
+    with pytest.raises(WiringError, match="does not fit algorithm ES256"):
+        Wiring(environ={}).guard(other_family)
+    Guard(Security.declare([JwtScheme("staff", ISSUER, [AUDIENCE], ["RS256", "PS256"], key=str(pem))])).load()
