@@ -248,7 +248,9 @@ class Guard:
                 principal = principal or found
             if satisfied and principal is not None:
                 return principal
-        presented = any(isinstance(found, _Refused) for found in verified.values())
+        # RFC 6750's invalid_token is about a bearer token: an API key refused says nothing of one.
+        presented = any(isinstance(found, _Refused) and isinstance(self.security.scheme(name), JwtScheme)
+                        for name, found in verified.items())  # fmt: skip
         if short_of_scope:
             return Result.forbidden(
                 "the credential lacks a required scope", headers=self._challenge(needed, "insufficient_scope")
@@ -267,23 +269,28 @@ class Guard:
             return refused
 
     def _challenge(self, needed: Requirements, error: str) -> dict[str, str]:
-        schemes = dict.fromkeys(name for requirement in needed for name, _ in requirement)
-        challenges = []
-        for name in schemes:
-            scheme = self.security.scheme(name)
-            if isinstance(scheme, ApiKeyScheme):
-                challenges.append(f'ApiKey realm="{self.realm}", header="{scheme.header}"')
-            elif scheme is not None:
-                text = f'Bearer realm="{self.realm}"'
-                if error:
-                    text += f', error="{error}"'
-                if error == "insufficient_scope":
-                    scopes = sorted({s for requirement in needed for n, scoped in requirement if n == name
-                                     for s in scoped})  # fmt: skip
-                    if scopes:
-                        text += f', scope="{" ".join(scopes)}"'
-                challenges.append(text)
-        return {"www-authenticate": ", ".join(challenges)}
+        """One challenge per way of sending a credential: every JWT scheme is `Bearer` in the same realm, so they
+        share one challenge (naming the scopes any of them needs); an API key is one per header."""
+        challenges: dict[str, str] = {}  # by how the credential is sent, in the order the requirements name them
+        bearer = "\0bearer"  # a key no API-key header is
+        scopes: set[str] = set()
+        for requirement in needed:
+            for name, scoped in requirement:
+                scheme = self.security.scheme(name)
+                if isinstance(scheme, ApiKeyScheme):
+                    text = f'ApiKey realm="{self.realm}", header="{scheme.header}"'
+                    challenges.setdefault(scheme.header.lower(), text)
+                elif scheme is not None:
+                    challenges.setdefault(bearer, "")
+                    scopes.update(scoped)
+        if bearer in challenges:
+            text = f'Bearer realm="{self.realm}"'
+            if error:
+                text += f', error="{error}"'
+            if error == "insufficient_scope" and scopes:
+                text += f', scope="{" ".join(sorted(scopes))}"'
+            challenges[bearer] = text
+        return {"www-authenticate": ", ".join(challenges.values())}
 
     def health_check(self) -> HealthCheck | None:
         """`security`: failed while a scheme's JWKS cannot be fetched; None without JWKS schemes."""

@@ -354,3 +354,28 @@ def test_a_key_file_that_does_not_fit_the_pinned_algorithms_stops_the_start(tmp_
     with pytest.raises(WiringError, match="does not fit algorithm ES256"):
         Wiring(environ={}).guard(other_family)
     Guard(Security.declare([JwtScheme("staff", ISSUER, [AUDIENCE], ["RS256", "PS256"], key=str(pem))])).load()
+
+
+def test_one_bearer_challenge_however_many_jwt_schemes(tmp_path: Path) -> None:
+    secret = tmp_path / "hs.secret"
+    secret.write_bytes(SECRET)
+    hs = JwtScheme("hs", ISSUER, [AUDIENCE], ["HS256"], key=str(secret))
+    schemes: list[JwtScheme | ApiKeyScheme] = [staff_scheme(jwks="https://id.test/jwks"), hs, ApiKeyScheme("lab")]
+    schemes.append(ApiKeyScheme("lab-2"))
+    security = Security.declare(schemes, default=[{"staff": ["a"]}, {"hs": ["b"]}, "lab", "lab-2"])
+    guard = Guard(security, api_keys={"lab": {"k" * 20: "acme"}}, transport=JwksTransport(jwks_of(rsa_key())))
+    needed = security.default
+
+    def challenge(credentials: dict[str, str]) -> str:
+        answer = run(guard.check(needed, credentials))
+        assert isinstance(answer, Result)
+        return str(answer.headers["www-authenticate"])
+
+    assert challenge({}) == 'Bearer realm="svc", ApiKey realm="svc", header="x-api-key"'
+    assert challenge({"x-api-key": "wrong"}) == 'Bearer realm="svc", ApiKey realm="svc", header="x-api-key"'
+    bad = bearer(jwt.encode({"iss": ISSUER, "aud": AUDIENCE, "exp": time.time() - 5}, SECRET))
+    assert challenge(bad) == 'Bearer realm="svc", error="invalid_token", ApiKey realm="svc", header="x-api-key"'
+    scopeless = bearer(jwt.encode({"iss": ISSUER, "aud": AUDIENCE, "exp": time.time() + 60}, SECRET))
+    assert challenge(scopeless) == (
+        'Bearer realm="svc", error="insufficient_scope", scope="a b", ApiKey realm="svc", header="x-api-key"'
+    )
