@@ -157,7 +157,14 @@ class Principal:
 
 
 class _Refused(Exception):
-    """A credential that does not authenticate; the reason is safe to show (it never quotes the credential)."""
+    """A credential that does not authenticate; the reason is safe to show (it never quotes the credential).
+    When several schemes refuse the same credential, the reason told is the one of the highest `rank`: 2, the
+    signature was good (expired, wrong audience, ...: the token is for this scheme); 1, the credential got as far
+    as this scheme's keys (bad signature, unknown key); 0, it is not of this scheme's kind at all."""
+
+    def __init__(self, reason: str, *, rank: int = 0) -> None:
+        super().__init__(reason)
+        self.rank = rank
 
 
 class Guard:
@@ -255,8 +262,9 @@ class Guard:
             return Result.forbidden(
                 "the credential lacks a required scope", headers=self._challenge(needed, "insufficient_scope")
             )
-        reasons = [str(found) for found in verified.values() if isinstance(found, _Refused)]
-        detail = f"the credential is not valid: {reasons[0]}" if reasons else "a credential is required"
+        refusals = [found for found in verified.values() if isinstance(found, _Refused)]
+        told = max(refusals, key=lambda refused: refused.rank) if refusals else None  # the first of the highest
+        detail = f"the credential is not valid: {told}" if told is not None else "a credential is required"
         return Result.unauthorized(detail, headers=self._challenge(needed, "invalid_token" if presented else ""))
 
     async def _verify(self, name: str, credentials: Mapping[str, str]) -> Principal | _Refused | None:
@@ -328,7 +336,7 @@ class _ApiKeys(_Verifier):
             if hmac.compare_digest(given, key) and subject is None:
                 subject = owner
         if subject is None or not given:
-            raise _Refused("unknown API key")
+            raise _Refused("unknown API key", rank=1)
         return Principal(self.scheme.name, subject)
 
 
@@ -388,19 +396,19 @@ class _JwtVerifier(_Verifier):
                 options={"require": ["exp", "iss", "aud"]},
             )  # fmt: skip
         except jwt.ExpiredSignatureError:
-            raise _Refused("expired") from None
+            raise _Refused("expired", rank=2) from None
         except jwt.ImmatureSignatureError:
-            raise _Refused("not yet valid") from None
+            raise _Refused("not yet valid", rank=2) from None
         except jwt.InvalidIssuerError:
-            raise _Refused("wrong issuer") from None
+            raise _Refused("wrong issuer", rank=2) from None
         except jwt.InvalidAudienceError:
-            raise _Refused("wrong audience") from None
+            raise _Refused("wrong audience", rank=2) from None
         except jwt.InvalidSignatureError:
-            raise _Refused("bad signature") from None
+            raise _Refused("bad signature", rank=1) from None
         except jwt.InvalidAlgorithmError:
             raise _Refused("algorithm not accepted") from None
         except jwt.MissingRequiredClaimError as error:
-            raise _Refused(f"missing claim {error.claim}") from None
+            raise _Refused(f"missing claim {error.claim}", rank=2) from None
         except (jwt.PyJWTError, ValueError, TypeError):
             raise _Refused("malformed token") from None
         principal = Principal(self.scheme.name, str(claims.get("sub", "")), _scopes(claims), MappingProxyType(claims))
@@ -541,8 +549,8 @@ class _Jwks(_KeySource):
         if key is not None:
             return key
         if self._fetched_at is None:
-            raise _Refused("the signing keys cannot be fetched")
-        raise _Refused("unknown key")
+            raise _Refused("the signing keys cannot be fetched", rank=1)
+        raise _Refused("unknown key", rank=1)
 
     def _lookup(self, kid: str | None) -> Any:
         keys = self._keys

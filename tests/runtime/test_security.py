@@ -379,3 +379,17 @@ def test_one_bearer_challenge_however_many_jwt_schemes(tmp_path: Path) -> None:
     assert challenge(scopeless) == (
         'Bearer realm="svc", error="insufficient_scope", scope="a b", ApiKey realm="svc", header="x-api-key"'
     )
+
+
+def test_the_reason_told_is_the_one_of_the_scheme_the_token_got_furthest_in(tmp_path: Path) -> None:
+    key = rsa_key()
+    secret = tmp_path / "hs.secret"
+    secret.write_bytes(SECRET)
+    hs = JwtScheme("hs", ISSUER, [AUDIENCE], ["HS256"], key=str(secret))
+    security = Security.declare([hs, staff_scheme(jwks="https://id.test/jwks")], default=["hs", "staff"])
+    guard = Guard(security, transport=JwksTransport(jwks_of(key))).load()
+    for sent, reason in ((token(key, exp=1_000_000_000, iat=999_999_000), "expired"),
+                         (token(key, aud="billing"), "wrong audience"),
+                         (token(rsa_key()), "bad signature")):  # fmt: skip
+        answer = run(guard.check(security.default, bearer(sent)))
+        assert isinstance(answer, Result) and answer.detail == f"the credential is not valid: {reason}"
