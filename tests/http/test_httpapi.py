@@ -152,7 +152,8 @@ def test_records_are_named_components_referenced_never_repeated() -> None:
         "items": {"$ref": "#/components/schemas/LineItem"},
     }
     assert schemas["Placed"]["properties"]["tree"] == {
-        "anyOf": [{"$ref": "#/components/schemas/Node"}, {"type": "null"}]
+        "anyOf": [{"$ref": "#/components/schemas/Node"}, {"type": "null"}],
+        "default": None,  # a nullable field's default, published here like any other (DESIGN §12)
     }
     # A recursive record refers to itself instead of becoming an open schema.
     assert schemas["Node"]["properties"]["children"]["items"] == {"$ref": "#/components/schemas/Node"}
@@ -167,12 +168,15 @@ def test_path_placeholders_and_query_fields_are_typed_parameters() -> None:
     assert list(parameters) == ["shopId", "query", "limit", "tags", "filter", "scores"]
     assert parameters["shopId"] == {"name": "shopId", "in": "path", "required": True, "schema": {"type": "string"}}
     assert parameters["query"] == {"name": "query", "in": "query", "required": True, "schema": {"type": "string"}}
-    limit = {"name": "limit", "in": "query", "required": False, "schema": {"type": "integer", "format": "int64"}}
-    assert parameters["limit"] == limit  # the binding takes signed 64-bit integers
+    limit_schema = {"type": "integer", "format": "int64", "default": 10}  # the binding takes signed 64-bit integers
+    assert parameters["limit"] == {"name": "limit", "in": "query", "required": False, "schema": limit_schema}
+    assert parameters["tags"]["schema"]["default"] == []  # a default factory's value is published too
     # An array of scalars is one comma-separated value; a record or map is JSON text.
     assert parameters["tags"]["style"] == "form" and parameters["tags"]["explode"] is False
     assert parameters["filter"]["content"] == {
-        "application/json": {"schema": {"anyOf": [{"$ref": "#/components/schemas/Filter"}, {"type": "null"}]}}
+        "application/json": {
+            "schema": {"anyOf": [{"$ref": "#/components/schemas/Filter"}, {"type": "null"}], "default": None}
+        }
     }
     assert parameters["scores"]["content"]["application/json"]["schema"]["additionalProperties"] == {"type": "number"}
     assert "requestBody" not in operation(document, "get", "/shops/{shopId}/orders")

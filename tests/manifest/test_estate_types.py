@@ -160,6 +160,31 @@ def test_a_fields_default_is_the_same_on_its_query_parameter_and_its_component()
     assert b"default 50." in docs_page(document)  # the docs page says it too
 
 
+def test_a_plain_default_is_in_the_http_api_document_but_the_spec_rows_stay_as_the_table_says() -> None:
+    manifest = load_manifest_text(
+        "svcgen: 1\nservice: shop\nenums:\n  Status:\n    values: [placed, shipped]\ntypes:\n  Order:\n"
+        "    fields:\n      id: string\n      qty: {type: integer, default: 1}\n"
+        "      status: {type: Status, default: placed}\n      note: string?\n"
+        "topics:\n  - id: orders:get\n    request: Order\n    response: Order\n    routes: [\"GET /orders/{id}\"]\n"
+        "  - id: orders:put\n    request: Order\n    response: Order\n    routes: [\"PUT /orders/{id}\"]\n",
+        "shop.yaml",
+    )
+    files = {f.relpath: f.data for f in render_package(manifest, Path("."))}
+    document = json.loads(files["contracts/http-api.json"])
+    properties = document["components"]["schemas"]["Order"]["properties"]
+    assert properties["qty"]["default"] == 1
+    assert properties["status"] == {"$ref": "#/components/schemas/Status", "default": "placed"}
+    assert properties["note"]["default"] is None  # `T?` defaults to null
+    parameters = {p["name"]: p for p in document["paths"]["/orders/{id}"]["get"]["parameters"]}
+    assert parameters["qty"]["schema"]["default"] == 1 and parameters["status"]["schema"]["default"] == "placed"
+    assert b"default 1." in docs_page(document) and b"default &quot;placed&quot;." in docs_page(document)
+    # The service spec's rows (and the operations document compared against them) keep the table's schema.
+    spec = json.loads(files["contracts/spec.json"])
+    (row,) = [t for t in spec["topics"] if t["id"] == "orders:get"]
+    assert "default" not in row["requestSchema"]["properties"]["qty"]
+    assert b'"default"' not in files["contracts/openapi.json"]
+
+
 def test_manifests_importing_each_other_are_one_error_not_a_recursion(tmp_path: Path) -> None:
     for name, other in (("a", "b"), ("b", "a")):
         (tmp_path / f"{name}.yaml").write_text(

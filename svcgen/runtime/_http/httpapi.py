@@ -4,9 +4,10 @@ One operation per route and method; a `{version}` route expands to one path per 
 placeholders and, on GET and HEAD, the request type's other fields are typed parameters; other methods take the
 request type without its path fields as the body (`<Type>Body` when fields were taken out). Every record (and
 every other named type of the shared derivation) is one component, `#/components/schemas/<TypeName>`, referenced
-wherever it appears. Responses: each declared success status, then the failures the binding can answer (400, 404
-where a path segment or the version can miss, 413, 422, 431, 503) plus the topic's declared ones, each with the
-failure body component.
+wherever it appears; every field with a default publishes it (DESIGN §12), in its component and in the parameter
+standing for it, where the other documents keep a plain field as the spec's table row. Responses: each declared
+success status, then the failures the binding can answer (400, 404 where a path segment or the version can miss,
+413, 422, 431, 503) plus the topic's declared ones, each with the failure body component.
 
 Walk order is the route order (the order requests are matched in), so the bytes are stable; component and path
 keys are sorted.
@@ -30,6 +31,7 @@ from .._security import ApiKeyScheme, Requirements, Security
 from .._shapes import (
     ArrayShape,
     ConstrainedShape,
+    FieldShape,
     NullableShape,
     RecordShape,
     RecursiveShape,
@@ -206,7 +208,14 @@ class _Names:
         return None
 
     def schema(self, shape: Shape) -> JsonSchema:
-        return schema_of_shape(shape, self.refer)
+        return schema_of_shape(shape, self.refer, every_default=True)
+
+    def field(self, field: FieldShape) -> JsonSchema:
+        """A field's schema, its default published even where the field declares nothing else (DESIGN §12)."""
+        return field_schema(field, self.refer, every_default=True)
+
+    def definition(self, shape: Shape) -> JsonSchema:
+        return definition_of(shape, self.refer, every_default=True)
 
     def body(self, record: RecordShape, path_fields: frozenset[str]) -> JsonSchema:
         """The request record without its path fields: its own component when none are taken out."""
@@ -218,13 +227,13 @@ class _Names:
             name = self._fresh(f"{self._by_class[record.cls]}Body")
             self._bodies[key] = name
             remaining = tuple(f for f in record.fields if f.wire not in path_fields)
-            self._definitions[name] = definition_of(dataclasses.replace(record, fields=remaining), self.refer)
+            self._definitions[name] = self.definition(dataclasses.replace(record, fields=remaining))
         return ref(name)
 
     def components(self) -> dict[str, JsonSchema]:
         while self._pending:
             name, shape = self._pending.pop()
-            self._definitions[name] = definition_of(shape, self.refer)
+            self._definitions[name] = self.definition(shape)
         return dict(sorted(self._definitions.items()))
 
     def _collect(self, shape: Shape) -> None:
@@ -321,12 +330,12 @@ def _deprecation_note(registration: Registration) -> str:
 
 
 def _path_parameter(name: str, field: Any, names: _Names) -> dict[str, Any]:
-    schema = field_schema(field, names.refer) if field is not None else {"type": "string"}
+    schema = names.field(field) if field is not None else {"type": "string"}
     return _annotated({"name": name, "in": "path", "required": True, "schema": schema}, schema)
 
 
 def _query_parameter(field: Any, names: _Names) -> dict[str, Any]:
-    schema = field_schema(field, names.refer)
+    schema = names.field(field)
     parameter: dict[str, Any] = {"name": field.wire, "in": "query", "required": field.required}
     if _is_text(field.shape):
         parameter["schema"] = schema
