@@ -14,7 +14,7 @@ import yaml
 from click.testing import CliRunner, Result
 
 from svcgen.cli import main
-from tests.support.diffs import manifest_document, write_manifest
+from tests.support.diffs import REPO, manifest_document, write_manifest
 
 V1: dict[str, Any] = {"types": {"Req": {"fields": {"sku": "string"}}, "Res": {"fields": {"orderId": "string"}}}}
 V2_BREAKS: dict[str, Any] = {
@@ -56,6 +56,21 @@ def test_an_approved_fingerprint_is_accepted_and_the_others_still_fail(tmp_path:
     assert all(finding["accepted"] is True and finding["reason"] == "agreed in review"
                for finding in document["findings"])
     assert document["summary"] == {"error": 0, "warning": 0, "info": 0, "accepted": 3, "breaking": False}
+
+
+def test_the_docs_approvals_walkthrough_is_what_the_cli_prints(tmp_path: Path) -> None:
+    # docs/contract-diff.md approves the example at its top: both of its errors must be approved to pass the gate.
+    text = (REPO / "docs" / "contract-diff.md").read_text(encoding="utf-8")
+    section = text.split("## Approvals: fingerprints and `--accept`", 1)[1]
+    approvals_block, after = section.split("```yaml\n", 1)[1].split("```\n", 1)
+    printed_block = after.split("```\n", 2)[1]
+    approvals = tmp_path / "approvals.yaml"
+    approvals.write_text(approvals_block, encoding="utf-8")
+    response = {"orderId": "string", "trackingUrl": "string?"}
+    old = str(write_manifest(tmp_path / "old", V1))
+    new = str(write_manifest(tmp_path / "new", {"types": {**V2_BREAKS["types"], "Res": {"fields": response}}}))
+    result = run("diff", old, new, "--accept", str(approvals))
+    assert (result.exit_code, result.stdout) == (0, printed_block)
 
 
 def test_a_fingerprint_survives_unrelated_edits(tmp_path: Path) -> None:
