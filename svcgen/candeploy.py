@@ -151,10 +151,14 @@ class DeployReport:
 
     def summary(self) -> str:
         verdict = "blocked: do not deploy" if self.breaking else "safe to deploy"
-        subscribed = len(self.subscriptions)
+        # An entry no registered service serves (or publishes) was not checked: counted apart, as `compat` does.
+        produced = sum(1 for check in self.produced if check.peers)
+        subscribed = sum(1 for check in self.subscriptions if check.peers)
+        unowned = len(self.produced) + len(self.subscriptions) - produced - subscribed
+        skipped = f", {unowned} without an owner" if unowned else ""
         return (f"{self.blocked} blocked, {self.safe} safe breaking change{'s' if self.safe != 1 else ''}, "
-                f"{len(self.produced)} produces entr{'y' if len(self.produced) == 1 else 'ies'} and {subscribed} "
-                f"subscription{'' if subscribed == 1 else 's'} checked: {verdict}")
+                f"{produced} produces entr{'y' if produced == 1 else 'ies'} and {subscribed} "
+                f"subscription{'' if subscribed == 1 else 's'} checked{skipped}: {verdict}")
 
     def lines(self) -> list[str]:
         running = self.against.get("serviceVersion")

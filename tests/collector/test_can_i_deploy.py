@@ -17,7 +17,7 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from svcgen.candeploy import CollectorUnavailable, fetch_contract, judge, parse_window
+from svcgen.candeploy import CollectorUnavailable, DeployReport, PeerCheck, fetch_contract, judge, parse_window
 from svcgen.cli import main
 from svcgen.collector.postgres import PostgresStore
 from svcgen.collector.service import collector_service
@@ -188,6 +188,20 @@ def test_traffic_within_the_window_blocks_and_older_traffic_does_not() -> None:
     blocked = next(item for item in report.judged if item.verdict == "blocked")
     assert blocked.line().endswith("12 invocations, last seen 2026-11-25T09:30:00Z")
     assert judge(change, answer, window=parse_window("1h"), window_text="1h", now=NOW).blocked == 0
+
+
+def test_the_summary_counts_only_the_entries_checked_and_says_how_many_had_no_owner() -> None:
+    # As `svcgen compat` says it: an entry nobody registered serves (or publishes) is not counted as checked.
+    produced = (PeerCheck("produces", "payments:capture", ("payments",)),
+                PeerCheck("produces", "stock:reserve", ("stock",)),
+                PeerCheck("produces", "mail:send", ()))
+    subscribed = (PeerCheck("subscribes", "ledger/bookings:booked@v1", ()),)
+    report = DeployReport("orders", {}, "7d", (), produced, None, subscribed)
+    assert report.summary() == ("0 blocked, 0 safe breaking changes, 2 produces entries and 0 subscriptions checked, "
+                                "2 without an owner: safe to deploy")
+    everything = DeployReport("orders", {}, "7d", (), produced[:1], None, ())
+    assert everything.summary() == ("0 blocked, 0 safe breaking changes, 1 produces entry and 0 subscriptions "
+                                    "checked: safe to deploy")
 
 
 def test_renaming_the_service_is_blocked_by_anyone_using_any_topic() -> None:
