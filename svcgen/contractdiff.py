@@ -46,7 +46,8 @@ class Finding:
     accepted: str | None = None
     """The approvals file's reason when it accepts this finding (it then never fails the gate)."""
     revisions: tuple[str, ...] = ()
-    """The revisions the finding breaks (`check --against` with several revisions or a tag glob)."""
+    """The revisions the finding breaks (an error) or appears against (`check --against` with several revisions or a
+    tag glob)."""
 
     @property
     def fingerprint(self) -> str:
@@ -71,7 +72,7 @@ class Finding:
     def line(self, between: str = "", fingerprint: bool = False) -> str:
         """`level: path: rule (old → new): why; fix: ...`, with `between` (`orders -> payments: `) before the path;
         an accepted finding says so first; `[fingerprint]` (for an approvals file) follows an error with
-        `fingerprint`, and the revisions it breaks come last."""
+        `fingerprint`, and the revisions it breaks (an error) or appears against (the others) come last."""
         change = "" if self.old is None and self.new is None else f" ({_show(self.old)} → {_show(self.new)})"
         label = self.level if self.accepted is None else f"accepted {self.level}"
         text = f"{label}: {between}{self.path}: {self.rule}{change}: {self.why}"
@@ -80,7 +81,11 @@ class Finding:
             text += f" [{self.fingerprint}: {self.accepted}]"
         elif fingerprint and self.level == "error":
             text += f" [{self.fingerprint}]"
-        return text + (f" (breaks {', '.join(self.revisions)})" if self.revisions else "")
+        if not self.revisions:
+            return text
+        # Only an error breaks a revision's callers; an info or a warning merely shows up against it.
+        verb = "breaks" if self.level == "error" else "appears against"
+        return f"{text} ({verb} {', '.join(self.revisions)})"
 
 
 @dataclass(frozen=True)

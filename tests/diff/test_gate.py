@@ -14,6 +14,8 @@ import yaml
 from click.testing import CliRunner, Result
 
 from svcgen.cli import main
+from svcgen.contractdiff import across_revisions, diff_manifests
+from svcgen.manifest import load_manifest
 from tests.support.diffs import REPO, manifest_document, write_manifest
 
 V1: dict[str, Any] = {"types": {"Req": {"fields": {"sku": "string"}}, "Res": {"fields": {"orderId": "string"}}}}
@@ -148,6 +150,19 @@ def test_check_against_a_tag_glob_names_the_releases_each_finding_breaks(tmp_pat
     assert repeated.returncode == 1 and "(breaks v1.0, HEAD)" in repeated.stdout
     missing = svcgen(repo, "check", "orders.yaml", "-o", "out", "--against", "release-*")
     assert missing.returncode == 2 and "no git tag matches 'release-*'" in missing.stderr
+
+
+def test_against_several_revisions_only_an_error_says_it_breaks_them(tmp_path: Path) -> None:
+    # An info or a warning breaks nobody: its line names the revisions it appears against.
+    old = load_manifest(str(write_manifest(tmp_path / "old", V1)))
+    new = load_manifest(str(write_manifest(tmp_path / "new", {"types": {
+        "Req": {"fields": {"sku": "string", "couponCode": "string"}},
+        "Res": {"fields": {"orderId": "string", "note": "string?"}}}})))
+    merged = across_revisions([("v1.0", diff_manifests(old, new)), ("v1.1", diff_manifests(old, new))])
+    lines = {finding.rule: finding.line() for finding in merged.findings}
+    assert lines["request-property-added-required"].endswith(" (breaks v1.0, v1.1)")
+    assert lines["response-property-added"].startswith("info: ")
+    assert lines["response-property-added"].endswith(" (appears against v1.0, v1.1)")
 
 
 OWNER = {"svcgen": 1, "service": "payments",
