@@ -55,6 +55,19 @@ MAX_TIMEOUT_SECONDS = 24 * 3600.0
 _NAMESPACE = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
+def _is_namespace(name: str) -> bool:
+    return bool(_NAMESPACE.match(name)) and name not in SCALARS and name not in CONTAINERS
+
+
+def _namespace_proposal(alias: str, relative: str) -> str:
+    """A valid namespace to suggest for a refused one: the name made valid, else the owner's file name (`list:
+    owner.yaml` → `owner`), never the refused name itself."""
+    for candidate in (slug(alias), slug(Path(relative).stem), f"{slug(alias)}_types"):
+        if _is_namespace(candidate):
+            return candidate
+    return "patients"
+
+
 def check_semantics(
     document: YamlDocument, base_dir: Path, findings: SchemaFindings, sources: Sources
 ) -> list[Diagnostic]:
@@ -617,13 +630,15 @@ class _Checker:
             if not isinstance(alias, str) or not isinstance(relative, str) or path in self.findings.rejected:
                 self.unreadable_namespaces.add(str(alias))
                 continue
-            if not _NAMESPACE.match(alias) or alias in SCALARS or alias in CONTAINERS:
-                proposal = slug(alias) or "patients"
-                what = "a built-in type name" if alias in SCALARS or alias in CONTAINERS else "not a namespace"
+            if not _is_namespace(alias):
+                proposal = _namespace_proposal(alias, relative)
+                built_in = alias in SCALARS or alias in CONTAINERS
+                what = "a built-in type name" if built_in else "not a namespace"
+                rule = " and not a built-in type name" if built_in else ""
                 self.error(
                     self.doc.key_at(path),
-                    f"{alias!r} is {what}: a namespace is lower-case letters, digits and '_' starting with a letter, "
-                    f"like {proposal!r}",
+                    f"{alias!r} is {what}: a namespace is lower-case letters, digits and '_' starting with a letter"
+                    f"{rule}, like {proposal!r}",
                 )
                 self.unreadable_namespaces.add(alias)
                 continue

@@ -185,6 +185,23 @@ def test_a_plain_default_is_in_the_http_api_document_but_the_spec_rows_stay_as_t
     assert b'"default"' not in files["contracts/openapi.json"]
 
 
+@pytest.mark.parametrize(("alias", "proposal"), [("list", "owner"), ("Owner-Types", "owner_types"), ("2nd", "owner")])
+def test_a_refused_namespace_is_answered_with_a_valid_one(tmp_path: Path, alias: str, proposal: str) -> None:
+    (tmp_path / "owner.yaml").write_text(
+        "svcgen: 1\nservice: owner\ntypes:\n  Thing: {fields: {id: string}}\n"
+        "topics:\n  - {id: owner:get, request: Thing, response: Thing}\n",
+        encoding="utf-8",
+    )
+    text = (f"svcgen: 1\nservice: user\nimports:\n  '{alias}': owner.yaml\n"
+            "types:\n  Thing: {fields: {id: string}}\ntopics:\n  - {id: user:get, request: Thing, response: Thing}\n")
+    with pytest.raises(ManifestError) as info:
+        load_manifest_text(text, (tmp_path / "user.yaml").as_posix())
+    (error,) = [str(d) for d in info.value.diagnostics if d.is_error]
+    assert error.endswith(f", like {proposal!r}")
+    # The name suggested is one the loader takes.
+    assert load_manifest_text(text.replace(f"'{alias}'", proposal), (tmp_path / "user.yaml").as_posix()).service
+
+
 def test_manifests_importing_each_other_are_one_error_not_a_recursion(tmp_path: Path) -> None:
     for name, other in (("a", "b"), ("b", "a")):
         (tmp_path / f"{name}.yaml").write_text(
