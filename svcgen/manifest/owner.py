@@ -7,6 +7,7 @@ re-declares them.
 
 from __future__ import annotations
 
+import os
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -86,14 +87,27 @@ def load_owner(sources: Sources, base_dir: Path, relative: str) -> tuple[Path, L
         )
     try:
         loaded = sources.owner(target)
-    except FromCycle:
-        cycle = "an imports or from: cycle"
-        raise OwnerError(f"owner's manifest {relative!r} takes types back from this manifest: {cycle}") from None
+    except FromCycle as cycle:
+        if sources.nested:
+            raise  # up to the manifest the load started with, which names the cycle once
+        chain = " → ".join(_shown(path, base_dir) for path in cycle.chain)
+        within = any(Path(path).resolve() == target.resolve() for path in cycle.chain)
+        raise OwnerError(f"owner's manifest {relative!r} {'is in' if within else 'leads into'} an imports or from: "
+                         f"cycle: {chain}; a manifest cannot take types from one that takes types from it, directly "
+                         "or through others") from None
     except ManifestError as error:
         problems = [diagnostic for diagnostic in error.diagnostics if diagnostic.is_error]
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise OwnerError(f"owner's manifest {relative!r} is invalid: {problems[0]}{more}") from None
     return target, loaded
+
+
+def _shown(path: str, base_dir: Path) -> str:
+    """A manifest's path as the manifest in `base_dir` would name it."""
+    try:
+        return Path(os.path.relpath(Path(path).resolve(), base_dir.resolve())).as_posix()
+    except ValueError:  # another drive
+        return path
 
 
 def relocated(

@@ -32,7 +32,14 @@ class LoadedOwner:
 
 
 class FromCycle(Exception):
-    """An owner's manifest that is being loaded above this point: a `from:` cycle, which would never end."""
+    """An owner's manifest that is being loaded above this point: an `imports:` or `from:` cycle, which would never
+    end. It passes through the manifests of the cycle, so the manifest that started the load names it once."""
+
+    def __init__(self, chain: tuple[str, ...]) -> None:
+        super().__init__(" → ".join(chain))
+        self.chain = chain
+        """The manifests' paths (`/`-separated) from the one taken again, through each one taking from the next,
+        back to it: `(a.yaml, b.yaml, a.yaml)`."""
 
 
 LoadOwner = Callable[[str, "Sources"], LoadedOwner]
@@ -42,10 +49,17 @@ LoadOwner = Callable[[str, "Sources"], LoadedOwner]
 class Sources:
     def __init__(self, load: LoadOwner, top: str | None = None) -> None:
         self._load = load
-        self._owners: dict[str, LoadedOwner | ManifestError] = {}
+        self._owners: dict[str, LoadedOwner | ManifestError | FromCycle] = {}
         self._schemas: dict[tuple[str, str], Any] = {}
         self._imported: dict[tuple[str, str, str], ImportedTypes | SchemaImportError | ValueError] = {}
-        self._loading: set[str] = set() if top is None else {_identity(Path(top))}
+        self._loading: dict[str, str] = {} if top is None else {_identity(Path(top)): top}
+        """identity → path of each manifest being loaded, outermost first."""
+        self._top = top is not None
+
+    @property
+    def nested(self) -> bool:
+        """Whether an owner's manifest is being loaded: the caller is not the manifest the load started with."""
+        return len(self._loading) > (1 if self._top else 0)
 
     def owner(self, target: Path) -> LoadedOwner:
         """The owner's manifest at `target`, loaded once; raises ManifestError (invalid) or FromCycle."""
@@ -53,16 +67,18 @@ class Sources:
         known = self._owners.get(identity)
         if known is None:
             if identity in self._loading:
-                raise FromCycle(target.as_posix())
-            self._loading.add(identity)
+                loading = list(self._loading)
+                chain = [self._loading[key] for key in loading[loading.index(identity):]]
+                raise FromCycle((*chain, target.as_posix()))
+            self._loading[identity] = target.as_posix()
             try:
                 known = self._load(target.as_posix(), self)
-            except ManifestError as error:
+            except (ManifestError, FromCycle) as error:
                 known = error
             finally:
-                self._loading.discard(identity)
+                del self._loading[identity]
             self._owners[identity] = known
-        if isinstance(known, ManifestError):
+        if isinstance(known, ManifestError | FromCycle):
             raise known
         return known
 

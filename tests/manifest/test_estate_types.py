@@ -202,8 +202,8 @@ def test_a_refused_namespace_is_answered_with_a_valid_one(tmp_path: Path, alias:
     assert load_manifest_text(text.replace(f"'{alias}'", proposal), (tmp_path / "user.yaml").as_posix()).service
 
 
-def test_manifests_importing_each_other_are_one_error_not_a_recursion(tmp_path: Path) -> None:
-    for name, other in (("a", "b"), ("b", "a")):
+def test_manifests_importing_each_other_are_one_error_naming_the_chain_once(tmp_path: Path) -> None:
+    for name, other in (("a", "b"), ("b", "c"), ("c", "a")):
         (tmp_path / f"{name}.yaml").write_text(
             f"svcgen: 1\nservice: {name}\nimports:\n  {other}: {other}.yaml\ntypes:\n  Thing:\n    fields:\n"
             f"      id: string\ntopics:\n  - id: {name}:get\n    request: Thing\n    response: Thing\n",
@@ -212,7 +212,13 @@ def test_manifests_importing_each_other_are_one_error_not_a_recursion(tmp_path: 
     with pytest.raises(ManifestError) as info:
         load_manifest((tmp_path / "a.yaml").as_posix())
     (error,) = [str(d) for d in info.value.diagnostics if d.is_error]
-    assert ":4:6: owner's manifest 'b.yaml' is invalid: " in error and "an imports or from: cycle" in error
+    # Reported where the manifest loaded names the cycle, not once more inside each manifest of the chain.
+    assert error.startswith(f"{(tmp_path / 'a.yaml').as_posix()}:4:6: owner's manifest 'b.yaml' is in an imports or "
+                            "from: cycle: a.yaml → b.yaml → c.yaml → a.yaml; ")
+    assert error.count("cycle") == 1 and "is invalid" not in error
+    with pytest.raises(ManifestError) as info:
+        load_manifest((tmp_path / "b.yaml").as_posix())  # the chain starts where the load does
+    assert "cycle: b.yaml → c.yaml → a.yaml → b.yaml; " in str(info.value.diagnostics[0])
 
 
 def test_imported_types_serve_as_topic_produces_and_event_types_directly(tmp_path: Path) -> None:

@@ -180,7 +180,7 @@ def test_a_from_cycle_is_an_error_not_a_recursion(tmp_path: Path) -> None:
         PAYMENTS + "produces:\n  - id: orders:get\n    from: ../orders/orders.yaml\n", encoding="utf-8"
     )
     (error,) = errors_of(path)
-    assert "an imports or from: cycle" in error
+    assert "is in an imports or from: cycle: orders.yaml → ../payments/payments.yaml → orders.yaml; " in error
 
 
 def test_an_entry_taking_the_owners_version_repeats_one_that_names_it(tmp_path: Path) -> None:
