@@ -295,9 +295,11 @@ class Wiring:
             if closes is not None:
                 app.on_shutdown.append(closes)
         app.wrap(*self.asgi_middleware)
-        if self.cors is not None:
+        cors = self.cors
+        if cors is not None:
+            security = app.service.guard.security if app.service.guard is not None else None
             try:
-                app.wrap(lambda inner: cors_middleware(inner, self.cors) if self.cors is not None else inner)
+                app.wrap(lambda inner: cors_middleware(inner, cors, security))
             except ImportError as error:
                 raise WiringError(str(error)) from None
         url = self.serve_nats_on()

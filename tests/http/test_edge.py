@@ -7,7 +7,18 @@ from typing import Any
 
 import httpx
 
-from svcgen.runtime import Context, Cors, HttpApp, Next, Result, Wiring, create_app
+from svcgen.runtime import (
+    ApiKeyScheme,
+    Context,
+    Cors,
+    HttpApp,
+    JwtScheme,
+    Next,
+    Result,
+    Security,
+    Wiring,
+    create_app,
+)
 from tests.support.client import call
 from tests.support.sample import build_service
 from tests.support.server import running
@@ -138,3 +149,36 @@ def test_cors_preflight_and_simple_requests_through_starlette() -> None:
         assert refused.status_code == 400
         # without an Origin it is plain OPTIONS: 204 with Allow
         assert client.options("/orders").status_code == 204
+
+
+ORIGIN = "https://app.example.test"
+
+
+def preflight(app: HttpApp, *, origin: str = ORIGIN, headers: str = "content-type") -> httpx.Response:
+    asked = {"origin": origin, "access-control-request-method": "POST", "access-control-request-headers": headers}
+    return call(app, "OPTIONS", "/orders", headers=asked)
+
+
+def secured_app(cors: Cors) -> HttpApp:
+    security = Security.declare(
+        [
+            ApiKeyScheme("partner", "X-Partner-Key"),
+            JwtScheme("staff", issuer="https://id.example.test", audience=["svc"], algorithms=["HS256"], key="k"),
+        ],
+        default=["partner"],
+    )
+    wiring = Wiring(environ={})
+    wiring.cors = cors
+    return wiring.attach(create_app(build_service(security=security), ROUTES))
+
+
+def test_cors_allows_the_headers_the_security_schemes_read() -> None:
+    # out of the box: a browser may send the API-key header the manifest declares
+    app = secured_app(Cors(allow_origins=[ORIGIN]))
+    answer = preflight(app, headers="x-partner-key, content-type")
+    assert answer.status_code == 200
+    assert "x-partner-key" in answer.headers["access-control-allow-headers"].lower()
+    # headers listed by hand still get the ones the security reads (the guard checks them anyway)
+    app = secured_app(Cors(allow_origins=[ORIGIN], allow_headers=["content-type"]))
+    assert preflight(app, headers="authorization, x-partner-key").status_code == 200
+    assert preflight(app, headers="x-other").status_code == 400

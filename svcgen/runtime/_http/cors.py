@@ -2,7 +2,9 @@
 
 Set in wiring.py: `wiring.cors = Cors(allow_origins=["https://app.example.com"])`. Preflights (OPTIONS with
 `Origin` and `Access-Control-Request-Method`) are answered before anything else runs; other requests get the
-CORS response headers. Without `cors` set nothing is added and no cross-origin browser call is allowed.
+CORS response headers. Without `cors` set nothing is added and no cross-origin browser call is allowed. The headers
+the service's security schemes read (each API key's header, `authorization` for a JWT) are always allowed, so
+the declared security works from a browser without listing them again.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
+
+from .._security import ApiKeyScheme, Security
 
 CORS_MISSING: Final = "CORS needs Starlette's middleware: pip install 'svcgen[cors]'"
 
@@ -21,6 +25,7 @@ class Cors:
     allow_origin_regex: str | None = None
     allow_methods: Sequence[str] = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
     allow_headers: Sequence[str] = ("authorization", "content-type", "svc-version", "traceparent")
+    """Request headers a browser may send; the headers the service's security schemes read are added to them."""
     allow_credentials: bool = False
     expose_headers: Sequence[str] = ("svc-version", "www-authenticate")
     max_age: int = 600
@@ -32,8 +37,19 @@ class Cors:
                              "user's credentials; list the origins")  # fmt: skip
 
 
-def cors_middleware(app: Any, cors: Cors) -> Any:
-    """`app` behind Starlette's CORSMiddleware with `cors`; ImportError naming the extra when it is missing."""
+def security_headers(security: Security | None) -> list[str]:
+    """The request headers `security`'s schemes read a credential from: a browser must be allowed to send them."""
+    headers: list[str] = []
+    for scheme in security.schemes if security is not None else ():
+        header = scheme.header.lower() if isinstance(scheme, ApiKeyScheme) else "authorization"  # JWT: bearer
+        if header not in headers:
+            headers.append(header)
+    return headers
+
+
+def cors_middleware(app: Any, cors: Cors, security: Security | None = None) -> Any:
+    """`app` behind Starlette's CORSMiddleware with `cors`, allowing the headers `security` reads as well;
+    ImportError naming the extra when it is missing."""
     try:
         from starlette.middleware.cors import CORSMiddleware
     except ImportError:
@@ -43,7 +59,7 @@ def cors_middleware(app: Any, cors: Cors) -> Any:
         allow_origins=list(cors.allow_origins),
         allow_origin_regex=cors.allow_origin_regex,
         allow_methods=list(cors.allow_methods),
-        allow_headers=list(cors.allow_headers),
+        allow_headers=[*cors.allow_headers, *security_headers(security)],
         allow_credentials=cors.allow_credentials,
         expose_headers=list(cors.expose_headers),
         max_age=cors.max_age,
