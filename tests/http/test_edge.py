@@ -182,3 +182,23 @@ def test_cors_allows_the_headers_the_security_schemes_read() -> None:
     app = secured_app(Cors(allow_origins=[ORIGIN], allow_headers=["content-type"]))
     assert preflight(app, headers="authorization, x-partner-key").status_code == 200
     assert preflight(app, headers="x-other").status_code == 400
+
+
+def test_a_refused_preflight_has_the_failure_body() -> None:
+    wiring = Wiring(environ={})
+    wiring.cors = Cors(allow_origins=[ORIGIN])
+    app = wiring.attach(make_app())
+    evil = "https://evil.example.test/" + "x" * 300
+    answer = preflight(app, origin=evil)
+    assert answer.status_code == 400
+    assert answer.headers["content-type"] == "application/json"
+    body = answer.json()
+    assert body["status"] == "bad-request" and "origin" in body["detail"]
+    assert "evil" not in body["detail"]  # the untrusted origin is not echoed
+    assert "access-control-allow-origin" not in answer.headers
+    long_name = "x-" + "a" * 300
+    body = preflight(app, headers=f"content-type, x-other, {long_name}").json()
+    assert body["status"] == "bad-request"
+    assert "x-other" in body["detail"] and "origin" not in body["detail"]
+    assert long_name not in body["detail"] and len(body["detail"]) < 200
+    assert preflight(app).status_code == 200  # an allowed preflight is Starlette's own answer

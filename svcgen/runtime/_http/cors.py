@@ -9,13 +9,21 @@ the declared security works from a browser without listing them again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+import orjson
+
+from .. import _status as st
+from .._result import JSON_CONTENT_TYPE
 from .._security import ApiKeyScheme, Security
 
 CORS_MISSING: Final = "CORS needs Starlette's middleware: pip install 'svcgen[cors]'"
+_NAMED: Final = 3
+"""At most this many refused request headers are named in a refused preflight's detail, each cut to `_NAME_CHARS`."""
+_NAME_CHARS: Final = 40
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,11 +58,7 @@ def security_headers(security: Security | None) -> list[str]:
 def cors_middleware(app: Any, cors: Cors, security: Security | None = None) -> Any:
     """`app` behind Starlette's CORSMiddleware with `cors`, allowing the headers `security` reads as well;
     ImportError naming the extra when it is missing."""
-    try:
-        from starlette.middleware.cors import CORSMiddleware
-    except ImportError:
-        raise ImportError(CORS_MISSING) from None
-    return CORSMiddleware(
+    return _middleware()(
         app,
         allow_origins=list(cors.allow_origins),
         allow_origin_regex=cors.allow_origin_regex,
@@ -64,3 +68,46 @@ def cors_middleware(app: Any, cors: Cors, security: Security | None = None) -> A
         expose_headers=list(cors.expose_headers),
         max_age=cors.max_age,
     )
+
+
+@functools.cache
+def _middleware() -> type[Any]:
+    """Starlette's CORSMiddleware, its preflight refusal worded as our failure body; it alone decides."""
+    try:
+        from starlette.datastructures import Headers
+        from starlette.middleware.cors import CORSMiddleware
+        from starlette.responses import Response
+    except ImportError:
+        raise ImportError(CORS_MISSING) from None
+
+    class FailureBodyCors(CORSMiddleware):
+        def preflight_response(self, request_headers: Headers) -> Response:
+            response = super().preflight_response(request_headers)
+            if response.status_code != 400:
+                return response
+            # Starlette's own text names what it refused: "Disallowed CORS origin, headers".
+            refused = bytes(response.body).decode("latin-1").removeprefix("Disallowed CORS ").split(", ")
+            headers = {name: value for name, value in response.headers.items() if name.lower() != "content-length"}
+            headers["content-type"] = JSON_CONTENT_TYPE
+            detail = _refused_detail(refused, request_headers, self.allow_headers)
+            body = orjson.dumps({"status": st.BAD_REQUEST, "detail": detail})
+            return Response(body, status_code=400, headers=headers)
+
+    return FailureBodyCors
+
+
+def _refused_detail(refused: list[str], request_headers: Mapping[str, str], allowed: Collection[str]) -> str:
+    """What a refused preflight asked for that is not allowed, without the untrusted origin and with at most a
+    few requested header names (and the method), each cut short."""
+    parts = []
+    for what in refused:
+        if what == "headers":
+            requested = request_headers.get("access-control-request-headers") or ""
+            names = [name.strip() for name in requested.lower().split(",") if name.strip() not in allowed]
+            shown = [name[:_NAME_CHARS] for name in names if name][:_NAMED]
+            parts.append(f"request headers {', '.join(shown)}" if shown else "a request header")
+        elif what == "method":
+            parts.append(f"method {(request_headers.get('access-control-request-method') or '')[:_NAME_CHARS]}")
+        else:
+            parts.append(what)  # origin, private-network
+    return f"CORS preflight refused, not allowed: {'; '.join(parts)}"
