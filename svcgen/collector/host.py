@@ -89,19 +89,25 @@ class TokenLock:
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008})
             return
-        await send_failure(send, 401, st.UNAUTHORIZED, "this collector wants `authorization: Bearer <token>`")
+        # RFC 9110 wants a challenge on every 401; worded as a service's guard words it (RFC 6750's error only when
+        # a bearer token was refused).
+        challenge = 'Bearer realm="svc"' + (', error="invalid_token"' if _bearer(scope) else "")
+        await send_failure(send, 401, st.UNAUTHORIZED, "this collector wants `authorization: Bearer <token>`",
+                           {"www-authenticate": challenge})  # fmt: skip
 
     def _admits(self, scope: AsgiScope) -> bool:
         if scope["type"] == "http" and scope["method"] in ("GET", "HEAD") and scope["path"] in self.OPEN_PATHS:
             return True
-        presented = b""
-        for name, value in scope.get("headers", ()):
-            if name == b"authorization":
-                scheme, _, credentials = value.partition(b" ")
-                if scheme.lower() == b"bearer":
-                    presented = credentials.strip()
-                break
-        return hmac.compare_digest(presented, self._token)
+        return hmac.compare_digest(_bearer(scope), self._token)
+
+
+def _bearer(scope: AsgiScope) -> bytes:
+    """The token of the request's first `authorization: Bearer <token>`, else b''."""
+    for name, value in scope.get("headers", ()):
+        if name == b"authorization":
+            scheme, _, credentials = value.partition(b" ")
+            return credentials.strip() if scheme.lower() == b"bearer" else b""
+    return b""
 
 
 def collector_token(token_file: Path | None, environ: Mapping[str, str]) -> str | None:

@@ -40,6 +40,10 @@ def test_without_the_token_nothing_is_answered_and_nothing_changes(tmp_path: Pat
                                        ("GET", "/services/orders.json", None), ("GET", "/svc/health", None)):
                 answer = httpx.request(method, base + path, json=body, headers=headers, timeout=5)
                 assert (answer.status_code, answer.json()) == (401, UNAUTHORIZED), (method, path, headers)
+                # RFC 9110: every 401 names its challenge, worded as a service's own guard words it
+                refused = headers.get("authorization", "").lower().startswith("bearer ")
+                challenge = 'Bearer realm="svc"' + (', error="invalid_token"' if refused else "")
+                assert answer.headers["www-authenticate"] == challenge, (method, path, headers)
         assert host.collector.snapshot()["catalog"] == []
 
         # The page itself holds no data: a browser loads it, then sends the token with every fetch.

@@ -50,6 +50,9 @@ def _encoded(headers: Mapping[str, str]) -> RawHeaders:
     return [(name.encode("latin-1", "replace"), value.encode("latin-1", "replace")) for name, value in headers.items()]
 
 
-async def send_failure(send: Send, code: int, status: str, detail: str) -> None:
-    """A transport-level error with the failure body `{status, detail}`."""
-    await send_response(send, code, orjson.dumps({"status": status, "detail": detail}))
+async def send_failure(
+    send: Send, code: int, status: str, detail: str, headers: Mapping[str, str] | None = None
+) -> None:
+    """A transport-level error with the failure body `{status, detail}` (and `headers` beside its content type)."""
+    body = orjson.dumps({"status": status, "detail": detail})
+    await send_response(send, code, body, {"content-type": JSON_CONTENT_TYPE, **headers} if headers else None)
