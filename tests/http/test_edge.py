@@ -3,9 +3,12 @@ user's ASGI and pipeline middleware from the wiring, `invoke=False`, and 422 `er
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import Any
 
 import httpx
+import pytest
 
 from svcgen.runtime import (
     ApiKeyScheme,
@@ -202,3 +205,51 @@ def test_a_refused_preflight_has_the_failure_body() -> None:
     assert "x-other" in body["detail"] and "origin" not in body["detail"]
     assert long_name not in body["detail"] and len(body["detail"]) < 200
     assert preflight(app).status_code == 200  # an allowed preflight is Starlette's own answer
+
+
+def raising(when: str) -> Any:
+    """ASGI middleware that raises `RuntimeError('secret-xyz')` on a request before or after calling the app it
+    wraps, or at once on lifespan."""
+
+    def wrap(inner: Any) -> Any:
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] != "http" and when != "lifespan":
+                await inner(scope, receive, send)
+                return
+            if when in ("before", "lifespan"):
+                raise RuntimeError("secret-xyz")
+            await inner(scope, receive, send)
+            raise RuntimeError("secret-xyz")
+
+        return app
+
+    return wrap
+
+
+def test_a_failing_asgi_middleware_gets_the_failure_body(caplog: pytest.LogCaptureFixture) -> None:
+    app = make_app().wrap(raising("before"))
+    with caplog.at_level(logging.ERROR, logger="svcgen.http"):
+        answer = call(app, "GET", "/orders/o-1")
+    assert answer.status_code == 500
+    assert answer.headers["content-type"] == "application/json"
+    assert answer.json() == {"status": "unexpected-error", "detail": "the server failed to handle the request"}
+    assert "RuntimeError" in caplog.text
+    # through uvicorn too: our body, not the server's text/plain 500
+    with running(make_app().wrap(raising("before"))) as url:
+        assert httpx.get(url + "/orders/o-1", timeout=10).json()["status"] == "unexpected-error"
+    # after the response started it is left alone: the server ends the connection as it does
+    with pytest.raises(RuntimeError):
+        call(make_app().wrap(raising("after")), "GET", "/orders/o-1")
+
+
+def test_lifespan_passes_a_failing_asgi_middleware_through() -> None:
+    app = make_app().wrap(raising("lifespan"))
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "lifespan.startup"}
+
+    async def send(message: Any) -> None:
+        raise AssertionError(message)
+
+    with pytest.raises(RuntimeError):
+        asyncio.run(app({"type": "lifespan"}, receive, send))

@@ -107,10 +107,31 @@ class HttpApp:
         """No ASGI middleware around `_serve`."""
 
     async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
-        if self._bare and scope["type"] == "http":  # no ASGI middleware: one frame less on every request
+        if scope["type"] != "http":  # lifespan (and anything else) through the middleware unchanged
+            await self._entry(scope, receive, send)
+        elif self._bare:  # no ASGI middleware: one frame less on every request
             await self._http(scope, receive, send)
         else:
-            await self._entry(scope, receive, send)
+            await self._outermost(scope, receive, send)
+
+    async def _outermost(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
+        """The wrapped app, so that an exception escaping the user's ASGI middleware before the response started
+        gets the failure body (not the server's own text 500); `_http` catches what the app itself raises."""
+        started = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self._entry(scope, receive, tracked)
+        except BaseException as exc:
+            if started or (isinstance(exc, asyncio.CancelledError) and cancelled_from_outside()):
+                raise  # an answer under way is the server's to end
+            logger.error("unexpected %s in ASGI middleware serving %s %s", type(exc).__name__, scope["method"],
+                         scope["path"], exc_info=exc)  # fmt: skip
+            await send_failure(send, 500, st.UNEXPECTED_ERROR, "the server failed to handle the request")
 
     def wrap(self, *middleware: Callable[[AsgiApp], AsgiApp]) -> HttpApp:
         """Put ASGI middleware around the app, the first given outermost: each is called with the app it wraps
