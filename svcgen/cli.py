@@ -10,7 +10,8 @@ import asyncio
 import importlib.util
 import logging
 import os
-from collections.abc import Callable, Iterable
+import re
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit
@@ -322,16 +323,23 @@ def serve(package_dir: Path, host: str, port: int, workers: int, access_log: boo
 @click.option("--timeout", cls=_LazyDefault, default_from=_probe_timeout, show_default=True,
               type=click.FloatRange(min=0.1),
               help="Seconds to wait for each surface.")
-def probe(url: str, prefix: str, as_json: bool, timeout: float) -> None:
+@click.option("--header", "header_lines", multiple=True, metavar="'NAME: VALUE'",
+              help="A header every request carries, e.g. an API key for protected well-known surfaces; repeatable.")
+@click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Send `authorization: Bearer <the file's token>` with every request.")
+def probe(
+    url: str, prefix: str, as_json: bool, timeout: float, header_lines: tuple[str, ...], token_file: Path | None
+) -> None:
     """Audit the running service at URL against the cloud-service profile, from outside.
 
     Exit status 1 when a requirement is positively unmet; inconclusive verdicts do not fail.
     """
     if not url.startswith(("http://", "https://")):
         _fail([f"{url}: not an http(s) URL; for example http://127.0.0.1:8000"])
+    headers = _probe_headers(header_lines, token_file)
     from .collector import probe as probing
 
-    report = asyncio.run(probing.probe(url, prefix=prefix, timeout=timeout))
+    report = asyncio.run(probing.probe(url, prefix=prefix, timeout=timeout, headers=headers))
     if as_json:
         click.echo(orjson.dumps(report.document(), option=orjson.OPT_INDENT_2).decode())
     else:
@@ -343,6 +351,32 @@ def probe(url: str, prefix: str, as_json: bool, timeout: float) -> None:
         click.echo(summary + (f"; inconclusive: {', '.join(unknown)}" if unknown else ""))
     if not report.is_clean:
         raise SystemExit(1)
+
+
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_HEADER_VALUE = re.compile(r"[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?")
+
+
+def _probe_headers(lines: Sequence[str], token_file: Path | None) -> dict[str, str]:
+    """`--header 'NAME: VALUE'`s and `--token-file`'s bearer token as request headers. They carry credentials, so
+    an error names the option and the header's position, never what was given."""
+    headers: dict[str, str] = {}
+    for number, line in enumerate(lines, 1):
+        name, colon, value = line.partition(":")
+        name, value = name.strip().lower(), value.strip()
+        if not colon or not _HEADER_NAME.fullmatch(name) or not _HEADER_VALUE.fullmatch(value):
+            _fail([f"--header #{number}: expected 'NAME: VALUE' (a header name, a colon, a printable ASCII value)"])
+        headers[name] = value
+    if token_file is not None:
+        if "authorization" in headers:
+            _fail(["--token-file and --header authorization both set the authorization header; give one"])
+        from .collector.host import collector_token
+
+        try:
+            headers["authorization"] = f"Bearer {collector_token(token_file, {})}"
+        except ValueError as error:
+            _fail([str(error)])
+    return headers
 
 
 @main.group()

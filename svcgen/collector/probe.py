@@ -8,7 +8,7 @@ R7 under a non-default prefix.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -77,11 +77,14 @@ async def probe(
     prefix: str = DEFAULT_PREFIX,
     timeout: float = DEFAULT_TIMEOUT,
     transport: httpx.AsyncBaseTransport | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> ProbeReport:
+    """The verdicts on the service at `base_url`; `headers` go on every request (a credential for well-known
+    surfaces behind `security.wellKnown`)."""
     base = base_url.rstrip("/")
     mount = normalize_prefix(prefix)
     async with httpx.AsyncClient(timeout=timeout, transport=transport) as client:
-        surfaces = SurfaceClient(client, timeout=timeout)
+        surfaces = SurfaceClient(client, timeout=timeout, headers=headers)
         spec, health, mesh = await asyncio.gather(
             surfaces.spec(base, mount), surfaces.health(base, mount), surfaces.descriptor(base, mount)
         )

@@ -16,7 +16,17 @@ import pytest
 
 from svcgen.collector.probe import INCONCLUSIVE, NOT_SATISFIED, SATISFIED, ProbeReport, probe
 from svcgen.collector.wellknown import SurfaceAnswer, SurfaceProblem, health_document, spec_document
-from svcgen.runtime import HealthCheck, HealthChecks, HttpApp, Identity, Registry, Service
+from svcgen.runtime import (
+    ApiKeyScheme,
+    Guard,
+    HealthCheck,
+    HealthChecks,
+    HttpApp,
+    Identity,
+    Registry,
+    Security,
+    Service,
+)
 from tests.support.fakes import registry
 from tests.support.server import free_port, running
 
@@ -168,3 +178,42 @@ def test_the_probe_and_the_poller_judge_a_surface_by_one_rule() -> None:
     assert health_document(SurfaceAnswer("http://x/svc/health", 404)) is None
     with pytest.raises(SurfaceProblem, match="answer exceeds 10 bytes"):
         health_document(SurfaceAnswer("http://x/svc/health", error="answer exceeds 10 bytes"))
+
+
+KEY = "k-secret-0123456789"
+
+
+def protected(header: str = "x-ops-key", key: str = KEY) -> HttpApp:
+    """A service whose well-known surfaces want the API key `key` in `header` (health stays public)."""
+    security = Security.declare([ApiKeyScheme("ops", header)], well_known=["ops"])
+    guard = Guard(security, api_keys={"ops": {key: "auditor"}}).load()
+    checks = HealthChecks([HealthCheck("db", lambda: True)])
+    return HttpApp(Service(Identity("orders"), registry(), health=checks, security=guard))
+
+
+def test_a_credential_lets_the_probe_audit_protected_well_known_surfaces() -> None:
+    assert probed(protected()).not_satisfied == ["R5", "R6"]  # refused 401 without one
+    transport = httpx.ASGITransport(app=protected())
+    report = asyncio.run(probe("http://orders.test", headers={"x-ops-key": KEY}, transport=transport))
+    assert report.is_clean and verdicts(report)["R5"] == SATISFIED
+
+
+def test_svcgen_probe_sends_headers_and_a_token_file_and_never_prints_them(tmp_path: Path) -> None:
+    token_file = tmp_path / "probe.token"
+    token_file.write_text(KEY + "\n")
+    with running(protected()) as base, running(protected("authorization", f"Bearer {KEY}")) as bearer:
+        runs = {
+            "without": cli_probe(base),
+            "header": cli_probe(base, "--header", f"X-Ops-Key: {KEY}", "--header", "x-probe: yes"),
+            "token-file": cli_probe(bearer, "--token-file", str(token_file)),
+            "malformed": cli_probe(base, "--header", f"x-ops-key={KEY}"),
+            "both": cli_probe(bearer, "--token-file", str(token_file), "--header", f"Authorization: Bearer {KEY}"),
+        }
+    assert runs["without"].returncode == 1 and "not satisfied: R5, R6" in runs["without"].stdout
+    assert runs["header"].returncode == 0, runs["header"].stdout
+    assert runs["token-file"].returncode == 0, runs["token-file"].stdout
+    assert runs["malformed"].returncode == 1 and "--header" in runs["malformed"].stderr
+    assert runs["both"].returncode == 1 and "authorization" in runs["both"].stderr
+    for name, run in runs.items():
+        assert KEY not in run.stdout + run.stderr, name
+        assert "Traceback" not in run.stderr, name
