@@ -81,6 +81,9 @@ async def dead_letters(
         return
     if info.state.messages == 0:
         return
+    # Only what is there now: a replayed message that dead-letters again meanwhile is for the next run, else a
+    # poison message would be replayed round and round for ever.
+    last = info.state.last_seq
     subjects = [filter_subject(subscriber, event)]
     if subscriber is not None and event is not None:
         subjects.append(f"{DEAD_SUBJECT_ROOT}.{subscriber}.{slug(event)}")  # the unversioned event
@@ -96,12 +99,14 @@ async def dead_letters(
                     batch = await pull.fetch(256, timeout=FETCH_WAIT)
                 except TimeoutError:
                     break
+                past = False
                 for msg in batch:
                     letter = _letter(msg)
-                    if letter.sequence not in seen:
+                    past = past or letter.sequence > last
+                    if letter.sequence not in seen and not past:
                         seen.add(letter.sequence)
                         yield letter
-                if not batch:
+                if not batch or past:
                     break
         finally:
             await pull.unsubscribe()

@@ -9,7 +9,7 @@ import collections
 import orjson
 import pytest
 
-from svcgen.deadletters import dead_letters, replay
+from svcgen.deadletters import dead_letters, drop, replay
 from svcgen.runtime import Context, Delivery, Result, Subscriptions, Wiring, WiringError
 from tests.events.harness import (
     DEADLINE,
@@ -288,6 +288,45 @@ def test_the_dead_letters_command_lists_replays_and_drops(nats_url: str) -> None
 
     try:
         asyncio.run(dead_letter_two())
+    finally:
+        asyncio.run(cleanup(nats_url, publisher))
+
+
+def test_replay_takes_the_dead_letters_there_when_it_starts_not_those_its_replays_make(nats_url: str) -> None:
+    # A poison message dead-letters again at once when replayed: the replay must not pick that one up too and go
+    # round for ever (it once republished the same payload hundreds of thousands of times).
+    publisher, name = unique_name("pub"), unique_name("sub")
+
+    async def handle(event: Placed, context: Context) -> Result[None]:
+        return Result.ok()
+
+    async def main() -> None:
+        async with connected(nats_url) as client:
+            sender = publisher_bus(client, publisher)
+            await sender.start(None)  # type: ignore[arg-type]
+            bus, service = subscriber(client, name, publisher, handle, FAST)
+            await bus.start(service)
+            try:
+                await publish_raw(client, publisher, b"not json")
+
+                async def poll() -> None:
+                    while not await _letters(client, name):
+                        await asyncio.sleep(0.1)
+
+                await asyncio.wait_for(poll(), 30)
+                # The command in a thread, so this loop's subscriber dead-letters the replayed message meanwhile.
+                replayed = await asyncio.to_thread(run_cli, "events", "dead-letters", "replay", "--nats", nats_url,
+                                                   "--subscriber", name, cwd=REPO, timeout=30)  # fmt: skip
+                assert replayed.returncode == 0 and "1 replayed" in replayed.stderr, replayed.stderr[-300:]
+                assert len(replayed.stdout.splitlines()) == 1
+            finally:
+                await bus.stop()
+        async with connected(nats_url) as client:
+            for letter in await _letters(client, name):
+                await drop(client, letter)  # type: ignore[arg-type]
+
+    try:
+        asyncio.run(main())
     finally:
         asyncio.run(cleanup(nats_url, publisher))
 
