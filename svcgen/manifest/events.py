@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..runtime._eventnames import parse_duration
+from ..runtime._eventnames import durable_name, event_subject, parse_duration, stream_name
 from ..runtime._naming import slug
 from .composition import TypeSpace, qualified
 from .model import DeliveryDef, EnumDef, EventDef, Manifest, RecordDef, SubscriptionDef
@@ -126,11 +126,16 @@ def check_events(checker: _Checker) -> None:
 def _check_published(checker: _Checker) -> None:
     entries = checker.read(checker.data, (), "events", list, []) or []
     seen: dict[tuple[str, str], int] = {}
+    wire: dict[str, tuple[str, int]] = {}
+    service = checker.data.get("service")
     for index, entry in enumerate(entries):
         path: JsonPath = ("events", index)
         payload = checker.parse(checker.read(entry, path, "payload", str), (*path, "payload"))
         checker.parsed[(*path, "payload")] = payload
-        _check_id(checker, path, entry, seen, "event")
+        if _check_id(checker, path, entry, seen, "event") and isinstance(service, str):
+            event_id, version = entry["id"], entry.get("version", "")
+            _check_wire(checker, path, _label(event_id, version), wire,
+                        [f"the subject {event_subject(service, event_id, version)}"])  # fmt: skip
         key = checker.read(entry, path, "key", str)
         if key is None or payload is None:
             continue
@@ -150,6 +155,9 @@ def _check_published(checker: _Checker) -> None:
 def _check_subscribed(checker: _Checker) -> None:
     entries = checker.read(checker.data, (), "subscribes", list, []) or []
     seen: dict[tuple[str, str], int] = {}
+    wire: dict[str, tuple[str, int]] = {}
+    service = checker.data.get("service")
+    subscriber = service if isinstance(service, str) else ""
     for index, entry in enumerate(entries):
         path: JsonPath = ("subscribes", index)
         if not isinstance(entry, dict):
@@ -172,7 +180,10 @@ def _check_subscribed(checker: _Checker) -> None:
                               "stream and subjects are named after it), or take everything with 'from'")  # fmt: skip
             payload = checker.parse(checker.read(entry, path, "payload", str), (*path, "payload"))
             checker.parsed[(*path, "payload")] = payload
-            _check_id(checker, path, entry, seen, "subscription")
+            publisher = entry.get("publisher")
+            if _check_id(checker, path, entry, seen, "subscription") and isinstance(publisher, str):
+                _check_subscription_wire(checker, path, wire, subscriber, publisher, entry["id"],
+                                         entry.get("version", ""))  # fmt: skip
             continue
         relative, event_id = checker.read(entry, path, "from", str), checker.read(entry, path, "id", str)
         version = checker.read(entry, path, "version", str)
@@ -188,15 +199,46 @@ def _check_subscribed(checker: _Checker) -> None:
             continue
         namespace = checker.take_namespace(path, published.publisher, published.where, published.manifest)
         checker.parsed[(*path, "payload")] = qualified(published.event.payload, namespace or published.publisher)
-        _check_id(checker, path, {**entry, "version": published.event.version}, seen, "subscription")
+        if _check_id(checker, path, {**entry, "version": published.event.version}, seen, "subscription"):
+            _check_subscription_wire(checker, path, wire, subscriber, published.publisher, published.event.id,
+                                     published.event.version)  # fmt: skip
 
 
-def _check_id(checker: _Checker, path: JsonPath, entry: Any, seen: dict[tuple[str, str], int], what: str) -> None:
+def _label(event_id: str, version: str) -> str:
+    return f"{event_id!r} version {version!r}" if version else f"{event_id!r}"
+
+
+def _check_subscription_wire(checker: _Checker, path: JsonPath, wire: dict[str, tuple[str, int]], subscriber: str,
+                             publisher: str, event_id: str, version: str) -> None:  # fmt: skip
+    consumer = durable_name(subscriber, event_id, version)
+    _check_wire(checker, path, _label(event_id, version), wire,
+                [f"the subject {event_subject(publisher, event_id, version)}",
+                 f"the durable consumer {consumer} on {stream_name(publisher)}"])  # fmt: skip
+
+
+def _check_wire(checker: _Checker, path: JsonPath, label: str, taken: dict[str, tuple[str, int]],
+                names: list[str]) -> None:  # fmt: skip
+    """Ids and versions that differ only in punctuation (`a:b`, `a.b`) would share a subject or a durable consumer,
+    and each would get the other's messages: an error, not a mix-up on the wire."""
+    position = checker.doc.at((*path, "id"))
+    for name in names:
+        if name in taken:
+            other, line = taken[name]
+            checker.error(position, f"{label} would share {name} with {other} at line {line} (ids and versions "
+                                    "that differ only in punctuation do); rename one of them")  # fmt: skip
+            return
+    for name in names:
+        taken[name] = (label, position.line)
+
+
+def _check_id(checker: _Checker, path: JsonPath, entry: Any, seen: dict[tuple[str, str], int], what: str) -> bool:
+    """Reports a bad or repeated (id, version); True when it is new and well formed."""
     event_id = checker.read(entry, path, "id", str)
     version = checker.read(entry, path, "version", str, "")
     if event_id is None or version is None:
-        return
+        return False
     position = checker.doc.at((*path, "id"))
+    well_formed = bool(slug(event_id)) and (not version or bool(slug(version)))
     if not slug(event_id):
         checker.error(position, f"event id {event_id!r} needs at least one letter or digit, like orders:placed")
     if version and not slug(version):
@@ -205,8 +247,9 @@ def _check_id(checker: _Checker, path: JsonPath, entry: Any, seen: dict[tuple[st
     if key in seen:
         label = f"{event_id!r} version {version!r}" if version else f"{event_id!r} without a version"
         checker.error(position, f"{what} {label} is already declared at line {seen[key]}; each (id, version) once")
-    else:
-        seen[key] = position.line
+        return False
+    seen[key] = position.line
+    return well_formed
 
 
 def _check_delivery(checker: _Checker, path: JsonPath, spec: Any) -> None:

@@ -516,3 +516,37 @@ def test_success_needs_a_status() -> None:
     assert errors(MINIMAL + "    success: []\n") == [
         "m.yaml:11:14: success needs at least one status, like [created]; leave it out for the default [ok]"
     ]
+
+
+EVENTS = """\
+svcgen: 1
+service: notes
+types:
+  Ping:
+    fields:
+      id: string
+"""
+
+
+def test_events_whose_ids_differ_only_in_punctuation_cannot_share_a_subject() -> None:
+    # `nest:big` and `nest.big` both slug to nest_big: one subject, so each event's subscribers got the other's too.
+    text = EVENTS + "events:\n  - {id: 'nest:big', payload: Ping}\n  - {id: nest.big, payload: Ping}\n"
+    assert errors(text) == [
+        "m.yaml:9:10: 'nest.big' would share the subject svc.event.notes.nest_big with 'nest:big' at line 8 (ids and "
+        "versions that differ only in punctuation do); rename one of them"
+    ]
+    assert load_ok(EVENTS + "events:\n  - {id: 'nest:big', payload: Ping}\n  - {id: 'nest:small', payload: Ping}\n")
+
+
+def test_subscriptions_that_would_share_a_durable_consumer_are_an_error() -> None:
+    # `a:b` v `c` and `a:b:c` have different subjects but one durable consumer notes__a_b_c: one would bind to the
+    # other's consumer and handle its messages.
+    text = EVENTS + (
+        "subscribes:\n"
+        "  - {id: 'a:b', version: c, publisher: orders, payload: Ping}\n"
+        "  - {id: 'a:b:c', publisher: orders, payload: Ping}\n"
+    )
+    assert errors(text) == [
+        "m.yaml:9:10: 'a:b:c' would share the durable consumer notes__a_b_c on SVC_EVENTS_ORDERS with 'a:b' "
+        "version 'c' at line 8 (ids and versions that differ only in punctuation do); rename one of them"
+    ]
