@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from svcgen.deadletters import dead_letters, drop, replay
-from svcgen.runtime import Context, Delivery, Result, Subscriptions, Wiring, WiringError
+from svcgen.runtime import Context, Delivery, EventsError, Result, Subscriptions, Wiring, WiringError
 from tests.events.harness import (
     DEADLINE,
     Placed,
@@ -372,3 +372,43 @@ def test_a_traced_publish_is_its_own_span_whose_traceparent_the_message_carries(
     # Outside one, the publish is the root of a new trace.
     assert outside.parent_span_id is None and outside.trace_id != handler_span.trace_id
     assert second == f"00-{outside.trace_id}-{outside.span_id}-01"
+
+
+def test_a_stream_in_the_way_stops_the_start_with_one_line_saying_what(nats_url: str) -> None:
+    # A stream of the publisher's name with other subjects, or another stream holding its subjects, was a raw
+    # nats-py traceback at startup (NotFoundError, BadRequestError) instead of a line naming the stream and why.
+    taken, other, overlapping = unique_name("pub"), unique_name("pub"), unique_name("QAEV")
+
+    async def handle(event: Placed, context: Context) -> Result[None]:
+        return Result.ok()
+
+    async def main() -> None:
+        async with connected(nats_url) as client:
+            js = client.jetstream()
+            await js.add_stream(name=f"SVC_EVENTS_{taken.upper()}", subjects=[f"elsewhere.{taken}.>"])
+            await js.add_stream(name=overlapping, subjects=[f"svc.event.{other}.>"])
+            bus, service = subscriber(client, unique_name("sub"), taken, handle, FAST)
+            with pytest.raises(EventsError) as caught:
+                await bus.start(service)
+            assert str(caught.value) == (
+                f"JetStream stream SVC_EVENTS_{taken.upper()} exists with subjects ['elsewhere.{taken}.>'], not "
+                f"svc.event.{taken}.>; add svc.event.{taken}.> to it, or delete it to have it created"
+            )
+            with pytest.raises(EventsError) as caught:
+                await publisher_bus(client, other).start(None)  # type: ignore[arg-type]
+            assert str(caught.value) == (
+                f"JetStream stream SVC_EVENTS_{other.upper()} (svc.event.{other}.>) cannot be created: subjects "
+                "overlap with an existing stream"
+            )
+            await bus.stop()
+
+    try:
+        asyncio.run(main())
+    finally:
+        asyncio.run(cleanup(nats_url, taken))
+        asyncio.run(_delete_stream(nats_url, overlapping))
+
+
+async def _delete_stream(url: str, name: str) -> None:
+    async with connected(url) as client:
+        await client.jetstream().delete_stream(name)

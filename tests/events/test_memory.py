@@ -6,8 +6,25 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import logging
+from collections.abc import MutableMapping
+from typing import Any
 
-from svcgen.runtime import Context, Delivery, EventBus, EventSpec, Identity, Registry, Result, Service, Subscriptions
+import pytest
+
+from svcgen.runtime import (
+    Context,
+    Delivery,
+    EventBus,
+    EventsError,
+    EventSpec,
+    HttpApp,
+    Identity,
+    Registry,
+    Result,
+    Service,
+    Subscriptions,
+)
 from svcgen.testing import MemoryBroker
 from tests.events.harness import Placed
 
@@ -59,3 +76,23 @@ def test_the_in_memory_broker_keeps_the_delivery_rules() -> None:
     assert poison.headers["Svc-Attempts"] == "4" and poison.headers["Svc-Last-Status"] == "conflict"
     assert poison.headers["Svc-Original-Subject"] == "svc.event.orders.orders_placed"
     assert garbage.headers["Svc-Attempts"] == "1" and garbage.headers["Svc-Reason"].startswith("undecodable")
+
+
+def test_a_broker_that_refuses_at_startup_fails_the_startup_with_its_one_line(caplog: pytest.LogCaptureFixture) -> None:
+    # It was logged with a traceback and told the server only "EventsError".
+    line = "JetStream stream SVC_EVENTS_X exists with subjects ['y.>'], not svc.event.x.>; delete it"
+
+    async def refuse() -> None:
+        raise EventsError(line)
+
+    async def main() -> MutableMapping[str, Any]:
+        app = HttpApp(Service(Identity("s"), Registry()), on_startup=[refuse])
+        inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        outbox: asyncio.Queue[MutableMapping[str, Any]] = asyncio.Queue()
+        await inbox.put({"type": "lifespan.startup"})
+        await app({"type": "lifespan", "asgi": {"version": "3.0"}}, inbox.get, outbox.put)
+        return await outbox.get()
+
+    caplog.set_level(logging.ERROR, "svcgen.http")
+    assert asyncio.run(main()) == {"type": "lifespan.startup.failed", "message": line}
+    assert [(record.getMessage(), record.exc_info) for record in caplog.records] == [(f"startup failed: {line}", None)]

@@ -14,6 +14,7 @@ import orjson
 
 from .. import _status as st
 from .._envelope import EnvelopeError
+from .._events import EventsError
 from .._invocation import Invocation
 from .._jsontext import document_bytes
 from .._pipeline import cancelled_from_outside
@@ -254,6 +255,11 @@ class HttpApp:
                 try:
                     for hook in self.on_startup:
                         await hook()
+                except EventsError as exc:
+                    # The broker refused (a stream or consumer in the way): one line saying what, not a traceback.
+                    logger.error("startup failed: %s", exc)
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
                 except Exception as exc:
                     logger.exception("startup failed")
                     await send({"type": "lifespan.startup.failed", "message": type(exc).__name__})

@@ -92,18 +92,30 @@ class JetStreamBroker:
 
         js = await self.jetstream()
         try:
-            await js.stream_info(name)
-        except NotFoundError:
             try:
-                await js.add_stream(
-                    name=name, subjects=[subjects], max_age=retention.max_age, max_bytes=retention.max_bytes,
-                    duplicate_window=retention.duplicate_window,
-                )
-                logger.info("created the JetStream stream %s (%s)", name, subjects)
-            except BadRequestError:
-                await js.stream_info(name)  # created meanwhile by another replica; else it raises
+                info = await js.stream_info(name)
+            except NotFoundError:
+                try:
+                    info = await js.add_stream(
+                        name=name, subjects=[subjects], max_age=retention.max_age, max_bytes=retention.max_bytes,
+                        duplicate_window=retention.duplicate_window,
+                    )
+                    logger.info("created the JetStream stream %s (%s)", name, subjects)
+                except BadRequestError as refused:
+                    try:
+                        info = await js.stream_info(name)  # created meanwhile by another replica
+                    except NotFoundError:
+                        raise EventsError(f"JetStream stream {name} ({subjects}) cannot be created: "
+                                          f"{_why(refused)}") from None  # fmt: skip
+        except EventsError:
+            raise
         except Exception as exc:
-            raise EventsError(f"JetStream stream {name} cannot be used: {type(exc).__name__}: {exc}") from None
+            raise EventsError(f"JetStream stream {name} cannot be used: {type(exc).__name__}: {_why(exc)}") from None
+        found = list(info.config.subjects or [])
+        if subjects not in found:
+            # Made by hand or by something else: publishes to it would fail, consumers could not be made on it.
+            raise EventsError(f"JetStream stream {name} exists with subjects {found}, not {subjects}; add {subjects} "
+                              "to it, or delete it to have it created")  # fmt: skip
         self._ensured.add(name)
 
     async def publish(self, publisher: str, subject: str, data: bytes, headers: Mapping[str, str],
@@ -132,18 +144,22 @@ class JetStreamBroker:
         js = await self.jetstream()
         durable = consumer_name(subscriber, subscription)
         try:
-            await js.consumer_info(subscription.stream, durable)
-        except NotFoundError:
-            config = ConsumerConfig(
-                durable_name=durable, filter_subject=subscription.subject, ack_policy=AckPolicy.EXPLICIT,
-                deliver_policy=DeliverPolicy.ALL, ack_wait=subscription.delivery.ack_wait,
-                max_ack_pending=self.max_in_flight * 16,
-                # Unlimited here: the delivery rules dead-letter after max_deliver attempts; a cap here would drop a
-                # message unrecorded whenever the dead-letter stream could not take it in time.
-                max_deliver=-1,
-            )  # fmt: skip
-            await js.add_consumer(subscription.stream, config)
-        pull = await js.pull_subscribe_bind(durable, stream=subscription.stream)
+            try:
+                await js.consumer_info(subscription.stream, durable)
+            except NotFoundError:
+                config = ConsumerConfig(
+                    durable_name=durable, filter_subject=subscription.subject, ack_policy=AckPolicy.EXPLICIT,
+                    deliver_policy=DeliverPolicy.ALL, ack_wait=subscription.delivery.ack_wait,
+                    max_ack_pending=self.max_in_flight * 16,
+                    # Unlimited here: the delivery rules dead-letter after max_deliver attempts; a cap here would drop
+                    # a message unrecorded whenever the dead-letter stream could not take it in time.
+                    max_deliver=-1,
+                )  # fmt: skip
+                await js.add_consumer(subscription.stream, config)
+            pull = await js.pull_subscribe_bind(durable, stream=subscription.stream)
+        except Exception as exc:
+            raise EventsError(f"durable consumer {durable} of {subscription.subject} on {subscription.stream} cannot "
+                              f"be used: {type(exc).__name__}: {_why(exc)}") from None  # fmt: skip
         self._subscriptions.append(pull)
         loop = asyncio.create_task(self._pull(pull, subscriber, subscription, deliver), name=f"svcgen-events-{durable}")
         self._loops.append(loop)
@@ -241,6 +257,11 @@ class JetStreamBroker:
             with contextlib.suppress(Exception):
                 await pull.unsubscribe()  # the durable consumer stays: the next start resumes it
         self._subscriptions = []
+
+
+def _why(exc: Exception) -> str:
+    """The server's own words for a refused JetStream request (its `description`), else the exception's text."""
+    return str(getattr(exc, "description", None) or exc or type(exc).__name__)
 
 
 class _KeepAlive:
