@@ -6,11 +6,16 @@ through an in-memory broker (`broker`), dependencies can be overridden (an overr
 provides), and settings come from `environ`. Entering runs the app's startup (the wiring's hooks, the mesh, the
 event bus, a NATS binding if configured), leaving runs its shutdown, as a server would; requests go to the app in
 process, never over a socket.
+
+The mesh stays in the process unless the test passes its own (`mesh=MeshHost(...)`): the trace middleware and the
+issue aggregator run as in production, but nothing is sent to the manifest's collector (or SVCGEN_COLLECTOR's, or
+JetStream) and no span is exported by OTLP, so a test's deliberate failures never reach a team's on-call view.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib
 import os
 import threading
@@ -21,7 +26,7 @@ from typing import Any, Self, TypeVar
 
 import httpx
 
-from svcgen.runtime import Dependencies, HttpApp, Wiring
+from svcgen.runtime import Dependencies, HttpApp, MeshHost, Wiring
 
 from ._events import MemoryBroker
 from ._owners import FakeOwner, FakeOwners
@@ -71,6 +76,17 @@ class _Package:
         self.produces = tuple(getattr(self.service, "PRODUCES", ()))
         self.clients: Any = importlib.import_module(f"{name}.clients").Clients if self.produces else None
 
+    def in_process_mesh(self) -> MeshHost | None:
+        """The manifest's mesh with its feeds and OTLP export off, whatever the environment says (SVCGEN_COLLECTOR,
+        SVCGEN_MESH_NATS, OTEL_EXPORTER_OTLP_*): traces and issues are kept in the process only. None without a
+        mesh in the manifest."""
+        definition = getattr(self.service, "DEFINITION", None)
+        settings = getattr(definition, "mesh", None)
+        if definition is None or settings is None:
+            return None
+        local = dataclasses.replace(settings, collector=None, transport="http", nats=None, otlp=None)
+        return MeshHost(definition.identity, local, environ={})
+
 
 class AsyncTestClient(httpx.AsyncClient):
     """`async with AsyncTestClient(orders_service) as client:` then `await client.post("/orders", json=...)`.
@@ -81,7 +97,9 @@ class AsyncTestClient(httpx.AsyncClient):
     - `environ`: the settings wiring.py and the mesh read (default `os.environ`).
     - `broker`: where the service's events go (default a new `MemoryBroker`: in this process, with the delivery
       rules of JetStream); `client.broker.stored("<service>")` lists what it published.
-    - `options`: go to `create_app` (e.g. `mesh=...`).
+    - `mesh`: the app's `MeshHost`; default the manifest's mesh kept in the process (traced, issues aggregated,
+      nothing sent or exported). Pass one (e.g. `MeshHost(service.identity(), service.MESH)`) to send its feeds.
+    - `options`: go to `create_app`.
     """
 
     def __init__(
@@ -92,6 +110,7 @@ class AsyncTestClient(httpx.AsyncClient):
         overrides: Mapping[Any, Any] | None = None,
         environ: Mapping[str, str] | None = None,
         broker: MemoryBroker | None = None,
+        mesh: MeshHost | None = None,
         **options: Any,
     ) -> None:
         self.package = _Package(package)
@@ -105,7 +124,9 @@ class AsyncTestClient(httpx.AsyncClient):
         self.wiring.dependencies = _Overridable(pinned)
         self.broker = broker if broker is not None else MemoryBroker()
         self.wiring.event_broker = self.broker
-        self.app: HttpApp = self.package.service.create_app(setup=self.wiring, **options)
+        # A test is hermetic unless it asks: the manifest's collector is a team's real one.
+        self.mesh = mesh if mesh is not None else self.package.in_process_mesh()
+        self.app: HttpApp = self.package.service.create_app(setup=self.wiring, mesh=self.mesh, **options)
         self._lifespan: _Lifespan | None = None
         super().__init__(transport=httpx.ASGITransport(app=self.app), base_url=BASE_URL)
 
@@ -224,6 +245,7 @@ class TestClient(httpx.Client):
         self.owners = self.inner.owners
         self.wiring = self.inner.wiring
         self.broker = self.inner.broker
+        self.mesh = self.inner.mesh
         super().__init__(transport=_ThreadTransport(self.inner, self._loop), base_url=BASE_URL)
 
     @property

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import os
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,9 +14,14 @@ from typing import Any
 
 import pytest
 
-from svcgen.runtime import Result
+from svcgen.codegen.ownership import write_package
+from svcgen.codegen.render import render_package
+from svcgen.manifest import load_manifest
+from svcgen.runtime import MeshHost, Result
 from svcgen.testing import AsyncTestClient, LifespanError, TestClient
 from tests.support.codegen import REPO, build_example, imported
+from tests.support.otlpreceiver import OtlpReceiver, otlp_receiver
+from tests.support.processes import wait_for
 
 ORDER = {"customerId": "c-1", "items": [{"sku": "s-1", "quantity": 2}], "placedAt": "2026-01-02T03:04:05Z"}
 
@@ -179,3 +185,68 @@ def test_events_go_through_the_in_memory_broker(tmp_path: Path) -> None:
         stored = client.broker.stored("bookings")
     assert response.status_code == 201, response.text
     assert [event.headers.get("Nats-Msg-Id") for event in stored] == ["bookings:booked::a-1"]  # keyed
+
+
+SHOP = '''
+svcgen: 1
+service: shop
+package: shop_service
+prefix: /svc
+mesh:
+  collector: {url}
+  otlp: {url}
+  heartbeatSeconds: 1
+types:
+  Ping:
+    fields:
+      name: string
+topics:
+  - id: shop:ping
+    request: Ping
+    response: Ping
+    routes: ["POST /ping"]
+'''
+
+
+@pytest.fixture
+def shop(tmp_path: Path) -> Iterator[tuple[ModuleType, OtlpReceiver]]:
+    """A package whose manifest names a collector and an OTLP endpoint: a server on 127.0.0.1 recording any POST."""
+    with otlp_receiver() as receiver:
+        manifest = tmp_path / "shop.yaml"
+        manifest.write_text(SHOP.format(url=receiver.url), encoding="utf-8")
+        out = tmp_path / "out"
+        write_package(render_package(load_manifest(str(manifest)), out), out / "shop_service")
+        with imported(out, "shop_service") as package:
+            yield package, receiver
+
+
+def test_a_test_sends_no_feeds_and_exports_no_spans_but_traces_in_process(
+    shop: tuple[ModuleType, OtlpReceiver], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package, receiver = shop
+    monkeypatch.setenv("SVCGEN_COLLECTOR", receiver.url)  # what a developer's shell may have set
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+    generated = importlib.import_module("shop_service.tests.test_service")
+    for name in dir(generated):
+        if name.startswith("test_"):
+            getattr(generated, name)()  # the package's own generated tests
+    with TestClient(package) as client:  # a handler test as docs/testing.md shows
+        response = client.post("/ping", json={"name": "n"})
+        assert response.status_code == 501, response.text  # the stub: a deliberate failure
+        assert client.mesh is not None
+        (event,) = client.mesh.queue.events  # traced in the process
+        assert event.topic == "shop:ping"
+        assert len(client.mesh.issues or ()) == 1  # and aggregated as an issue
+    time.sleep(0.2)
+    assert receiver.requests == []
+
+
+def test_a_test_that_passes_its_own_mesh_sends_the_feeds(shop: tuple[ModuleType, OtlpReceiver]) -> None:
+    package, receiver = shop
+    service = importlib.import_module("shop_service.service")
+    mesh = MeshHost(service.identity(), service.MESH, environ={})
+    with TestClient(package, environ={}, mesh=mesh) as client:
+        assert client.mesh is mesh
+        assert client.post("/ping", json={"name": "n"}).status_code == 501
+    wait_for(lambda: ("/svc/invoke", "application/json") in receiver.requests, 10, "a feed at the collector")
+    wait_for(lambda: any(path == "/v1/traces" for path, _ in receiver.requests), 10, "spans at the OTLP endpoint")
