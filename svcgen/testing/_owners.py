@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from svcgen.runtime import DecodeError, ProducedTopic, Result, codec_for
+from svcgen.runtime import DecodeError, ProducedTopic, Result, codec_for, propagation_headers
 
 Req = TypeVar("Req")
 Resp = TypeVar("Resp")
@@ -60,7 +60,7 @@ class FakeOwners:
         except (DecodeError, orjson.JSONDecodeError) as error:
             return Result.validation_error(f"the request to {topic} does not fit its type: {error}")
         self.calls[topic].append(request)
-        self.headers[topic].append(dict(headers or {}))
+        self.headers[topic].append(_with_trace(headers))
         owner = self.owners.get(topic)
         if owner is None:
             return Result.not_implemented(f"no fake owner for {topic}: add one with owners.add({topic!r}, ...)")
@@ -73,3 +73,12 @@ class FakeOwners:
         # On the wire, as the real owner would answer: the client decodes it back into the response type.
         wire = codec_for(produced.response_type).encode(result.payload)
         return Result(result.status, wire, result.detail, result.headers, result.successful)
+
+
+def _with_trace(headers: Mapping[str, str] | None) -> dict[str, str]:
+    """The caller's headers and, where it set none, the current trace's `traceparent`: what the sender `create_app`
+    makes (`extra_headers=propagation_headers`) puts on the wire to a real owner."""
+    sent = dict(headers or {})
+    present = {name.lower() for name in sent}
+    sent.update({name: value for name, value in propagation_headers().items() if name.lower() not in present})
+    return sent

@@ -115,6 +115,15 @@ def test_the_sync_client_runs_lifespan_wiring_and_a_typed_fake_owner(orders: Mod
     assert wiring.EVENTS == ["startup", "shutdown"]
 
 
+def test_a_fake_owner_receives_the_caller_s_trace(orders: ModuleType) -> None:
+    trace_id = "0af7651916cd43dd8448eb211c80319c"
+    with TestClient(orders, owners={"payments:capture": capture}, environ={}) as client:
+        response = client.post("/orders", json=ORDER, headers={"traceparent": f"00-{trace_id}-b7ad6b7169203331-01"})
+    assert response.status_code == 201, response.text
+    (headers,) = client.owners.headers["payments:capture"]
+    assert headers["traceparent"].split("-")[1] == trace_id  # as the wiring's sender forwards it to a real owner
+
+
 def test_a_topic_without_a_fake_owner_answers_not_implemented(orders: ModuleType) -> None:
     with TestClient(orders, environ={}) as client:
         response = client.invoke("orders:place", ORDER, version="v1")
