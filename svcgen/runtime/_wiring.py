@@ -98,6 +98,14 @@ def _api_keys(variable: str, text: str) -> dict[str, str]:
     return keys
 
 
+def _refuse_unproduced(setting: str, per_topic: Mapping[str, object], produced: Mapping[str, object]) -> None:
+    """A `WiringError` naming the topics of `per_topic` (wiring.py's `setting`) that are not in `produced`."""
+    unknown = sorted(per_topic.keys() - produced.keys())
+    if unknown:
+        raise WiringError(f"{setting} in wiring.py name {', '.join(unknown)}, which this service does not produce; "
+                          f"{setting} are set per produced topic")  # fmt: skip
+
+
 def target_variable(topic: str) -> str:
     """The environment variable that says where `topic` is sent: `payments:capture` → SVCGEN_TARGET_PAYMENTS_CAPTURE."""
     return TARGET_ENV_PREFIX + slug(topic).upper()
@@ -226,11 +234,10 @@ class Wiring:
             nats = NatsSender(over_nats, connections=self.nats, extra_headers=extra_headers)
             sender = TopicSenders({topic: nats if topic in over_nats else http for topic in targets})
             self._uses_nats = True
+        # A per-topic setting naming a topic not produced is a typo that would silently do nothing.
+        _refuse_unproduced("credentials", self.credentials, targets)
+        _refuse_unproduced("retries", self.retries, targets)
         if self.credentials:
-            unknown = sorted(self.credentials.keys() - targets.keys())
-            if unknown:
-                raise WiringError(f"credentials in wiring.py name {', '.join(unknown)}, which this service does not "
-                                  "produce; credentials are set per produced topic")  # fmt: skip
             sender = SenderWithCredentials(sender, self.credentials)
         retrying = RetryingSender(
             sender,

@@ -22,6 +22,7 @@ from svcgen.runtime import (
     RetryingSender,
     Service,
     Wiring,
+    WiringError,
     codec_for,
     deadline,
 )
@@ -170,6 +171,14 @@ def test_wiring_retries_a_produced_topic_per_its_settings() -> None:
     seen.clear()
     assert asyncio.run(wiring.sender(["a:put"]).send("a:put", {})).status == "service-unavailable"
     assert len(seen) == 1
+
+
+def test_wiring_refuses_retries_for_a_topic_it_does_not_produce() -> None:
+    wiring = Wiring(environ={})
+    wiring.targets["a:put"] = "http://127.0.0.1:1/svc/invoke"
+    wiring.retries["a:putt"] = Retry(retries=0)  # a typo: as credentials, refused, not silently ignored
+    with pytest.raises(WiringError, match=r"retries in wiring.py name a:putt, which this service does not produce"):
+        wiring.sender(["a:put"])
 
 
 def test_an_http_sender_sends_what_is_left_of_the_deadline_and_waits_no_longer() -> None:
