@@ -16,6 +16,7 @@ import ipaddress
 import logging
 import shutil
 import tempfile
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -184,8 +185,12 @@ class CollectorHost:
             else None
         )
         self.feeds = FeedConsumer(settings.nats, self.api.service, settings.nats_stream) if settings.nats else None
-        self._own_artifacts = settings.artifacts is None
         self.artifacts = settings.artifacts or Path(tempfile.mkdtemp(prefix="svcgen-artifacts-"))
+        # Only a directory made here is removed: at stop, or at the latest when the process exits, as it does when
+        # the lifespan's shutdown never runs (a host never started, a server's forced exit on a second Ctrl-C).
+        self._remove_artifacts = weakref.finalize(self, shutil.rmtree, self.artifacts, ignore_errors=True)
+        if settings.artifacts is not None:
+            self._remove_artifacts.detach()
         site = ArtifactSite(self.artifacts, self.api, prefix=settings.prefix, locked=bool(settings.token))
         self.app: ArtifactSite | TokenLock = TokenLock(site, settings.token) if settings.token else site
         self.artifact_writes = 0
@@ -201,18 +206,19 @@ class CollectorHost:
         self._writer = asyncio.get_running_loop().create_task(self._write_every_interval(), name="svcgen-artifacts")
 
     async def stop(self) -> None:
-        if self.feeds is not None:
-            await self.feeds.stop()  # before the store closes: what it took is committed, the rest redelivered
-        if self.poller is not None:
-            await self.poller.stop()
-        if self._writer is not None:
-            self._writer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._writer
-        await self.write_artifacts()
-        self.collector.flush()
-        if self._own_artifacts:
-            shutil.rmtree(self.artifacts, ignore_errors=True)
+        try:
+            if self.feeds is not None:
+                await self.feeds.stop()  # before the store closes: what it took is committed, the rest redelivered
+            if self.poller is not None:
+                await self.poller.stop()
+            if self._writer is not None:
+                self._writer.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._writer
+            await self.write_artifacts()
+            self.collector.flush()
+        finally:
+            self._remove_artifacts()  # a temporary directory only; once
 
     async def write_artifacts(self) -> None:
         """Write the artifacts from a fresh snapshot; the file I/O runs off the event loop."""

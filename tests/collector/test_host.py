@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
+import os
+import signal
 import subprocess
 import sys
+import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from svcgen.collector import Collector, JsonFileStore
 from svcgen.collector.host import CollectorHost, CollectorSettings
@@ -103,6 +110,46 @@ def test_svcgen_collector_serve_restarts_on_its_store_with_the_same_answers(tmp_
         after = [invoke(base, topic, body) for topic, body in questions]
     assert after == before
     assert before[2]["body"]["invocations"] == 1
+
+
+def test_svcgen_collector_serve_removes_its_temporary_artifacts_even_on_a_forced_exit(tmp_path: Path) -> None:
+    port = free_port()
+    environ = {**os.environ, "TMPDIR": str(tmp_path)}  # where its temporary directory goes
+    log = tmp_path / "collector.log"
+    with log.open("wb") as output:
+        process = subprocess.Popen([*SVCGEN, "collector", "serve", "--port", str(port)], env=environ, stdout=output,
+                                   stderr=subprocess.STDOUT)  # fmt: skip
+    try:
+        wait_until_up(process, f"http://127.0.0.1:{port}/svc/health", log)
+        (made,) = tmp_path.glob("svcgen-artifacts-*")
+        process.send_signal(signal.SIGINT)
+        time.sleep(0.02)
+        process.send_signal(signal.SIGINT)  # a second Ctrl-C: the server exits without the lifespan's shutdown
+        assert process.wait(timeout=30) == 0
+    finally:
+        stop_process(process)
+    assert not made.exists()
+
+
+def test_a_host_removes_only_the_artifacts_directory_it_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where its temporary directories go
+    given = tmp_path / "site"
+    kept = CollectorHost(CollectorSettings(artifacts=given))
+    temporary = CollectorHost(CollectorSettings())
+    made = temporary.artifacts
+
+    def failing_flush() -> None:
+        raise OSError("disk full")
+
+    temporary.collector.flush = failing_flush  # type: ignore[method-assign]
+    with pytest.raises(OSError, match="disk full"):
+        asyncio.run(temporary.stop())  # a stop that fails half-way still removes it
+    assert not made.exists()
+    asyncio.run(kept.stop())
+    assert (given / "manifest.json").is_file()
+    never_started = CollectorHost(CollectorSettings()).artifacts
+    gc.collect()  # a host never started: its directory goes with it
+    assert not never_started.exists()
 
 
 def test_svcgen_collector_serve_refuses_a_bad_poll_target() -> None:
