@@ -133,6 +133,8 @@ class ServiceDefinition:
         setup = setup if setup is not None else Wiring()
         if wire is not None:
             wire(setup)
+        # Also where no sender is made (nothing produced, wire()'s own Clients, a test client's fake owners).
+        setup.check_per_topic(produced.topic for produced in self.produces)
         if self.clients is not None and self.clients not in setup.dependencies:  # wire() may provide its own
             # One pooled sender per process, closed at shutdown; handlers get it as context.scope.get(Clients).
             sender = setup.sender(self.produces, extra_headers=propagation_headers)

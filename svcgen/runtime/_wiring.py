@@ -98,14 +98,6 @@ def _api_keys(variable: str, text: str) -> dict[str, str]:
     return keys
 
 
-def _refuse_unproduced(setting: str, per_topic: Mapping[str, object], produced: Mapping[str, object]) -> None:
-    """A `WiringError` naming the topics of `per_topic` (wiring.py's `setting`) that are not in `produced`."""
-    unknown = sorted(per_topic.keys() - produced.keys())
-    if unknown:
-        raise WiringError(f"{setting} in wiring.py name {', '.join(unknown)}, which this service does not produce; "
-                          f"{setting} are set per produced topic")  # fmt: skip
-
-
 def target_variable(topic: str) -> str:
     """The environment variable that says where `topic` is sent: `payments:capture` → SVCGEN_TARGET_PAYMENTS_CAPTURE."""
     return TARGET_ENV_PREFIX + slug(topic).upper()
@@ -216,6 +208,16 @@ class Wiring:
             ) from None
         return url
 
+    def check_per_topic(self, produced: Iterable[str]) -> None:
+        """A `WiringError` when `credentials` or `retries` name a topic not in `produced`: a typo that would
+        silently do nothing. `create_app` checks at start, whether or not it makes a sender."""
+        topics = set(produced)
+        for setting, per_topic in (("credentials", self.credentials), ("retries", self.retries)):
+            unknown = sorted(per_topic.keys() - topics)
+            if unknown:
+                raise WiringError(f"{setting} in wiring.py name {', '.join(unknown)}, which this service does not "
+                                  f"produce; {setting} are set per produced topic")  # fmt: skip
+
     def sender(
         self, topics: Iterable[str | ProducedTopic], *, extra_headers: HeaderHook | None = None, **options: Any
     ) -> Sender:
@@ -234,9 +236,7 @@ class Wiring:
             nats = NatsSender(over_nats, connections=self.nats, extra_headers=extra_headers)
             sender = TopicSenders({topic: nats if topic in over_nats else http for topic in targets})
             self._uses_nats = True
-        # A per-topic setting naming a topic not produced is a typo that would silently do nothing.
-        _refuse_unproduced("credentials", self.credentials, targets)
-        _refuse_unproduced("retries", self.retries, targets)
+        self.check_per_topic(targets)
         if self.credentials:
             sender = SenderWithCredentials(sender, self.credentials)
         retrying = RetryingSender(

@@ -7,7 +7,18 @@ import asyncio
 import httpx
 import pytest
 
-from svcgen.runtime import HttpApp, Identity, Registry, Service, Wiring, WiringError, target_variable
+from svcgen.runtime import (
+    ApiKey,
+    HttpApp,
+    Identity,
+    Registry,
+    Retry,
+    Service,
+    ServiceDefinition,
+    Wiring,
+    WiringError,
+    target_variable,
+)
 
 
 def test_the_environment_overrides_the_wiring_s_target() -> None:
@@ -63,3 +74,16 @@ def test_hooks_go_around_the_app_s_own() -> None:
     assert wiring.attach(app) is app
     assert app.on_startup == [wiring_start, app_start]
     assert app.on_shutdown == [app_stop, wiring_stop]
+
+
+@pytest.mark.parametrize("setting", ["credentials", "retries"])
+def test_an_app_refuses_a_per_topic_setting_for_a_topic_it_does_not_produce(setting: str) -> None:
+    def wire(wiring: Wiring) -> None:
+        if setting == "credentials":
+            wiring.credentials["payments:capture"] = ApiKey("x-api-key", "k")
+        else:
+            wiring.retries["payments:capture"] = Retry(retries=0)
+
+    definition = ServiceDefinition(Identity("a"), Registry)  # produces nothing: no sender is ever made
+    with pytest.raises(WiringError, match=rf"{setting} in wiring.py name payments:capture, which this service"):
+        definition.create_app(wire, setup=Wiring(environ={}))

@@ -17,7 +17,7 @@ import pytest
 from svcgen.codegen.ownership import write_package
 from svcgen.codegen.render import render_package
 from svcgen.manifest import load_manifest
-from svcgen.runtime import MeshHost, Result
+from svcgen.runtime import ApiKey, MeshHost, Result, Wiring, WiringError
 from svcgen.testing import AsyncTestClient, LifespanError, TestClient
 from tests.support.codegen import REPO, build_example, imported
 from tests.support.otlpreceiver import OtlpReceiver, otlp_receiver
@@ -155,6 +155,21 @@ def test_a_failing_startup_is_an_error_naming_it(orders: ModuleType) -> None:
 def test_a_fake_for_a_topic_the_service_does_not_produce_is_refused(orders: ModuleType) -> None:
     with pytest.raises(KeyError, match="'payments:refund' is not a topic this service produces"):
         TestClient(orders, owners={"payments:refund": capture}, environ={})
+
+
+def test_a_wiring_the_server_would_refuse_fails_under_the_client_too(
+    orders: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wiring = importlib.import_module("orders_service.wiring")
+    real = wiring.wire
+
+    def wire(setup: Wiring) -> None:
+        real(setup)
+        setup.credentials["payments:captur"] = ApiKey("x-api-key", "k")  # a typo create_app() refuses at start
+
+    monkeypatch.setattr(wiring, "wire", wire)  # what service.create_app() calls
+    with pytest.raises(WiringError, match="payments:captur"):
+        TestClient(orders, environ={})
 
 
 def test_the_handler_test_in_docs_testing_md_runs(orders: ModuleType) -> None:
