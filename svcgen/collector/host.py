@@ -195,6 +195,7 @@ class CollectorHost:
         self.app: ArtifactSite | TokenLock = TokenLock(site, settings.token) if settings.token else site
         self.artifact_writes = 0
         self._writer: asyncio.Task[None] | None = None
+        self._stopping: asyncio.Event | None = None
         self.api.on_startup.append(self.start)
         self.api.on_shutdown.append(self.stop)
 
@@ -203,6 +204,7 @@ class CollectorHost:
             self.poller.start()
         if self.feeds is not None:
             self.feeds.start()
+        self._stopping = asyncio.Event()
         self._writer = asyncio.get_running_loop().create_task(self._write_every_interval(), name="svcgen-artifacts")
 
     async def stop(self) -> None:
@@ -211,8 +213,9 @@ class CollectorHost:
                 await self.feeds.stop()  # before the store closes: what it took is committed, the rest redelivered
             if self.poller is not None:
                 await self.poller.stop()
-            if self._writer is not None:
-                self._writer.cancel()
+            if self._writer is not None and self._stopping is not None:
+                # Not cancelled mid-write: its thread would go on writing, past the final write and the removal.
+                self._stopping.set()
                 with contextlib.suppress(asyncio.CancelledError):
                     await self._writer
             await self.write_artifacts()
@@ -234,9 +237,11 @@ class CollectorHost:
                            type(exc).__name__, exc, self.settings.artifacts_interval)
 
     async def _write_every_interval(self) -> None:
-        while True:
+        assert self._stopping is not None  # set by start()
+        while not self._stopping.is_set():
             await self.write_artifacts()
             # The collector's tables are large and long-lived: moved out of the collector's generations, a full
             # collection no longer walks them on every query (a fleet query at a full store: 90 ms p50 -> 34 ms).
             gc.freeze()
-            await asyncio.sleep(self.settings.artifacts_interval)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), self.settings.artifacts_interval)

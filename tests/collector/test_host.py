@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from svcgen.collector import Collector, JsonFileStore
+from svcgen.collector.artifacts import write_artifacts
 from svcgen.collector.host import CollectorHost, CollectorSettings
 from svcgen.runtime import (
     HealthCheck,
@@ -150,6 +151,29 @@ def test_a_host_removes_only_the_artifacts_directory_it_made(tmp_path: Path, mon
     never_started = CollectorHost(CollectorSettings()).artifacts
     gc.collect()  # a host never started: its directory goes with it
     assert not never_started.exists()
+
+
+def test_no_artifact_write_outlives_the_stop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    calls: list[float] = []
+
+    def slow_first_write(snapshot: Any, target: Path, **options: Any) -> list[Path]:
+        calls.append(time.monotonic())
+        if len(calls) == 1:
+            time.sleep(0.5)  # the periodic write, still under way when the stop comes
+        return write_artifacts(snapshot, target, **options)
+
+    monkeypatch.setattr("svcgen.collector.host.write_artifacts", slow_first_write)
+    host = CollectorHost(CollectorSettings(artifacts_interval=60))
+
+    async def start_and_stop() -> None:
+        await host.start()
+        await asyncio.sleep(0.1)
+        await host.stop()
+
+    asyncio.run(start_and_stop())
+    time.sleep(0.6)  # what a write left running in its thread would have done by now
+    assert not host.artifacts.exists()
 
 
 def test_svcgen_collector_serve_refuses_a_bad_poll_target() -> None:
