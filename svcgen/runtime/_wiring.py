@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import httpx
 
@@ -125,6 +125,9 @@ class Wiring:
       wraps and returns the wrapping app (a Starlette middleware class, or `functools.partial` of one).
     - `cors`: `Cors(...)` settings for browser callers on other origins (the `cors` extra), outermost of all.
     """
+
+    NATS_VARIABLE: ClassVar[str] = NATS_ENV
+    """The variable naming the NATS server the app's topics are served on as well."""
 
     def __init__(
         self,

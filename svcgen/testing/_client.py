@@ -94,7 +94,8 @@ class AsyncTestClient(httpx.AsyncClient):
     - `package`: the generated package (module or dotted name).
     - `owners`: produced topic → fake owner (see `FakeOwners`); more with `client.owners.add(...)`.
     - `overrides`: dependency key (a type) → the instance handlers get instead of wiring.py's.
-    - `environ`: the settings wiring.py and the mesh read (default `os.environ`).
+    - `environ`: the settings wiring.py reads (default `os.environ` without SVCGEN_NATS: a test does not join a
+      NATS server its shell happens to name, where its stubs would answer real callers; pass it to serve there).
     - `broker`: where the service's events go (default a new `MemoryBroker`: in this process, with the delivery
       rules of JetStream); `client.broker.stored("<service>")` lists what it published.
     - `mesh`: the app's `MeshHost`; default the manifest's mesh kept in the process (traced, issues aggregated,
@@ -120,7 +121,9 @@ class AsyncTestClient(httpx.AsyncClient):
         pinned = dict(overrides or {})
         if self.package.clients is not None:
             pinned.setdefault(self.package.clients, self.package.clients(self.owners))
-        self.wiring = Wiring(environ=os.environ if environ is None else environ)
+        if environ is None:
+            environ = {name: value for name, value in os.environ.items() if name != Wiring.NATS_VARIABLE}
+        self.wiring = Wiring(environ=environ)
         self.wiring.dependencies = _Overridable(pinned)
         self.broker = broker if broker is not None else MemoryBroker()
         self.wiring.event_broker = self.broker

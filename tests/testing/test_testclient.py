@@ -124,6 +124,16 @@ def test_a_fake_owner_receives_the_caller_s_trace(orders: ModuleType) -> None:
     assert headers["traceparent"].split("-")[1] == trace_id  # as the wiring's sender forwards it to a real owner
 
 
+def test_a_nats_server_named_by_the_shell_is_not_joined(orders: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Joined, the stubs would answer real callers there; unreachable, the start would fail.
+    monkeypatch.setenv(Wiring.NATS_VARIABLE, "nats://127.0.0.1:9")
+    with TestClient(orders, owners={"payments:capture": capture}) as client:
+        assert client.post("/orders", json=ORDER).status_code == 201
+    named = TestClient(orders, environ={Wiring.NATS_VARIABLE: "nats://127.0.0.1:9"})
+    with pytest.raises(LifespanError), named:  # named on purpose, it is served (and here unreachable)
+        pass
+
+
 def test_a_topic_without_a_fake_owner_answers_not_implemented(orders: ModuleType) -> None:
     with TestClient(orders, environ={}) as client:
         response = client.invoke("orders:place", ORDER, version="v1")
