@@ -91,11 +91,11 @@ def serve_over_nats(url: str) -> None:
     import asyncio
     import os
 
-    from .runtime._nats.connections import NATS_MISSING, NatsError, nats_installed, open_connection, server_of
+    from .runtime._nats.connections import NATS_MISSING, NatsError, nats_installed, open_connection, server_of, shown
     from .runtime._wiring import NATS_ENV
 
     if not nats_installed():
-        raise ServeError(f"--nats {url}: {NATS_MISSING}")
+        raise ServeError(f"--nats {shown(url)}: {NATS_MISSING}")
 
     async def reach() -> None:
         connection = await open_connection(server_of(url))
@@ -104,7 +104,7 @@ def serve_over_nats(url: str) -> None:
     try:
         asyncio.run(reach())
     except NatsError as error:
-        raise ServeError(f"--nats {url}: {error}") from None
+        raise ServeError(f"--nats {shown(url)}: {error}") from None  # the URL may carry a password
     os.environ[NATS_ENV] = url
 
 

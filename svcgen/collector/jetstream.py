@@ -22,6 +22,7 @@ from ..runtime._mesh.jetstream import (
     failure_reason,
     require_nats,
 )
+from ..runtime._nats.connections import shown
 from ..runtime._service import Service
 
 if TYPE_CHECKING:
@@ -171,14 +172,14 @@ class FeedConsumer:
             try:
                 await self.pull()
                 if self._failing:
-                    logger.warning("mesh feeds: pulling %s from %s again", self.stream.name, self.url)
+                    logger.warning("mesh feeds: pulling %s from %s again", self.stream.name, shown(self.url))
                     self._failing = False
             except Exception as exc:
                 self._subscription = None
                 await self._connection.close()
                 if not self._failing:  # once per outage
                     logger.warning("mesh feeds: cannot pull %s from %s (%s); retrying every %g s", self.stream.name,
-                                   self.url, failure_reason(exc), self.retry_delay)  # fmt: skip
+                                   shown(self.url), failure_reason(exc), self.retry_delay)  # fmt: skip
                     self._failing = True
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stopping.wait(), self.retry_delay)

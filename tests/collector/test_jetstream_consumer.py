@@ -240,6 +240,27 @@ def test_a_collector_whose_nats_server_is_down_says_so_once_and_takes_the_feeds_
     assert invocations(collector) == 1
 
 
+def test_the_consumer_never_logs_the_password_of_its_nats_url(caplog: pytest.LogCaptureFixture) -> None:
+    url = f"nats://bob:hunter2@127.0.0.1:{free_port()}"  # nothing listens there
+    feeds = FeedConsumer(url, collector_service(documents.collector()), fetch_timeout=0.2, retry_delay=0.2,
+                         connect_timeout=0.5)  # fmt: skip
+
+    async def run() -> None:
+        feeds.start()
+        try:
+            deadline = asyncio.get_running_loop().time() + DEADLINE
+            while not any("cannot pull" in record.getMessage() for record in caplog.records):
+                assert asyncio.get_running_loop().time() < deadline, "the consumer never said it cannot pull"
+                await asyncio.sleep(0.05)
+        finally:
+            await feeds.stop()
+
+    with caplog.at_level(logging.WARNING, "svcgen.collector.jetstream"):
+        asyncio.run(run())
+    (line,) = [record.getMessage() for record in caplog.records if "cannot pull" in record.getMessage()]
+    assert f"from nats://127.0.0.1:{url.rpartition(':')[2]} (" in line and "hunter2" not in line
+
+
 def test_svcgen_collector_serve_nats_without_nats_py_fails_with_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 

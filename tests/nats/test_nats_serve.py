@@ -82,3 +82,13 @@ def test_an_unreachable_nats_server_is_one_line(tmp_path: Path) -> None:
     assert done.returncode == 1
     [line] = done.stderr.splitlines()
     assert line.startswith("--nats nats://127.0.0.1:1: cannot connect to NATS at nats://127.0.0.1:1")
+
+
+def test_a_password_in_the_nats_url_never_reaches_the_error_line(tmp_path: Path) -> None:
+    package = build_echo(tmp_path)
+    unreachable = run_serve(package, nats_url="nats://bob:hunter2@127.0.0.1:1")
+    malformed = run_serve(package, nats_url="nats://bob:hunter2@127.0.0.1:99999")
+    assert unreachable.returncode == malformed.returncode == 1
+    assert unreachable.stderr.startswith("--nats nats://127.0.0.1:1: cannot connect to NATS at nats://127.0.0.1:1")
+    assert malformed.stderr.startswith("--nats nats://127.0.0.1:99999: 'nats://127.0.0.1:99999' is not a nats://")
+    assert "hunter2" not in unreachable.stderr + malformed.stderr and "bob" not in unreachable.stderr + malformed.stderr

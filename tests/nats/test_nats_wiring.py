@@ -60,6 +60,10 @@ def test_one_injected_connection_serves_and_sends_and_closes_at_shutdown(nats_ur
 @pytest.mark.parametrize(("environ", "message"), [
     ({"SVCGEN_TARGET_A_B": "nats://127.0.0.1:4222"}, "SVCGEN_TARGET_A_B = 'nats://127.0.0.1:4222': a NATS target"),
     ({"SVCGEN_NATS": "nats://"}, "SVCGEN_NATS = 'nats://' is not a nats://host:port URL"),
+    # A password in a malformed URL stays out of the error (with or without a scheme).
+    ({"SVCGEN_TARGET_A_B": "nats://u:pw@127.0.0.1:4222"}, "SVCGEN_TARGET_A_B = 'nats://127.0.0.1:4222': a NATS target"),
+    ({"SVCGEN_NATS": "nats://u:pw@h:99999"}, "SVCGEN_NATS = 'nats://h:99999' is not a nats://host:port URL"),
+    ({"SVCGEN_NATS": "u:pw@127.0.0.1:4222"}, "SVCGEN_NATS = '127.0.0.1:4222' is not a nats://host:port URL"),
 ])
 def test_malformed_nats_settings_are_one_line(environ: dict[str, str], message: str) -> None:
     setup = Wiring(environ=environ)

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import importlib.util
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Final, TypeAlias
 from urllib.parse import urlsplit
@@ -27,6 +28,8 @@ RECONNECT_WAIT: Final = 2
 DRAIN_TIMEOUT: Final = 5
 """Seconds closing a connection waits for its subscriptions and replies to finish."""
 NATS_MISSING: Final = "NATS needs nats-py: pip install 'svcgen[nats]'"
+_CREDENTIALS: Final = re.compile(r"^((?:[A-Za-z][A-Za-z0-9+.-]*:)?//)?[^/?#]*@")
+"""The user information of a URL (`user:password@`, `token@`), with or without its scheme."""
 
 ConnectFactory: TypeAlias = Callable[[str], Awaitable["Client"]]
 """Server URL (`nats://host:port`) → an open connection."""
@@ -46,18 +49,18 @@ def server_of(url: str) -> str:
         parts = urlsplit(url.strip())
         port = parts.port or DEFAULT_PORT
     except ValueError:
-        raise NatsError(f"{url!r} is not a nats://host:port URL") from None
+        raise NatsError(f"{shown(url)!r} is not a nats://host:port URL") from None
     if parts.scheme not in ("nats", "tls") or not parts.hostname:
-        raise NatsError(f"{url!r} is not a nats://host:port URL")
+        raise NatsError(f"{shown(url)!r} is not a nats://host:port URL")
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
     credentials = parts.netloc.rpartition("@")[0]
     return f"{parts.scheme}://{credentials + '@' if credentials else ''}{host}:{port}"
 
 
-def shown(server: str) -> str:
-    """A server URL for a log line: no credentials."""
-    scheme, _, rest = server.partition("://")
-    return f"{scheme}://{rest.rpartition('@')[2]}"
+def shown(url: str) -> str:
+    """A NATS URL (a server, or a target with its path), well-formed or not, for a log line or an error: no
+    credentials (docs/nats.md and docs/collector.md put them in the URL, `nats://user:password@host`)."""
+    return _CREDENTIALS.sub(lambda match: match.group(1) or "", url.strip(), count=1)
 
 
 async def open_connection(server: str) -> Client:

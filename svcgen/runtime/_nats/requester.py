@@ -34,7 +34,7 @@ def nats_target(url: str) -> tuple[str, str]:
     server = server_of(url)
     service = urlsplit(url.strip()).path.strip("/")
     if not service or any(char in service for char in "./*> \t"):
-        raise NatsError(f"{url!r}: a NATS target names the receiving service: nats://host:port/<service>")
+        raise NatsError(f"{shown(url)!r}: a NATS target names the receiving service: nats://host:port/<service>")
     return server, service
 
 
