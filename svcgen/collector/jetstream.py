@@ -110,6 +110,10 @@ class FeedConsumer:
         try:
             messages = await self._subscription.fetch(self.batch, timeout=self.fetch_timeout)
         except (NatsTimeout, TimeoutError):  # nats-py raises either when nothing came within the timeout
+            if not self._connection.connected:
+                # ... and also while it reconnects a connection lost mid-run: a failure `_run` says once.
+                self._subscription = None
+                raise ConnectionError("the connection to the NATS server was lost") from None
             return 0
         except Exception:
             self._subscription = None

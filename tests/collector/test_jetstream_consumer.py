@@ -240,6 +240,50 @@ def test_a_collector_whose_nats_server_is_down_says_so_once_and_takes_the_feeds_
     assert invocations(collector) == 1
 
 
+def test_a_nats_server_lost_mid_run_is_said_once_and_the_feeds_are_taken_when_it_is_back(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = ThrowawayNats()
+    server.start()
+    collector = documents.collector()
+    feeds = FeedConsumer(server.url, collector_service(collector), fetch_timeout=0.2, retry_delay=0.2,
+                         connect_timeout=0.5)  # fmt: skip
+
+    async def wait(what: str, done: Callable[[], bool]) -> None:
+        deadline = asyncio.get_running_loop().time() + DEADLINE
+        while not done():
+            assert asyncio.get_running_loop().time() < deadline, what
+            await asyncio.sleep(0.05)
+
+    def said(text: str) -> bool:
+        return any(text in record.getMessage() for record in caplog.records)
+
+    async def run() -> None:
+        await publish(server.url, MeshStream(), lambda f: f.traces([documents.event(1)], "b-1"))
+        feeds.start()
+        try:
+            await wait("the consumer did not take the first feed", lambda: feeds.ingested == 1)
+            await asyncio.to_thread(server.stop)  # mid-run: the consumer's connection was up
+            await wait("the consumer never said the server went away", lambda: said("cannot pull"))
+            await asyncio.sleep(1.0)  # several retries, still one warning
+            await asyncio.to_thread(server.start)
+            await publish(server.url, MeshStream(), lambda f: f.traces([documents.event(2)], "b-2"))
+            await wait("the consumer did not take the feed once the server was back", lambda: feeds.ingested == 2)
+        finally:
+            await feeds.stop()
+
+    try:
+        with caplog.at_level(logging.WARNING, "svcgen.collector.jetstream"):
+            asyncio.run(run())
+    finally:
+        server.remove()
+    messages = [record.getMessage() for record in caplog.records if record.name == "svcgen.collector.jetstream"]
+    back = next((n for n, text in enumerate(messages) if "again" in text), None)
+    assert back is not None, messages
+    assert len([text for text in messages[:back] if "cannot pull" in text]) == 1, messages
+    assert invocations(collector) == 2
+
+
 def test_the_consumer_never_logs_the_password_of_its_nats_url(caplog: pytest.LogCaptureFixture) -> None:
     url = f"nats://bob:hunter2@127.0.0.1:{free_port()}"  # nothing listens there
     feeds = FeedConsumer(url, collector_service(documents.collector()), fetch_timeout=0.2, retry_delay=0.2,

@@ -138,6 +138,11 @@ class MeshConnection:
                 self._client, self._js = client, js
             return self._js
 
+    @property
+    def connected(self) -> bool:
+        """Whether the connection is open and up (nats-py reconnecting a lost one quietly is not)."""
+        return self._client is not None and self._client.is_connected
+
     async def close(self) -> None:
         client, self._client, self._js = self._client, None, None
         if client is not None:
