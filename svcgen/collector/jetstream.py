@@ -58,6 +58,7 @@ class FeedConsumer:
         max_retry_delay: float = 60.0,
         max_deliveries: int = DEFAULT_MAX_DELIVERIES,
         ack_wait: float = 30.0,
+        consumer_check: float = 10.0,
         connect: Connect = connect_nats,
         connect_timeout: float = CONNECT_TIMEOUT,
     ) -> None:
@@ -72,6 +73,9 @@ class FeedConsumer:
         self.max_retry_delay = max_retry_delay
         self.max_deliveries = max_deliveries
         self.ack_wait = ack_wait
+        self.consumer_check = consumer_check
+        """Seconds between checks, while the stream is idle, that the durable consumer still exists."""
+        self._checked_at = 0.0
         self.ingested = 0
         self.malformed = 0
         self.retried = 0
@@ -114,6 +118,7 @@ class FeedConsumer:
                 # ... and also while it reconnects a connection lost mid-run: a failure `_run` says once.
                 self._subscription = None
                 raise ConnectionError("the connection to the NATS server was lost") from None
+            await self._check_consumer()
             return 0
         except Exception:
             self._subscription = None
@@ -121,6 +126,23 @@ class FeedConsumer:
         for message in messages:
             await self.handle(message)
         return len(messages)
+
+    async def _check_consumer(self) -> None:
+        """Every `consumer_check` seconds of empty fetches: the durable consumer still exists. A fetch from one that
+        was deleted (with its stream, which a reporter then makes again) only times out, as an idle one does; a
+        failure here makes `_run` say so once and subscribe again, which makes the consumer again."""
+        from nats.js.errors import NotFoundError
+
+        now = asyncio.get_running_loop().time()
+        if now - self._checked_at < self.consumer_check:
+            return
+        self._checked_at = now
+        js = await self._connection.jetstream()
+        try:
+            await js.consumer_info(self.stream.name, self.durable)
+        except NotFoundError:
+            self._subscription = None
+            raise ConnectionError(f"the durable consumer {self.durable} of {self.stream.name} is gone") from None
 
     async def handle(self, message: Msg) -> None:
         try:

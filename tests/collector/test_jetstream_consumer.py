@@ -20,7 +20,7 @@ from svcgen.collector.postgres import PostgresStore
 from svcgen.runtime._mesh.feeds import FeedSender, feed_envelope
 from svcgen.runtime._mesh.jetstream import JetStreamSender, MeshStream
 from tests.support import feeds as documents
-from tests.support.broker import ThrowawayNats, mesh_stream, nats_url
+from tests.support.broker import ThrowawayNats, delete_stream, mesh_stream, nats_url
 from tests.support.databases import postgres_session_url, postgres_url
 from tests.support.server import free_port
 
@@ -281,6 +281,37 @@ def test_a_nats_server_lost_mid_run_is_said_once_and_the_feeds_are_taken_when_it
     back = next((n for n, text in enumerate(messages) if "again" in text), None)
     assert back is not None, messages
     assert len([text for text in messages[:back] if "cannot pull" in text]) == 1, messages
+    assert invocations(collector) == 2
+
+
+def test_a_stream_deleted_and_made_again_mid_run_gets_its_durable_consumer_back(
+    nats_url: str, mesh_stream: MeshStream, caplog: pytest.LogCaptureFixture
+) -> None:
+    collector = documents.collector()
+    feeds = consumer(nats_url, collector, mesh_stream, retry_delay=0.2, consumer_check=0.2)
+
+    async def wait(what: str, done: Callable[[], bool]) -> None:
+        deadline = asyncio.get_running_loop().time() + DEADLINE
+        while not done():
+            assert asyncio.get_running_loop().time() < deadline, what
+            await asyncio.sleep(0.05)
+
+    async def run() -> None:
+        await publish(nats_url, mesh_stream, lambda f: f.traces([documents.event(1)], "b-1"))
+        feeds.start()
+        try:
+            await wait("the consumer did not take the first feed", lambda: feeds.ingested == 1)
+            await delete_stream(nats_url, mesh_stream.name)  # its durable consumer goes with it
+            # A reporter finds the stream missing and makes it again (docs/collector.md), without the consumer.
+            await publish(nats_url, mesh_stream, lambda f: f.traces([documents.event(2)], "b-2"))
+            await wait("the collector never took the feeds of the stream made again", lambda: feeds.ingested == 2)
+        finally:
+            await feeds.stop()
+
+    with caplog.at_level(logging.WARNING, "svcgen.collector.jetstream"):
+        asyncio.run(run())
+    messages = [record.getMessage() for record in caplog.records if record.name == "svcgen.collector.jetstream"]
+    assert any(f"durable consumer svc-collector of {mesh_stream.name} is gone" in text for text in messages), messages
     assert invocations(collector) == 2
 
 
