@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -173,3 +174,22 @@ def test_mesh_settings_with_an_unknown_transport_or_no_nats_url_refuse_to_start(
         MeshHost(Identity("orders"), MeshSettings(None, transport="nats"), environ={})
     with pytest.raises(WiringError, match="mesh transport 'kafka': expected http or nats"):
         MeshHost(Identity("orders"), MeshSettings("http://c", transport="kafka"), environ={})
+
+
+def test_a_password_in_the_mesh_nats_url_stays_out_of_the_log(caplog: pytest.LogCaptureFixture) -> None:
+    from tests.support.server import free_port
+
+    sender = JetStreamSender(f"nats://bob:hunter2@127.0.0.1:{free_port()}", timeout=1.0)  # nothing listens there
+
+    async def send() -> Any:
+        try:
+            return await sender.send("svc:mesh:traces", {"events": [], "batchId": "b-1"})
+        finally:
+            await sender.aclose()
+
+    with caplog.at_level(logging.DEBUG, "svcgen.mesh.jetstream"):
+        answer = asyncio.run(send())
+    assert answer.status == "service-unavailable"
+    logged = [record.getMessage() for record in caplog.records]
+    assert logged and not any("hunter2" in line for line in logged), logged
+    assert "hunter2" not in (answer.detail or "")

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
+from .._nats.connections import shown
 from .._result import Result
 from .._topics import HEARTBEAT_TOPIC, ISSUES_TOPIC, REGISTER_TOPIC, TRACES_TOPIC
 from .._wiring import WiringError
@@ -104,7 +105,7 @@ async def connect_nats(url: str) -> Client:
     import nats
 
     async def quiet(error: Exception) -> None:  # nats-py logs every failed reconnect otherwise
-        logger.debug("nats %s: %s", url, error)
+        logger.debug("nats %s: %s", shown(url), error)  # the URL may carry a password
 
     return await nats.connect(url, error_cb=quiet, connect_timeout=2, reconnect_time_wait=0.5,
                               max_reconnect_attempts=-1)  # fmt: skip
