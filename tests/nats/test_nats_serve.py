@@ -5,6 +5,9 @@ line and exit 1."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +20,7 @@ import orjson
 from tests.support.broker import unique_name
 from tests.support.codegen import imported
 from tests.support.processes import wait_for
+from tests.support.server import free_port
 from tests.support.serving import ECHO, build_echo, serving
 
 HANDLER = """
@@ -92,3 +96,27 @@ def test_a_password_in_the_nats_url_never_reaches_the_error_line(tmp_path: Path)
     assert unreachable.stderr.startswith("--nats nats://127.0.0.1:1: cannot connect to NATS at nats://127.0.0.1:1")
     assert malformed.stderr.startswith("--nats nats://127.0.0.1:99999: 'nats://127.0.0.1:99999' is not a nats://")
     assert "hunter2" not in unreachable.stderr + malformed.stderr and "bob" not in unreachable.stderr + malformed.stderr
+
+
+def test_a_refused_password_is_said_as_the_server_said_it(tmp_path: Path) -> None:
+    port = free_port()
+    command = [shutil.which("nats-server") or "/usr/sbin/nats-server", "-a", "127.0.0.1", "-p", str(port),
+               "--user", "qa", "--pass", "right"]  # fmt: skip
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: _listening(port), what="nats-server with a password")
+        done = run_serve(build_echo(tmp_path), nats_url=f"nats://qa:wrong@127.0.0.1:{port}")
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    assert done.returncode == 1
+    [line] = done.stderr.splitlines()
+    # The server's own reason, not the reset of the connection it closed after it.
+    assert line == f"--nats nats://127.0.0.1:{port}: cannot connect to NATS at nats://127.0.0.1:{port}: nats: " \
+                   "'Authorization Violation'"
+
+
+def _listening(port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
+        return True
+    return False

@@ -95,7 +95,9 @@ async def open_connection(server: str) -> Client:
             name="svcgen",
         )
     except Exception as error:
-        cause = failures[-1] if failures else error
+        # The first failure is the server's reason (`'Authorization Violation'`); the retry's is often just the
+        # reset of the connection the server closed after saying it.
+        cause = failures[0] if failures else error
         raise NatsError(f"cannot connect to NATS at {where}: {cause or type(cause).__name__}") from None
     # ... and once up, a lost connection is retried without limit (nats-py reads these options when it drops).
     connection.options["max_reconnect_attempts"] = -1
