@@ -35,6 +35,16 @@ def test_serves_on_httptools_and_uvloop_without_access_log(tmp_path: Path) -> No
     assert not any("POST /say" in line for line in lines)
 
 
+def test_workers_each_serve_with_the_connection_deadline(tmp_path: Path) -> None:
+    # Each worker process is handed the protocol class by pickling: a class made inside a function cannot be.
+    package = build_echo(tmp_path)
+    with serving(package, "--workers", "2") as (base, _, log):
+        answers = [httpx.post(base + "/say", json={"text": "hi"}, timeout=10).status_code for _ in range(4)]
+        workers = wait_for(lambda: log.read_text().count("Started server process") >= 2 or None, what="2 workers")
+    assert answers == [501] * 4 and workers
+    assert "Traceback" not in log.read_text()
+
+
 def test_access_log_on_request(tmp_path: Path) -> None:
     package = build_echo(tmp_path)
     with serving(package, "--access-log") as (base, _, log):

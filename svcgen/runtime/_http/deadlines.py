@@ -21,6 +21,11 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+try:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+except ImportError:  # pragma: no cover - uvicorn[standard] installs httptools
+    HttpToolsProtocol = None  # type: ignore[assignment,misc]
+
 
 class _IdleDeadline:
     """Mixin over a uvicorn HTTP protocol (it reads `loop`, `transport`, `cycle`, `timeout_keep_alive`).
@@ -78,14 +83,12 @@ class IdleClosingH11Protocol(_IdleDeadline, H11Protocol):
         self.transport.close()
 
 
-def protocol_class() -> type[asyncio.Protocol]:
-    """httptools' protocol when it is installed (uvicorn prefers it too), else h11's; both with the deadline."""
-    try:
-        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-    except ImportError:
-        return IdleClosingH11Protocol
-
+if HttpToolsProtocol is not None:
+    # At module level, so `--workers N` can hand it to each worker process (it is pickled by its name).
     class IdleClosingHttpToolsProtocol(_IdleDeadline, HttpToolsProtocol):
         pass
 
-    return IdleClosingHttpToolsProtocol
+
+def protocol_class() -> type[asyncio.Protocol]:
+    """httptools' protocol when it is installed (uvicorn prefers it too), else h11's; both with the deadline."""
+    return IdleClosingH11Protocol if HttpToolsProtocol is None else IdleClosingHttpToolsProtocol
