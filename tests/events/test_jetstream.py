@@ -412,3 +412,75 @@ def test_a_stream_in_the_way_stops_the_start_with_one_line_saying_what(nats_url:
 async def _delete_stream(url: str, name: str) -> None:
     async with connected(url) as client:
         await client.jetstream().delete_stream(name)
+
+
+def test_the_keep_alive_follows_the_existing_consumers_ack_wait_not_a_changed_manifest(
+    nats_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The durable consumer is reused as it is, so raising ackWait in the manifest leaves the server's ack_wait; the
+    # keep-alive used the manifest's (every 15 s for 30 s) and a handler slower than the consumer's 1 s ran twice.
+    publisher, name = unique_name("pub"), unique_name("sub")
+    attempts: list[int] = []
+
+    async def slow(event: Placed, context: Context) -> Result[None]:
+        assert context.delivery is not None
+        attempts.append(context.delivery.attempt)
+        await asyncio.sleep(3.0)
+        return Result.ok()
+
+    async def main() -> None:
+        async with connected(nats_url) as client:
+            sender = publisher_bus(client, publisher)
+            await sender.start(None)  # type: ignore[arg-type]
+            first, service = subscriber(client, name, publisher, slow, Delivery(ack_wait=1.0))
+            await first.start(service)  # creates the consumer with ack_wait 1 s
+            await first.stop()
+            again, service = subscriber(client, name, publisher, slow, Delivery(ack_wait=30.0))
+            with caplog.at_level("WARNING", logger="svcgen.events"):
+                await again.start(service)
+            await sender.publish("orders:placed", Placed("slow"))
+            await wait_for(lambda: bool(attempts), "the slow event")
+            await asyncio.sleep(4.5)  # past the handler's end, and past several of the consumer's ack_wait
+            await again.stop()
+        assert attempts == [1]
+        (warning,) = [record.getMessage() for record in caplog.records if "ack_wait" in record.getMessage()]
+        assert f"{name}__orders_placed" in warning and "1s" in warning and "30s" in warning
+        assert "\n" not in warning
+
+    try:
+        asyncio.run(main())
+    finally:
+        asyncio.run(cleanup(nats_url, publisher))
+
+
+def test_an_existing_consumer_of_another_subject_stops_the_start_with_one_line(nats_url: str) -> None:
+    from nats.js.api import AckPolicy, ConsumerConfig
+
+    publisher, name = unique_name("pub"), unique_name("sub")
+    handled: list[str] = []
+
+    async def handle(event: Placed, context: Context) -> Result[None]:
+        handled.append(event.order_id)
+        return Result.ok()
+
+    async def main() -> None:
+        async with connected(nats_url) as client:
+            sender = publisher_bus(client, publisher)
+            await sender.start(None)  # type: ignore[arg-type]
+            stream = f"SVC_EVENTS_{publisher.upper()}"
+            wrong = f"svc.event.{publisher}.other"
+            config = ConsumerConfig(durable_name=f"{name}__orders_placed", filter_subject=wrong,
+                                    ack_policy=AckPolicy.EXPLICIT)  # fmt: skip
+            await client.jetstream().add_consumer(stream, config)
+            bus, service = subscriber(client, name, publisher, handle, FAST)
+            with pytest.raises(EventsError) as caught:
+                await bus.start(service)
+            message = str(caught.value)
+            assert "\n" not in message and f"{name}__orders_placed" in message and wrong in message
+            assert f"svc.event.{publisher}.orders_placed" in message
+            await bus.stop()
+
+    try:
+        asyncio.run(main())
+    finally:
+        asyncio.run(cleanup(nats_url, publisher))

@@ -5,7 +5,8 @@
 - Each (subscriber service, event) has one durable pull consumer, shared by the subscriber's replicas: JetStream
   hands each message to one of them, and again only after a `nak` (with the backoff delay) or when `ack_wait`
   passes without an answer (a replica that died). A handler still running tells JetStream so (`in_progress`) every
-  half `ack_wait`, so a slow handler is not handled twice.
+  half the consumer's `ack_wait` (an existing consumer keeps its own: a changed manifest `ackWait` is a warning), so
+  a slow handler is not handled twice.
 - Dead letters go to the stream `SVC_DEAD_LETTERS` (`svc.dead.>`); the original is acknowledged only once the dead
   letter is stored, so nothing is dropped unrecorded.
 
@@ -145,7 +146,7 @@ class JetStreamBroker:
         durable = consumer_name(subscriber, subscription)
         try:
             try:
-                await js.consumer_info(subscription.stream, durable)
+                info = await js.consumer_info(subscription.stream, durable)
             except NotFoundError:
                 config = ConsumerConfig(
                     durable_name=durable, filter_subject=subscription.subject, ack_policy=AckPolicy.EXPLICIT,
@@ -155,18 +156,22 @@ class JetStreamBroker:
                     # a message unrecorded whenever the dead-letter stream could not take it in time.
                     max_deliver=-1,
                 )  # fmt: skip
-                await js.add_consumer(subscription.stream, config)
+                info = await js.add_consumer(subscription.stream, config)
+            ack_wait = _checked(info, durable, subscription)
             pull = await js.pull_subscribe_bind(durable, stream=subscription.stream)
+        except EventsError:
+            raise
         except Exception as exc:
             raise EventsError(f"durable consumer {durable} of {subscription.subject} on {subscription.stream} cannot "
                               f"be used: {type(exc).__name__}: {_why(exc)}") from None  # fmt: skip
         self._subscriptions.append(pull)
-        loop = asyncio.create_task(self._pull(pull, subscriber, subscription, deliver), name=f"svcgen-events-{durable}")
+        loop = asyncio.create_task(self._pull(pull, subscriber, subscription, ack_wait, deliver),
+                                   name=f"svcgen-events-{durable}")  # fmt: skip
         self._loops.append(loop)
         logger.info("%s handles %s from %s (durable consumer %s)", subscriber, subscription.subject,
                     subscription.stream, durable)  # fmt: skip
 
-    async def _pull(self, pull: Any, subscriber: str, subscription: Subscription,
+    async def _pull(self, pull: Any, subscriber: str, subscription: Subscription, ack_wait: float,
                     deliver: Callable[[Delivered], Awaitable[Verdict]]) -> None:  # fmt: skip
         import nats.errors
 
@@ -191,14 +196,14 @@ class JetStreamBroker:
                 continue
             for msg in messages:
                 await slots.acquire()
-                task = asyncio.create_task(self._handle(msg, subscriber, subscription, deliver))
+                task = asyncio.create_task(self._handle(msg, subscriber, subscription, ack_wait, deliver))
                 self._running.add(task)
                 busy.add(task)
                 task.add_done_callback(self._running.discard)
                 task.add_done_callback(busy.discard)
                 task.add_done_callback(lambda _: slots.release())
 
-    async def _handle(self, msg: Msg, subscriber: str, subscription: Subscription,
+    async def _handle(self, msg: Msg, subscriber: str, subscription: Subscription, ack_wait: float,
                       deliver: Callable[[Delivered], Awaitable[Verdict]]) -> None:  # fmt: skip
         try:
             meta = msg.metadata
@@ -209,7 +214,7 @@ class JetStreamBroker:
             )  # fmt: skip
         except Exception:
             delivered = Delivered(bytes(msg.data or b""), {}, 1, datetime.now(UTC), msg.subject, subscription.stream)
-        keep_alive = _KeepAlive(msg, subscription.delivery.ack_wait / 2)
+        keep_alive = _KeepAlive(msg, ack_wait / 2)  # the consumer's ack_wait: the one the server redelivers after
         try:
             verdict = await deliver(delivered)
         finally:
@@ -257,6 +262,27 @@ class JetStreamBroker:
             with contextlib.suppress(Exception):
                 await pull.unsubscribe()  # the durable consumer stays: the next start resumes it
         self._subscriptions = []
+
+
+def _checked(info: Any, durable: str, subscription: Subscription) -> float:
+    """The ack_wait (seconds) of the durable consumer `info` describes, which the keep-alive must follow: an
+    existing consumer is used as it is, so a changed manifest `ackWait` is only a warning; EventsError when the
+    consumer filters another subject (it is not this subscription's)."""
+    config = info.config
+    filters = [config.filter_subject] if config.filter_subject else list(config.filter_subjects or [])
+    if filters != [subscription.subject]:
+        shown = ", ".join(filters) or "every subject"
+        raise EventsError(f"durable consumer {durable} on {subscription.stream} exists for {shown}, not "
+                          f"{subscription.subject}; delete it to have it created")  # fmt: skip
+    wanted = subscription.delivery.ack_wait
+    ack_wait = float(config.ack_wait or wanted)
+    if abs(ack_wait - wanted) > 0.001:
+        # Deleting the consumer would apply it too, but would deliver every retained event again: say edit.
+        logger.warning("events: durable consumer %s on %s keeps its ack_wait %gs, not the manifest's ackWait %gs "
+                       "(an existing consumer is used as it is; %gs is followed); to apply %gs, set the consumer's "
+                       "ack_wait to it (nats consumer edit %s %s) and restart", durable, subscription.stream,
+                       ack_wait, wanted, ack_wait, wanted, subscription.stream, durable)  # fmt: skip
+    return ack_wait
 
 
 def _why(exc: Exception) -> str:
