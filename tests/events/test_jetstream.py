@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import threading
 
 import orjson
 import pytest
@@ -482,5 +483,49 @@ def test_an_existing_consumer_of_another_subject_stops_the_start_with_one_line(n
 
     try:
         asyncio.run(main())
+    finally:
+        asyncio.run(cleanup(nats_url, publisher))
+
+
+def test_the_pull_loop_ends_when_its_connection_is_closed_before_the_broker(nats_url: str) -> None:
+    # nats-py turns the cancellation of a fetch on a closed connection into ConnectionClosedError: the loop took it
+    # for an outage and retried for ever, so asyncio.run never returned when the connection closed first.
+    import nats
+
+    publisher, name = unique_name("pub"), unique_name("sub")
+
+    async def handle(event: Placed, context: Context) -> Result[None]:
+        return Result.ok()
+
+    async def main() -> None:
+        client = await nats.connect(nats_url)
+        try:
+            sender = publisher_bus(client, publisher)
+            await sender.start(None)  # type: ignore[arg-type]
+            bus, service = subscriber(client, name, publisher, handle, FAST)
+            await bus.start(service)
+            loops = {task for task in asyncio.all_tasks() if task.get_name().startswith("svcgen-events-")}
+            assert loops
+            await asyncio.sleep(0.2)
+        finally:
+            await client.close()
+        _, pending = await asyncio.wait(loops, timeout=5)
+        await bus.stop()  # ends a loop that went on (so this fails rather than hangs)
+        assert not pending, "the pull loop went on after its connection closed"
+
+    async def cancelled_on_exit() -> None:
+        client = await nats.connect(nats_url)
+        bus, service = subscriber(client, name, publisher, handle, FAST)
+        await bus.start(service)
+        await asyncio.sleep(0.2)
+        await client.close()  # and return: asyncio.run cancels the loop, which must end
+
+    try:
+        asyncio.run(main())
+        # In a daemon thread bounded by a join timeout: without the fix asyncio.run there never returns.
+        thread = threading.Thread(target=asyncio.run, args=(cancelled_on_exit(),), daemon=True)
+        thread.start()
+        thread.join(20)
+        assert not thread.is_alive(), "asyncio.run hung on exit: the pull loop ignored its cancellation"
     finally:
         asyncio.run(cleanup(nats_url, publisher))

@@ -66,6 +66,7 @@ class JetStreamBroker:
         dead_letters: Retention = DEAD_LETTER_RETENTION,
     ) -> None:
         self._source = connection
+        self._client: Client | None = None
         self._js: JetStreamContext | None = None
         self.fetch_batch = fetch_batch
         self.max_in_flight = max_in_flight
@@ -79,7 +80,7 @@ class JetStreamBroker:
     async def jetstream(self) -> JetStreamContext:
         if self._js is None:
             source = self._source
-            client = await source() if callable(source) else source
+            client = self._client = await source() if callable(source) else source
             self._js = client.jetstream()
         return self._js
 
@@ -188,6 +189,15 @@ class JetStreamBroker:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
+                # On a closed connection nats-py turns a cancellation into ConnectionClosedError: retrying would
+                # never end (asyncio.run would hang on exit). A reconnecting one is not closed: that is retried.
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise asyncio.CancelledError from None
+                if self._client is not None and self._client.is_closed:
+                    logger.warning("events: %s is no longer consumed: its NATS connection is closed",
+                                   subscription.subject)  # fmt: skip
+                    return
                 failures += 1
                 if failures == 1 or failures % 100 == 0:
                     logger.warning("events: fetching %s failed (%s); retrying", subscription.subject,
