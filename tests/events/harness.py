@@ -1,5 +1,5 @@
-"""Subscribers and publishers over real JetStream for the event tests: unique names per test, streams removed
-after it."""
+"""Subscribers and publishers over real JetStream for the event tests: unique names per test, streams and the
+test's dead letters removed after it."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from svcgen.runtime import (
     Service,
     Subscriptions,
 )
-from svcgen.runtime._eventnames import event_subject, stream_name
+from svcgen.runtime._eventnames import DEAD_LETTER_STREAM, DEAD_SUBJECT_ROOT, event_subject, stream_name
 
 DEADLINE = 30.0
 
@@ -73,10 +73,16 @@ async def connected(url: str) -> AsyncIterator[Client]:
         await client.close()
 
 
-async def cleanup(url: str, publisher: str) -> None:
+async def cleanup(url: str, publisher: str, *subscribers: str) -> None:
+    """Deletes the publisher's stream (its consumers with it) and the dead letters of `subscribers` (the test's
+    own: SVC_DEAD_LETTERS is shared, so it is purged by their subjects, never whole)."""
     async with connected(url) as client:
+        js = client.jetstream()
         with contextlib.suppress(Exception):
-            await client.jetstream().delete_stream(stream_name(publisher))
+            await js.delete_stream(stream_name(publisher))
+        for name in subscribers:
+            with contextlib.suppress(Exception):
+                await js.purge_stream(DEAD_LETTER_STREAM, subject=f"{DEAD_SUBJECT_ROOT}.{name}.>")
 
 
 async def publish_raw(client: Client, publisher: str, data: bytes, headers: dict[str, str] | None = None) -> None:

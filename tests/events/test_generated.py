@@ -155,7 +155,7 @@ def test_a_generated_publisher_and_subscriber_over_jetstream(tmp_path: Path, nat
         with imported(tmp_path, pub_package) as pub_module, imported(tmp_path, sub_package) as sub_module:
             codes = asyncio.run(scenario(pub_module, sub_module))
     finally:
-        asyncio.run(cleanup(nats_url, pub))
+        asyncio.run(cleanup(nats_url, pub, sub))
     assert codes == [201, 201, 201]
     # One trace across the hop: the publish is a span of its own (transport `event`), a child of the publishing
     # handler's, and each delivery attempt is a trace event whose parent is the publish.

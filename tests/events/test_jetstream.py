@@ -106,7 +106,7 @@ def test_two_replicas_share_one_durable_consumer_and_each_event_is_handled_once(
     try:
         asyncio.run(main())
     finally:
-        asyncio.run(cleanup(nats_url, publisher))
+        asyncio.run(cleanup(nats_url, publisher, name))
 
 
 def test_a_failing_handler_is_retried_then_dead_lettered_after_exactly_max_deliver_attempts(nats_url: str) -> None:
@@ -150,7 +150,7 @@ def test_a_failing_handler_is_retried_then_dead_lettered_after_exactly_max_deliv
     try:
         asyncio.run(main())
     finally:
-        asyncio.run(cleanup(nats_url, publisher))
+        asyncio.run(cleanup(nats_url, publisher, name))
 
 
 def test_hostile_messages_are_dead_lettered_at_once_and_never_wedge_the_subscriber(nats_url: str) -> None:
@@ -197,7 +197,7 @@ def test_hostile_messages_are_dead_lettered_at_once_and_never_wedge_the_subscrib
     try:
         asyncio.run(main())
     finally:
-        asyncio.run(cleanup(nats_url, publisher))
+        asyncio.run(cleanup(nats_url, publisher, name))
 
 
 def test_a_replayed_dead_letter_is_delivered_again_under_a_new_message_id(nats_url: str) -> None:
@@ -235,7 +235,7 @@ def test_a_replayed_dead_letter_is_delivered_again_under_a_new_message_id(nats_u
     try:
         asyncio.run(main())
     finally:
-        asyncio.run(cleanup(nats_url, publisher))
+        asyncio.run(cleanup(nats_url, publisher, name))
 
 
 def test_a_service_with_events_and_no_nats_refuses_to_start_with_one_line() -> None:
@@ -290,7 +290,7 @@ def test_the_dead_letters_command_lists_replays_and_drops(nats_url: str) -> None
     try:
         asyncio.run(dead_letter_two())
     finally:
-        asyncio.run(cleanup(nats_url, publisher))
+        asyncio.run(cleanup(nats_url, publisher, name))
 
 
 def test_replay_takes_the_dead_letters_there_when_it_starts_not_those_its_replays_make(nats_url: str) -> None:
@@ -329,7 +329,7 @@ def test_replay_takes_the_dead_letters_there_when_it_starts_not_those_its_replay
     try:
         asyncio.run(main())
     finally:
-        asyncio.run(cleanup(nats_url, publisher))
+        asyncio.run(cleanup(nats_url, publisher, name))
 
 
 def test_a_traced_publish_is_its_own_span_whose_traceparent_the_message_carries(nats_url: str) -> None:
@@ -451,7 +451,7 @@ def test_the_keep_alive_follows_the_existing_consumers_ack_wait_not_a_changed_ma
     try:
         asyncio.run(main())
     finally:
-        asyncio.run(cleanup(nats_url, publisher))
+        asyncio.run(cleanup(nats_url, publisher, name))
 
 
 def test_an_existing_consumer_of_another_subject_stops_the_start_with_one_line(nats_url: str) -> None:
@@ -484,7 +484,7 @@ def test_an_existing_consumer_of_another_subject_stops_the_start_with_one_line(n
     try:
         asyncio.run(main())
     finally:
-        asyncio.run(cleanup(nats_url, publisher))
+        asyncio.run(cleanup(nats_url, publisher, name))
 
 
 def test_the_pull_loop_ends_when_its_connection_is_closed_before_the_broker(nats_url: str) -> None:
@@ -528,4 +528,32 @@ def test_the_pull_loop_ends_when_its_connection_is_closed_before_the_broker(nats
         thread.join(20)
         assert not thread.is_alive(), "asyncio.run hung on exit: the pull loop ignored its cancellation"
     finally:
-        asyncio.run(cleanup(nats_url, publisher))
+        asyncio.run(cleanup(nats_url, publisher, name))
+
+
+def test_the_harness_cleanup_removes_its_subscribers_dead_letters_and_only_theirs(nats_url: str) -> None:
+    # It deleted only the publisher's stream: every run left its dead letters in the shared SVC_DEAD_LETTERS.
+    publisher, mine, other = unique_name("pub"), unique_name("sub"), unique_name("sub")
+
+    async def handle(event: Placed, context: Context) -> Result[None]:
+        return Result.ok()
+
+    async def dead_letters_of_both() -> None:
+        async with connected(nats_url) as client:
+            bus, service = subscriber(client, mine, publisher, handle, FAST)
+            await bus.start(service)  # makes the publisher's stream and SVC_DEAD_LETTERS when missing
+            await bus.stop()
+            for name in (mine, other):
+                await client.jetstream().publish(f"svc.dead.{name}.orders_placed", b"{}", stream="SVC_DEAD_LETTERS")
+
+    async def left(name: str) -> int:
+        async with connected(nats_url) as client:
+            return len(await _letters(client, name))
+
+    try:
+        asyncio.run(dead_letters_of_both())
+        asyncio.run(cleanup(nats_url, publisher, mine))
+        assert (asyncio.run(left(mine)), asyncio.run(left(other))) == (0, 1)
+    finally:
+        asyncio.run(cleanup(nats_url, publisher, mine, other))
+    assert asyncio.run(left(other)) == 0

@@ -60,7 +60,7 @@ def test_a_subscriber_killed_mid_handler_gets_the_message_again_after_restart(na
             if process is not None and process.poll() is None:
                 process.kill()
                 process.wait(timeout=30)
-        asyncio.run(cleanup(nats_url, publisher))
+        asyncio.run(cleanup(nats_url, publisher, name))
     assert _lines(log).count("warmup 1") == 1 and "warmup 2" not in _lines(log)
 
 
