@@ -286,12 +286,16 @@ def serve(package_dir: Path, host: str, port: int, workers: int, access_log: boo
           manifest: Path | None, nats: str | None) -> None:
     """Run the built package OUT/PACKAGE under uvicorn with httptools and uvloop (OUT is put on the import path)."""
     from . import serving
+    from .runtime._wiring import NATS_ENV
     from .serving import Package, Reloader, ServeError
 
     try:
         package = Package.at(package_dir)
         if nats:
             serving.serve_over_nats(nats)
+        elif os.environ.get(NATS_ENV, "").strip():
+            # The app connects at startup anyway: an unreachable server is this one line, not a startup traceback.
+            serving.serve_over_nats(os.environ[NATS_ENV], NATS_ENV)
         if not reload:
             serving.serve(package, host, port, workers, access_log)
             return

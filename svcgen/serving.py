@@ -85,17 +85,19 @@ class Package:
         return path
 
 
-def serve_over_nats(url: str) -> None:
-    """`--nats URL`: check that the server answers, then set SVCGEN_NATS, which the generated `create_app()` of
-    this process and of its workers reads (its `Wiring`), so each serves the topics over NATS too."""
+def serve_over_nats(url: str, setting: str = "--nats") -> None:
+    """`--nats URL` (or SVCGEN_NATS alone, `setting` naming it): check that the server answers, then set
+    SVCGEN_NATS, which the generated `create_app()` of this process and of its workers reads (its `Wiring`), so each
+    serves the topics over NATS too."""
     import asyncio
     import os
 
     from .runtime._nats.connections import NATS_MISSING, NatsError, nats_installed, open_connection, server_of, shown
     from .runtime._wiring import NATS_ENV
 
+    where = f"{setting} {shown(url.strip())}"  # never the URL's credentials
     if not nats_installed():
-        raise ServeError(f"--nats {shown(url)}: {NATS_MISSING}")
+        raise ServeError(f"{where}: {NATS_MISSING}")
 
     async def reach() -> None:
         connection = await open_connection(server_of(url))
@@ -104,7 +106,7 @@ def serve_over_nats(url: str) -> None:
     try:
         asyncio.run(reach())
     except NatsError as error:
-        raise ServeError(f"--nats {shown(url)}: {error}") from None  # the URL may carry a password
+        raise ServeError(f"{where}: {error}") from None
     os.environ[NATS_ENV] = url
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 import httpx
 
@@ -26,7 +26,15 @@ from ._http.sender import HeaderHook, HttpSender, _join, _split_base
 from ._idempotency import IdempotencyStore
 from ._jsontext import document_bytes
 from ._naming import slug
-from ._nats.connections import NATS_MISSING, ConnectFactory, NatsConnections, NatsError, nats_installed, server_of
+from ._nats.connections import (
+    NATS_MISSING,
+    ConnectFactory,
+    NatsConnections,
+    NatsError,
+    nats_installed,
+    server_of,
+    shown,
+)
 from ._nats.events import JetStreamBroker
 from ._nats.requester import NatsSender, nats_target
 from ._nats.responder import NatsBinding
@@ -34,6 +42,9 @@ from ._pipeline import Middleware
 from ._result import Result
 from ._retry import Retry, RetryingSender
 from ._security import Guard, Security, SecurityError
+
+if TYPE_CHECKING:
+    from nats.aio.client import Client
 
 TARGET_ENV_PREFIX = "SVCGEN_TARGET_"
 API_KEYS_ENV_PREFIX = "SVCGEN_API_KEYS_"
@@ -267,19 +278,29 @@ class Wiring:
             url = self.serve_nats_on()
             if url is None:
                 raise WiringError(events_need_broker(service, published, subscriptions))
-            broker = JetStreamBroker(lambda: self.nats.get(url))
+            broker = JetStreamBroker(lambda: self._nats_connection(url))
             self._uses_nats = True
         self._events = EventBus(service, published, subscriptions, broker, self.event_retention, extra_headers)
         return self._events
 
     def serve_nats_on(self) -> str | None:
         """The NATS server the app's topics are served on as well (SVCGEN_NATS, else `nats_url`), or None."""
-        setting = NATS_ENV if self.environ.get(NATS_ENV, "").strip() else "nats_url in wiring.py"
         url = self.environ.get(NATS_ENV, "").strip() or self.nats_url.strip()
         if not url:
             return None
-        self._check_nats(setting, url, server_of)
+        self._check_nats(self._nats_setting(), url, server_of)
         return url
+
+    def _nats_setting(self) -> str:
+        return NATS_ENV if self.environ.get(NATS_ENV, "").strip() else "nats_url in wiring.py"
+
+    async def _nats_connection(self, url: str) -> Client:
+        """The connection to the server of `url`; NatsError naming the setting it came from (one line, no
+        credentials) when it cannot be opened: the app's startup reports that line."""
+        try:
+            return await self.nats.get(url)
+        except NatsError as error:
+            raise NatsError(f"{self._nats_setting()} {shown(url)}: {error}") from None
 
     def _check_nats(self, setting: str, url: str, parse: Callable[[str], object]) -> None:
         """WiringError naming `setting` when `url` does not parse, or when nats-py is missing to use it."""
@@ -314,7 +335,7 @@ class Wiring:
                 raise WiringError(str(error)) from None
         url = self.serve_nats_on()
         if url is not None:
-            binding = NatsBinding(app.service, lambda: self.nats.get(url), limits=app.limits)
+            binding = NatsBinding(app.service, lambda: self._nats_connection(url), limits=app.limits)
             app.on_startup.append(binding.start)
             app.on_shutdown.insert(0, binding.stop)
         events = self._events

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shutil
 import socket
 import subprocess
@@ -120,3 +121,36 @@ def _listening(port: int) -> bool:
     with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
         return True
     return False
+
+
+def test_an_unreachable_nats_server_set_only_by_svcgen_nats_is_one_line_naming_the_variable(tmp_path: Path) -> None:
+    # Without --nats the check was skipped: startup failed later with the binding's traceback and uvicorn's bare
+    # "NatsError"; and the URL's credentials must not reach the line.
+    package = build_echo(tmp_path)
+    command = [sys.executable, "-m", "svcgen", "serve", str(package), "--port", "0"]
+    environ = {**os.environ, "SVCGEN_NATS": "nats://qa:s3cret@127.0.0.1:1"}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=package.parent, env=environ)
+    assert done.returncode == 1
+    [line] = done.stderr.splitlines()
+    assert line.startswith("SVCGEN_NATS nats://127.0.0.1:1: cannot connect to NATS at nats://127.0.0.1:1"), line
+    assert "s3cret" not in line
+
+
+def test_a_nats_server_unreachable_at_startup_fails_the_lifespan_with_one_line_naming_the_setting() -> None:
+    # Served by another ASGI server (no `svcgen serve` check first): the startup failure was "NatsError" alone.
+    from svcgen.runtime import HttpApp, Identity, Registry, Service, Wiring
+
+    url = f"nats://127.0.0.1:{free_port()}"
+    app = Wiring(environ={"SVCGEN_NATS": url}).attach(HttpApp(Service(Identity("s"), Registry())))
+
+    async def start() -> Any:
+        inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        outbox: asyncio.Queue[Any] = asyncio.Queue()
+        await inbox.put({"type": "lifespan.startup"})
+        await asyncio.wait_for(app({"type": "lifespan", "asgi": {"version": "3.0"}}, inbox.get, outbox.put), 30)
+        return await outbox.get()
+
+    answer = asyncio.run(start())
+    assert answer["type"] == "lifespan.startup.failed"
+    assert answer["message"].startswith(f"SVCGEN_NATS {url}: cannot connect to NATS at {url}: "), answer
+    assert "\n" not in answer["message"]

@@ -17,6 +17,7 @@ from .._envelope import EnvelopeError
 from .._events import EventsError
 from .._invocation import Invocation
 from .._jsontext import document_bytes
+from .._nats.connections import NatsError
 from .._pipeline import cancelled_from_outside
 from .._result import Result
 from .._service import ADMITTED_PER_CALL, Runner, Service
@@ -255,8 +256,9 @@ class HttpApp:
                 try:
                     for hook in self.on_startup:
                         await hook()
-                except EventsError as exc:
-                    # The broker refused (a stream or consumer in the way): one line saying what, not a traceback.
+                except (EventsError, NatsError) as exc:
+                    # The broker refused (a stream or consumer in the way), or the NATS server is unreachable: one
+                    # line saying what, not a traceback.
                     logger.error("startup failed: %s", exc)
                     await send({"type": "lifespan.startup.failed", "message": str(exc)})
                     return
