@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,6 +83,14 @@ async def cleanup(url: str, publisher: str, *subscribers: str) -> None:
         for name in subscribers:
             with contextlib.suppress(Exception):
                 await js.purge_stream(DEAD_LETTER_STREAM, subject=f"{DEAD_SUBJECT_ROOT}.{name}.>")
+
+
+def run_then_clean(url: str, main: Callable[[], Coroutine[Any, Any, None]], publisher: str, *subscribers: str) -> None:
+    """`asyncio.run(main())`, then `cleanup` of what the test made on the server, whether it passed or not."""
+    try:
+        asyncio.run(main())
+    finally:
+        asyncio.run(cleanup(url, publisher, *subscribers))
 
 
 async def publish_raw(client: Client, publisher: str, data: bytes, headers: dict[str, str] | None = None) -> None:

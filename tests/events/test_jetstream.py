@@ -19,6 +19,7 @@ from tests.events.harness import (
     connected,
     publish_raw,
     publisher_bus,
+    run_then_clean,
     subscriber,
     wait_for,
 )
@@ -50,10 +51,7 @@ def test_publish_is_accepted_once_stored_and_a_repeated_key_is_stored_once(nats_
             assert info.config.max_age and info.config.max_bytes and info.config.max_bytes > 0
             await bus.stop()
 
-    try:
-        asyncio.run(main())
-    finally:
-        asyncio.run(cleanup(nats_url, publisher))
+    run_then_clean(nats_url, main, publisher)
 
 
 def test_publish_without_a_stream_server_is_a_failure_never_a_silent_drop() -> None:
@@ -103,10 +101,7 @@ def test_two_replicas_share_one_durable_consumer_and_each_event_is_handled_once(
         assert set(handled.values()) == {1}
         assert sum(by_replica.values()) == count
 
-    try:
-        asyncio.run(main())
-    finally:
-        asyncio.run(cleanup(nats_url, publisher, name))
+    run_then_clean(nats_url, main, publisher, name)
 
 
 def test_a_failing_handler_is_retried_then_dead_lettered_after_exactly_max_deliver_attempts(nats_url: str) -> None:
@@ -147,10 +142,7 @@ def test_a_failing_handler_is_retried_then_dead_lettered_after_exactly_max_deliv
             assert letter.subject == f"svc.dead.{name}.orders_placed"  # type: ignore[attr-defined]
             assert orjson.loads(letter.data)["orderId"] == "poison"  # type: ignore[attr-defined]
 
-    try:
-        asyncio.run(main())
-    finally:
-        asyncio.run(cleanup(nats_url, publisher, name))
+    run_then_clean(nats_url, main, publisher, name)
 
 
 def test_hostile_messages_are_dead_lettered_at_once_and_never_wedge_the_subscriber(nats_url: str) -> None:
@@ -194,10 +186,7 @@ def test_hostile_messages_are_dead_lettered_at_once_and_never_wedge_the_subscrib
             reasons = " ".join(letter.reason for letter in found)  # type: ignore[attr-defined]
             assert "undecodable" in reasons and "exceeds 64000 bytes" in reasons
 
-    try:
-        asyncio.run(main())
-    finally:
-        asyncio.run(cleanup(nats_url, publisher, name))
+    run_then_clean(nats_url, main, publisher, name)
 
 
 def test_a_replayed_dead_letter_is_delivered_again_under_a_new_message_id(nats_url: str) -> None:
@@ -232,10 +221,7 @@ def test_a_replayed_dead_letter_is_delivered_again_under_a_new_message_id(nats_u
             assert await _letters(client, name) == []
             await bus.stop()
 
-    try:
-        asyncio.run(main())
-    finally:
-        asyncio.run(cleanup(nats_url, publisher, name))
+    run_then_clean(nats_url, main, publisher, name)
 
 
 def test_a_service_with_events_and_no_nats_refuses_to_start_with_one_line() -> None:
@@ -287,10 +273,7 @@ def test_the_dead_letters_command_lists_replays_and_drops(nats_url: str) -> None
         dropped = run_cli("events", "dead-letters", "drop", "--nats", nats_url, "--subscriber", name, cwd=REPO)
         assert dropped.returncode == 0 and "0 dropped" in dropped.stderr
 
-    try:
-        asyncio.run(dead_letter_two())
-    finally:
-        asyncio.run(cleanup(nats_url, publisher, name))
+    run_then_clean(nats_url, dead_letter_two, publisher, name)
 
 
 def test_replay_takes_the_dead_letters_there_when_it_starts_not_those_its_replays_make(nats_url: str) -> None:
@@ -326,10 +309,7 @@ def test_replay_takes_the_dead_letters_there_when_it_starts_not_those_its_replay
             for letter in await _letters(client, name):
                 await drop(client, letter)  # type: ignore[arg-type]
 
-    try:
-        asyncio.run(main())
-    finally:
-        asyncio.run(cleanup(nats_url, publisher, name))
+    run_then_clean(nats_url, main, publisher, name)
 
 
 def test_a_traced_publish_is_its_own_span_whose_traceparent_the_message_carries(nats_url: str) -> None:
@@ -448,10 +428,7 @@ def test_the_keep_alive_follows_the_existing_consumers_ack_wait_not_a_changed_ma
         assert f"{name}__orders_placed" in warning and "1s" in warning and "30s" in warning
         assert "\n" not in warning
 
-    try:
-        asyncio.run(main())
-    finally:
-        asyncio.run(cleanup(nats_url, publisher, name))
+    run_then_clean(nats_url, main, publisher, name)
 
 
 def test_an_existing_consumer_of_another_subject_stops_the_start_with_one_line(nats_url: str) -> None:
@@ -481,10 +458,7 @@ def test_an_existing_consumer_of_another_subject_stops_the_start_with_one_line(n
             assert f"svc.event.{publisher}.orders_placed" in message
             await bus.stop()
 
-    try:
-        asyncio.run(main())
-    finally:
-        asyncio.run(cleanup(nats_url, publisher, name))
+    run_then_clean(nats_url, main, publisher, name)
 
 
 def test_the_pull_loop_ends_when_its_connection_is_closed_before_the_broker(nats_url: str) -> None:
