@@ -19,6 +19,7 @@ import signal
 import socket
 import sys
 import threading
+import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from multiprocessing.process import BaseProcess
@@ -73,7 +74,32 @@ class Package:
             module = importlib.import_module(f"{self.name}.app")
         except USER_ERRORS as error:
             raise ServeError(f"{self.directory.name}: {error}") from None
+        except (ImportError, SyntaxError) as error:
+            # A kept handler importing a type the manifest renamed, a typo in wiring.py: the user's own file
+            # and line say it all; anything raised outside the package keeps its traceback.
+            where = self._position_of(error)
+            if where is None:
+                raise
+            message = error.msg if isinstance(error, SyntaxError) else str(error)
+            raise ServeError(f"{self.directory.name}: {where}: {type(error).__name__}: {message}") from None
         return module.app
+
+    def _position_of(self, error: ImportError | SyntaxError) -> str | None:
+        """`path:line[:col]` of the package's file the error arose in (relative to the package), if any."""
+        if isinstance(error, SyntaxError) and error.filename:
+            relative = self._relative(error.filename)
+            if relative is not None:
+                return f"{relative}:{error.lineno}" + (f":{error.offset}" if error.offset else "")
+        found = None
+        for frame, line in traceback.walk_tb(error.__traceback__):  # innermost frame of the package wins
+            relative = self._relative(frame.f_code.co_filename)
+            if relative is not None:
+                found = f"{relative}:{line}"
+        return found
+
+    def _relative(self, filename: str) -> str | None:
+        path = Path(filename)
+        return path.relative_to(self.directory).as_posix() if path.is_relative_to(self.directory) else None
 
     def manifest(self) -> Path:
         """The manifest named by the generated header of __init__.py (a path relative to OUT)."""

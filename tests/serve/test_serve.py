@@ -70,6 +70,33 @@ def test_a_user_error_on_import_is_one_line_and_exit_1(tmp_path: Path) -> None:
     assert "echo_service was generated for svcgen runtime API level 99" in lines[0]
 
 
+def serve_once(package: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "svcgen", "serve", str(package), "--port", "0"],
+                          capture_output=True, text=True, timeout=60, cwd=package.parent.parent)
+
+
+def test_a_handler_importing_a_type_the_manifest_renamed_is_one_line_naming_its_file(tmp_path: Path) -> None:
+    package = build_echo(tmp_path)
+    # A kept handler after `Note` was renamed in the manifest and the package rebuilt.
+    (package / "handlers" / "echo_say.py").write_text(
+        "from svcgen.runtime import Context, Result\n\nfrom ..models import Memo, Note\n"
+    )
+    done = serve_once(package)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("echo_service: handlers/echo_say.py:3: ImportError: cannot import name 'Memo'"), lines
+
+
+def test_a_syntax_error_in_a_handler_is_one_line_with_its_position(tmp_path: Path) -> None:
+    package = build_echo(tmp_path)
+    (package / "handlers" / "echo_say.py").write_text("async def handle(:\n")
+    done = serve_once(package)
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == ["echo_service: handlers/echo_say.py:1:18: SyntaxError: invalid syntax"]
+
+
 def test_not_a_package_is_one_line(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "svcgen", "serve", str(tmp_path)], capture_output=True, text=True,
                           timeout=60)
