@@ -139,6 +139,9 @@ def serve_over_nats(url: str, setting: str = "--nats") -> None:
 def serve(package: Package, host: str, port: int, workers: int, access_log: bool) -> None:
     import uvicorn
 
+    # uvicorn binds only after the app's startup (wiring hooks, the mesh registering this instance) and then
+    # logs the failure among its lines; a port already taken is refused first, in one line, as --reload does.
+    _listen(host, port).close()
     app = package.load_app()
     target = package.app_path if workers > 1 else app  # worker processes import it themselves
     uvicorn.run(target, host=host, port=port, workers=workers, app_dir=str(package.parent),

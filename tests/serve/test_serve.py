@@ -4,6 +4,7 @@ and a user error raised while importing the package is one line and exit 1."""
 from __future__ import annotations
 
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -95,6 +96,23 @@ def test_a_syntax_error_in_a_handler_is_one_line_with_its_position(tmp_path: Pat
     done = serve_once(package)
     assert done.returncode == 1
     assert done.stderr.splitlines() == ["echo_service: handlers/echo_say.py:1:18: SyntaxError: invalid syntax"]
+
+
+def test_a_port_in_use_is_one_line_before_the_app_starts(tmp_path: Path) -> None:
+    package = build_echo(tmp_path)
+    (package / "wiring.py").write_text(
+        "from svcgen.runtime import Wiring\n\n\nasync def startup() -> None:\n    print('started', flush=True)\n\n\n"
+        "def wire(wiring: Wiring) -> None:\n    wiring.on_startup(startup)\n"
+    )
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "svcgen", "serve", str(package), "--port", str(port)],
+                              capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stdout == ""  # the app never started
+    assert done.stderr.splitlines() == [f"cannot listen on 127.0.0.1:{port}: Address already in use"]
 
 
 def test_not_a_package_is_one_line(tmp_path: Path) -> None:
