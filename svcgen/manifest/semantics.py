@@ -9,6 +9,7 @@ import datetime as dt
 import json
 import keyword
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -80,6 +81,13 @@ def check_semantics(
 
 T = TypeVar("T")
 
+
+SHADOWED_MODULES: frozenset[str] = frozenset(sys.stdlib_module_names) | {
+    "svcgen", "uvicorn", "uvloop", "httptools", "httpx", "httpcore", "anyio", "sniffio", "h11", "orjson", "yaml",
+    "click", "jinja2", "jsonschema", "watchfiles",
+}
+"""Top-level modules a served package meets in the same process: a package of one of these names is imported
+as the other (`json` is already loaded when `svcgen serve` imports `json.app`) or replaces it for everyone."""
 
 @dataclass
 class _Record:
@@ -210,6 +218,13 @@ class _Checker:
                 self.doc.at(("package",)),
                 f"package {package!r} is a Python keyword and cannot be imported; choose another name, "
                 f"like {package + '_service'!r}",
+            )
+        elif package is not None and package in SHADOWED_MODULES:
+            self.error(
+                self.doc.at(("package",)),
+                f"package {package!r} is the name of a module the service itself imports (Python's standard "
+                f"library, svcgen or its server); the generated package would hide it, or be hidden by it; "
+                f"choose another name, like {package + '_service'!r}",
             )
 
     def check_health(self) -> None:

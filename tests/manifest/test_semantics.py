@@ -456,6 +456,15 @@ def test_package_must_not_be_a_python_keyword() -> None:
     ]
 
 
+
+def test_package_must_not_take_the_name_of_a_module_the_service_imports() -> None:
+    # `package: json` built, but `svcgen serve out/json` then imported the standard library's json as the package.
+    hint = ("is the name of a module the service itself imports (Python's standard library, svcgen or its server); "
+            "the generated package would hide it, or be hidden by it; choose another name, like")
+    assert errors(MINIMAL + "package: json\n") == [f"m.yaml:11:10: package 'json' {hint} 'json_service'"]
+    assert errors(MINIMAL + "package: svcgen\n") == [f"m.yaml:11:10: package 'svcgen' {hint} 'svcgen_service'"]
+    assert load_ok(MINIMAL + "package: orders_service\n").package == "orders_service"
+
 # --- all at once -----------------------------------------------------------------------------------
 
 
