@@ -303,10 +303,16 @@ def serve(package_dir: Path, host: str, port: int, workers: int, access_log: boo
             _fail(["--reload runs one server process; leave out --workers"])
         source = manifest or package.manifest()
         out = package.parent
+        try:
+            other = _other_package(load_manifest(str(source)), package.name, out)
+        except ManifestError:
+            other = None  # the first rebuild prints its diagnostics
+        if other is not None:
+            _fail([other])
 
         def rebuild() -> list[str]:
             try:
-                _build(str(source), out, force=False)
+                _build(str(source), out, force=False, package=package.name)
             except _BuildFailed as failure:
                 return failure.lines
             return []
@@ -575,13 +581,16 @@ class _BuildFailed(Exception):
         self.lines = list(lines)
 
 
-def _build(manifest: str, out: Path, *, force: bool) -> tuple[Path, BuildReport]:
+def _build(manifest: str, out: Path, *, force: bool, package: str | None = None) -> tuple[Path, BuildReport]:
     """Build MANIFEST into OUT/<package>: the package directory and what was written; _BuildFailed with the
-    diagnostics otherwise."""
+    diagnostics otherwise, or, given `package`, when MANIFEST builds another package (nothing written)."""
     from .codegen.errors import CodegenError
     from .codegen.ownership import write_package
 
     model = _load_or_raise(manifest)
+    other = None if package is None else _other_package(model, package, out)
+    if other is not None:
+        raise _BuildFailed([other])
     files = _render_or_raise(model, out)
     package_dir = out / model.package
     try:
@@ -590,6 +599,14 @@ def _build(manifest: str, out: Path, *, force: bool) -> tuple[Path, BuildReport]
         raise _BuildFailed(error.lines) from None
     except OSError as error:
         raise _BuildFailed([f"{package_dir}: cannot write the package: {error.strerror or error}"]) from None
+
+
+def _other_package(model: Manifest, package: str, out: Path) -> str | None:
+    """`serve --reload` rebuilds only the package it runs: the line saying a manifest builds another one."""
+    if model.package == package:
+        return None
+    return (f"{model.path} builds the package {model.package}, not {package}, which this server runs; serve "
+            f"{(out / model.package).as_posix()} instead, or name the manifest of {package} with --manifest")
 
 
 def _load_or_raise(manifest: str) -> Manifest:

@@ -3,6 +3,8 @@ diagnostics while the last good build keeps serving, a handler change restarts; 
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -78,3 +80,29 @@ def test_manifest_option_names_the_manifest(tmp_path: Path) -> None:
         write_atomically(moved, SHOUT)
         wait_for(lambda: topics(base) == ["echo:say", "echo:shout"], RELOAD_TIMEOUT, "the new topic")
     assert reload_lines(log)[0].startswith("reload: elsewhere.yaml changed; rebuilt")
+
+
+def test_a_manifest_of_another_package_is_refused_and_never_built(tmp_path: Path) -> None:
+    package = build_echo(tmp_path)
+    other = tmp_path / "other.yaml"
+    other.write_text(ECHO.replace("service: echo", "service: other"))
+    done = subprocess.run([sys.executable, "-m", "svcgen", "serve", str(package), "--reload", "--manifest", str(other),
+                           "--port", "0"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        f"{other} builds the package other_service, not echo_service, which this server runs; serve "
+        f"{(package.parent / 'other_service').as_posix()} instead, or name the manifest of echo_service with --manifest"
+    ]
+    assert not (package.parent / "other_service").exists()
+
+
+def test_a_package_renamed_in_the_manifest_is_reported_not_built_elsewhere(tmp_path: Path) -> None:
+    package = build_echo(tmp_path)
+    manifest = tmp_path / "echo.yaml"
+    with serving(package, "--reload") as (base, process, log):
+        write_atomically(manifest, SHOUT + "package: renamed_service\n")
+        wait_for(lambda: len(reload_lines(log)) >= 1, RELOAD_TIMEOUT, "the refused build")
+        assert "builds the package renamed_service, not echo_service" in log.read_text()
+        assert topics(base) == ["echo:say"]
+        assert process.poll() is None
+    assert not (package.parent / "renamed_service").exists()
