@@ -89,11 +89,26 @@ def handler_signature(source: str) -> Signature | None:
 
 
 def _orphans(expected: set[str], package_dir: Path) -> list[str]:
+    """Handler and health modules no topic or check of the manifest has: a module there that defines no `handle`
+    (no `check`) is a helper of the user's, not an orphan; one that does not parse is reported, as it may be one."""
     found: list[str] = []
-    for directory in (HANDLERS_DIR, HEALTH_DIR):
-        if (package_dir / directory).is_dir():
-            found += sorted(f"{directory}{path.name}" for path in (package_dir / directory).glob("*.py"))
-    return [path for path in found if path not in expected and not path.endswith("/__init__.py")]
+    for directory, entry in ((HANDLERS_DIR, "handle"), (HEALTH_DIR, "check")):
+        if not (package_dir / directory).is_dir():
+            continue
+        for path in sorted((package_dir / directory).glob("*.py")):
+            relpath = f"{directory}{path.name}"
+            if relpath not in expected and path.name != "__init__.py" and _defines(path, entry) is not False:
+                found.append(relpath)
+    return found
+
+
+def _defines(path: Path, name: str) -> bool | None:
+    """Whether the module defines function `name` at its top level; None when it cannot be read or parsed."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        return None
+    return any(isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name for node in tree.body)
 
 
 def _is_fresh(path: Path, stub: GeneratedFile) -> bool:

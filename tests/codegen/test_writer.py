@@ -21,8 +21,9 @@ def package(
         GeneratedFile("models.py", HEADER + models, "generated"),
         GeneratedFile("contracts/spec.json", '{"service": "s"}\n', "generated"),
     ]
-    files += [GeneratedFile(f"handlers/{name}.py", f"# handler {name}\n", "user") for name in handlers]
-    files += [GeneratedFile(f"health/{name}.py", f"# check {name}\n", "user") for name in health]
+    files += [GeneratedFile(f"handlers/{name}.py", f"async def handle(request, context):  # {name}\n    ...\n", "user")
+              for name in handlers]  # fmt: skip
+    files += [GeneratedFile(f"health/{name}.py", f"def check():  # {name}\n    ...\n", "user") for name in health]
     return files
 
 
@@ -30,7 +31,7 @@ def test_first_build_writes_everything_then_nothing_changes(tmp_path: Path) -> N
     report = write_package(package(), tmp_path)
     assert report.written == ["contracts/spec.json", "models.py"]
     assert report.created == ["handlers/a.py"]
-    assert (tmp_path / "handlers/a.py").read_text() == "# handler a\n"
+    assert (tmp_path / "handlers/a.py").read_text() == "async def handle(request, context):  # a\n    ...\n"
     again = write_package(package(), tmp_path)
     assert again.written == [] and again.created == []
     assert again.unchanged == ["contracts/spec.json", "models.py"]
@@ -102,6 +103,17 @@ def test_orphaned_handlers_and_health_modules_are_reported_not_deleted(tmp_path:
     assert check_findings(package(handlers=("a",)), tmp_path) == [
         "handlers/b.py: orphaned: its topic or check left the manifest; svcgen never deletes it",
         "health/db.py: orphaned: its topic or check left the manifest; svcgen never deletes it",
+    ]
+
+
+def test_a_helper_module_beside_the_handlers_is_the_users_not_an_orphan(tmp_path: Path) -> None:
+    write_package(package(handlers=("a",), health=("db",)), tmp_path)
+    (tmp_path / "handlers/_shared.py").write_text("TAX = 0.2\n\n\ndef net(gross):\n    return gross / (1 + TAX)\n")
+    (tmp_path / "health/_probes.py").write_text("def ping():\n    return True\n")
+    (tmp_path / "handlers/broken.py").write_text("async def handle(:\n")  # may be one: cannot tell
+    assert write_package(package(handlers=("a",), health=("db",)), tmp_path).orphaned == ["handlers/broken.py"]
+    assert check_findings(package(handlers=("a",), health=("db",)), tmp_path) == [
+        "handlers/broken.py: orphaned: its topic or check left the manifest; svcgen never deletes it",
     ]
 
 
