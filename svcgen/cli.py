@@ -268,7 +268,7 @@ def validate(manifest: str) -> None:
     Warnings (file:line:col: warning: message) are printed either way and do not change the exit status.
     """
     model = _load(manifest)
-    click.echo(f"{manifest}: valid ({len(model.types)} types, {len(model.topics)} topics)")
+    click.echo(f"{manifest}: valid ({_count(len(model.types), 'type')}, {_count(len(model.topics), 'topic')})")
 
 
 @main.command()
@@ -757,6 +757,10 @@ def _levels(file: Path) -> dict[str, Level]:
         _fail([f"{file}: not a YAML or JSON file: {' '.join(str(error).split())}"], status=2)
     except LevelsError as error:
         _fail([f"{file}: {error}"], status=2)
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 def _fail(lines: Iterable[str], status: int = 1) -> NoReturn:

@@ -41,7 +41,7 @@ def test_validate_prints_every_diagnostic_of_an_invalid_manifest_and_exits_1() -
 def test_validate_prints_warnings_of_a_valid_manifest_and_exits_0() -> None:
     result = run("validate", WARNED)
     assert result.exit_code == 0
-    assert result.stdout == f"{WARNED}: valid (4 types, 1 topics)\n"
+    assert result.stdout == f"{WARNED}: valid (4 types, 1 topic)\n"
     assert result.stderr == golden(WARNED)
 
 
