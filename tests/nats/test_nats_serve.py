@@ -11,6 +11,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ import httpx
 import nats
 import orjson
 
-from tests.support.broker import unique_name
+from tests.support.broker import ThrowawayNats, unique_name
 from tests.support.codegen import imported
 from tests.support.processes import wait_for
 from tests.support.server import free_port
@@ -115,6 +116,41 @@ def test_a_refused_password_is_said_as_the_server_said_it(tmp_path: Path) -> Non
     # The server's own reason, not the reset of the connection it closed after it.
     assert line == f"--nats nats://127.0.0.1:{port}: cannot connect to NATS at nats://127.0.0.1:{port}: nats: " \
                    "'Authorization Violation'"
+
+
+def test_a_nats_outage_is_said_once_when_lost_and_once_when_back(tmp_path: Path) -> None:
+    service = unique_name("echo")
+    package = build_echo(tmp_path, echo_manifest(service))
+    (package / "handlers" / "echo_say.py").write_text(HANDLER)
+    server = ThrowawayNats()
+    server.start()
+    try:
+        with serving(package, "--nats", server.url) as (_, _, log):
+            wait_for(lambda: f"serving {service} over NATS" in log.read_text(), what="the NATS line")
+            server.stop()
+            wait_for(lambda: "connection lost" in log.read_text(), what="the line saying the connection is lost")
+            time.sleep(5)  # a reconnect attempt every 2 s, each refused
+            server.start()
+            wait_for(lambda: "connected again" in log.read_text(), timeout=15, what="the line saying it is back")
+            envelope = asyncio.run(_request(server.url, f"svc.topic.{service}.echo:say"))
+        text = log.read_text()
+    finally:
+        server.remove()
+    assert envelope["statusCode"] == "ok"  # the subscriptions came back with the connection
+    said = [line for line in text.splitlines() if f"NATS {server.url}" in line]
+    assert len(said) == 2, said
+    assert "connection lost (nats: unexpected EOF); reconnecting every 2 s" in said[0]
+    assert "connected again" in said[1]
+    assert "Errno" not in text  # the refused attempts are debug lines
+
+
+async def _request(url: str, subject: str) -> dict[str, Any]:
+    connection = await nats.connect(url)
+    try:
+        reply = await connection.request(subject, b'{"text": "back"}', timeout=5)
+    finally:
+        await connection.close()
+    return dict(orjson.loads(reply.data))
 
 
 def _listening(port: int) -> bool:

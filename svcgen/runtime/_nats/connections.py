@@ -11,6 +11,7 @@ import contextlib
 import importlib.util
 import logging
 import re
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Final, TypeAlias
 from urllib.parse import urlsplit
@@ -64,28 +65,44 @@ def shown(url: str) -> str:
 
 
 async def open_connection(server: str) -> Client:
-    """nats-py's connection to `server`, reconnecting without limit once it was up, logging one line per event."""
+    """nats-py's connection to `server`, reconnecting without limit once it was up; an outage is two log lines."""
     if not nats_installed():
         raise NatsError(NATS_MISSING)
     import nats
+    import nats.errors
 
     where = shown(server)
     opened: list[Client] = []
-
     failures: list[Exception] = []
+    # An outage is said once when the connection is lost (with why) and once when it is back; the attempts in
+    # between (one every RECONNECT_WAIT s, each refused while the server is down) only at debug.
+    dropped = (OSError, nats.errors.StaleConnectionError)  # what a dropped connection reports (UnexpectedEOF, ...)
+    why: list[str] = []
+    lost_at: list[float] = []
 
     async def on_error(error: Exception) -> None:
         if not opened:  # before the first connect succeeds, its failure says it in one line
             failures.append(error)
             return
-        logger.warning("NATS %s: %s", where, error or type(error).__name__)
+        reason = str(error) or type(error).__name__
+        if lost_at or opened[0].is_reconnecting or isinstance(error, dropped):
+            why[:] = [reason]  # the disconnect line, next, says it
+            logger.debug("NATS %s: %s", where, reason)
+            return
+        logger.warning("NATS %s: %s", where, reason)
 
     async def on_disconnect() -> None:
-        if not (opened and opened[0].is_closed):  # closing disconnects too: nothing to say then
-            logger.warning("NATS %s: disconnected; reconnecting", where)
+        if opened and opened[0].is_closed:  # closing disconnects too: nothing to say then
+            return
+        lost_at[:] = [time.monotonic()]
+        reason = why[0] if why else "disconnected"
+        logger.warning("NATS %s: connection lost (%s); reconnecting every %g s", where, reason, RECONNECT_WAIT)
 
     async def on_reconnect() -> None:
-        logger.info("NATS %s: reconnected", where)
+        down = time.monotonic() - lost_at[0] if lost_at else 0.0
+        lost_at.clear()
+        why.clear()
+        logger.warning("NATS %s: connected again after %.0f s; serving and sending on NATS again", where, down)
 
     try:
         # The first connect gives up after a second try (a wrong URL is one line, not an endless retry) ...
