@@ -193,3 +193,24 @@ def test_a_password_in_the_mesh_nats_url_stays_out_of_the_log(caplog: pytest.Log
     logged = [record.getMessage() for record in caplog.records]
     assert logged and not any("hunter2" in line for line in logged), logged
     assert "hunter2" not in (answer.detail or "")
+
+
+def test_a_register_jetstream_did_not_take_says_why_and_where_without_the_password(
+    stopped_nats: ThrowawayNats, caplog: pytest.LogCaptureFixture
+) -> None:
+    url = stopped_nats.url.replace("nats://", "nats://bob:hunter2@")
+    sender = JetStreamSender(url, timeout=1.0)
+    reporter = Reporter(FeedSender(sender), build_descriptor(Identity("orders"), None), service="orders")
+
+    async def beats() -> None:
+        try:
+            for _ in range(2):
+                await reporter.beat()
+        finally:
+            await sender.aclose()
+
+    with caplog.at_level(logging.INFO, "svcgen.mesh.reporter"):
+        asyncio.run(beats())
+    said = [record.getMessage() for record in caplog.records if "register" in record.getMessage()]
+    assert said == [f"register not accepted (service-unavailable: JetStream at {stopped_nats.url} did not take "
+                    "svc:mesh:register (TimeoutError)); retrying on every beat until it is"]  # fmt: skip

@@ -314,3 +314,43 @@ def test_a_batch_answered_bad_request_is_dropped_counted_and_logged_never_resent
     logged = [record.getMessage() for record in caplog.records]
     assert any("trace batch b-1 of 1 refused by the collector" in line and "not resent" in line for line in logged)
     assert any("issue batch b-3 refused by the collector" in line for line in logged)
+
+
+def test_a_refused_register_is_said_once_per_outage_with_its_reason(caplog: pytest.LogCaptureFixture) -> None:
+    sender = RecordingSender()
+    why = "JetStream at nats://127.0.0.1:4222 did not take svc:mesh:register (TimeoutError)"
+    down = Result.service_unavailable(why)
+    sender.script("svc:mesh:register", down, down, down, Result.ok({"accepted": 1}), down)
+    sender.script("svc:mesh:heartbeat", Result.ok({"accepted": 1}), Result.ok({"accepted": 1}),
+                  Result.ok({"accepted": 1}), Result.ok({"accepted": 1, "reregister": True}))  # fmt: skip
+    reporter = make(sender)
+
+    async def run() -> None:
+        for _ in range(6):  # three refused, accepted, the collector asks again: refused, accepted
+            await reporter.beat()
+
+    with caplog.at_level(logging.INFO, logger="svcgen.mesh.reporter"):
+        asyncio.run(run())
+    said = [r.getMessage() for r in caplog.records if "register" in r.getMessage()]
+    line = f"register not accepted (service-unavailable: {why}); retrying on every beat until it is"
+    assert said == [line, line]
+    assert sender.topics().count("register") == 6
+
+
+def test_an_undelivered_trace_batch_is_said_once_with_its_reason(caplog: pytest.LogCaptureFixture) -> None:
+    sender = RecordingSender()
+    down = Result.service_unavailable("cannot reach http://collector (ConnectError)")
+    sender.script("svc:mesh:traces", down, down)
+    reporter = make(sender, [{"traceId": "t1"}])
+
+    async def run() -> None:
+        for _ in range(3):
+            await reporter.flush_traces()
+
+    with caplog.at_level(logging.INFO, logger="svcgen.mesh.reporter"):
+        asyncio.run(run())
+    assert [r.getMessage() for r in caplog.records] == [
+        "trace batch b-1 of 1 not delivered (service-unavailable: cannot reach http://collector (ConnectError)); "
+        "resending it until it is"
+    ]
+    assert reporter.trace_batches_sent == 1

@@ -183,7 +183,8 @@ class JetStreamSender:
         except Exception as exc:
             if not isinstance(exc, TimeoutError):
                 await self._connection.close()  # e.g. the stream was deleted: ensure it again on the next send
-            return Result.service_unavailable(f"JetStream did not take {topic} ({failure_reason(exc)})")
+            where = shown(self._connection.url)  # the URL may carry a password
+            return Result.service_unavailable(f"JetStream at {where} did not take {topic} ({failure_reason(exc)})")
         return Result.ok({"stream": ack.stream, "seq": ack.seq, "duplicate": bool(ack.duplicate)})
 
     async def aclose(self) -> None:

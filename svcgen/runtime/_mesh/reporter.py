@@ -57,6 +57,12 @@ def new_batch_id() -> str:
     return uuid.uuid4().hex
 
 
+def why_not(result: Result[Any]) -> str:
+    """A failed send for a log line: its status and detail (the senders' details carry no credentials)."""
+    detail = (result.detail or "")[:300]
+    return f"{result.status}: {detail}" if detail and detail != result.status else result.status
+
+
 @dataclass(frozen=True, slots=True)
 class _TraceBatch:
     batch_id: str
@@ -121,6 +127,7 @@ class Reporter:
         self.refused_issue_batches = 0
         """Issue batches the collector answered `bad-request`: dropped, never resent."""
         self._trace_failures = 0
+        self._register_failures = 0
         self._unsent: _TraceBatch | None = None
         """The batch whose send failed, kept whole with its id and resent before anything newer."""
         self._issue_retry: deque[Mapping[str, Any]] = deque()
@@ -180,7 +187,12 @@ class Reporter:
                 registered = await self.feeds.register(self.descriptor.document)
                 self.needs_register = not registered.is_successful
                 if self.needs_register:
-                    logger.info("register not accepted (%s); retrying on the next beat", registered.status)
+                    self._register_failures += 1
+                    if self._register_failures == 1:  # once per outage, not once a beat
+                        logger.info("register not accepted (%s); retrying on every beat until it is",
+                                    why_not(registered))
+                else:
+                    self._register_failures = 0
             await self._heartbeat()
             await self.flush_issues()
         except Exception:
@@ -259,7 +271,7 @@ class Reporter:
         self._trace_failures += 1
         if self._trace_failures == 1:  # once per outage, not once a second
             logger.info("trace batch %s of %d not delivered (%s); resending it until it is", batch.batch_id,
-                        len(batch.events), sent.status)
+                        len(batch.events), why_not(sent))
         return False
 
     async def _final_flush(self) -> None:
