@@ -126,6 +126,37 @@ def test_a_message_past_its_requesters_deadline_is_dropped_unrun(nats_url: str) 
     assert 0 < int(seen[DEADLINE_HEADER]) <= DEADLINE * 1000  # the sender stated how long it still waits
 
 
+def test_the_deadline_header_is_read_whatever_the_case_of_its_name(nats_url: str) -> None:
+    """NATS header names are case-sensitive on the wire; the binding lower-cases them (docs/nats.md), the deadline's
+    too: `Svc-Deadline: 0` is dropped unrun on both subjects, not run and answered `timeout`."""
+    name, gate = unique_name("deadline"), Gate()
+
+    async def scenario() -> tuple[int, int, str]:
+        async with served(nats_url, lambda c: NatsBinding(service(name, gate), c)) as (binding, caller):
+            inbox = caller.new_inbox()
+            replies: list[bytes] = []
+
+            async def collect(msg: Msg) -> None:
+                replies.append(msg.data)
+
+            await caller.subscribe(inbox, cb=collect)
+            past = {"Svc-Deadline": "0"}
+            envelope = orjson.dumps({"topic": "jobs:fast", "body": "{}"})
+            await caller.publish(topic_subject(name, "jobs:fast"), b"{}", reply=inbox, headers=past)
+            await caller.publish(f"svc.invoke.{name}", envelope, reply=inbox, headers=past)
+            await until(lambda: binding.expired == 2)
+            reply = await caller.request(topic_subject(name, "jobs:fast"), b"{}", timeout=DEADLINE,
+                                         headers={"SVC-DEADLINE": "30000"})  # fmt: skip
+            await caller.flush()
+            return len(replies), len(gate.headers), str(orjson.loads(reply.data)["statusCode"])
+
+    replies, handled, status = asyncio.run(scenario())
+    assert (replies, handled, status) == (0, 1, "ok")  # only the one whose deadline was ahead ran
+    (seen,) = gate.headers
+    assert [header for header in seen if header.lower() == DEADLINE_HEADER] == [DEADLINE_HEADER]
+    assert 0 < int(seen[DEADLINE_HEADER]) <= 30000
+
+
 def test_stop_answers_the_queued_messages_unrun_and_returns(nats_url: str) -> None:
     name, gate = unique_name("stop"), Gate()
     queued = 40

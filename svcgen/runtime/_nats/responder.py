@@ -173,6 +173,10 @@ class NatsBinding:
             if (self.unanswerable - 1) % LOG_EVERY == 0:
                 logger.warning("NATS: %d message(s) without a reply subject dropped", self.unanswerable)
             return
+        if msg.headers:
+            # NATS header names keep their case on the wire; everything here after reads them lower-cased
+            # (`Svc-Deadline` is `svc-deadline`), as HTTP does: one rule, in one place.
+            msg.headers = {name.lower(): value for name, value in msg.headers.items()}
         # `svc-deadline` is what the requester still waits, from now: fixed here, so waiting for a slot counts.
         deadline = caller_deadline(msg.headers or NO_HEADERS, self.clock())
         if self._expired(deadline):
@@ -252,13 +256,13 @@ class NatsBinding:
                 logger.warning("NATS: a reply could not be sent (%s); %d so far", failed, self.reply_errors)
 
     def _headers(self, msg: Msg) -> dict[str, str]:
-        """The message's headers, lower-cased, after the size and header-count limits."""
+        """The message's headers (lower-cased by `_take`), after the size and header-count limits."""
         headers = msg.headers or {}
         size = len(msg.data) + sum(len(name) + len(value) for name, value in headers.items())
         if size > self.limits.max_body_bytes:
             raise self.limits.body_too_large()
         check_headers({"headers": headers}, self.limits)
-        return {name.lower(): value for name, value in headers.items()}
+        return dict(headers)
 
     async def _answer_topic(self, msg: Msg) -> bytes:
         headers = self._headers(msg)
