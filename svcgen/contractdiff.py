@@ -545,7 +545,7 @@ class _Differ:
                 break
 
     def schemes(self) -> None:
-        """A scheme both manifests declare whose type, issuer or audience changed."""
+        """A scheme both manifests declare whose type, issuer, audience or (an API key's) header changed."""
         old = {scheme.name: scheme for scheme in self.old.security.schemes} if self.old.security else {}
         new = {scheme.name: scheme for scheme in self.new.security.schemes} if self.new.security else {}
         for name, before in old.items():
@@ -557,6 +557,12 @@ class _Differ:
                 if was != now:
                     shown = (list(was), list(now)) if isinstance(was, tuple) else (was, now)
                     self.add("security-scheme-changed", f"security.schemes.{name}.{what}", *shown)
+            # Header names are lower-cased when loaded, so only a real rename is a change; a type change is above.
+            if before.type == after.type == "apiKey" and before.header != after.header:
+                fix = (f"keep 'header: {before.header}', or declare the new header as a second apiKey scheme and let "
+                       f"callers in by either ('security: [{name}, <new scheme>]') until every caller has moved")
+                self.add("security-scheme-header-changed", f"security.schemes.{name}.header", before.header,
+                         after.header, fix)
 
     def annotations(self) -> None:
         """Documentation changes, once per type (at `Type` and `Type.field`) however many topics use it."""
@@ -584,14 +590,14 @@ class _Differ:
                     if old_field.contract.get(keyword) != new_field.contract.get(keyword):
                         self.add(rule, at, old_field.contract.get(keyword), new_field.contract.get(keyword))
 
-    def add(self, rule_id: str, path: str, old: Any, new: Any) -> None:
+    def add(self, rule_id: str, path: str, old: Any, new: Any, fix: str | None = None) -> None:
         if self.producing:
             if RULES_BY_ID[rule_id].level != "error":
                 return  # the owner accepts or answers it as before
             why = f"{rule_id} as the owner meets the copy: {RULES_BY_ID[rule_id].why}"
             self.out.append((None, _finding("produces-changed", path, old, new, why)))
             return
-        self.out.append((self.scope, _finding(rule_id, path, old, new)))
+        self.out.append((self.scope, _finding(rule_id, path, old, new, fix=fix)))
 
     def statuses(self, key: str, kind: str, old: tuple[str, ...], new: tuple[str, ...]) -> None:
         """The statuses a topic version declares it answers (`success:` or `failures:`)."""

@@ -212,6 +212,9 @@ RULES: tuple[Rule, ...] = (
     Rule("security-scheme-changed", "security", "error",
          "tokens old callers hold (their type, issuer or audience) are refused by the changed scheme",
          "`issuer: https://id.example.com/` → `issuer: https://login.example.com/`"),
+    Rule("security-scheme-header-changed", "security", "error",
+         "old callers send their API key in the old header, which the changed scheme no longer reads (401)",
+         "`header: x-api-key` → `header: x-partner-key`"),
     # Annotations only.
     Rule("doc-description-changed", "doc", "info",
          "documentation only; the wire is unchanged",

@@ -223,6 +223,39 @@ def test_check_against_a_revision_in_a_git_repository_as_ci_runs_it(tmp_path: Pa
     assert bad_rev.returncode == 2 and bad_rev.stderr.count("\n") == 1 and "--against no-such-rev" in bad_rev.stderr
 
 
+def partner_key(header: str) -> dict[str, Any]:
+    return {**V1, "security": {"schemes": {"partner": {"type": "apiKey", "header": header}}, "default": ["partner"]}}
+
+
+def test_an_api_key_moved_to_another_header_breaks_its_callers_and_can_be_approved(tmp_path: Path) -> None:
+    # Every caller sending the old header is refused (401), as with a changed JWT issuer.
+    repo = tmp_path / "repo"
+    manifest = write_manifest(repo, partner_key("x-api-key"))
+    cli = [sys.executable, "-m", "svcgen"]
+
+    def svcgen(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*cli, *args], cwd=repo, capture_output=True, text=True, timeout=120, check=False)
+
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "v1")
+    same = str(write_manifest(tmp_path / "same", partner_key("X-API-Key")))  # header names ignore case
+    assert run("diff", str(manifest), same).stdout == "no contract changes\n"
+
+    write_manifest(repo, partner_key("x-partner-key"))
+    assert svcgen("build", manifest.name, "-o", "out").returncode == 0
+    broken = svcgen("check", manifest.name, "-o", "out", "--against", "HEAD")
+    assert broken.returncode == 1, broken.stdout + broken.stderr
+    line = next(line.strip() for line in broken.stdout.splitlines() if "security-scheme-header-changed" in line)
+    assert line.startswith("error: security.schemes.partner.header: security-scheme-header-changed "
+                           "(x-api-key → x-partner-key): ")
+    assert "; fix: " in line
+    fingerprint = re.findall(r"\[([0-9a-f]{16})\]", line)[-1]
+    (repo / "approvals.yaml").write_text(f"- {{fingerprint: '{fingerprint}', reason: partners told}}\n")
+    approved = svcgen("check", manifest.name, "-o", "out", "--against", "HEAD", "--accept", "approvals.yaml")
+    assert approved.returncode == 0, approved.stdout + approved.stderr
+
+
 def test_the_docs_rule_table_is_the_generated_one() -> None:
     text = (REPO / "docs" / "contract-diff.md").read_text(encoding="utf-8")
     assert rule_table() in text, "regenerate the table in docs/contract-diff.md from svcgen.contractdiff.rule_table()"
