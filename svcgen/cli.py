@@ -318,8 +318,17 @@ def serve(package_dir: Path, host: str, port: int, workers: int, access_log: boo
             return []
 
         def inputs() -> list[Path]:
+            # The owners' manifests (imports:, from:, a subscription's publisher, and theirs in turn) shape the
+            # package as much as this one; their records' jsonSchema paths are relative to this manifest already.
             model = load_manifest(str(source))
-            return [source.parent / record.json_schema for record in model.types if record.json_schema]
+            files = [source.parent / record.json_schema for record in model.types if record.json_schema]
+            owners, pending = set[str](), [file for _, file in model.namespaces]
+            while pending:
+                owner = pending.pop()
+                if owner not in owners:
+                    owners.add(owner)
+                    pending += [file for _, file in load_manifest(owner).namespaces]
+            return [*files, *map(Path, sorted(owners))]
 
         Reloader(package, source, rebuild, inputs, click.echo, access_log).run(host, port)
     except ServeError as error:

@@ -5,8 +5,9 @@ runtime of the wrong API level, a handler bound with the wrong types, a bad rout
 instead of a traceback from inside the server.
 
 With `--reload` a supervisor keeps the listening socket and runs the server in a child process. It rebuilds
-the package when the manifest (or a JSON Schema file it names) changes, restarts the child when a Python file
-of the package changes, and prints one line per reload. An invalid manifest prints the build's diagnostics
+the package when the manifest, a JSON Schema file it names or the manifest of an owner it takes types from
+(wherever they are) changes, restarts the child when a Python file of the package changes, and prints one
+line per reload. An invalid manifest prints the build's diagnostics
 and the last good build keeps serving; a child that fails to start is reported and replaced on the next change.
 """
 
@@ -195,11 +196,15 @@ class Reloader:
         self._start()
         self.echo(f"serving {self.package.name} on http://{bound[0]}:{bound[1]}; reloading on changes to "
                   f"{self.manifest.name} and {self.package.directory.name}/ (Ctrl-C stops)")
-        roots = sorted({self.manifest.parent, self.package.directory})
         try:
-            for changes in watchfiles.watch(*roots, watch_filter=self._relevant, stop_event=self._stop,
-                                            rust_timeout=500, yield_on_timeout=True, raise_interrupt=False):
-                self._on_changes({Path(path) for _, path in changes})
+            while not self._stop.is_set():
+                # A rebuild may name an input in a directory not watched yet (a new imports: owner): watch again.
+                roots = self._roots()
+                for changes in watchfiles.watch(*roots, watch_filter=self._relevant, stop_event=self._stop,
+                                                rust_timeout=500, yield_on_timeout=True, raise_interrupt=False):
+                    self._on_changes({Path(path) for _, path in changes})
+                    if self._roots() != roots:
+                        break
         finally:
             self._stop_child()
             sock.close()
@@ -216,6 +221,13 @@ class Reloader:
 
         signal.signal(signal.SIGTERM, handle)
         signal.signal(signal.SIGINT, handle)
+
+    def _roots(self) -> list[Path]:
+        """The package's directory and each input's: an owner's manifest or a JSON Schema file may live outside
+        the manifest's directory. A directory inside another one is watched through it."""
+        folders = {self.package.directory, *(path.parent for path in self._watched_inputs)}
+        return sorted(folder for folder in folders
+                      if not any(folder != other and folder.is_relative_to(other) for other in folders))
 
     def _relevant(self, change: Any, path: str) -> bool:
         candidate = Path(path)

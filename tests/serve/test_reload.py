@@ -106,3 +106,44 @@ def test_a_package_renamed_in_the_manifest_is_reported_not_built_elsewhere(tmp_p
         assert topics(base) == ["echo:say"]
         assert process.poll() is None
     assert not (package.parent / "renamed_service").exists()
+
+
+OWNER = """svcgen: 1
+service: shared
+types:
+  Note:
+    fields:
+      text: string
+"""
+TAKER = """svcgen: 1
+service: echo
+imports: {shared: ../shared/shared.yaml}
+topics:
+  - {id: "echo:say", request: shared.Note, response: shared.Note, routes: ["POST /say"]}
+"""
+
+
+def test_an_edit_of_an_imported_owners_manifest_outside_the_directory_rebuilds(tmp_path: Path) -> None:
+    # The owner's types are in the built package (models.py), so an edit of its manifest is an edit of this one.
+    owner = tmp_path / "shared" / "shared.yaml"
+    owner.parent.mkdir()
+    owner.write_text(OWNER)
+    later = tmp_path / "tags" / "tags.yaml"  # an owner imported while serving, in a directory not watched before
+    later.parent.mkdir()
+    later.write_text(OWNER.replace("service: shared", "service: tags"))
+    (tmp_path / "svc").mkdir()
+    package = build_echo(tmp_path / "svc", TAKER)
+    with serving(package, "--reload") as (base, process, log):
+        write_atomically(owner, OWNER + "      loud: boolean?\n")
+        wait_for(lambda: "loud" in (package / "models.py").read_text(), RELOAD_TIMEOUT, "the owner's new field")
+        wait_for(lambda: "loud" in httpx.get(base + "/svc/spec", timeout=5).text, RELOAD_TIMEOUT, "the restart")
+
+        write_atomically(tmp_path / "svc" / "echo.yaml", TAKER.replace(
+            "{shared: ../shared/shared.yaml}", "{shared: ../shared/shared.yaml, tags: ../tags/tags.yaml}")
+            + '  - {id: "echo:tag", request: tags.Note, response: tags.Note, routes: ["POST /tag"]}\n')
+        wait_for(lambda: len(reload_lines(log)) >= 2, RELOAD_TIMEOUT, "the taker's rebuild")
+        write_atomically(later, OWNER.replace("service: shared", "service: tags") + "      colour: string?\n")
+        wait_for(lambda: "colour" in (package / "models.py").read_text(), RELOAD_TIMEOUT, "the new owner's field")
+        assert process.poll() is None
+    assert reload_lines(log)[0] == "reload: shared.yaml changed; rebuilt models.py; server restarted"
+    assert reload_lines(log)[2] == "reload: tags.yaml changed; rebuilt models.py; server restarted"
