@@ -102,17 +102,22 @@ def write_package(files: Sequence[GeneratedFile], package_dir: Path, *, force: b
 
 
 def stale_diff(files: Sequence[GeneratedFile], package_dir: Path, label: str) -> str:
-    """A unified diff from what is on disk to what a build would write; empty when up to date."""
+    """A unified diff from what is on disk to what a build would write; empty when up to date. The record is in
+    it only when nothing else differs: its hash lines beside the files it records would only repeat them."""
     plan = _plan(files, package_dir)
     chunks: list[str] = []
     for relpath, (status, data) in sorted(plan.generated.items()):
-        if status != "same":
+        if status != "same" and relpath != RECORD:
             old = None if status == "new" else (package_dir / relpath).read_bytes()
             chunks.append(_diff(old, data, f"{label}/{relpath}"))
     for relpath, data in sorted(plan.user_missing.items()):
         chunks.append(_diff(None, data, f"{label}/{relpath}"))
     for relpath in sorted(plan.removals):
         chunks.append(_diff((package_dir / relpath).read_bytes(), None, f"{label}/{relpath}"))
+    status, record = plan.generated[RECORD]
+    if not chunks and status != "same":
+        chunks.append(_diff(None if status == "new" else (package_dir / RECORD).read_bytes(), record,
+                            f"{label}/{RECORD}"))
     return "".join(chunks)
 
 

@@ -147,6 +147,17 @@ def test_check_names_missing_user_files(tmp_path: Path) -> None:
     assert check_findings(package(health=("db",)), tmp_path) == ["health/db.py: missing; svcgen build creates its stub"]
 
 
+def test_the_record_is_in_the_stale_diff_only_when_it_alone_differs(tmp_path: Path) -> None:
+    # Its hash lines only repeat that the files it records changed: noise beside their own diff.
+    assert RECORD not in stale_diff(package(), tmp_path, "out/p")
+    write_package(package(), tmp_path)
+    assert RECORD not in stale_diff(package("x = 5\n"), tmp_path, "out/p")
+    (tmp_path / RECORD).unlink()
+    assert stale_diff(package(), tmp_path, "out/p").startswith(f"--- /dev/null\n+++ b/out/p/{RECORD}\n")
+    (tmp_path / RECORD).write_text("{}\n")
+    assert stale_diff(package(), tmp_path, "out/p").startswith(f"--- a/out/p/{RECORD}\n+++ b/out/p/{RECORD}\n")
+
+
 def test_record_is_byte_stable_and_sorted(tmp_path: Path) -> None:
     files = package()
     assert record_bytes(files) == record_bytes(list(reversed(files)))
@@ -167,7 +178,7 @@ def test_writes_leave_no_temporary_files_and_readable_modes(tmp_path: Path) -> N
 
 
 def test_check_diffs_stale_generated_files_and_missing_stubs_and_writes_nothing(tmp_path: Path) -> None:
-    assert stale_diff(package(), tmp_path, "out/p").count("--- /dev/null") == 4  # 2 generated, record, 1 stub
+    assert stale_diff(package(), tmp_path, "out/p").count("--- /dev/null") == 3  # 2 generated, 1 stub
     assert not any(tmp_path.iterdir())
     write_package(package(), tmp_path)
     assert stale_diff(package(), tmp_path, "out/p") == ""
