@@ -143,7 +143,10 @@ def chosen_version(
     versions = ", ".join(repr(entry.version) for entry in candidates)
     if version is None:
         if len(candidates) > 1:
-            raise OwnerError(f"{where} {verb} {wanted} in versions {versions}; name one with 'version'", "id")
+            # An unversioned entry is named by the empty version, which nobody guesses.
+            unversioned = ' (version: "" names the unversioned one)' if any(not e.version for e in candidates) else ""
+            raise OwnerError(f"{where} {verb} {wanted} in versions {versions}; name one with 'version'{unversioned}",
+                             "id")
         return candidates[0]
     for entry in candidates:
         if entry.version == version:

@@ -274,3 +274,28 @@ def test_a_copy_that_names_the_owners_types_by_namespace_repeats_it(tmp_path: Pa
         "warning: type 'Capture' repeats payments.Capture; they are two types: use payments.Capture and remove "
         "this copy"
     ]
+
+
+BOOKINGS = """\
+svcgen: 1
+service: bookings
+types:
+  Booked: {fields: {id: string}}
+  BookedV2: {fields: {id: string, at: string}}
+events:
+  - {id: "bookings:booked", payload: Booked}
+  - {id: "bookings:booked", version: v2, payload: BookedV2}
+"""
+
+
+def test_an_ambiguous_event_says_how_to_name_its_unversioned_version(tmp_path: Path) -> None:
+    (tmp_path / "bookings.yaml").write_text(BOOKINGS, encoding="utf-8")
+    path = tmp_path / "notes.yaml"
+    subscriber = 'svcgen: 1\nservice: notes\nsubscribes:\n  - {id: "bookings:booked", from: bookings.yaml%s}\n'
+    path.write_text(subscriber % "", encoding="utf-8")
+    assert errors_of(path) == [
+        f"{path.as_posix()}:4:10: publisher bookings (bookings.yaml) publishes bookings:booked in versions '', 'v2'; "
+        "name one with 'version' (version: \"\" names the unversioned one)"
+    ]
+    path.write_text(subscriber % ', version: ""', encoding="utf-8")
+    assert load_manifest(path.as_posix()).subscribes[0].version == ""
