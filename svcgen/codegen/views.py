@@ -150,6 +150,8 @@ class SettingRow:
 class WiringStubView:
     targets: tuple[TargetRow, ...]
     settings: tuple[SettingRow, ...]
+    events: bool = False
+    """The service publishes or subscribes to events, so it does not start without NATS."""
 
 
 DEFAULT_TARGET = f"http://127.0.0.1:8000{DEFAULT_PREFIX}/invoke"
@@ -159,9 +161,11 @@ DEFAULT_TARGET = f"http://127.0.0.1:8000{DEFAULT_PREFIX}/invoke"
 def wiring_stub_view(bindings: ServiceBindings) -> WiringStubView:
     topics = dict.fromkeys(produced.topic for produced in bindings.produces)
     targets = tuple(TargetRow(topic, target_variable(topic), DEFAULT_TARGET) for topic in topics)
-    settings: tuple[SettingRow, ...] = (
-        SettingRow(NATS_ENV, "NATS_URL below", "a NATS server (nats://host:port) to serve the topics on as well"),
-    )
+    events = bool(bindings.events or bindings.subscriptions)
+    # With events the app does not start without NATS; without, NATS is one more way to reach the topics.
+    nats = ("a NATS server (nats://host:port), required for its events; the topics are served on it as well" if events
+            else "a NATS server (nats://host:port) to serve the topics on as well")
+    settings: tuple[SettingRow, ...] = (SettingRow(NATS_ENV, "NATS_URL below", nats),)
     if bindings.mesh is not None:
         mesh = bindings.mesh
         settings += (
@@ -179,7 +183,7 @@ def wiring_stub_view(bindings: ServiceBindings) -> WiringStubView:
         if mesh.otlp:
             settings += (SettingRow(OTLP_ENDPOINT_ENV, mesh.otlp,
                                     "where trace spans go by OTLP/HTTP, /v1/traces appended (manifest mesh.otlp)"),)
-    return WiringStubView(targets, settings)
+    return WiringStubView(targets, settings, events)
 
 
 def service_view(bindings: ServiceBindings) -> ServiceView:

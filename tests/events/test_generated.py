@@ -188,6 +188,24 @@ def test_a_subscriber_without_nats_refuses_to_start_with_one_line(tmp_path: Path
             service.create_app(setup=Wiring(environ={}))
 
 
+def test_the_wiring_stub_says_nats_is_required_for_events_and_serves_the_topics_as_well(tmp_path: Path) -> None:
+    # The app refuses to start without NATS when it has events: the stub must not call it optional.
+    pub_package, sub_package = build(tmp_path, unique_name("pub"), unique_name("sub"))
+    for package in (pub_package, sub_package):  # a subscriber does not start without NATS either
+        wiring = (tmp_path / package / "wiring.py").read_text()
+        assert ("    SVCGEN_NATS: NATS_URL below\n        a NATS server (nats://host:port), required for its events; "
+                "the topics are served on it as well\n") in wiring
+        assert ('NATS_URL = ""\n"""A NATS server (nats://host:port) unless SVCGEN_NATS says otherwise: required for '
+                "this service's events (it does\nnot start without one), and its topics are served on it as well."
+                '"""\n') in wiring
+    (tmp_path / "plain.yaml").write_text("svcgen: 1\nservice: plain\ntypes: {T: {fields: {x: string}}}\n"
+                                         "topics: [{id: 'plain:do', request: T, response: T}]\n")
+    model = load_manifest(tmp_path / "plain.yaml")
+    plain = next(f for f in render_package(model, tmp_path) if f.relpath == "wiring.py").text
+    assert "a NATS server (nats://host:port) to serve the topics on as well\n" in plain
+    assert "required" not in plain
+
+
 def test_a_mistyped_event_handler_stops_the_service_naming_its_file(tmp_path: Path) -> None:
     _, sub_package = build(tmp_path, unique_name("pub"), unique_name("sub"))
     (tmp_path / sub_package / "handlers" / "on_bookings_booked.py").write_text(MISTYPED)

@@ -6,7 +6,7 @@ Yours to edit: svcgen created this file once and never overwrites it. create_app
 
 Settings read from the environment (variable: default):
     SVCGEN_NATS: NATS_URL below
-        a NATS server (nats://host:port) to serve the topics on as well
+        a NATS server (nats://host:port), required for its events; the topics are served on it as well
     SVCGEN_COLLECTOR: http://127.0.0.1:8700
         the collector the mesh feeds go to (manifest mesh.collector)
     SVCGEN_HEARTBEAT_SECONDS: 30
@@ -25,7 +25,8 @@ TARGETS: dict[str, str] = {}
 NATS), unless its environment variable says otherwise."""
 
 NATS_URL = ""
-"""A NATS server (nats://host:port) to serve this service's topics on as well, unless SVCGEN_NATS says otherwise."""
+"""A NATS server (nats://host:port) unless SVCGEN_NATS says otherwise: required for this service's events (it does
+not start without one), and its topics are served on it as well."""
 
 
 async def startup() -> None:
