@@ -252,13 +252,17 @@ def test_an_owner_two_entries_name_and_a_schema_file_are_read_once(tmp_path: Pat
     assert "Note" in {record.name for record in model.types}
 
 
-def test_an_identical_local_copy_warns_that_it_repeats_the_owners_type(tmp_path: Path) -> None:
-    local = "  Money:\n    fields:\n      amountMinor: {type: integer, minimum: 0}\n"
+def copy_warnings(tmp_path: Path, local: str, response: str) -> list[str]:
+    """The warnings of the orders manifest with the local types `local`, its first topic answering `response`."""
     text = write(tmp_path, local=local).read_text()
     path = tmp_path / "orders" / "orders.yaml"
-    path.write_text(text.replace("response: Order\n", "response: Money\n", 1), encoding="utf-8")
-    warnings = [str(w).split(": ", 1)[1] for w in load_manifest_with_warnings(path.as_posix()).warnings]
-    assert warnings == [
+    path.write_text(text.replace("response: Order\n", f"response: {response}\n", 1), encoding="utf-8")
+    return [str(w).split(": ", 1)[1] for w in load_manifest_with_warnings(path.as_posix()).warnings]
+
+
+def test_an_identical_local_copy_warns_that_it_repeats_the_owners_type(tmp_path: Path) -> None:
+    local = "  Money:\n    fields:\n      amountMinor: {type: integer, minimum: 0}\n"
+    assert copy_warnings(tmp_path, local, "Money") == [
         "warning: type 'Money' repeats payments.Money; they are two types: use payments.Money and remove this copy"
     ]
 
@@ -266,11 +270,7 @@ def test_an_identical_local_copy_warns_that_it_repeats_the_owners_type(tmp_path:
 def test_a_copy_that_names_the_owners_types_by_namespace_repeats_it(tmp_path: Path) -> None:
     # `status: payments.CaptureStatus` is the owner's `status: CaptureStatus`; it is not qualified a second time.
     local = "  Capture:\n    fields:\n      captureId: string\n      status: payments.CaptureStatus\n"
-    text = write(tmp_path, local=local).read_text()
-    path = tmp_path / "orders" / "orders.yaml"
-    path.write_text(text.replace("response: Order\n", "response: Capture\n", 1), encoding="utf-8")
-    warnings = [str(w).split(": ", 1)[1] for w in load_manifest_with_warnings(path.as_posix()).warnings]
-    assert warnings == [
+    assert copy_warnings(tmp_path, local, "Capture") == [
         "warning: type 'Capture' repeats payments.Capture; they are two types: use payments.Capture and remove "
         "this copy"
     ]
