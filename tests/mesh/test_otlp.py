@@ -163,6 +163,25 @@ def test_with_the_receiver_down_requests_succeed_and_every_span_is_counted_and_l
     assert "ConnectError" in lines[0]
 
 
+def test_the_loss_lines_name_the_receiver_without_its_credentials(caplog: pytest.LogCaptureFixture) -> None:
+    # OTEL_EXPORTER_OTLP_ENDPOINT may carry user:password (or a key in the query): never written to a log line.
+    port = free_port()
+    exporter = OtlpExporter(f"http://user:s3cret@127.0.0.1:{port}/v1/traces?key=k3y", IDENTITY, cap=100, timeout=2)
+
+    async def scenario() -> None:
+        await invoke_three(exporter)
+        await exporter.flush()
+        await exporter.stop()
+
+    with caplog.at_level(logging.WARNING, logger="svcgen.mesh.otlp"):
+        run(scenario)
+    lines = [record.getMessage() for record in caplog.records if record.name == "svcgen.mesh.otlp"]
+    assert len(lines) == 2, lines
+    for line in lines:
+        assert f"the OTLP receiver http://127.0.0.1:{port}/v1/traces " in line, line
+        assert "s3cret" not in line and "k3y" not in line and "user" not in line, line
+
+
 def test_a_full_queue_drops_the_oldest_and_counts_them() -> None:
     bodies: list[bytes] = []
 

@@ -161,7 +161,7 @@ class HttpSender(ClosesOnExit):
         url = self._resolve(topic)
         if url is None:
             return Result.of(NOT_FOUND, detail=f"no URL for topic {topic!r}")
-        where = _display(url)
+        where = display_url(url)
         try:
             body = payload_bytes(payload, self._encode)
         except Exception as exc:
@@ -322,8 +322,8 @@ def _parse(text: str) -> httpx.URL | None:
     return url if url.scheme in ("http", "https") and url.host else None
 
 
-def _display(url: httpx.URL) -> str:
-    """The URL for a detail: no credentials, no query, no fragment."""
+def display_url(url: httpx.URL) -> str:
+    """The URL for a detail or a log line: no credentials, no query, no fragment."""
     port = f":{url.port}" if url.port is not None else ""
     return f"{url.scheme}://{url.host}{port}{url.path}"
 

@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from .._descriptor import Identity
+from .._http.sender import display_url
 from .._http.transport import KeepAliveTransport, lean_transport
 from .._topics import UNKNOWN_TOPIC
 from .._wiring import WiringError
@@ -237,6 +238,8 @@ class OtlpExporter:
         self._lean = self._transport if isinstance(self._transport, KeepAliveTransport) else None
         """Posted to without httpx's client layer (a plain-HTTP receiver, no transport given)."""
         self._url = httpx.URL(endpoint)
+        self._shown = display_url(self._url)
+        """The endpoint for log lines: its user:password or query (an API key, say) never reaches a log."""
         self._client: httpx.AsyncClient | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
@@ -286,7 +289,7 @@ class OtlpExporter:
             self._lean = self._transport = lean_transport(self.endpoint)  # a stopped exporter may start again
         if self.undelivered:
             logger.warning("%d span(s) never reached the OTLP receiver %s (%d dropped by the full queue)",
-                           self.undelivered, self.endpoint, self.dropped)
+                           self.undelivered, self._shown, self.dropped)
 
     async def flush(self, *, until_empty: bool = False) -> None:
         """Send batches while full ones keep coming (`until_empty`: until the queue is empty, even when stopping)."""
@@ -336,7 +339,7 @@ class OtlpExporter:
         total = self.undelivered
         if total > self._logged and (not self._logged or total - self._logged >= LOG_EVERY):
             logger.warning("%d span(s) never reached the OTLP receiver %s so far (%d dropped by the full queue, "
-                           "last failure: %s); logged once per %d", total, self.endpoint, self.dropped,
+                           "last failure: %s); logged once per %d", total, self._shown, self.dropped,
                            self._last_failure, LOG_EVERY)
             self._logged = total
 
