@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import logging
+import math
 import os
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -60,6 +61,19 @@ class _LazyDefault(click.Option):
 
     def get_default(self, ctx: click.Context, call: bool = True) -> Any:
         return self.default_from()
+
+
+class _Seconds(click.FloatRange):
+    """A number of seconds of at least `min`: FloatRange alone lets nan through (every comparison with it is
+    false), which fails the timers later with a traceback, and inf, which waits for ever."""
+
+    name = "seconds"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        seconds = super().convert(value, param, ctx)
+        if not math.isfinite(seconds):
+            self.fail(f"{value!r} is not a finite number of seconds.", param, ctx)
+        return seconds
 
 
 def _probe_timeout() -> float:
@@ -340,7 +354,7 @@ def serve(package_dir: Path, host: str, port: int, workers: int, access_log: boo
 @click.option("--prefix", default=DEFAULT_PREFIX, show_default=True, help="Where the well-known surfaces are mounted.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--timeout", cls=_LazyDefault, default_from=_probe_timeout, show_default=True,
-              type=click.FloatRange(min=0.1),
+              type=_Seconds(min=0.1),
               help="Seconds to wait for each surface.")
 @click.option("--header", "header_lines", multiple=True, metavar="'NAME: VALUE'",
               help="A header every request carries, e.g. an API key for protected well-known surfaces; repeatable.")
@@ -446,19 +460,19 @@ def collector_repair(store: Path) -> None:
 @click.option("--poll", "polls", multiple=True, metavar="NAME=URL",
               help="A service to poll (repeatable); a path in URL is its surfaces' prefix, /svc without one.")
 @click.option("--poll-interval", cls=_LazyDefault, default_from=_poll_interval, show_default=True,
-              type=click.FloatRange(min=0.1),
+              type=_Seconds(min=0.1),
               help="Seconds between poll sweeps.")
 @click.option("--artifacts", type=click.Path(file_okay=False, path_type=Path),
               help="Directory the UI artifacts are written to (default: a temporary one).")
 @click.option("--artifacts-interval", cls=_LazyDefault, default_from=_artifacts_interval, show_default=True,
-              type=click.FloatRange(min=0.1), help="Seconds between artifact rewrites.")
+              type=_Seconds(min=0.1), help="Seconds between artifact rewrites.")
 @click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path),
               help="Lock the collector: every request but the dashboard page needs `authorization: Bearer <the "
                    "file's token>` (default: $SVCGEN_COLLECTOR_TOKEN; neither: open).")
 @click.option("--nats", metavar="URL",
               help="Also take the feeds from this NATS server's JetStream stream SVC_MESH, through the durable "
                    "consumer svc-collector that replicas share (needs svcgen[nats]).")
-@click.option("--heartbeat-seconds", default=30.0, show_default=True, type=click.FloatRange(min=0.1),
+@click.option("--heartbeat-seconds", default=30.0, show_default=True, type=_Seconds(min=0.1),
               help="The services' heartbeat interval (their manifests' mesh.heartbeatSeconds): an instance that "
                    "missed three heartbeats shows as stale.")
 def collector_serve(

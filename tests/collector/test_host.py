@@ -183,6 +183,15 @@ def test_svcgen_collector_serve_refuses_a_bad_poll_target() -> None:
     assert "expected NAME=URL" in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("option", ["--poll-interval", "--artifacts-interval", "--heartbeat-seconds"])
+def test_svcgen_collector_serve_refuses_an_interval_that_is_not_a_finite_number(option: str) -> None:
+    # nan passed FloatRange(min=0.1): the collector started, then its timers failed (or polled "every nan s").
+    result = subprocess.run([*SVCGEN, "collector", "serve", "--port", str(free_port()), option, "nan"],
+                            capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert option in result.stderr and "finite" in result.stderr and "Traceback" not in result.stderr
+
+
 def test_svcgen_artifacts_writes_the_estate_and_the_dashboard_from_a_store(tmp_path: Path) -> None:
     store = tmp_path / "collector.json"
     Collector(JsonFileStore(store)).register(descriptor("orders"))

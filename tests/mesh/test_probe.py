@@ -169,6 +169,16 @@ def test_svcgen_probe_refuses_a_url_that_is_not_http() -> None:
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("timeout", ["nan", "inf"])
+def test_svcgen_probe_refuses_a_timeout_that_is_not_a_finite_number(timeout: str) -> None:
+    # FloatRange(min=0.1) lets nan through (every comparison with it is false): a traceback from anyio, and inf
+    # would wait for ever on a service that never answers.
+    result = cli_probe(f"http://127.0.0.1:{free_port()}", "--timeout", timeout)
+    assert result.returncode == 2, result.stderr
+    assert "--timeout" in result.stderr and "finite" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_the_probe_and_the_poller_judge_a_surface_by_one_rule() -> None:
     # One client of the well-known surfaces: a spec without a topics array is no spec to either of them.
     not_a_spec = SurfaceAnswer("http://x/svc/spec", 200, b'{"service": "x"}')
