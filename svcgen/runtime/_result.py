@@ -141,11 +141,13 @@ class Outcome:
     """The registration's own headers (a deprecated version's `deprecation` and `sunset`)."""
 
     def headers(self) -> dict[str, str]:
+        """The answer's headers: the result's, then the binding's own (the version echo, a deprecated version's), which
+        win: a handler answering with a Result it got from another service answers with this service's version."""
         headers = {"content-type": JSON_CONTENT_TYPE}
+        if self.result.headers:
+            headers.update(self.result.headers)
         if self.version:
             headers[VERSION_ECHO_HEADER] = self.version
         if self.fixed:
             headers.update(self.fixed)
-        if self.result.headers:
-            headers.update(self.result.headers)
         return headers

@@ -35,6 +35,18 @@ class TestRouting:
         assert response.headers["x-handled-by"] == "v1"
         assert response.headers["content-type"] == "application/json"
 
+    def test_the_version_echoed_is_this_services_whatever_headers_the_result_carries(self) -> None:
+        # A handler answering with a Result another service gave it: that service's version is not this one's.
+        async def relay(request: GetOrder, context: Context) -> Result[Any]:
+            return Result.ok({"orderId": request.order_id}, headers={"svc-version": "v9", "x-from": "ledger"})
+
+        registry = Registry()
+        registry.add("orders:relay", relay, version="v1")
+        app = create_app(Service(Identity("orders"), registry), ["GET /relay/{orderId} -> orders:relay@v1"])
+        response = call(app, "GET", "/relay/o-1")
+        assert response.status_code == 200, response.text
+        assert response.headers.get_list("svc-version") == ["v1"] and response.headers["x-from"] == "ledger"
+
     def test_version_segment_selects_handler_and_is_not_delivered(self) -> None:
         app = make_app()
         assert call(app, "POST", "/v1/orders", json=PLACE).json()["orderId"] == "o-1"

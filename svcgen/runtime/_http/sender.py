@@ -50,7 +50,8 @@ _FRAMING_REQUEST_HEADERS: Final = frozenset(
 # These describe the wire body, which the Result no longer carries as bytes (httpx already decoded and
 # decompressed it); forwarding them through a handler's Result would mis-frame that handler's response.
 _WIRE_RESPONSE_HEADERS: Final = frozenset(
-    {"content-type", "content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive", "trailer"}
+    {"content-type", "content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive", "trailer",
+     "date", "server"}  # each server writes its own: a handler answering with this Result would send them twice
 )
 _Answer: TypeAlias = tuple[int, httpx.Headers, bytes, Callable[[], str]]
 """Status code, headers, body, and how to read the body as text."""
