@@ -1,8 +1,10 @@
 """End to end: uvicorn on 127.0.0.1, a real HTTP client."""
 
+from typing import Any
+
 import httpx
 
-from svcgen.runtime import create_app
+from svcgen.runtime import Context, Identity, Registry, Result, Service, create_app
 from tests.support.sample import build_service
 from tests.support.server import running
 
@@ -40,3 +42,27 @@ def test_served_by_uvicorn() -> None:
         # still serving after all of the above
         assert client.get("/orders/o-6").status_code == 200
     assert events == ["startup", "shutdown"]
+
+
+def test_handler_headers_that_cannot_go_on_the_wire_are_dropped() -> None:
+    """A handler's header with CR/LF or a name that is no token made uvicorn refuse the whole answer (an empty
+    reply), and its `content-length` went out beside the binding's own: the binding frames the answer, so those
+    are dropped and the rest of the answer goes out."""
+    registry = Registry()
+
+    async def odd(request: dict[str, Any], context: Context) -> Result[dict[str, str]]:
+        headers = {"x-kept": "yes", "x-split": "a\r\nx-injected: 1", "bad name": "v", "x-euro": "€",
+                   "content-length": "3", "Transfer-Encoding": "chunked", "connection": "close"}  # fmt: skip
+        return Result.ok({"a": "b"}, headers=headers)
+
+    registry.add("t:odd", odd)
+    app = create_app(Service(Identity("s"), registry), ["GET /odd -> t:odd"])
+    with running(app) as base_url, httpx.Client(base_url=base_url, timeout=5) as client:
+        for _ in range(2):  # the connection is kept: the answer was framed once, by the binding
+            answer = client.get("/odd")
+            assert answer.status_code == 200
+            assert answer.json() == {"a": "b"}
+            assert answer.headers["x-kept"] == "yes"
+            assert answer.headers.get_list("content-length") == [str(len(answer.content))]
+            for name in ("x-split", "x-injected", "bad name", "x-euro", "transfer-encoding", "connection"):
+                assert name not in answer.headers

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Final
 
 import orjson
 
 from .._result import JSON_CONTENT_TYPE, Outcome
 from .._status import NO_BODY_CODES
 from .requests import Message, Send
+from .sender import _TOKEN, _header_value
 
 RawHeaders = list[tuple[bytes, bytes]]
 
@@ -16,6 +18,10 @@ _JSON_HEADERS: RawHeaders = [(b"content-type", JSON_CONTENT_TYPE.encode())]
 _PLAIN_HEADERS: dict[tuple[str, tuple[tuple[str, str], ...]], RawHeaders] = {}
 """Encoded headers of an outcome whose result sets none, by version and the registration's own headers (both the
 registrations' own, so few)."""
+# The binding frames the answer itself; a handler's copy of these would contradict the body it sends.
+_FRAMING_RESPONSE_HEADERS: Final = frozenset(
+    {"content-length", "transfer-encoding", "connection", "keep-alive", "upgrade", "te", "trailer"}
+)
 
 
 async def send_response(send: Send, code: int, body: bytes, headers: Mapping[str, str] | None = None) -> None:
@@ -28,7 +34,7 @@ def outcome_messages(outcome: Outcome) -> tuple[Message, Message]:
     """The two ASGI messages that answer with `outcome`: its status and headers, then its body."""
     result = outcome.result
     if result.headers:
-        headers = _encoded(outcome.headers())
+        headers = _wire_headers(outcome.headers())
     else:
         key = (outcome.version, outcome.fixed)
         headers = _PLAIN_HEADERS.get(key) or _PLAIN_HEADERS.setdefault(key, _encoded(outcome.headers()))
@@ -48,6 +54,20 @@ def _messages(code: int, body: bytes, headers: RawHeaders) -> tuple[Message, Mes
 
 def _encoded(headers: Mapping[str, str]) -> RawHeaders:
     return [(name.encode("latin-1", "replace"), value.encode("latin-1", "replace")) for name, value in headers.items()]
+
+
+def _wire_headers(headers: Mapping[str, str]) -> RawHeaders:
+    """Encoded headers of an answer carrying a handler's own: one that cannot be an HTTP header (a name that is no
+    token, a value with control characters or beyond latin-1) or that frames the answer is dropped, since the
+    server would refuse the whole answer or send it mis-framed."""
+    wire: RawHeaders = []
+    for name, value in headers.items():
+        if not _TOKEN.fullmatch(name) or name.lower() in _FRAMING_RESPONSE_HEADERS:
+            continue
+        encoded = _header_value(value)
+        if encoded is not None:
+            wire.append((name.encode("latin-1"), encoded))
+    return wire
 
 
 async def send_failure(
