@@ -252,6 +252,23 @@ class TestSurfaces:
         # same path, other method: no collision
         create_app(build_service(), ["GET /svc/invoke -> orders:get"])
 
+    def test_an_encoded_slash_never_spells_a_surface(self) -> None:
+        """`%2F` stays inside its segment: `/svc%2Fhealth` is one segment, the application route's `{orderId}`, not
+        the health surface its decoded path spells (surfaces never shadow application routes)."""
+        app = create_app(build_service(), ["GET /{orderId} -> orders:get"])
+        for method in ("GET", "HEAD"):
+            response = call(app, method, "/svc%2Fhealth")
+            assert response.status_code == 200, method
+            assert response.headers.get("svc-version") is None
+        assert call(app, "GET", "/svc%2Fhealth").json()["orderId"] == "svc/health"
+        assert call(app, "OPTIONS", "/svc%2Fhealth").headers["allow"] == "GET, HEAD, OPTIONS"
+        bare = create_app(build_service())
+        assert call(bare, "GET", "/svc%2Fhealth").status_code == 404
+        assert call(bare, "HEAD", "/svc%2Fspec").status_code == 404
+        assert call(bare, "OPTIONS", "/svc%2Fspec").status_code == 404
+        assert call(bare, "POST", "/svc%2Finvoke", json={"topic": "svc:mesh"}).status_code == 404
+        assert call(bare, "GET", "/svc/health").status_code == 200
+
     def test_route_to_unknown_topic_is_refused(self) -> None:
         with pytest.raises(RouteError, match="no handler"):
             create_app(build_service(), ["GET /x -> orders:unknown"])

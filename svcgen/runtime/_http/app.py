@@ -158,7 +158,7 @@ class HttpApp:
             if len(scope.get("headers") or ()) > self._max_headers:  # the count only: the call when over it
                 check_headers(scope, self.limits)
             surface = self.surfaces.get((method, path.rstrip("/") or "/"))
-            if surface is not None:
+            if surface is not None and not _slash_in_segment(scope):
                 await surface(scope, receive, send)
                 return
             raw_path = scope.get("raw_path") or path.encode()
@@ -215,15 +215,16 @@ class HttpApp:
         another method 405, both with `Allow`; 404 where no method is served."""
         method = scope["method"]
         path = scope["path"]
+        surfaced = not _slash_in_segment(scope)
         if method == "HEAD":
-            surface = self.surfaces.get(("GET", path.rstrip("/") or "/"))
+            surface = self.surfaces.get(("GET", path.rstrip("/") or "/")) if surfaced else None
             if surface is not None:
                 await surface(scope, receive, _without_body(send))
                 return
             if self.router.find_path("GET", scope.get("raw_path") or path.encode()) is not None:
                 await self._http({**scope, "method": "GET"}, receive, _without_body(send))
                 return
-        allowed = self.allowed_methods(path, segments)
+        allowed = self.allowed_methods(path, segments, surfaces=surfaced)
         if not allowed:
             await send_failure(send, 404, st.NOT_FOUND, f"no route for {method} {path}")
             return
@@ -233,11 +234,11 @@ class HttpApp:
             return
         await send_response(send, 405, _method_not_allowed(method, path), {**allow, "content-type": "application/json"})
 
-    def allowed_methods(self, path: str, segments: list[str]) -> list[str]:
+    def allowed_methods(self, path: str, segments: list[str], *, surfaces: bool = True) -> list[str]:
         """The methods something answers at `path` (HEAD with GET, OPTIONS with any), in a stable order; empty
-        when nothing does."""
+        when nothing does. `surfaces=False`: the well-known surfaces do not count (a segment holds `%2F`)."""
         key = path.rstrip("/") or "/"
-        methods = {method for method, surface in self.surfaces if surface == key}
+        methods = {method for method, surface in self.surfaces if surfaces and surface == key}
         methods.update(method for method in METHODS if self.router.match(method, segments) is not None)
         base = self._topic_invoke
         if base is not None and len(segments) in (len(base) + 1, len(base) + 2) and segments[: len(base)] == base:
@@ -417,6 +418,13 @@ def shadowed_surface(route: Route, prefix: str, served: Collection[str] | None =
     if "invoke" in served and route.method == method and route.could_match(split_path(path), extra=(1, 2)):
         return f"{method} {path}/<topic>[/<version>]"
     return None
+
+
+def _slash_in_segment(scope: AsgiScope) -> bool:
+    """Whether a path segment holds an encoded `/`: `%2F` stays inside its segment, so the path is no well-known
+    surface's, whose decoded path (`scope["path"]`) it may spell. A routed call asks only when a surface matched."""
+    raw: bytes | None = scope.get("raw_path")
+    return raw is not None and b"%2f" in raw.lower()
 
 
 _METHOD_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
