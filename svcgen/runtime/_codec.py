@@ -383,6 +383,28 @@ def _encode_bytes(value: bytes) -> str:
     return base64.b64encode(value).decode("ascii")
 
 
+def _encode_number(value: float) -> float:
+    if value - value == 0:  # finite: nan and the infinities are no JSON, and orjson would write them as null
+        return value
+    raise ValueError(f"{value!r} is not a finite number")
+
+
+def _inline_number(shape: Shape, read: str) -> str | None:
+    """An expression encoding a number field inline (a record encoder's: no call for the finite value it almost
+    always is), or None when the shape is no number."""
+    match shape:
+        case ScalarShape("number"):
+            return f"({read} if {read} - {read} == 0 else _encode_number({read}))"
+        case ConstrainedShape(inner):
+            return _inline_number(inner, read)
+        case NullableShape(inner):
+            plain = _inline_number(inner, read)
+            if plain is None:
+                return None
+            return f"({read} if {read} is None or {read} - {read} == 0 else _encode_number({read}))"
+    return None
+
+
 _SCALAR_DECODERS: dict[str, Decoder] = {
     "string": _decode_string,
     "boolean": _decode_boolean,
@@ -395,7 +417,7 @@ _SCALAR_ENCODERS: dict[str, Encoder] = {
     "string": _identity,
     "boolean": _identity,
     "integer": _encode_integer,
-    "number": _identity,
+    "number": _encode_number,
     "datetime": _encode_datetime,
     "bytes": _encode_bytes,
 }
@@ -1086,8 +1108,12 @@ def _record_encoder(shape: RecordShape, encoders: list[Encoder], *, rows: bool =
     for index, (f, encode) in enumerate(zip(fields, encoders, strict=True)):
         attribute = f"o.{f.attr}" if _is_plain_attr(f.attr) else f"_getattr(o, {f.attr!r})"
         read = f"x{index}" if rows else attribute
+        inline = _inline_number(f.shape, read)
         if encode is _identity or _passes_through(f.shape):
             values.append((f, read, read))
+        elif inline is not None:  # the number encoder's rule, inline
+            namespace["_encode_number"] = _encode_number
+            values.append((f, read, inline))
         else:
             namespace[f"_encode{index}"] = encode
             values.append((f, read, f"_encode{index}({read})"))

@@ -4,11 +4,14 @@ literals are not integers, and a path or query that is not UTF-8 is refused, nev
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
+import math
 from typing import Any
 
 import pytest
 
+from svcgen.runtime import Context, Identity, Registry, Result, Service, create_app
 from tests.support.asgi import raw_request
 
 from .test_app import make_app
@@ -53,6 +56,31 @@ def test_a_response_integer_outside_signed_64_bits_is_a_clear_failure_not_an_alt
         "status": "unexpected-error",
         "detail": "orders:place produced a response that does not fit its type (OverflowError)",
     })  # fmt: skip
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_a_response_number_that_is_not_finite_is_a_clear_failure_not_a_null(value: float) -> None:
+    # orjson writes nan and the infinities as null: a required number field would answer null.
+    @dataclasses.dataclass
+    class Ratio:
+        value: float
+        spread: float | None = None
+        samples: list[float] = dataclasses.field(default_factory=list)
+
+    async def ratio(request: None, context: Context) -> Result[Ratio]:
+        where = context.headers.get("x-where", "value")
+        return Result.ok(Ratio(value if where == "value" else 1.0, value if where == "spread" else None,
+                               [value] if where == "samples" else []))  # fmt: skip
+
+    registry = Registry()
+    registry.add("stats:ratio", ratio)
+    app = create_app(Service(Identity("stats"), registry), ["GET /ratio -> stats:ratio"])
+    for where in ("value", "spread", "samples"):
+        status, _, payload = asyncio.run(raw_request(app, "GET", b"/ratio", b"", [(b"x-where", where.encode())], b""))
+        assert (status, json.loads(payload)) == (500, {
+            "status": "unexpected-error",
+            "detail": "stats:ratio produced a response that does not fit its type (ValueError)",
+        }), where  # fmt: skip
 
 
 @pytest.mark.parametrize("path", [b"/orders/%ff", b"/orders/%C3%28", b"/orders/\xff", b"/orders/a%ED%A0%80"])
