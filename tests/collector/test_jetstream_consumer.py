@@ -206,8 +206,10 @@ def test_a_collector_whose_nats_server_is_down_says_so_once_and_takes_the_feeds_
 ) -> None:
     server = ThrowawayNats()
     collector = documents.collector()
+    # A message JetStream handed to a fetch that had just timed out (0.2 s, on a loaded machine) comes again after
+    # ack_wait: 2 s here, well inside the deadline, where the default 30 s would not be.
     feeds = FeedConsumer(server.url, collector_service(collector), fetch_timeout=0.2, retry_delay=0.2,
-                         connect_timeout=0.5)  # fmt: skip
+                         connect_timeout=0.5, ack_wait=2.0)  # fmt: skip
 
     async def run() -> None:
         feeds.start()
@@ -251,8 +253,10 @@ def test_a_nats_server_lost_mid_run_is_said_once_and_the_feeds_are_taken_when_it
     server = ThrowawayNats()
     server.start()
     collector = documents.collector()
+    # A message JetStream handed to a fetch that had just timed out (0.2 s, on a loaded machine) comes again after
+    # ack_wait: 2 s here, well inside the deadline, where the default 30 s would not be.
     feeds = FeedConsumer(server.url, collector_service(collector), fetch_timeout=0.2, retry_delay=0.2,
-                         connect_timeout=0.5)  # fmt: skip
+                         connect_timeout=0.5, ack_wait=2.0)  # fmt: skip
 
     async def wait(what: str, done: Callable[[], bool]) -> None:
         deadline = asyncio.get_running_loop().time() + DEADLINE
