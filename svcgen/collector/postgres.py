@@ -999,10 +999,14 @@ class PostgresStore:
         """A fleet page's candidates, each list an ordered merge of index scans stopped after `limit` + 1 names, the
         page's topics' calls, the newest issues (by their index) and the catalog's contract mismatches."""
         more = rows.limit + 1
-        # The first `more` names of a union are among the first `more` of each part: each part stops early.
+        # The first `more` names of a union are among the first `more` of each part: each part stops early. A
+        # service only polled (never reached, so no feed) or only heard of by an instance is a member as in memory.
         cursor.execute(
             "(SELECT DISTINCT service FROM collector_catalog WHERE kind = 'catalog' AND service > %(after)s ORDER BY 1 "
-            "LIMIT %(more)s) UNION (SELECT DISTINCT service FROM collector_feeds WHERE service > %(after)s ORDER BY 1 "
+            "LIMIT %(more)s) UNION (SELECT DISTINCT service FROM collector_catalog WHERE kind = 'polls' AND service > "
+            "%(after)s ORDER BY 1 LIMIT %(more)s) UNION (SELECT DISTINCT service FROM collector_catalog WHERE kind = "
+            "'instances' AND service > %(after)s ORDER BY 1 LIMIT %(more)s) UNION "
+            "(SELECT DISTINCT service FROM collector_feeds WHERE service > %(after)s ORDER BY 1 "
             "LIMIT %(more)s) UNION (SELECT DISTINCT service FROM collector_counters WHERE service > %(after)s "
             "ORDER BY 1 LIMIT %(more)s) ORDER BY 1 LIMIT %(more)s",
             {"after": rows.key, "more": more},

@@ -134,3 +134,15 @@ def test_two_replicas_on_one_database_answer_every_page_alike(postgres_url: str)
     assert sum(i["classification"] == "contract-mismatch" for i in answers[0]) >= 2
     for replica in (*replicas, fresh):
         replica.flush()
+
+
+@pytest.mark.usefixtures("any_store")
+def test_a_member_only_polled_and_never_reached_is_listed_as_unhealthy() -> None:
+    """The poller names a service that never answered: no descriptor, no feed, no traces; every store lists it,
+    unhealthy (a failed poll), as its service query answers."""
+    c = collector()
+    c.record_poll("ghost", "http://127.0.0.1:9", spec=None, health=None, error="spec: ConnectError: refused")
+    services = ok(c.query_fleet({}))["services"]
+    assert services == [{"service": "ghost", "topics": 0, "health": "unhealthy", "instances": 0,
+                         "staleInstances": 0, "missingFeeds": ["descriptor", "health", "traces"]}]  # fmt: skip
+    assert ok(c.query_service({"service": "ghost"}))["health"] == "unhealthy"
