@@ -339,8 +339,19 @@ class PostgresStore:
 
     def _watch(self) -> None:
         while not self._stop.wait(self.probe_interval):
-            with contextlib.suppress(StoreUnavailable):
+            try:
                 self._transaction(lambda cursor: cursor.execute("SELECT 1"))
+            except StoreUnavailable:
+                self._find_reason()
+
+    def _find_reason(self) -> None:
+        """The pool only says it got no connection in time; one connection of our own says why (refused, no such
+        database, authentication failed), so health names the reason, not the pool's wait. One that connects
+        leaves the problem as it was (a busy pool, tables of a newer version)."""
+        try:
+            psycopg.connect(self.url, connect_timeout=max(1, round(self.timeout))).close()
+        except psycopg.Error as exc:
+            self._problem = f"the database cannot be reached ({_first_line(exc)})"
 
     def _ensure_schema(self) -> None:
         def create(cursor: Cursor) -> None:
@@ -373,9 +384,10 @@ class PostgresStore:
         """Run `work` in one transaction; retried on a deadlock, a serialization failure or a pooled connection the
         server closed meanwhile (a change is idempotent: batches by batchId, events by span); StoreUnavailable
         when the database cannot be used now."""
-        # While the database is known to be away, a change fails fast instead of waiting the whole timeout.
-        timeout = self.timeout if self._problem is None else min(self.timeout, 0.5)
         for attempt in range(_RETRIES):
+            # While the database is known to be away (found by an earlier attempt too), a change fails fast instead
+            # of waiting the whole timeout.
+            timeout = self.timeout if self._problem is None else min(self.timeout, 0.5)
             try:
                 if schema and not self._schema_ready:
                     self._ensure_schema()
@@ -393,14 +405,14 @@ class PostgresStore:
                     raise Unstorable(_first_line(exc)) from None
             except (pg_errors.DeadlockDetected, pg_errors.SerializationFailure):
                 continue
+            except PoolTimeout:  # an OperationalError too, but no connection at all: waiting again would not help
+                self._problem = self._problem or f"the database cannot be reached (no connection within {timeout:g} s)"
+                raise StoreUnavailable(self._problem) from None
             except psycopg.OperationalError as exc:
                 self._problem = f"the database cannot be reached ({_first_line(exc)})"
                 pool.check()  # drop the connections the server closed, so a retry gets a live one
                 if attempt + 1 < _RETRIES:
                     continue
-                raise StoreUnavailable(self._problem) from None
-            except PoolTimeout:
-                self._problem = self._problem or f"no database connection within {timeout:g} s"
                 raise StoreUnavailable(self._problem) from None
             except psycopg.Error as exc:
                 self._problem = f"the database refused a change ({type(exc).__name__}: {_first_line(exc)})"

@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import psycopg
@@ -18,6 +20,7 @@ from svcgen.collector.postgres import HEARTBEAT_ROWS, SCHEMA_VERSION, PoolWarnin
 from svcgen.runtime import create_app
 from svcgen.runtime._mesh.feeds import REREGISTER_KEY
 from tests.collector.test_service import invoke
+from tests.support.databases import with_database
 from tests.support.feeds import Clock, collector, descriptor, event, heartbeat, issue, ok, topic
 from tests.support.server import free_port
 
@@ -180,6 +183,43 @@ def test_an_unreachable_database_is_service_unavailable_and_unhealthy() -> None:
         assert c.store_failures == 2  # the feeds refused; a query is not a feed
     finally:
         c.flush()
+
+
+def test_a_database_known_away_answers_a_feed_within_one_short_wait() -> None:
+    """A pool that gives no connection in time (psycopg's PoolTimeout is an OperationalError too) is not a broken
+    connection worth retrying: once the database is known away, a feed is answered after one short wait, so a
+    reporter (2 s timeout) hears service-unavailable instead of timing out."""
+    store = PostgresStore(f"postgresql://postgres@127.0.0.1:{free_port()}/none", timeout=1.0, probe_interval=60)
+    started = time.monotonic()
+    c = collector(store)
+    try:
+        assert time.monotonic() - started < 1.8  # one wait of the timeout at start, not one per retry
+        assert c.store_problem is not None
+        for n in range(3):
+            started = time.monotonic()
+            assert c.traces({"events": [event(n)]}).status == "service-unavailable"
+            assert time.monotonic() - started < 0.9  # one 0.5 s wait, not three
+    finally:
+        c.flush()
+
+
+def test_health_names_why_the_database_cannot_be_reached(postgres_url: str) -> None:
+    """Not the pool's "no connection within 1 s": the reason itself, a refused port or a database that is not
+    there, without the URL's password."""
+    parts = urlsplit(with_database(postgres_url, "qa_no_such_database"))
+    missing = parts._replace(netloc=f"{parts.username or 'postgres'}:s3cret@{parts.hostname}:{parts.port}").geturl()
+    for wrong, reason in ((missing, "does not exist"),
+                          (f"postgresql://postgres:s3cret@127.0.0.1:{free_port()}/none", "refused")):  # fmt: skip
+        c = collector(PostgresStore(wrong, timeout=1.0, probe_interval=0.1))
+        try:
+            deadline = time.monotonic() + 5
+            while reason not in (c.store_problem or "") and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert reason in (c.store_problem or ""), c.store_problem
+            assert (c.store_problem or "").startswith("the database cannot be reached (")
+            assert "s3cret" not in (c.store_problem or "")
+        finally:
+            c.flush()
 
 
 def test_a_trace_query_reads_the_trace_alone_and_a_service_query_its_own_rows(postgres_url: str) -> None:
