@@ -538,16 +538,21 @@ def collector_serve(
 
 
 @main.command()
-@click.option("--store", required=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--store", "store_value", required=True, type=click.Path(dir_okay=False),
               help="The collector's JSON-file store.")
 @click.option("-o", "--output", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Directory the artifacts are written into.")
-def artifacts(store: Path, out: Path) -> None:
+def artifacts(store_value: str, out: Path) -> None:
     """Write the UI artifacts and the dashboard from a collector snapshot, once."""
     from .collector import JsonFileStore, MemoryBackend, SnapshotError, StoreError
     from .collector.artifacts import write_artifacts
     from .collector.artifacts.site import DASHBOARD, dashboard_html
+    from .collector.host import is_database_url, without_password
 
+    if is_database_url(store_value):  # read as a path it was "no such store file", its password in the line
+        _fail([f"{without_password(store_value)}: svcgen artifacts reads a JSON-file store; a PostgreSQL store's "
+               f"artifacts are written by its collectors (svcgen collector serve --store URL --artifacts DIR)"])
+    store = Path(store_value)
     if not JsonFileStore(store).exists():
         _fail([f"{store}: no such store file"])
     try:

@@ -218,6 +218,17 @@ def test_svcgen_artifacts_refuses_a_missing_or_corrupt_store(tmp_path: Path) -> 
     assert "Traceback" not in result.stderr
 
 
+def test_svcgen_artifacts_given_a_database_url_says_so_without_its_password(tmp_path: Path) -> None:
+    url = "postgresql://collector:s3cret@127.0.0.1:5432/mesh"
+    result = subprocess.run([*SVCGEN, "artifacts", "--store", url, "-o", str(tmp_path / "site")],
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert result.returncode == 1
+    assert "s3cret" not in result.stderr and "no such store file" not in result.stderr
+    assert "postgresql://collector:***@127.0.0.1:5432/mesh" in result.stderr
+    assert "--artifacts" in result.stderr  # where a database's artifacts come from
+    assert not (tmp_path / "site").exists()
+
+
 def test_a_service_under_its_own_prefix_reports_to_the_collector_under_the_default_one() -> None:
     async def stock(request: dict[str, Any], context: Any) -> Result[dict[str, Any]]:
         return Result.ok({"onHand": 3})
