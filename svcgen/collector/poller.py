@@ -32,6 +32,7 @@ import httpx
 
 from ..runtime._mesh.clock import MonotonicClock
 from ..runtime._mesh.feeds import bearer
+from ..runtime._nats.connections import shown
 from ..runtime._topics import DEFAULT_PREFIX, normalize_prefix
 from .wellknown import (
     DEFAULT_MAX_BODY_BYTES,
@@ -214,7 +215,7 @@ class Poller:
         async with gate:
             poll = await self._poll(client, name, base, prefix)
         if poll.error is not None:
-            logger.warning("poll of %s at %s failed: %s", name, base, poll.error)
+            logger.warning("poll of %s at %s failed: %s", name, shown(base), poll.error)  # no user:password@
         try:
             self.sink.record_poll(name, base, spec=poll.spec, health=poll.health, error=poll.error, prefix=prefix)
         except Exception:

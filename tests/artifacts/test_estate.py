@@ -77,6 +77,16 @@ def test_surface_urls_only_for_a_known_base_url() -> None:
     assert manifest["services"][0]["specUrl"] == "http://inventory.internal:8000/ops/spec"
 
 
+def test_surface_urls_leave_out_the_poll_urls_credentials() -> None:
+    """`--poll stock=http://user:secret@stock:8000`: the poller authenticates with them; the published artifacts
+    (served beside the dashboard) name the surfaces without them."""
+    snapshot = empty_snapshot()
+    snapshot["polls"] = [poll_entry("stock", NOW, base_url="http://user:s3cret@stock.internal:8000")]
+    service = build_estate_manifest(snapshot, generated_at=NOW)["services"][0]
+    assert service["specUrl"] == "http://stock.internal:8000/svc/spec"
+    assert service["healthUrl"] == "http://stock.internal:8000/svc/health"
+
+
 def test_service_document_of_a_polled_service() -> None:
     document = build_service_documents(sample_snapshot())["orders"]
     assert set(document) == SERVICE_KEYS

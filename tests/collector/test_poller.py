@@ -218,6 +218,14 @@ def test_one_log_line_per_failed_poll_and_none_per_success(caplog: pytest.LogCap
     assert lines == ["poll of b at http://b.test failed: spec: HTTP 500"]
 
 
+def test_the_log_line_of_a_failed_poll_leaves_out_the_urls_credentials(caplog: pytest.LogCaptureFixture) -> None:
+    transport = answering(service("b.test", ok({}, 500), ok(HEALTHY)))
+    with caplog.at_level(logging.INFO, logger="svcgen.mesh.poller"):
+        sink, _ = swept([("b", "http://user:s3cret@b.test")], transport)
+    assert [record.getMessage() for record in caplog.records] == ["poll of b at http://b.test failed: spec: HTTP 500"]
+    assert sink.polls[0].base_url == "http://user:s3cret@b.test"  # kept whole: the poller authenticates with it
+
+
 class FakeTime:
     """A clock that sweeps advance, and a sleep that records its delays and parks after `sweeps` of them."""
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from ...runtime._jsontext import content_hash, hash_bytes
+from ...runtime._nats.connections import shown
 from ...runtime._topics import DEFAULT_PREFIX, normalize_prefix
 from ..declarations import current_entries
 from ..snapshot import CatalogEntry, InstanceEntry, Json, PollEntry, Snapshot
@@ -169,4 +170,5 @@ def _base_url(entry: CatalogEntry | None, poll: PollEntry | None) -> str | None:
 def _surface_url(base_url: str | None, prefix: str, surface: str) -> str | None:
     if not base_url:
         return None
-    return f"{base_url.rstrip('/')}{normalize_prefix(prefix)}/{surface}"
+    # A --poll URL may carry user:password@ for the poller; the artifacts are published, so they leave it out.
+    return f"{shown(base_url).rstrip('/')}{normalize_prefix(prefix)}/{surface}"
