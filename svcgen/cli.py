@@ -369,6 +369,10 @@ def probe(
     """
     if not url.startswith(("http://", "https://")):
         _fail([f"{url}: not an http(s) URL; for example http://127.0.0.1:8000"])
+    parts = urlsplit(url)
+    if parts.query or parts.fragment:  # the prefix and the surfaces' paths go after the base URL's path
+        base = parts._replace(netloc=parts.netloc.rpartition("@")[2], query="", fragment="").geturl()
+        _fail([f"{base}?…: a base URL has no query or fragment; give it as {base}"])
     headers = _probe_headers(header_lines, token_file)
     from .collector import probe as probing
 

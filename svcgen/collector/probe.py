@@ -15,6 +15,7 @@ from typing import Any, Final
 import httpx
 
 from ..runtime._mesh.profile import REQUIREMENTS
+from ..runtime._nats.connections import shown
 from ..runtime._topics import DEFAULT_PREFIX, MESH_TOPIC, is_reserved_topic, normalize_prefix
 from .wellknown import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT  # the CLI's `probe --timeout` default
 from .wellknown import (
@@ -89,7 +90,8 @@ async def probe(
             surfaces.spec(base, mount), surfaces.health(base, mount), surfaces.descriptor(base, mount)
         )
     verdicts = _Verdicts(spec, health, mesh, mount, default_prefix=mount == DEFAULT_PREFIX)
-    return ProbeReport(base, mount or "/", tuple(verdicts.judge(requirement) for requirement in REQUIREMENTS))
+    # The report is printed and may be kept: the URL's user:password@ (sent as basic auth) stays out of it.
+    return ProbeReport(shown(base), mount or "/", tuple(verdicts.judge(requirement) for requirement in REQUIREMENTS))
 
 
 def _read(read: Callable[[SurfaceAnswer], dict[str, Any] | None], answer: SurfaceAnswer) -> dict[str, Any] | None:

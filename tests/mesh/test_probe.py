@@ -169,6 +169,21 @@ def test_svcgen_probe_refuses_a_url_that_is_not_http() -> None:
     assert "Traceback" not in result.stderr
 
 
+def test_svcgen_probe_refuses_a_base_url_with_a_query_and_prints_no_credentials_of_one() -> None:
+    # The surfaces' paths went after the query (`?x=1/svc/spec`): a healthy service judged unmet.
+    result = cli_probe("http://ops:s3cret@127.0.0.1:8000/base?x=1")
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        "http://127.0.0.1:8000/base?…: a base URL has no query or fragment; give it as http://127.0.0.1:8000/base"
+    )
+
+
+def test_the_probe_report_names_the_url_without_its_credentials() -> None:
+    transport = httpx.ASGITransport(app=protected())
+    report = asyncio.run(probe("http://ops:s3cret@orders.test", headers={"x-ops-key": KEY}, transport=transport))
+    assert report.base_url == "http://orders.test" and report.document()["baseUrl"] == "http://orders.test"
+
+
 @pytest.mark.parametrize("timeout", ["nan", "inf"])
 def test_svcgen_probe_refuses_a_timeout_that_is_not_a_finite_number(timeout: str) -> None:
     # FloatRange(min=0.1) lets nan through (every comparison with it is false): a traceback from anyio, and inf
