@@ -243,6 +243,10 @@ def test_the_endpoint_comes_from_the_environment_first_then_the_manifest() -> No
     everything = {ENDPOINT_ENV: "http://otel.internal:4318", TRACES_ENDPOINT_ENV: "http://tempo:4318/custom"}
     assert traces_endpoint(base, everything) == "http://tempo:4318/custom"
     assert traces_endpoint(None, {ENDPOINT_ENV: " "}) is None
+    # The signal's path goes on the path, a query (a key some receivers take) kept after it.
+    keyed = {ENDPOINT_ENV: "https://otel.example/base/?key=k1"}
+    assert traces_endpoint(None, keyed) == "https://otel.example/base/v1/traces?key=k1"
+    assert traces_endpoint("http://otel:4318?key=k2", {}) == "http://otel:4318/v1/traces?key=k2"
     for bad in ({ENDPOINT_ENV: "otel:4318"}, {TRACES_ENDPOINT_ENV: "grpc://otel:4317"}):
         with pytest.raises(WiringError, match=f"{next(iter(bad))}=.*expected an http"):
             traces_endpoint(base, bad)

@@ -26,7 +26,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -82,10 +82,16 @@ def traces_endpoint(configured: str | None, environ: Mapping[str, str]) -> str |
         return _checked(full, TRACES_ENDPOINT_ENV)
     base = environ.get(ENDPOINT_ENV, "").strip()
     if base:
-        return _checked(base, ENDPOINT_ENV).rstrip("/") + TRACES_PATH
+        return _signal_url(_checked(base, ENDPOINT_ENV))
     if configured:
-        return _checked(configured, "mesh.otlp").rstrip("/") + TRACES_PATH
+        return _signal_url(_checked(configured, "mesh.otlp"))
     return None
+
+
+def _signal_url(base: str) -> str:
+    """`/v1/traces` appended to the base URL's path, its query (a key some receivers take) kept after it."""
+    parts = urlsplit(base)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + TRACES_PATH, fragment=""))
 
 
 def _checked(url: str, where: str) -> str:
