@@ -194,6 +194,9 @@ class CollectorHost:
         site = ArtifactSite(self.artifacts, self.api, prefix=settings.prefix, locked=bool(settings.token))
         self.app: ArtifactSite | TokenLock = TokenLock(site, settings.token) if settings.token else site
         self.artifact_writes = 0
+        self.artifact_failures = 0
+        """Artifact writes that failed (the store away, the directory unwritable); the next one is tried anyway."""
+        self._artifacts_failing = False
         self._writer: asyncio.Task[None] | None = None
         self._stopping: asyncio.Event | None = None
         self.api.on_startup.append(self.start)
@@ -233,8 +236,16 @@ class CollectorHost:
             await asyncio.to_thread(write_artifacts, snapshot, self.artifacts, prefix=self.settings.prefix)
             self.artifact_writes += 1
         except Exception as exc:
-            logger.warning("writing the UI artifacts to %s failed (%s: %s); retrying in %g s", self.artifacts,
-                           type(exc).__name__, exc, self.settings.artifacts_interval)
+            self.artifact_failures += 1
+            if not self._artifacts_failing:  # once per outage, as the feeds say theirs (a store away for hours)
+                self._artifacts_failing = True
+                logger.warning("writing the UI artifacts to %s failed (%s: %s); retrying every %g s", self.artifacts,
+                               type(exc).__name__, exc, self.settings.artifacts_interval)  # fmt: skip
+            return
+        if self._artifacts_failing:
+            self._artifacts_failing = False
+            logger.warning("writing the UI artifacts to %s again (%d write(s) failed so far)", self.artifacts,
+                           self.artifact_failures)  # fmt: skip
 
     async def _write_every_interval(self) -> None:
         assert self._stopping is not None  # set by start()

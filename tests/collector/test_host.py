@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -22,6 +24,8 @@ import pytest
 from svcgen.collector import Collector, JsonFileStore
 from svcgen.collector.artifacts import write_artifacts
 from svcgen.collector.host import CollectorHost, CollectorSettings
+from svcgen.collector.memory import MemoryBackend
+from svcgen.collector.store import Rows, StoreUnavailable, Tables
 from svcgen.runtime import (
     HealthCheck,
     HealthChecks,
@@ -174,6 +178,52 @@ def test_no_artifact_write_outlives_the_stop(tmp_path: Path, monkeypatch: pytest
     asyncio.run(start_and_stop())
     time.sleep(0.6)  # what a write left running in its thread would have done by now
     assert not host.artifacts.exists()
+
+
+class AwayBackend(MemoryBackend):
+    """A memory backend whose reads fail with `away` (the reason) while it is set, as a database's do."""
+
+    away: str | None = None
+
+    @contextlib.contextmanager
+    def read(self, rows: Rows) -> Iterator[Tables]:
+        if self.away is not None:
+            raise StoreUnavailable(self.away)
+        with super().read(rows) as tables:
+            yield tables
+
+
+def test_a_store_away_is_said_once_by_the_artifact_writer_and_once_when_it_writes_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A store away for an hour logged "writing the UI artifacts ... failed" on every retry; now once when writes
+    start failing (with the reason) and once when one succeeds again."""
+    backend = AwayBackend()
+    host = CollectorHost(CollectorSettings(artifacts=tmp_path / "site"), collector=Collector(backend))
+
+    async def writes(count: int) -> None:
+        for _ in range(count):
+            await host.write_artifacts()
+
+    with caplog.at_level(logging.INFO, logger="svcgen.mesh"):
+        asyncio.run(writes(1))
+        backend.away = "the database cannot be reached (connection refused)"
+        asyncio.run(writes(50))
+        backend.away = None
+        asyncio.run(writes(3))
+        backend.away = "the database cannot be reached (again)"
+        asyncio.run(writes(2))
+    lines = [record.getMessage() for record in caplog.records]
+    site = tmp_path / "site"
+    assert lines == [
+        f"writing the UI artifacts to {site} failed (StoreUnavailable: the database cannot be reached (connection "
+        "refused)); retrying every 10 s",
+        f"writing the UI artifacts to {site} again (50 write(s) failed so far)",
+        f"writing the UI artifacts to {site} failed (StoreUnavailable: the database cannot be reached (again)); "
+        "retrying every 10 s",
+    ]
+    assert (host.artifact_writes, host.artifact_failures) == (4, 52)
+    assert (site / "manifest.json").is_file()
 
 
 def test_svcgen_collector_serve_refuses_a_bad_poll_target() -> None:
