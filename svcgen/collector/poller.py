@@ -4,6 +4,8 @@ A service appears in the mesh by being pollable, without pushing anything. One s
 concurrently, each poll bounded by a timeout; sweeps run on an interval (default 30 s) as one asyncio task
 and never overlap. A failed poll is recorded as an error, never as data, and nothing a target answers (or
 fails to answer) stops the loop. The surfaces are fetched and judged by `wellknown`, the probe's client too.
+A target's failure is logged once when its polls start failing (with the reason) and once when it answers again,
+not on every sweep: a service down for a day at the default interval would otherwise say so 2,880 times.
 
 With the collector's token, every poll request carries `authorization: Bearer <token>` too, so services behind the
 same lock answer it.
@@ -126,6 +128,8 @@ class Poller:
         """Sweeps completed since construction."""
         self._specs: dict[tuple[str, str, str], tuple[bytes, dict[str, Any]]] = {}
         """Per target: SHA-256 of the last spec answer's bytes and the document parsed from them."""
+        self._failing: dict[tuple[str, str, str], int] = {}
+        """Per target whose polls fail: how many failed in a row (its outage was logged at the first)."""
 
     @property
     def running(self) -> bool:
@@ -155,6 +159,8 @@ class Poller:
             targets = await self._targets()
             for gone in self._specs.keys() - set(targets):
                 del self._specs[gone]
+            for gone in self._failing.keys() - set(targets):
+                del self._failing[gone]
             gate = asyncio.Semaphore(self.max_concurrency)
             polls = await asyncio.gather(
                 *(self._poll_and_record(client, gate, name, url, prefix) for name, url, prefix in targets)
@@ -214,13 +220,26 @@ class Poller:
     ) -> Poll:
         async with gate:
             poll = await self._poll(client, name, base, prefix)
-        if poll.error is not None:
-            logger.warning("poll of %s at %s failed: %s", name, shown(base), poll.error)  # no user:password@
+        self._log_outage((name, base, prefix), poll)
         try:
             self.sink.record_poll(name, base, spec=poll.spec, health=poll.health, error=poll.error, prefix=prefix)
         except Exception:
             logger.exception("poll sink refused the poll of %s", name)
         return poll
+
+    def _log_outage(self, target: tuple[str, str, str], poll: Poll) -> None:
+        """Say once when a target's polls start failing and once when it answers again (the URL shown without its
+        user:password@); each failed poll is still recorded."""
+        name, base, _ = target
+        failed = self._failing.get(target)
+        if poll.error is not None:
+            if failed is None:
+                logger.warning("poll of %s at %s failed: %s; polled again every %g s, said again when it answers",
+                               name, shown(base), poll.error, self.interval)  # fmt: skip
+            self._failing[target] = (failed or 0) + 1
+        elif failed is not None:
+            del self._failing[target]
+            logger.warning("poll of %s at %s answers again, after %d failed poll(s)", name, shown(base), failed)
 
     async def _poll(self, client: httpx.AsyncClient, name: str, base: str, prefix: str) -> Poll:
         surfaces = SurfaceClient(client, timeout=self.timeout, max_body_bytes=self.max_body_bytes,

@@ -210,19 +210,56 @@ def test_a_sink_that_raises_does_not_stop_the_sweep() -> None:
     assert len(polls) == 2 and [poll.service for poll in sink.polls] == ["b"]
 
 
+FAILED_B = "poll of b at http://b.test failed: spec: HTTP 500; polled again every 30 s, said again when it answers"
+
+
 def test_one_log_line_per_failed_poll_and_none_per_success(caplog: pytest.LogCaptureFixture) -> None:
     transport = answering(service("a.test", ok(SPEC), ok(HEALTHY)) | service("b.test", ok({}, 500), ok(HEALTHY)))
     with caplog.at_level(logging.INFO, logger="svcgen.mesh.poller"):
         swept([("a", "http://a.test"), ("b", "http://b.test")], transport)
     lines = [record.getMessage() for record in caplog.records]
-    assert lines == ["poll of b at http://b.test failed: spec: HTTP 500"]
+    assert lines == [FAILED_B]
+
+
+def test_a_target_that_keeps_failing_is_said_once_until_it_answers_again(caplog: pytest.LogCaptureFixture) -> None:
+    """A dead service logged one line per sweep (2,880 a day at the default interval); now once when its polls
+    start failing, with the reason, and once when it answers again, per target. Every poll is still recorded."""
+    routes = service("a.test", ok(SPEC), ok(HEALTHY)) | service("b.test", httpx.ConnectError("refused"))
+    routes |= service("c.test", ok({}, 500), ok(HEALTHY))
+    fleet: list[FleetEntry] = [("a", "http://a.test"), ("b", "http://b.test"), ("c", "http://c.test")]
+    sink = RecordingSink()
+    poller = Poller(sink, lambda: list(fleet), transport=answering(routes))
+    with caplog.at_level(logging.INFO, logger="svcgen.mesh.poller"):
+        for _ in range(10):
+            asyncio.run(poller.sweep())
+        routes |= service("b.test", ok(SPEC), ok(HEALTHY))  # b is back
+        for _ in range(3):
+            asyncio.run(poller.sweep())
+        routes |= service("b.test", ok({}, 503))  # and gone again: a new outage, said again
+        asyncio.run(poller.sweep())
+        fleet.remove(("c", "http://c.test"))  # c leaves the fleet still failing, then comes back: a new outage
+        asyncio.run(poller.sweep())
+        fleet.append(("c", "http://c.test"))
+        asyncio.run(poller.sweep())
+    assert [record.getMessage() for record in caplog.records] == [
+        "poll of b at http://b.test failed: spec: ConnectError: refused; polled again every 30 s, said again when it "
+        "answers",
+        "poll of c at http://c.test failed: spec: HTTP 500; polled again every 30 s, said again when it answers",
+        "poll of b at http://b.test answers again, after 10 failed poll(s)",
+        "poll of b at http://b.test failed: spec: HTTP 503; polled again every 30 s, said again when it answers",
+        "poll of c at http://c.test failed: spec: HTTP 500; polled again every 30 s, said again when it answers",
+    ]
+    errors = [poll.error for poll in sink.polls if poll.service == "b"]
+    assert len(errors) == 16 and all(error is not None for error in errors[:10] + errors[13:])
+    assert errors[10:13] == [None, None, None]
+    assert [poll.error for poll in sink.polls if poll.service == "c"] == ["spec: HTTP 500"] * 15
 
 
 def test_the_log_line_of_a_failed_poll_leaves_out_the_urls_credentials(caplog: pytest.LogCaptureFixture) -> None:
     transport = answering(service("b.test", ok({}, 500), ok(HEALTHY)))
     with caplog.at_level(logging.INFO, logger="svcgen.mesh.poller"):
         sink, _ = swept([("b", "http://user:s3cret@b.test")], transport)
-    assert [record.getMessage() for record in caplog.records] == ["poll of b at http://b.test failed: spec: HTTP 500"]
+    assert [record.getMessage() for record in caplog.records] == [FAILED_B]
     assert sink.polls[0].base_url == "http://user:s3cret@b.test"  # kept whole: the poller authenticates with it
 
 
