@@ -99,6 +99,10 @@ class Collector:
         self.log_interval = log_interval
         self.store_failures = 0
         """Changes the store refused (each answered `service-unavailable`)."""
+        self.polls_lost = 0
+        """Poll results dropped because the store could not take them (no one resends a poll: the next sweep polls
+        again); not counted in `store_failures`, whose feeds are sent again."""
+        self._losing_polls = False
         self._lock = threading.Lock()
         self._last_failure_log = -math.inf
         self._last_drop_log = -math.inf
@@ -163,7 +167,9 @@ class Collector:
         """Fold one poll of a fleet member in (its surfaces under `prefix`). `error` None: a successful poll,
         `spec` and `health` are data; otherwise a failed poll, recorded (ok false, failures + 1) and never
         ingested as data. A spec or health over the limits is a failed poll too; a spec equal to the one held
-        (the very object the poller handed over last time, or the same hash) is not stored again."""
+        (the very object the poller handed over last time, or the same hash) is not stored again. A poll the store
+        cannot take is dropped (nobody resends it; the next sweep polls again): counted in `polls_lost` and logged
+        once per outage."""
         change: Json = {"op": "poll", "at": self._now(), "service": service, "baseUrl": base_url}
         if prefix != DEFAULT_PREFIX:
             change["prefix"] = prefix
@@ -187,7 +193,8 @@ class Collector:
             change["error"] = error
         elif checked_health is not None:
             change["health"] = checked_health
-        self._commit(change, {})
+        if self._commit(change, {}, unavailable=self._poll_lost).is_successful:
+            self._poll_stored()
 
     # --- queries --------------------------------------------------------------------------------------------
 
@@ -358,12 +365,14 @@ class Collector:
             change["batchId"] = batch_id
         return self._commit(change, {"accepted": accepted})
 
-    def _commit(self, change: Json, answer: dict[str, Any]) -> Answer:
-        """Hand the change to the backend (persisted, then applied): nothing is acknowledged it does not hold."""
+    def _commit(self, change: Json, answer: dict[str, Any],
+                unavailable: Callable[[StoreUnavailable], Answer] | None = None) -> Answer:
+        """Hand the change to the backend (persisted, then applied): nothing is acknowledged it does not hold.
+        `unavailable` answers a store that cannot take it (`_store_failed`, a feed's, unless given)."""
         try:
             applied = self.backend.apply(change)
         except StoreUnavailable as exc:
-            return self._store_failed(exc)
+            return (unavailable or self._store_failed)(exc)
         except (Unstorable, orjson.JSONEncodeError) as exc:  # e.g. a NUL character: PostgreSQL text cannot hold it
             self._count_refused()
             return Result.bad_request(f"{change['op']}: a value cannot be stored ({exc})")
@@ -387,6 +396,23 @@ class Collector:
             logger.warning("collector store cannot persist (%s); %d feed(s) refused so far", why,
                            self.store_failures)  # fmt: skip
         return Result.service_unavailable(f"the collector cannot persist this feed now ({why}); send it again later")
+
+    def _poll_lost(self, exc: StoreUnavailable) -> Answer:
+        """A poll's result the store could not take is dropped: counted, and said once per outage."""
+        with self._lock:
+            self.polls_lost += 1
+            first, self._losing_polls = not self._losing_polls, True
+        why = self.store_problem or str(exc) or type(exc).__name__
+        if first:
+            logger.warning("collector store cannot persist (%s); poll results are dropped until it can (each target "
+                           "is polled again on the next sweep)", why)  # fmt: skip
+        return Result.service_unavailable(f"the collector cannot persist this poll now ({why})")
+
+    def _poll_stored(self) -> None:
+        with self._lock:
+            recovered, self._losing_polls = self._losing_polls, False
+        if recovered:
+            logger.warning("collector store takes poll results again (%d dropped so far)", self.polls_lost)
 
     def _log_drops(self) -> None:
         now = self.clock()

@@ -13,7 +13,9 @@ import httpx
 import orjson
 import pytest
 
+from svcgen.collector import Collector, MemoryStore
 from svcgen.collector.poller import DEFAULT_INTERVAL, FleetEntry, Poll, Poller
+from svcgen.collector.snapshot import Json
 from svcgen.runtime import HealthCheck, HealthCheckResult, HealthChecks, Identity, Service, create_app
 from tests.support.sample import build_registry
 from tests.support.server import free_port, running
@@ -441,3 +443,45 @@ def test_a_spec_answered_with_the_same_bytes_is_handed_over_as_the_same_document
     first, second, third = (poll.spec for poll in sink.polls)
     assert first == SPEC and second is first  # not parsed again: the collector sees it is unchanged
     assert third == {**SPEC, "topics": []} and third is not first
+
+
+class AwayStore(MemoryStore):
+    """A memory store whose writes fail with `away` (the reason) while it is set, as a vanished disk's do."""
+
+    away: str | None = None
+
+    def append(self, change: Json) -> None:
+        self.problem = self.away
+        if self.away is not None:
+            raise OSError(self.away)
+        super().append(change)
+
+
+def test_polls_the_store_cannot_take_are_counted_and_said_once_per_outage(caplog: pytest.LogCaptureFixture) -> None:
+    """A poll taken while the store was away was dropped with no count and only the feeds' line ("N feed(s) refused",
+    though nobody resends a poll); now counted in `polls_lost` and said once when the store starts refusing them
+    and once when it takes them again."""
+    store = AwayStore()
+    collector = Collector(store)
+    transport = answering(service("a.test", ok(SPEC), ok(HEALTHY)) | service("b.test", ok({}, 500)))
+    poller = Poller(collector, [("orders", "http://a.test"), ("broken", "http://b.test")], transport=transport)
+    with caplog.at_level(logging.INFO, logger="svcgen.mesh.collector"):
+        store.away = "disk gone"
+        for _ in range(5):
+            asyncio.run(poller.sweep())
+        store.away = None
+        asyncio.run(poller.sweep())
+        store.away = "disk gone again"
+        asyncio.run(poller.sweep())
+    assert [record.getMessage() for record in caplog.records if record.name == "svcgen.mesh.collector"] == [
+        "collector store cannot persist (disk gone); poll results are dropped until it can (each target is polled "
+        "again on the next sweep)",
+        "collector store takes poll results again (10 dropped so far)",
+        "collector store cannot persist (disk gone again); poll results are dropped until it can (each target is "
+        "polled again on the next sweep)",
+    ]
+    assert (collector.polls_lost, collector.store_failures) == (12, 0)  # polls, not feeds a reporter resends
+    answer = collector.query_fleet().payload
+    assert answer is not None
+    fleet = {entry["service"]: entry for entry in answer["services"]}
+    assert fleet["orders"]["topics"] == 1 and fleet["broken"]["topics"] == 0  # the sweep in between was stored
