@@ -180,6 +180,7 @@ class CollectorHost:
                 interval=settings.poll_interval,
                 transport=transport,
                 token=settings.token,
+                sink_blocks=self.collector.backend.blocking,
             )
             if settings.fleet
             else None

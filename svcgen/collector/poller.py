@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import inspect
 import logging
@@ -106,10 +107,14 @@ class Poller:
         sleep: Sleep = asyncio.sleep,
         clock: MonotonicClock = time.monotonic,
         token: str | None = None,
+        sink_blocks: bool = False,
     ) -> None:
         if interval <= 0 or timeout <= 0 or max_concurrency < 1 or max_body_bytes < 1:
             raise ValueError("interval, timeout, max_concurrency and max_body_bytes must be positive")
         self.sink = sink
+        self.sink_blocks = sink_blocks
+        """The sink does I/O of its own (the collector on PostgreSQL): each poll is recorded in a worker thread, so a
+        slow or unreachable database never stalls the event loop the collector's HTTP surfaces answer on."""
         self.fleet = fleet
         self.prefix = normalize_prefix(prefix)
         self.interval = interval
@@ -221,8 +226,10 @@ class Poller:
         async with gate:
             poll = await self._poll(client, name, base, prefix)
         self._log_outage((name, base, prefix), poll)
+        record = functools.partial(self.sink.record_poll, name, base, spec=poll.spec, health=poll.health,
+                                   error=poll.error, prefix=prefix)  # fmt: skip
         try:
-            self.sink.record_poll(name, base, spec=poll.spec, health=poll.health, error=poll.error, prefix=prefix)
+            await asyncio.to_thread(record) if self.sink_blocks else record()
         except Exception:
             logger.exception("poll sink refused the poll of %s", name)
         return poll

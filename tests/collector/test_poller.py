@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -210,6 +211,31 @@ def test_a_sink_that_raises_does_not_stop_the_sweep() -> None:
     transport = answering(service("a.test", ok(SPEC), ok(HEALTHY)) | service("b.test", ok(SPEC), ok(HEALTHY)))
     polls = asyncio.run(Poller(sink, [("a", "http://a.test"), ("b", "http://b.test")], transport=transport).sweep())
     assert len(polls) == 2 and [poll.service for poll in sink.polls] == ["b"]
+
+
+def test_a_sink_that_blocks_is_recorded_off_the_event_loop() -> None:
+    # The collector on PostgreSQL: a poll recorded on the loop held every HTTP answer for a database round trip (or a
+    # connection timeout while the database is away). Here the sink waits until the loop has run something else.
+    recording, loop_ran = threading.Event(), threading.Event()
+
+    class Waiting(RecordingSink):
+        def record_poll(self, service: str, base_url: str, **fields: Any) -> None:
+            recording.set()
+            assert loop_ran.wait(10), "the event loop did not run while the poll was recorded"
+            super().record_poll(service, base_url, **fields)
+
+    async def sweep_while_the_loop_works() -> list[Poll]:
+        transport = answering(service("a.test", ok(SPEC), ok(HEALTHY)))
+        poller = Poller(sink, [("a", "http://a.test")], transport=transport, sink_blocks=True)
+        sweeping = asyncio.create_task(poller.sweep())
+        while not recording.is_set() and not sweeping.done():
+            await asyncio.sleep(0.01)
+        loop_ran.set()  # only the loop itself, while the sink records
+        return await sweeping
+
+    sink = Waiting()
+    polls = asyncio.run(sweep_while_the_loop_works())
+    assert [poll.service for poll in polls] == [poll.service for poll in sink.polls] == ["a"]
 
 
 FAILED_B = "poll of b at http://b.test failed: spec: HTTP 500; polled again every 30 s, said again when it answers"
