@@ -85,6 +85,11 @@ async def cleanup(url: str, publisher: str, *subscribers: str) -> None:
                 await js.purge_stream(DEAD_LETTER_STREAM, subject=f"{DEAD_SUBJECT_ROOT}.{name}.>")
 
 
+async def accept(event: Placed, context: Context) -> Result[None]:
+    """A subscriber's handler that takes every event."""
+    return Result.ok()
+
+
 def run_then_clean(url: str, main: Callable[[], Coroutine[Any, Any, None]], publisher: str, *subscribers: str) -> None:
     """`asyncio.run(main())`, then `cleanup` of what the test made on the server, whether it passed or not."""
     try:

@@ -15,6 +15,7 @@ from svcgen.runtime import Context, Delivery, EventsError, Result, Subscriptions
 from tests.events.harness import (
     DEADLINE,
     Placed,
+    accept,
     cleanup,
     connected,
     publish_raw,
@@ -228,10 +229,7 @@ def test_a_service_with_events_and_no_nats_refuses_to_start_with_one_line() -> N
     wiring = Wiring(environ={})
     subscriptions = Subscriptions()
 
-    async def handle(event: Placed, context: Context) -> Result[None]:
-        return Result.ok()
-
-    subscriptions.add("orders:placed", handle, publisher="orders", payload=Placed)
+    subscriptions.add("orders:placed", accept, publisher="orders", payload=Placed)
     with pytest.raises(WiringError) as caught:
         wiring.events("notify", [], subscriptions)
     message = str(caught.value)
@@ -281,14 +279,11 @@ def test_replay_takes_the_dead_letters_there_when_it_starts_not_those_its_replay
     # round for ever (it once republished the same payload hundreds of thousands of times).
     publisher, name = unique_name("pub"), unique_name("sub")
 
-    async def handle(event: Placed, context: Context) -> Result[None]:
-        return Result.ok()
-
     async def main() -> None:
         async with connected(nats_url) as client:
             sender = publisher_bus(client, publisher)
             await sender.start(None)  # type: ignore[arg-type]
-            bus, service = subscriber(client, name, publisher, handle, FAST)
+            bus, service = subscriber(client, name, publisher, accept, FAST)
             await bus.start(service)
             try:
                 await publish_raw(client, publisher, b"not json")
@@ -360,15 +355,12 @@ def test_a_stream_in_the_way_stops_the_start_with_one_line_saying_what(nats_url:
     # nats-py traceback at startup (NotFoundError, BadRequestError) instead of a line naming the stream and why.
     taken, other, overlapping = unique_name("pub"), unique_name("pub"), unique_name("QAEV")
 
-    async def handle(event: Placed, context: Context) -> Result[None]:
-        return Result.ok()
-
     async def main() -> None:
         async with connected(nats_url) as client:
             js = client.jetstream()
             await js.add_stream(name=f"SVC_EVENTS_{taken.upper()}", subjects=[f"elsewhere.{taken}.>"])
             await js.add_stream(name=overlapping, subjects=[f"svc.event.{other}.>"])
-            bus, service = subscriber(client, unique_name("sub"), taken, handle, FAST)
+            bus, service = subscriber(client, unique_name("sub"), taken, accept, FAST)
             with pytest.raises(EventsError) as caught:
                 await bus.start(service)
             assert str(caught.value) == (
@@ -468,15 +460,12 @@ def test_the_pull_loop_ends_when_its_connection_is_closed_before_the_broker(nats
 
     publisher, name = unique_name("pub"), unique_name("sub")
 
-    async def handle(event: Placed, context: Context) -> Result[None]:
-        return Result.ok()
-
     async def main() -> None:
         client = await nats.connect(nats_url)
         try:
             sender = publisher_bus(client, publisher)
             await sender.start(None)  # type: ignore[arg-type]
-            bus, service = subscriber(client, name, publisher, handle, FAST)
+            bus, service = subscriber(client, name, publisher, accept, FAST)
             await bus.start(service)
             loops = {task for task in asyncio.all_tasks() if task.get_name().startswith("svcgen-events-")}
             assert loops
@@ -489,7 +478,7 @@ def test_the_pull_loop_ends_when_its_connection_is_closed_before_the_broker(nats
 
     async def cancelled_on_exit() -> None:
         client = await nats.connect(nats_url)
-        bus, service = subscriber(client, name, publisher, handle, FAST)
+        bus, service = subscriber(client, name, publisher, accept, FAST)
         await bus.start(service)
         await asyncio.sleep(0.2)
         await client.close()  # and return: asyncio.run cancels the loop, which must end
@@ -509,12 +498,9 @@ def test_the_harness_cleanup_removes_its_subscribers_dead_letters_and_only_their
     # It deleted only the publisher's stream: every run left its dead letters in the shared SVC_DEAD_LETTERS.
     publisher, mine, other = unique_name("pub"), unique_name("sub"), unique_name("sub")
 
-    async def handle(event: Placed, context: Context) -> Result[None]:
-        return Result.ok()
-
     async def dead_letters_of_both() -> None:
         async with connected(nats_url) as client:
-            bus, service = subscriber(client, mine, publisher, handle, FAST)
+            bus, service = subscriber(client, mine, publisher, accept, FAST)
             await bus.start(service)  # makes the publisher's stream and SVC_DEAD_LETTERS when missing
             await bus.stop()
             for name in (mine, other):
