@@ -119,7 +119,8 @@ def serve_over_nats(url: str, setting: str = "--nats") -> None:
     import asyncio
     import os
 
-    from .runtime._nats.connections import NATS_MISSING, NatsError, nats_installed, open_connection, server_of, shown
+    from .runtime._logging import shown
+    from .runtime._nats.connections import NATS_MISSING, NatsError, nats_installed, open_connection, server_of
     from .runtime._wiring import NATS_ENV
 
     where = f"{setting} {shown(url.strip())}"  # never the URL's credentials

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Final
 from ..runtime import _status as st
 from ..runtime._envelope import EnvelopeError, parse_envelope
 from ..runtime._invocation import Invocation, lowered
+from ..runtime._logging import shown
 from ..runtime._mesh.jetstream import (
     CONNECT_TIMEOUT,
     DEFAULT_DURABLE,
@@ -22,7 +23,6 @@ from ..runtime._mesh.jetstream import (
     failure_reason,
     require_nats,
 )
-from ..runtime._nats.connections import shown
 from ..runtime._service import Service
 
 if TYPE_CHECKING:

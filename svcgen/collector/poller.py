@@ -33,9 +33,9 @@ from typing import Any, Final, Protocol, TypeAlias
 
 import httpx
 
+from ..runtime._logging import shown
 from ..runtime._mesh.clock import MonotonicClock
 from ..runtime._mesh.feeds import bearer
-from ..runtime._nats.connections import shown
 from ..runtime._topics import DEFAULT_PREFIX, normalize_prefix
 from .wellknown import (
     DEFAULT_MAX_BODY_BYTES,

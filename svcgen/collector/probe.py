@@ -14,8 +14,8 @@ from typing import Any, Final
 
 import httpx
 
+from ..runtime._logging import shown
 from ..runtime._mesh.profile import REQUIREMENTS
-from ..runtime._nats.connections import shown
 from ..runtime._topics import DEFAULT_PREFIX, MESH_TOPIC, is_reserved_topic, normalize_prefix
 from .wellknown import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT  # the CLI's `probe --timeout` default
 from .wellknown import (

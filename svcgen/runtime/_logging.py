@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import logging.config
+import re
 import time
 from collections.abc import Callable
 from typing import Any, Final
@@ -19,6 +20,17 @@ LOG_FORMAT: Final = "%(asctime)s %(levelname)s %(name)s: %(message)s%(trace)s"
 """`2026-11-22T10:00:00.123Z WARNING svcgen.mesh.reporter: ...`, then ` trace=... span=...` inside an invocation."""
 QUIET_LOGGERS: Final = ("httpx", "httpcore")
 """One line per outbound request (feeds, polls) is noise: warnings only."""
+
+
+_CREDENTIALS: Final = re.compile(r"^((?:[A-Za-z][A-Za-z0-9+.-]*:)?//)?[^/?#]*@")
+"""The user information of a URL (`user:password@`, `token@`), with or without its scheme."""
+
+
+def shown(url: str) -> str:
+    """A URL (a NATS server, an HTTP base, a target with its path), well-formed or not, for a log line, an error or
+    a report: no credentials (`nats://user:password@host`, `http://user:password@host` as docs/nats.md and
+    docs/collector.md allow them)."""
+    return _CREDENTIALS.sub(lambda match: match.group(1) or "", url.strip(), count=1)
 
 
 TraceIds = Callable[[], "tuple[str, str] | None"]

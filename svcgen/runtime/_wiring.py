@@ -25,6 +25,7 @@ from ._http.cors import Cors, cors_middleware
 from ._http.sender import HeaderHook, HttpSender, _join, _split_base
 from ._idempotency import IdempotencyStore
 from ._jsontext import document_bytes
+from ._logging import shown
 from ._naming import slug
 from ._nats.connections import (
     NATS_MISSING,
@@ -33,7 +34,6 @@ from ._nats.connections import (
     NatsError,
     nats_installed,
     server_of,
-    shown,
 )
 from ._nats.events import JetStreamBroker
 from ._nats.requester import NatsSender, nats_target

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from ...runtime._jsontext import content_hash, hash_bytes
-from ...runtime._nats.connections import shown
+from ...runtime._logging import shown
 from ...runtime._topics import DEFAULT_PREFIX, normalize_prefix
 from ..declarations import current_entries
 from ..snapshot import CatalogEntry, InstanceEntry, Json, PollEntry, Snapshot

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from .._nats.connections import shown
+from .._logging import shown
 from .._result import Result
 from .._topics import HEARTBEAT_TOPIC, ISSUES_TOPIC, REGISTER_TOPIC, TRACES_TOPIC
 from .._wiring import WiringError

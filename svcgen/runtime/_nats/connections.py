@@ -10,11 +10,12 @@ import asyncio
 import contextlib
 import importlib.util
 import logging
-import re
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Final, TypeAlias
 from urllib.parse import urlsplit
+
+from .._logging import shown
 
 if TYPE_CHECKING:
     from nats.aio.client import Client
@@ -29,8 +30,6 @@ RECONNECT_WAIT: Final = 2
 DRAIN_TIMEOUT: Final = 5
 """Seconds closing a connection waits for its subscriptions and replies to finish."""
 NATS_MISSING: Final = "NATS needs nats-py: pip install 'svcgen[nats]'"
-_CREDENTIALS: Final = re.compile(r"^((?:[A-Za-z][A-Za-z0-9+.-]*:)?//)?[^/?#]*@")
-"""The user information of a URL (`user:password@`, `token@`), with or without its scheme."""
 
 ConnectFactory: TypeAlias = Callable[[str], Awaitable["Client"]]
 """Server URL (`nats://host:port`) → an open connection."""
@@ -56,12 +55,6 @@ def server_of(url: str) -> str:
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
     credentials = parts.netloc.rpartition("@")[0]
     return f"{parts.scheme}://{credentials + '@' if credentials else ''}{host}:{port}"
-
-
-def shown(url: str) -> str:
-    """A NATS URL (a server, or a target with its path), well-formed or not, for a log line or an error: no
-    credentials (docs/nats.md and docs/collector.md put them in the URL, `nats://user:password@host`)."""
-    return _CREDENTIALS.sub(lambda match: match.group(1) or "", url.strip(), count=1)
 
 
 async def open_connection(server: str) -> Client:

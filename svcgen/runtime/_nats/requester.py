@@ -19,9 +19,10 @@ import orjson
 
 from .._deadline import Clock, remaining
 from .._http.sender import ClosesOnExit, HeaderHook, _failure_detail, outbound_headers, payload_bytes
+from .._logging import shown
 from .._result import Result
 from .._status import NOT_FOUND, SERVICE_UNAVAILABLE, TIMEOUT, UNEXPECTED_ERROR, is_success
-from .connections import NatsConnections, NatsError, server_of, shown
+from .connections import NatsConnections, NatsError, server_of
 from .subjects import topic_subject
 
 DEFAULT_TIMEOUT: Final = 10.0
