@@ -10,7 +10,7 @@ import orjson
 from .._result import JSON_CONTENT_TYPE, Outcome
 from .._status import NO_BODY_CODES
 from .requests import Message, Send
-from .sender import _TOKEN, _header_value
+from .sender import header_bytes
 
 RawHeaders = list[tuple[bytes, bytes]]
 
@@ -62,9 +62,7 @@ def _wire_headers(headers: Mapping[str, str]) -> RawHeaders:
     server would refuse the whole answer or send it mis-framed."""
     wire: RawHeaders = []
     for name, value in headers.items():
-        if not _TOKEN.fullmatch(name) or name.lower() in _FRAMING_RESPONSE_HEADERS:
-            continue
-        encoded = _header_value(value)
+        encoded = header_bytes(name, value, _FRAMING_RESPONSE_HEADERS)
         if encoded is not None:
             wire.append((name.encode("latin-1"), encoded))
     return wire

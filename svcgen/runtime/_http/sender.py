@@ -332,14 +332,18 @@ def display_url(url: httpx.URL) -> str:
 def _merge(into: dict[str, bytes], headers: Mapping[str, str], *, override: bool) -> None:
     """Add the headers that can go on the wire, lower-cased; the rest are dropped, never fatal to the send."""
     for name, value in headers.items():
-        if not isinstance(name, str) or not _TOKEN.fullmatch(name):
-            continue
-        key = name.lower()
-        if key in _FRAMING_REQUEST_HEADERS or (not override and key in into):
-            continue
-        wire = _header_value(value)
-        if wire is not None:
-            into[key] = wire
+        wire = header_bytes(name, value, _FRAMING_REQUEST_HEADERS)
+        if wire is not None and (override or name.lower() not in into):
+            into[name.lower()] = wire
+
+
+def header_bytes(name: object, value: object, framing: frozenset[str]) -> bytes | None:
+    """The value's wire bytes when `name: value` can go on the wire as a header and `name` (any case) is none of
+    `framing`, the headers the sender writes itself; else None, and the header is dropped (the one rule of
+    requests sent and answers given)."""
+    if not isinstance(name, str) or not _TOKEN.fullmatch(name) or name.lower() in framing:
+        return None
+    return _header_value(value)
 
 
 def _header_value(value: object) -> bytes | None:
