@@ -384,14 +384,15 @@ TARGETS = {
 }
 
 
-def under_load(rounds: int, seconds: float) -> dict[str, list[float]]:
-    """Server CPU µs per request of each app, one figure per round, the apps taking turns in every round."""
+def under_load(rounds: int, seconds: float, busy: dict[str, list[float]]) -> dict[str, list[float]]:
+    """Server CPU µs per request of each app, one figure per round, the apps taking turns in every round; each
+    round's busy share in `busy` (`served_rounds`)."""
     from bench.otlpexport import receiver  # it imports this module's apps
 
     if not shutil.which("wrk"):
         raise SystemExit("wrk is missing: run `make wrk` (Debian package wrk)")
     with live_collector() as collector, receiver() as (spans, _):
-        per_request = served_rounds(TARGETS, rounds, seconds)
+        per_request = served_rounds(TARGETS, rounds, seconds, busy)
         received = collector_invocations(collector)
         print(f"the collector counted {received:,} invocations of orders:update; the OTLP receiver took "
               f"{spans.value:,} POSTs")
@@ -400,9 +401,13 @@ def under_load(rounds: int, seconds: float) -> dict[str, list[float]]:
     return per_request
 
 
-def served_rounds(targets: dict[str, str], rounds: int, seconds: float) -> dict[str, list[float]]:
+def served_rounds(
+    targets: dict[str, str], rounds: int, seconds: float, busy: dict[str, list[float]] | None = None
+) -> dict[str, list[float]]:
     """Serve each `module:app` target under uvicorn (`start_server`) and load them in turns with wrk, `rounds` times:
-    server CPU µs per request of each, one figure per round."""
+    server CPU µs per request of each, one figure per round. `busy`, when given, gets each round's server CPU as a
+    percentage of the wall time under load: below ~95 % the load did not keep the server saturated (wrk shares its
+    core with the collector), and a server that waits pays more per request (more wake-ups per answer)."""
     per_request: dict[str, list[float]] = {name: [] for name in targets}
     servers: dict[str, subprocess.Popen[bytes]] = {}
     ports = {name: free_port() for name in targets}
@@ -419,9 +424,12 @@ def served_rounds(targets: dict[str, str], rounds: int, seconds: float) -> dict[
                 shift = number % len(names)
                 for name in names[shift:] + names[:shift]:
                     pid = servers[name].pid
-                    before = cpu_seconds(pid)
+                    before, started = cpu_seconds(pid), time.monotonic()
                     answered = wrk_requests(f"http://127.0.0.1:{ports[name]}{PATH}", seconds, script)
-                    per_request[name].append((cpu_seconds(pid) - before) / answered * 1e6)
+                    used = cpu_seconds(pid) - before
+                    per_request[name].append(used / answered * 1e6)
+                    if busy is not None:
+                        busy.setdefault(name, []).append(used / (time.monotonic() - started) * 100)
         finally:
             for server in servers.values():
                 stop_server(server)
@@ -526,13 +534,16 @@ def measure(record: Recorder, args: argparse.Namespace) -> None:
     print()
     print(f"under load: {args.rounds} rounds of {args.seconds:g} s per app, wrk -c{CONNECTIONS}, "
           "uvicorn 1 worker httptools+uvloop, server and wrk on separate cores")
-    cpu = under_load(args.rounds, args.seconds)
+    busy: dict[str, list[float]] = {}
+    cpu = under_load(args.rounds, args.seconds, busy)
     for name in TARGETS:
         label = f"server CPU per request, {name}"
         baseline = None if name == STARLETTE else f"server CPU per request, {STARLETTE}"
         record(label, statistics.median(cpu[name]), "µs", baseline=baseline)
         record(f"  spread across rounds, {name}", spread(cpu[name]), "%", target=SPREAD_TARGET,
                note="((max - min) / median)")
+        record(f"  server busy under load, {name}", statistics.median(busy[name]), "%",
+               note="(its CPU over the wall time: under ~95 % the load did not saturate it)")
     typed_ratios = [t / s for t, s in zip(cpu[TYPED], cpu[STARLETTE], strict=True)]
     record("  ratio typed / Starlette", statistics.median(typed_ratios), "x", target=1.0,
            note="(median of the per-round ratios)")
