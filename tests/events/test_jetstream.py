@@ -387,11 +387,11 @@ async def _delete_stream(url: str, name: str) -> None:
         await client.jetstream().delete_stream(name)
 
 
-def test_the_keep_alive_follows_the_existing_consumers_ack_wait_not_a_changed_manifest(
+def test_a_changed_manifest_ack_wait_is_applied_to_the_existing_consumer_at_start(
     nats_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # The durable consumer is reused as it is, so raising ackWait in the manifest leaves the server's ack_wait; the
-    # keep-alive used the manifest's (every 15 s for 30 s) and a handler slower than the consumer's 1 s ran twice.
+    # The durable consumer was reused as it was: a raised ackWait only warned, and stayed unapplied until someone
+    # edited the consumer by hand. JetStream updates a durable consumer's ack_wait in place, so the start does.
     publisher, name = unique_name("pub"), unique_name("sub")
     attempts: list[int] = []
 
@@ -403,22 +403,65 @@ def test_the_keep_alive_follows_the_existing_consumers_ack_wait_not_a_changed_ma
 
     async def main() -> None:
         async with connected(nats_url) as client:
+            js = client.jetstream()
+            stream, durable = f"SVC_EVENTS_{publisher.upper()}", f"{name}__orders_placed"
             sender = publisher_bus(client, publisher)
             await sender.start(None)  # type: ignore[arg-type]
-            first, service = subscriber(client, name, publisher, slow, Delivery(ack_wait=1.0))
-            await first.start(service)  # creates the consumer with ack_wait 1 s
+            first, service = subscriber(client, name, publisher, slow, Delivery(ack_wait=30.0))
+            await first.start(service)  # creates the consumer with ack_wait 30 s
             await first.stop()
-            again, service = subscriber(client, name, publisher, slow, Delivery(ack_wait=30.0))
-            with caplog.at_level("WARNING", logger="svcgen.events"):
+            before = (await js.consumer_info(stream, durable)).delivered
+            again, service = subscriber(client, name, publisher, slow, Delivery(ack_wait=1.0))
+            with caplog.at_level("INFO", logger="svcgen.events"):
                 await again.start(service)
+            (line,) = [record for record in caplog.records if "ack_wait" in record.getMessage()]
+            assert line.levelname == "INFO" and line.getMessage() == (
+                f"events: updated the ack_wait of durable consumer {durable} on {stream} to the manifest's "
+                "ackWait: 30s → 1s"
+            )
+            assert (await js.consumer_info(stream, durable)).config.ack_wait == 1.0
+            # In place: the same consumer, its position kept (a new one would deliver every retained event again).
+            assert (await js.consumer_info(stream, durable)).delivered == before
             await sender.publish("orders:placed", Placed("slow"))
             await wait_for(lambda: bool(attempts), "the slow event")
-            await asyncio.sleep(4.5)  # past the handler's end, and past several of the consumer's ack_wait
+            await asyncio.sleep(4.5)  # past the handler's end, and past several of the consumer's new ack_wait
             await again.stop()
-        assert attempts == [1]
-        (warning,) = [record.getMessage() for record in caplog.records if "ack_wait" in record.getMessage()]
-        assert f"{name}__orders_placed" in warning and "1s" in warning and "30s" in warning
-        assert "\n" not in warning
+            caplog.clear()
+            third, service = subscriber(client, name, publisher, slow, Delivery(ack_wait=1.0))
+            with caplog.at_level("INFO", logger="svcgen.events"):
+                await third.start(service)
+            await third.stop()
+            assert not [record for record in caplog.records if "ack_wait" in record.getMessage()]  # nothing to do
+        assert attempts == [1]  # the keep-alive follows the new 1 s: the slow handler ran once
+
+    run_then_clean(nats_url, main, publisher, name)
+
+
+def test_a_consumer_whose_backoff_decides_its_ack_wait_is_followed_with_one_warning(
+    nats_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # JetStream answers an update of such a consumer with its old ack_wait (the backoff's first step), no error: an
+    # "updated" line would be false and the keep-alive must follow what the server kept.
+    from nats.js.api import AckPolicy, ConsumerConfig
+
+    publisher, name = unique_name("pub"), unique_name("sub")
+
+    async def main() -> None:
+        async with connected(nats_url) as client:
+            await publisher_bus(client, publisher).start(None)  # type: ignore[arg-type]
+            stream, durable = f"SVC_EVENTS_{publisher.upper()}", f"{name}__orders_placed"
+            config = ConsumerConfig(durable_name=durable, filter_subject=f"svc.event.{publisher}.orders_placed",
+                                    ack_policy=AckPolicy.EXPLICIT, backoff=[2.0, 4.0], max_deliver=5)  # fmt: skip
+            await client.jetstream().add_consumer(stream, config)
+            bus, service = subscriber(client, name, publisher, accept, FAST)
+            with caplog.at_level("INFO", logger="svcgen.events"):
+                await bus.start(service)
+            await bus.stop()
+            (line,) = [record for record in caplog.records if "ack_wait" in record.getMessage()]
+            assert line.levelname == "WARNING" and line.getMessage() == (
+                f"events: durable consumer {durable} on {stream} kept its ack_wait 2s when given the manifest's "
+                "ackWait 5s (its backoff's first step decides it); 2s is followed"
+            )
 
     run_then_clean(nats_url, main, publisher, name)
 

@@ -5,8 +5,8 @@
 - Each (subscriber service, event) has one durable pull consumer, shared by the subscriber's replicas: JetStream
   hands each message to one of them, and again only after a `nak` (with the backoff delay) or when `ack_wait`
   passes without an answer (a replica that died). A handler still running tells JetStream so (`in_progress`) every
-  half the consumer's `ack_wait` (an existing consumer keeps its own: a changed manifest `ackWait` is a warning), so
-  a slow handler is not handled twice.
+  half the consumer's `ack_wait` (a changed manifest `ackWait` is applied to an existing consumer at start), so a
+  slow handler is not handled twice.
 - Dead letters go to the stream `SVC_DEAD_LETTERS` (`svc.dead.>`); the original is acknowledged only once the dead
   letter is stored, so nothing is dropped unrecorded.
 
@@ -158,7 +158,7 @@ class JetStreamBroker:
                     max_deliver=-1,
                 )  # fmt: skip
                 info = await js.add_consumer(subscription.stream, config)
-            ack_wait = _checked(info, durable, subscription)
+            ack_wait = await _reconciled(js, info, durable, subscription)
             pull = await js.pull_subscribe_bind(durable, stream=subscription.stream)
         except EventsError:
             raise
@@ -274,10 +274,11 @@ class JetStreamBroker:
         self._subscriptions = []
 
 
-def _checked(info: Any, durable: str, subscription: Subscription) -> float:
-    """The ack_wait (seconds) of the durable consumer `info` describes, which the keep-alive must follow: an
-    existing consumer is used as it is, so a changed manifest `ackWait` is only a warning; EventsError when the
-    consumer filters another subject (it is not this subscription's)."""
+async def _reconciled(js: JetStreamContext, info: Any, durable: str, subscription: Subscription) -> float:
+    """The ack_wait (seconds) of the durable consumer `info` describes, which the keep-alive must follow, once the
+    manifest's `ackWait` is applied to it: JetStream updates a durable consumer's ack_wait in place (its position
+    and pending deliveries kept). EventsError when the consumer filters another subject: that cannot be changed in
+    place (it is not this subscription's consumer)."""
     config = info.config
     filters = [config.filter_subject] if config.filter_subject else list(config.filter_subjects or [])
     if filters != [subscription.subject]:
@@ -285,13 +286,25 @@ def _checked(info: Any, durable: str, subscription: Subscription) -> float:
         raise EventsError(f"durable consumer {durable} on {subscription.stream} exists for {shown}, not "
                           f"{subscription.subject}; delete it to have it created")  # fmt: skip
     wanted = subscription.delivery.ack_wait
-    ack_wait = float(config.ack_wait or wanted)
+    found = float(config.ack_wait or wanted)
+    if abs(found - wanted) <= 0.001:
+        return found
+    # The consumer's own config with only ack_wait changed: the same durable name with an editable field changed
+    # is an update, and every other field stays as it is.
+    try:
+        updated = await js.add_consumer(subscription.stream, config.evolve(ack_wait=wanted))
+    except Exception as exc:
+        raise EventsError(f"durable consumer {durable} on {subscription.stream} has ack_wait {found:g}s; the "
+                          f"manifest's ackWait {wanted:g}s cannot be applied to it: {_why(exc)}") from None  # fmt: skip
+    ack_wait = float(updated.config.ack_wait or wanted)
     if abs(ack_wait - wanted) > 0.001:
-        # Deleting the consumer would apply it too, but would deliver every retained event again: say edit.
-        logger.warning("events: durable consumer %s on %s keeps its ack_wait %gs, not the manifest's ackWait %gs "
-                       "(an existing consumer is used as it is; %gs is followed); to apply %gs, set the consumer's "
-                       "ack_wait to it (nats consumer edit %s %s) and restart", durable, subscription.stream,
-                       ack_wait, wanted, ack_wait, wanted, subscription.stream, durable)  # fmt: skip
+        # JetStream sets the ack_wait of a consumer with a backoff (made by hand: svcgen's have none) to its first step.
+        logger.warning("events: durable consumer %s on %s kept its ack_wait %gs when given the manifest's ackWait %gs "
+                       "(its backoff's first step decides it); %gs is followed", durable, subscription.stream,
+                       ack_wait, wanted, ack_wait)  # fmt: skip
+    else:
+        logger.info("events: updated the ack_wait of durable consumer %s on %s to the manifest's ackWait: %gs → %gs",
+                    durable, subscription.stream, found, ack_wait)  # fmt: skip
     return ack_wait
 
 
