@@ -20,14 +20,14 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
 import httpx
 import orjson
 
 from .contractdiff import Finding
-from .runtime._compatibility import RULES_BY_ID, WireDirection, schema_changes
+from .runtime._compatibility import RULES_BY_ID, WireDirection, schema_change_values
 from .runtime._descriptor import declared_entries
 from .runtime._mesh.clock import parse_rfc3339
 from .runtime._topics import DEFAULT_PREFIX, QUERY_CONTRACT_TOPIC
@@ -74,18 +74,29 @@ class Judged:
         return {**self.finding.document(), "verdict": self.verdict, "declaredBy": list(self.usage.declared_by),
                 "invocations": self.usage.invocations, "lastSeen": self.usage.last_seen}
 
+    @property
+    def fails(self) -> bool:
+        return self.verdict == "blocked" and self.finding.accepted is None
+
     def line(self) -> str:
+        """`verdict: path: rule: why; who uses it`; an accepted finding says so first and ends with `[fingerprint:
+        reason]`, a blocked one with `[fingerprint]` (for an approvals file, as `svcgen diff` prints it)."""
         finding = self.finding
-        text = f"{self.verdict}: {finding.path}: {finding.rule}: {finding.why}"
+        label = self.verdict if finding.accepted is None else f"accepted {self.verdict}"
+        text = f"{label}: {finding.path}: {finding.rule}: {finding.why}"
         if self.verdict == "safe":
-            return f"{text}; nobody declares it and no traffic in the window"
-        reasons = []
-        if self.usage.declared_by:
-            reasons.append(f"declared by {', '.join(self.usage.declared_by)}")
-        if self.recent:
-            reasons.append(f"{self.usage.invocations} invocation{'s' if self.usage.invocations != 1 else ''}, "
-                           f"last seen {self.usage.last_seen}")
-        return f"{text}; {'; '.join(reasons)}"
+            text += "; nobody declares it and no traffic in the window"
+        else:
+            reasons = []
+            if self.usage.declared_by:
+                reasons.append(f"declared by {', '.join(self.usage.declared_by)}")
+            if self.recent:
+                reasons.append(f"{self.usage.invocations} invocation{'s' if self.usage.invocations != 1 else ''}, "
+                               f"last seen {self.usage.last_seen}")
+            text += f"; {'; '.join(reasons)}"
+        if finding.accepted is not None:
+            return f"{text} [{finding.fingerprint}: {finding.accepted}]"
+        return f"{text} [{finding.fingerprint}]" if self.verdict == "blocked" else text
 
 
 @dataclass(frozen=True)
@@ -138,12 +149,27 @@ class DeployReport:
 
     @property
     def blocked(self) -> int:
-        return sum(1 for item in self.judged if item.verdict == "blocked") + sum(
+        """Blocked findings and entries, the accepted findings apart."""
+        return sum(1 for item in self.judged if item.fails) + sum(
             1 for check in (*self.produced, *self.subscriptions) if check.verdict == "blocked")
 
     @property
     def safe(self) -> int:
-        return sum(1 for item in self.judged if item.verdict == "safe")
+        return sum(1 for item in self.judged if item.verdict == "safe" and item.finding.accepted is None)
+
+    @property
+    def accepted(self) -> int:
+        return sum(1 for item in self.judged if item.finding.accepted is not None)
+
+    def accept(self, approvals: Mapping[str, str]) -> DeployReport:
+        """The report with the findings whose fingerprint `approvals` lists (fingerprint → reason) accepted: they
+        no longer block. The produces and subscription checks are not findings of this service's change and stay
+        as they are (as `svcgen check --accept` leaves its compat with the owners)."""
+        judged = tuple(
+            replace(item, finding=replace(item.finding, accepted=approvals[item.finding.fingerprint]))
+            if item.finding.fingerprint in approvals else item for item in self.judged
+        )  # fmt: skip
+        return replace(self, judged=judged)
 
     @property
     def breaking(self) -> bool:
@@ -156,7 +182,8 @@ class DeployReport:
         subscribed = sum(1 for check in self.subscriptions if check.peers)
         unowned = len(self.produced) + len(self.subscriptions) - produced - subscribed
         skipped = f", {unowned} without an owner" if unowned else ""
-        return (f"{self.blocked} blocked, {self.safe} safe breaking change{'s' if self.safe != 1 else ''}, "
+        accepted = f", {self.accepted} accepted" if self.accepted else ""
+        return (f"{self.blocked} blocked, {self.safe} safe breaking change{'s' if self.safe != 1 else ''}{accepted}, "
                 f"{produced} produces entr{'y' if produced == 1 else 'ies'} and {subscribed} "
                 f"subscription{'' if subscribed == 1 else 's'} checked{skipped}: {verdict}")
 
@@ -182,7 +209,8 @@ class DeployReport:
             "produces": [check.document() for check in self.produced],
             "invocationsCounted": self.counted if self.counted is not None else "all-time",
             "subscriptions": [check.document() for check in self.subscriptions],
-            "summary": {"blocked": self.blocked, "safe": self.safe, "breaking": self.breaking},
+            "summary": {"blocked": self.blocked, "safe": self.safe,
+                        **({"accepted": self.accepted} if self.accepted else {}), "breaking": self.breaking},
         }
 
 
@@ -275,9 +303,10 @@ def _breaking(label: str, old: Json, new: Json, schemas: Sequence[tuple[WireDire
     what the other side was written against), each at `label.<part>...`."""
     findings = []
     for direction, key, part in schemas:
-        for rule_id, path in schema_changes(old.get(key) or {}, new.get(key) or {}, direction=direction):
-            if RULES_BY_ID[rule_id].level == "error":
-                findings.append(_finding(rule_id, f"{label}.{part}{path[len(direction):]}", None, None))
+        for change in schema_change_values(old.get(key) or {}, new.get(key) or {}, direction=direction):
+            if RULES_BY_ID[change.rule].level == "error":
+                path = f"{label}.{part}{change.path[len(direction):]}"
+                findings.append(_finding(change.rule, path, change.old, change.new))
     return findings
 
 

@@ -223,7 +223,11 @@ def compat_command(manifests: tuple[str, ...], output_format: str, levels_file: 
               help="text: one line per breaking change and a summary; json: for tools.")
 @click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path),
               help="The locked collector's token (default: $SVCGEN_COLLECTOR_TOKEN).")
-def can_i_deploy(manifest: str, collector_url: str, window: str, output_format: str, token_file: Path | None) -> None:
+@click.option("--accept", "accept_file", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Approvals, as for `svcgen diff` (the same change has the same fingerprint): those findings are "
+                   "reported accepted and do not block.")
+def can_i_deploy(manifest: str, collector_url: str, window: str, output_format: str, token_file: Path | None,
+                 accept_file: Path | None) -> None:
     """Judge MANIFEST against what the live fleet runs and sends, as the collector knows it.
 
     Each breaking change from the contract the service runs now (its newest registered descriptor) is blocked when
@@ -246,6 +250,7 @@ def can_i_deploy(manifest: str, collector_url: str, window: str, output_format: 
     except ValueError as error:
         _fail([f"--window: {error}"], status=2)
     token = _collector_token(token_file)
+    approvals = {} if accept_file is None else _approvals(accept_file)
     model = _load_side(manifest)
     try:
         change = descriptor_document(model)
@@ -257,7 +262,10 @@ def can_i_deploy(manifest: str, collector_url: str, window: str, output_format: 
                                 window_minutes=window_minutes(span))
     except CollectorUnavailable as error:
         _fail([str(error)], status=2)
-    _report(judge(change, answer, window=span, window_text=window, now=dt.datetime.now(dt.UTC)), output_format)
+    # An approval no finding has is not reported: the file is usually the diff's, whose findings are more (warnings,
+    # topic-version-not-bumped) than the breaking changes judged here.
+    report = judge(change, answer, window=span, window_text=window, now=dt.datetime.now(dt.UTC))
+    _report(report.accept(approvals), output_format)
 
 
 def _collector_token(token_file: Path | None) -> str | None:

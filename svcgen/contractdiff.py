@@ -51,8 +51,12 @@ class Finding:
 
     @property
     def fingerprint(self) -> str:
-        """Stable over unrelated edits: the hash of (rule, path, old, new), 16 hex digits."""
-        return document_hash([self.rule, self.path, self.old, self.new])[len(HASH_PREFIX):][:16]
+        """Stable over unrelated edits: the hash of (rule, path, old, new), 16 hex digits; of (rule, path) under a
+        `typed` rule, whose old and new are type texts a live descriptor's JSON Schema does not carry, so that
+        `svcgen can-i-deploy` gives the same change the same fingerprint as `svcgen diff`."""
+        rule = RULES_BY_ID.get(self.rule)
+        values = [] if rule is not None and rule.typed else [self.old, self.new]
+        return document_hash([self.rule, self.path, *values])[len(HASH_PREFIX):][:16]
 
     @property
     def fails(self) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from ._meta import CONSTRAINT_KEYWORDS
 
@@ -30,6 +30,9 @@ class Rule:
     why: str
     example: str
     """A change that triggers the rule, as a reader would write it."""
+    typed: bool = False
+    """Its findings' old and new are type expressions as a manifest writes them (`Address?`), which a JSON Schema
+    (a live descriptor's) does not carry: a finding's fingerprint leaves them out (the gate's `Finding.fingerprint`)."""
 
 
 RULES: tuple[Rule, ...] = (
@@ -43,19 +46,19 @@ RULES: tuple[Rule, ...] = (
     # Request: what old callers send must still be accepted.
     Rule("request-property-added-required", "request", "error",
          "old callers do not send the new property, so their requests are refused",
-         "add `couponCode: string`"),
+         "add `couponCode: string`", typed=True),
     Rule("request-property-added-optional", "request", "info",
          "old callers leave the new nullable property out and it is null",
-         "add `note: string?`"),
+         "add `note: string?`", typed=True),
     Rule("request-property-added-with-default", "request", "info",
          "old callers leave the new property out and get its default",
-         "add `priority: {type: integer, default: 0}`"),
+         "add `priority: {type: integer, default: 0}`", typed=True),
     Rule("request-property-removed", "request", "warning",
          "old callers still send the property; the service now ignores what they say",
-         "remove `note`"),
+         "remove `note`", typed=True),
     Rule("request-property-removed-from-closed-record", "request", "error",
          "old callers still send the property and a closed record refuses it",
-         "remove `note` from a record with `additionalProperties: false`"),
+         "remove `note` from a record with `additionalProperties: false`", typed=True),
     Rule("request-property-became-required", "request", "error",
          "old callers that leave the property out are refused",
          "`note: string?` → `note: string`"),
@@ -67,19 +70,19 @@ RULES: tuple[Rule, ...] = (
          "`default: 1` → `default: 2`"),
     Rule("request-type-widened", "request", "info",
          "every value old callers send is still accepted",
-         "`integer` → `float`"),
+         "`integer` → `float`", typed=True),
     Rule("request-type-narrowed", "request", "error",
          "some values old callers send are refused",
-         "`float` → `integer`"),
+         "`float` → `integer`", typed=True),
     Rule("request-type-changed", "request", "error",
          "values old callers send are refused",
-         "`string` → `integer`"),
+         "`string` → `integer`", typed=True),
     Rule("request-nullable-added", "request", "info",
          "null is accepted as well as every value old callers send",
-         "`string` → `string?`"),
+         "`string` → `string?`", typed=True),
     Rule("request-nullable-removed", "request", "error",
          "old callers that send null are refused",
-         "`string?` → `string`"),
+         "`string?` → `string`", typed=True),
     Rule("request-enum-value-added", "request", "info",
          "every value old callers send is still accepted",
          "`[placed, paid]` → `[placed, paid, shipped]`"),
@@ -104,13 +107,13 @@ RULES: tuple[Rule, ...] = (
     # Response: what the service answers must still decode in old callers.
     Rule("response-property-added", "response", "info",
          "old callers ignore a property they do not know",
-         "add `trackingUrl: string?`"),
+         "add `trackingUrl: string?`", typed=True),
     Rule("response-property-added-to-closed-record", "response", "error",
          "old callers decode the record as closed and refuse a property it did not declare",
-         "add `trackingUrl` to a record with `additionalProperties: false`"),
+         "add `trackingUrl` to a record with `additionalProperties: false`", typed=True),
     Rule("response-property-removed", "response", "error",
          "old callers expect the property and no longer get it",
-         "remove `status`"),
+         "remove `status`", typed=True),
     Rule("response-property-became-required", "response", "info",
          "the service always sends it, as old callers may expect",
          "`note: string?` → `note: string`"),
@@ -122,19 +125,19 @@ RULES: tuple[Rule, ...] = (
          "`default: placed` → `default: new`"),
     Rule("response-type-widened", "response", "error",
          "the service may answer values old callers' type cannot hold",
-         "`integer` → `float` (a 2.5 does not decode as an integer)"),
+         "`integer` → `float` (a 2.5 does not decode as an integer)", typed=True),
     Rule("response-type-narrowed", "response", "info",
          "every value the service answers still decodes in old callers",
-         "`float` → `integer`"),
+         "`float` → `integer`", typed=True),
     Rule("response-type-changed", "response", "error",
          "what the service answers no longer decodes in old callers",
-         "`string` → `integer`"),
+         "`string` → `integer`", typed=True),
     Rule("response-nullable-added", "response", "error",
          "old callers do not expect null and fail to decode it",
-         "`string` → `string?`"),
+         "`string` → `string?`", typed=True),
     Rule("response-nullable-removed", "response", "info",
          "the service never answers null any more; old callers handled it anyway",
-         "`string?` → `string`"),
+         "`string?` → `string`", typed=True),
     Rule("response-enum-value-added", "response", "warning",
          "old callers may receive a value they do not know",
          "`[placed, paid]` → `[placed, paid, shipped]`"),
@@ -243,16 +246,32 @@ def first_incompatibility(sent: JsonSchema, accepted: JsonSchema, *, direction: 
     For a request, `sent` is the caller's copy and `accepted` the owner's; for a response, `sent` is the
     owner's and `accepted` the caller's copy. The verdict is the contract diff's for the same change."""
     old, new = (sent, accepted) if direction == "request" else (accepted, sent)
-    for rule_id, path in _Walk(direction).types(direction, old, new):
-        rule = RULES_BY_ID[rule_id]
+    for change in _Walk(direction).types(direction, old, new):
+        rule = RULES_BY_ID[change.rule]
         if rule.level == "error":
-            return f"{path}: {rule_id}: {rule.why}"
+            return f"{change.path}: {change.rule}: {rule.why}"
     return None
+
+
+class SchemaChange(NamedTuple):
+    """One change the walk finds: the rule, the path, and the old and new values as `svcgen diff` states them
+    (an enum value, `{keyword: value}` of a constraint, `required` or `optional`, a default, whether the record is
+    closed); None for both under a `typed` rule, whose values are the manifest's type texts."""
+
+    rule: str
+    path: str
+    old: Any = None
+    new: Any = None
 
 
 def schema_changes(old: JsonSchema, new: JsonSchema, *, direction: WireDirection) -> list[tuple[str, str]]:
     """Every (rule id, path) from the `old` contract of a request or response to the `new` one, in walk order, by
     the diff's rules: `old` is what callers were written against (see `first_incompatibility`)."""
+    return [(change.rule, change.path) for change in _Walk(direction).types(direction, old, new)]
+
+
+def schema_change_values(old: JsonSchema, new: JsonSchema, *, direction: WireDirection) -> list[SchemaChange]:
+    """`schema_changes` with each change's old and new values, for a finding like the diff's (same fingerprint)."""
     return list(_Walk(direction).types(direction, old, new))
 
 
@@ -289,13 +308,13 @@ def _divides(step: float, value: float) -> bool:
 @dataclass(frozen=True)
 class _Walk:
     """The diff's type walk over JSON Schemas: `old` is what the contract was (the caller's side), `new` what it
-    is; yields (rule id, path) in walk order."""
+    is; yields the changes in walk order."""
 
     direction: WireDirection
 
-    def types(self, path: str, old: JsonSchema, new: JsonSchema) -> Iterator[tuple[str, str]]:
+    def types(self, path: str, old: JsonSchema, new: JsonSchema) -> Iterator[SchemaChange]:
         if _is_nullable(old) != _is_nullable(new):
-            yield f"{self.direction}-nullable-{'added' if _is_nullable(new) else 'removed'}", path
+            yield SchemaChange(f"{self.direction}-nullable-{'added' if _is_nullable(new) else 'removed'}", path)
         old, new = _without_null(old), _without_null(new)
         old_kind, new_kind = _kind(old), _kind(new)
         if old_kind == new_kind == "enum":
@@ -309,20 +328,20 @@ class _Walk:
         else:
             change = _relation(old_kind, new_kind)
             if change is not None:
-                yield f"{self.direction}-type-{change}", path
+                yield SchemaChange(f"{self.direction}-type-{change}", path)
 
-    def enum_values(self, path: str, old: list[Any], new: list[Any]) -> Iterator[tuple[str, str]]:
+    def enum_values(self, path: str, old: list[Any], new: list[Any]) -> Iterator[SchemaChange]:
         for value in old:
             if value not in new:
-                yield f"{self.direction}-enum-value-removed", path
+                yield SchemaChange(f"{self.direction}-enum-value-removed", path, value, None)
         for value in new:
             if value not in old:
-                yield f"{self.direction}-enum-value-added", path
+                yield SchemaChange(f"{self.direction}-enum-value-added", path, None, value)
 
-    def records(self, path: str, old: JsonSchema, new: JsonSchema) -> Iterator[tuple[str, str]]:
+    def records(self, path: str, old: JsonSchema, new: JsonSchema) -> Iterator[SchemaChange]:
         old_closed, new_closed = _is_closed(old), _is_closed(new)
         if self.direction == "request" and old_closed != new_closed:
-            yield f"request-record-{'closed' if new_closed else 'opened'}", path
+            yield SchemaChange(f"request-record-{'closed' if new_closed else 'opened'}", path, old_closed, new_closed)
         old_fields, new_fields = old.get("properties", {}), new.get("properties", {})
         old_required, new_required = set(old.get("required", ())), set(new.get("required", ()))
         for wire, before in old_fields.items():
@@ -330,28 +349,32 @@ class _Walk:
             after = new_fields.get(wire)
             if after is None:
                 if self.direction == "response":
-                    yield "response-property-removed", at
+                    yield SchemaChange("response-property-removed", at)
                 else:
-                    yield "request-property-removed" + ("-from-closed-record" if new_closed else ""), at
+                    yield SchemaChange("request-property-removed" + ("-from-closed-record" if new_closed else ""), at)
                 continue
             if (wire in old_required) != (wire in new_required):
-                yield f"{self.direction}-property-became-{'required' if wire in new_required else 'optional'}", at
+                became = "optional" if wire in old_required else "required"
+                yield SchemaChange(f"{self.direction}-property-became-{became}", at,
+                                   "required" if wire in old_required else "optional", became)
             elif "default" in before and "default" in after and before["default"] != after["default"]:
-                yield f"{self.direction}-default-changed", at
+                yield SchemaChange(f"{self.direction}-default-changed", at, before["default"], after["default"])
             old_constraints, new_constraints = _constraints(before), _constraints(after)
             for keyword in sorted(old_constraints.keys() | new_constraints.keys()):
-                if old_constraints.get(keyword) != new_constraints.get(keyword):
-                    change = constraint_change(keyword, old_constraints.get(keyword), new_constraints.get(keyword))
-                    yield f"{self.direction}-constraint-{change}", at
+                limit, moved = old_constraints.get(keyword), new_constraints.get(keyword)
+                if limit != moved:
+                    change = constraint_change(keyword, limit, moved)
+                    yield SchemaChange(f"{self.direction}-constraint-{change}", at, {keyword: limit}, {keyword: moved})
             yield from self.types(at, before, after)
         for wire in new_fields:
             if wire in old_fields:
                 continue
             if self.direction == "response":
-                yield "response-property-added" + ("-to-closed-record" if old_closed else ""), f"{path}.{wire}"
+                yield SchemaChange("response-property-added" + ("-to-closed-record" if old_closed else ""),
+                                   f"{path}.{wire}")
             else:
                 optional = "required" if wire in new_required else "optional"
-                yield f"request-property-added-{optional}", f"{path}.{wire}"
+                yield SchemaChange(f"request-property-added-{optional}", f"{path}.{wire}")
 
 
 def _is_nullable(schema: JsonSchema) -> bool:

@@ -186,7 +186,7 @@ def test_traffic_within_the_window_blocks_and_older_traffic_does_not() -> None:
     verdicts = {item.finding.path: item.verdict for item in report.judged}
     assert verdicts == {"orders:place@v1.request.coupon": "blocked", "orders:get.request.coupon": "safe"}
     blocked = next(item for item in report.judged if item.verdict == "blocked")
-    assert blocked.line().endswith("12 invocations, last seen 2026-11-25T09:30:00Z")
+    assert blocked.line().endswith(f"12 invocations, last seen 2026-11-25T09:30:00Z [{blocked.finding.fingerprint}]")
     assert judge(change, answer, window=parse_window("1h"), window_text="1h", now=NOW).blocked == 0
 
 
@@ -384,3 +384,86 @@ def test_event_declarations_are_answered_by_another_postgresql_replica(postgres_
     asked = ok(answering.query_contract({"service": "ledger", "events": ["bookings:booked"]}))
     assert [item["service"] for item in asked["events"]] == ["bookings", "orders"]
     assert ok(answering.query_contract({"service": "ledger"}))["events"] == []
+
+
+FLEET_ORDERS = """svcgen: 1
+service: orders
+enums:
+  Size: {values: [small, large]}
+types:
+  Place: {fields: {sku: {type: string, maxLength: 20}, size: Size, note: string?, qty: integer}}
+  Placed: {fields: {orderId: string, eta: integer, label: string}}
+topics:
+  - {id: orders:place, version: v1, request: Place, response: Placed}
+events:
+  - {id: orders:placed, payload: Placed, key: orderId}
+"""
+FLEET_ORDERS_NEXT = """svcgen: 1
+service: orders
+enums:
+  Size: {values: [small]}
+types:
+  Place:
+    closed: true
+    fields: {sku: {type: string, maxLength: 10}, size: Size, note: string, qty: string, coupon: string}
+  Placed: {fields: {orderId: string, eta: string}}
+topics:
+  - {id: orders:place, version: v1, request: Place, response: Placed}
+events:
+  - {id: orders:placed, payload: Placed, key: orderId}
+"""
+
+
+def test_an_approval_written_from_the_diff_is_honoured_by_can_i_deploy_and_the_reverse(tmp_path: Path) -> None:
+    # can-i-deploy compares JSON Schemas and left old and new out of its findings, so the same change had another
+    # fingerprint than in `svcgen diff`: an approval written from the diff never covered it (nor could be given).
+    from svcgen.codegen.render import descriptor_document
+    from svcgen.manifest import load_manifest
+
+    old, new = tmp_path / "orders.yaml", tmp_path / "orders-next.yaml"
+    old.write_text(FLEET_ORDERS)
+    new.write_text(FLEET_ORDERS_NEXT)
+    fleet = collector()
+    ok(fleet.register({**descriptor_document(load_manifest(str(old))), "instanceId": "i-1"}))
+    place = {"type": "object", "properties": {"sku": STRING}, "required": ["sku"]}
+    ok(fleet.register(descriptor("checkout", [], instance="c-1", produces=[topic("orders:place", place, "v1")])))
+    ok(fleet.register(with_events(descriptor("shipping", [], instance="s-1"),
+                                  subscribes=[{"id": "orders:placed", "version": "", "publisher": "orders",
+                                               "payloadSchema": {"type": "object"}}])))
+    diffed = CliRunner().invoke(main, ["diff", str(old), str(new), "--format", "json"], catch_exceptions=False)
+    by_change = {(item["rule"], item["path"]): item["fingerprint"] for item in json.loads(diffed.stdout)["findings"]}
+    with running(create_app(collector_service(fleet), [])) as url:
+        status, output = can_i_deploy(new, url, "--format", "json", token=None)
+        judged = json.loads(output)["findings"]
+        # every kind of change can-i-deploy judges: values (an enum value, a constraint, closed, required) and types
+        assert {item["rule"] for item in judged} == {
+            "request-enum-value-removed", "request-constraint-tightened", "request-record-closed",
+            "request-property-became-required", "request-nullable-removed", "request-type-changed",
+            "request-property-added-required", "response-type-changed", "response-property-removed",
+        }
+        assert status == 1 and all(item["verdict"] == "blocked" for item in judged)
+        assert {(item["rule"], item["path"]): item["fingerprint"] for item in judged}.items() <= by_change.items()
+
+        approvals = tmp_path / "approvals.yaml"
+        approvals.write_text("".join(f"- {{fingerprint: '{fingerprint}', reason: agreed with checkout}}\n"
+                                     for fingerprint in by_change.values()))
+        status, output = can_i_deploy(new, url, "--accept", str(approvals), token=None)
+        assert status == 0, output
+        lines = output.splitlines()
+        assert "accepted blocked: orders:place@v1.request.sku: request-constraint-tightened: " in output
+        assert all(line.endswith(": agreed with checkout]") for line in lines[1:-1]), output
+        assert lines[-1] == ("0 blocked, 0 safe breaking changes, 11 accepted, 0 produces entries and 0 subscriptions "
+                             "checked: safe to deploy")
+        document = json.loads(can_i_deploy(new, url, "--accept", str(approvals), "--format", "json", token=None)[1])
+        assert all(item["accepted"] and item["reason"] == "agreed with checkout" for item in document["findings"])
+        assert document["summary"] == {"blocked": 0, "safe": 0, "accepted": 11, "breaking": False}
+
+        # the reverse: the fingerprint can-i-deploy prints for a blocked change approves it in the diff
+        status, output = can_i_deploy(new, url, token=None)
+        line = next(line for line in output.splitlines() if "response.eta: response-type-changed" in line)
+        fingerprint = line.rsplit("[", 1)[1].rstrip("]")
+    approvals.write_text(f"- {{fingerprint: '{fingerprint}', reason: shipping reads eta as text}}\n")
+    accepted = CliRunner().invoke(main, ["diff", str(old), str(new), "--accept", str(approvals)],
+                                  catch_exceptions=False)
+    assert ("accepted error: orders:place@v1.response.eta: response-type-changed (integer → string): what the service "
+            f"answers no longer decodes in old callers [{fingerprint}: shipping reads eta as text]") in accepted.stdout
