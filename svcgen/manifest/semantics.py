@@ -665,7 +665,15 @@ class _Checker:
                 continue
             earlier = self.aliases.setdefault(target.as_posix(), alias)
             if earlier != alias:
-                self.warn(self.doc.key_at(path), f"{relative!r} is imported twice, also as {earlier!r}; keep one")
+                # Each namespace generates its own classes: two would be two types for each of the owner's.
+                names = [*(r.name for r in loaded.manifest.types), *(e.name for e in loaded.manifest.enums)]
+                own = [name for name in names if "_" not in name]
+                example = f" ({earlier}.{own[0]} is not {alias}.{own[0]})" if own else ""
+                self.error(
+                    self.doc.key_at(path),
+                    f"{relative!r} is already imported as {earlier!r}: one owner's types under two namespaces would "
+                    f"be two copies of each that do not mix{example}; import it once and write {earlier}.<Name>",
+                )
             self.namespaces[alias] = loaded.manifest
             self.namespace_files[alias] = target.as_posix()
 

@@ -235,3 +235,27 @@ def test_imported_types_serve_as_topic_produces_and_event_types_directly(tmp_pat
     assert str(produced.response) == "patients_Page_Patient_v2"
     assert str(event.payload) == "patients_Ref"
     assert fields(model, "patients_Page_Patient_v2")["items"] == "list[patients_Patient_v2]"
+
+
+def test_one_owner_imported_under_two_namespaces_is_an_error_naming_both(tmp_path: Path) -> None:
+    # It was a warning: the build then generated two classes for each of the owner's types (patients_Patient and
+    # people_Patient), which do not mix, so a handler could not put the request into a field typed by the other.
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "owner.yaml").write_text(
+        "svcgen: 1\nservice: patients\ntypes:\n  Patient: {fields: {patientId: string}}\n"
+        "topics:\n  - {id: patients:get, request: Patient, response: Patient}\n",
+        encoding="utf-8",
+    )
+    text = ("svcgen: 1\nservice: desk\nimports:\n  patients: owner.yaml\n  people: sub/../owner.yaml\n"
+            "types:\n  Visit: {fields: {who: patients.Patient}}\n"
+            "topics:\n  - {id: desk:admit, request: people.Patient, response: Visit}\n")
+    with pytest.raises(ManifestError) as info:
+        load_manifest_text(text, (tmp_path / "desk.yaml").as_posix())
+    (error,) = [str(d) for d in info.value.diagnostics]  # the uses of people.Patient are not errors of their own
+    assert error == (
+        f"{(tmp_path / 'desk.yaml').as_posix()}:5:3: 'sub/../owner.yaml' is already imported as 'patients': one "
+        "owner's types under two namespaces would be two copies of each that do not mix (patients.Patient is not "
+        "people.Patient); import it once and write patients.<Name>"
+    )
+    one = text.replace("  people: sub/../owner.yaml\n", "").replace("people.Patient", "patients.Patient")
+    assert str(load_manifest_text(one, (tmp_path / "desk.yaml").as_posix()).topics[0].request) == "patients_Patient"
