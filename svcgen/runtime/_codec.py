@@ -517,8 +517,10 @@ _ANY_ENCODERS_CAP = 1024  # beyond it a type is resolved on every call instead o
 
 def _encode_any(value: Any) -> Any:
     kind = type(value)
-    if kind is str or kind is int or kind is float or kind is bool or value is None:
+    if kind is str or kind is int or kind is bool or value is None:
         return value
+    if kind is float:  # the number rule of typed fields: nan and the infinities fail, never go out as null
+        return _encode_number(value)
     encode = _ANY_ENCODERS.get(kind)
     if encode is None:
         encode = _any_encoder(kind)

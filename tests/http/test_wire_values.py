@@ -99,3 +99,34 @@ def test_utf8_in_a_path_is_decoded() -> None:
     assert (status, json.loads(payload)["orderId"]) == (200, "zürich")
     status, _, payload = asyncio.run(raw_request(APP, "GET", "/orders/zürich".encode(), b"", [], b""))
     assert (status, json.loads(payload)["orderId"]) == (200, "zürich")
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_a_number_that_is_not_finite_inside_an_any_value_fails_as_a_typed_number_does(value: float) -> None:
+    # The same rule as a typed number field: never a null the handler did not return.
+    @dataclasses.dataclass
+    class Report:
+        data: Any
+        extras: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    shapes: dict[str, Any] = {
+        "bare": lambda: Report(value),
+        "nested": lambda: Report({"series": [1.0, {"point": value}]}),
+        "map": lambda: Report(None, {"ratio": value}),
+    }
+
+    async def report(request: None, context: Context) -> Result[Report]:
+        return Result.ok(shapes[context.headers["x-where"]]())
+
+    registry = Registry()
+    registry.add("stats:report", report)
+    app = create_app(Service(Identity("stats"), registry), ["GET /report -> stats:report"])
+    for where in shapes:
+        status, _, payload = asyncio.run(raw_request(app, "GET", b"/report", b"", [(b"x-where", where.encode())], b""))
+        assert (status, json.loads(payload)) == (500, {
+            "status": "unexpected-error",
+            "detail": "stats:report produced a response that does not fit its type (ValueError)",
+        }), where  # fmt: skip
+    shapes["nested"] = lambda: Report({"series": [1.5, {"point": 2.5}]}, {"n": 3})
+    status, _, payload = asyncio.run(raw_request(app, "GET", b"/report", b"", [(b"x-where", b"nested")], b""))
+    assert (status, json.loads(payload)) == (200, {"data": {"series": [1.5, {"point": 2.5}]}, "extras": {"n": 3}})
