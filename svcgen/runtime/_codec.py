@@ -24,8 +24,9 @@ Wire decisions:
   number a JSON number; boolean `true`/`false`; string, datetime and bytes stay text; a nullable
   field reads `""` and `null` as null, except where its type takes any text (string, bytes, any):
   there the text is kept and null is had by leaving the field out; an array of scalars is
-  comma-separated (`""` is empty); a map, record or array of structured items is JSON text; a union
-  takes the first member whose conversion succeeds.
+  comma-separated (`""` is empty), and a query name given more than once is that list's items in turn,
+  a field of any other type refuses it (`RepeatedField`); a map, record or array of structured items is
+  JSON text; a union takes the first member whose conversion succeeds.
 """
 
 from __future__ import annotations
@@ -73,6 +74,8 @@ T = TypeVar("T")
 Decoder = Callable[[Any], Any]
 Encoder = Callable[[Any], Any]
 TextConverter = Callable[[str], Any]
+TextFields = Mapping[str, "str | tuple[str, ...]"]
+"""HTTP path and query values by name; a query name given more than once holds every value, in order."""
 
 
 class DecodeError(ValueError):
@@ -152,19 +155,23 @@ class Codec(Generic[T]):
         self.encode = encode
         self._text = text
 
-    def decode_text_fields(self, fields: Mapping[str, str]) -> dict[str, Any]:
+    def decode_text_fields(self, fields: TextFields) -> dict[str, Any]:
         """HTTP path/query strings → JSON values of the record's field types, ready to merge and `decode`.
 
         Names that are not fields of the record stay strings; a non-record codec returns the fields as
-        they are. A value that cannot be converted raises `DecodeError` at that field's path.
+        they are. A value that cannot be converted raises `DecodeError` at that field's path. A name given
+        more than once (a tuple): a list field takes every value, a name that is no field keeps them as a
+        list, any other field raises `RepeatedField`.
         """
         table = self._text
         if table is None:
-            return dict(fields)
+            return {name: text if type(text) is str else list(text) for name, text in fields.items()}
         converted: dict[str, Any] = {}
         errors: list[DecodeError] = []
         for name, text in fields.items():
             convert = table.get(name)
+            if type(text) is not str:
+                text, convert = _every_value(self.shape, name, text)
             if convert is None:
                 converted[name] = text
                 continue
@@ -1287,6 +1294,30 @@ def _text_list(convert_item: TextConverter | None) -> TextConverter:
         return converted
 
     return convert
+
+
+class RepeatedField(ValueError):
+    """A query name given more than once for a field that takes one value: a bad request, never one value
+    silently picked."""
+
+    def __init__(self, name: str, count: int) -> None:
+        super().__init__(f"query parameter {name!r} is given {count} times; it takes one value")
+
+
+def _every_value(shape: Shape, name: str, texts: Iterable[str]) -> tuple[Any, TextConverter | None]:
+    """(text, converter) for a name given several times: a list of scalars reads the values (each
+    comma-separated, as one value is) as one list; a name that is no field keeps them as a list."""
+    texts = tuple(texts)
+    field = next((f for f in shape.fields if f.wire == name), None) if isinstance(shape, RecordShape) else None
+    if field is None:
+        return list(texts), None
+    listed = field.shape
+    while isinstance(listed, NullableShape | ConstrainedShape):
+        listed = listed.inner
+    if not (isinstance(listed, ArrayShape) and is_text_scalar(listed.items)):
+        raise RepeatedField(name, len(texts))
+    # The values' items in one text: one conversion, so an error names the item's place in the whole list.
+    return ",".join(text for text in texts if text), _text_list(_text_converter(listed.items))
 
 
 def _text_union(members: tuple[Shape, ...]) -> TextConverter | None:

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ._codec import TextFields
 from ._dependencies import Scope
 from ._jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits
 
@@ -24,8 +25,9 @@ class Context:
     scope: Scope
     body: str | bytes | None = None
     """Raw JSON text of the request payload; empty or None means `{}`."""
-    fields: Mapping[str, str] | None = None
-    """Text fields laid over the body (HTTP path and query), converted to their field types."""
+    fields: TextFields | None = None
+    """Text fields laid over the body (HTTP path and query), converted to their field types; a query name given
+    more than once holds every value (a tuple)."""
     transport: str = "envelope"
     json_limits: JsonLimits = DEFAULT_JSON_LIMITS
     """What the body's JSON may be (depth, duplicate keys); the transport sets it."""

@@ -26,6 +26,7 @@ from typing import Any, Final, Literal, Protocol
 import orjson
 
 from . import _status as st
+from ._codec import TextFields
 from ._deadline import Clock
 from ._result import Outcome, Result
 
@@ -101,7 +102,7 @@ class IdempotencyStore(Protocol):
         ...
 
 
-def fingerprint(topic: str, version: str | None, fields: Mapping[str, str] | None, body: str | bytes | None) -> str:
+def fingerprint(topic: str, version: str | None, fields: TextFields | None, body: str | bytes | None) -> str:
     """What makes two calls the same request: topic, version asked for, path and query fields, body bytes."""
     parts = [topic.encode(), (version or "").encode(), body.encode() if isinstance(body, str) else body or b""]
     if fields:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final
 
+from ._codec import TextFields
 from ._jsonlimits import JsonLimits
 
 NO_HEADERS: Final[Mapping[str, str]] = MappingProxyType({})
@@ -25,8 +26,9 @@ class Invocation:
     """Lower-cased names (`lowered` makes them so); handlers see them read-only."""
     body: str | bytes | None = None
     """Raw JSON text of the request payload; empty or None means `{}`."""
-    fields: Mapping[str, str] | None = None
-    """Text fields laid over the body (HTTP path and query), converted to their field types."""
+    fields: TextFields | None = None
+    """Text fields laid over the body (HTTP path and query), converted to their field types; a query name given
+    more than once holds every value (a tuple)."""
     path_version: str | None = None
     """A `{version}` path segment: beats the caller's version header."""
     static_version: str = ""

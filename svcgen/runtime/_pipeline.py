@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from . import _status as st
-from ._codec import Codec, DecodeError, codec_for
+from ._codec import Codec, DecodeError, RepeatedField, codec_for
 from ._context import Context
 from ._deadline import Clock
 from ._deadline import enter as enter_deadline
@@ -118,6 +118,8 @@ class Pipeline:
             elif target.expects_object and not isinstance(value, dict):
                 return _failure(st.BAD_REQUEST, "body must be a JSON object")
             request = codec.decode(value)
+        except RepeatedField as exc:
+            return _failure(st.BAD_REQUEST, str(exc))
         except DecodeError as exc:
             errors = tuple((path, message) for path, message in exc.violations[: DecodeError.MAX_LISTED])
             return BindingFailure(st.VALIDATION_ERROR, None, str(exc), errors=errors)

@@ -15,7 +15,7 @@ from typing import Any, Final
 import orjson
 
 from . import _status as st
-from ._codec import codec_for
+from ._codec import TextFields, codec_for
 from ._context import Context
 from ._deadline import DEADLINE_HEADER, Clock, caller_deadline
 from ._dependencies import Dependencies
@@ -42,7 +42,7 @@ _ReservedAnswer = Callable[[], Awaitable[Outcome]]
 ADMITTED_PER_CALL: Final = frozenset({*VERSION_HEADERS, IDEMPOTENCY_KEY_HEADER})
 """Headers that make `invoke` admit a call on its own: they pick the version or ask for an idempotent run."""
 Runner = Callable[
-    [Mapping[str, str], str | bytes | None, Mapping[str, str] | None, str, JsonLimits, "Principal | None"],
+    [Mapping[str, str], str | bytes | None, TextFields | None, str, JsonLimits, "Principal | None"],
     Awaitable[Outcome],
 ]
 """`Service.runner`'s: (headers, body, fields, transport, JSON limits, principal) → the call's `Outcome`."""
@@ -209,7 +209,7 @@ class Service:
         async def run(
             headers: Mapping[str, str],
             body: str | bytes | None,
-            fields: Mapping[str, str] | None,
+            fields: TextFields | None,
             transport: str,
             json_limits: JsonLimits,
             principal: Principal | None = None,

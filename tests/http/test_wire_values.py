@@ -130,3 +130,35 @@ def test_a_number_that_is_not_finite_inside_an_any_value_fails_as_a_typed_number
     shapes["nested"] = lambda: Report({"series": [1.5, {"point": 2.5}]}, {"n": 3})
     status, _, payload = asyncio.run(raw_request(app, "GET", b"/report", b"", [(b"x-where", b"nested")], b""))
     assert (status, json.loads(payload)) == (200, {"data": {"series": [1.5, {"point": 2.5}]}, "extras": {"n": 3}})
+
+
+@dataclasses.dataclass
+class Find:
+    q: str
+    limit: int = 10
+    tags: list[str] = dataclasses.field(default_factory=list)
+    sizes: list[int] = dataclasses.field(default_factory=list)
+
+
+async def find(request: Find, context: Context) -> Result[Find]:
+    return Result.ok(request)
+
+
+def test_a_query_parameter_given_several_times_goes_to_a_list_field_or_is_refused() -> None:
+    registry = Registry()
+    registry.add("shop:find", find)
+    app = create_app(Service(Identity("shop"), registry), ["GET /find/{q} -> shop:find"])
+
+    def get(query: bytes) -> tuple[int, Any]:
+        status, _, payload = asyncio.run(raw_request(app, "GET", b"/find/x", query, [], b""))
+        return status, json.loads(payload)
+
+    every = {"q": "x", "limit": 10, "tags": ["a", "b", "c"], "sizes": [1, 2]}
+    assert get(b"tags=a&tags=b,c&sizes=1&sizes=2") == (200, every)
+    assert get(b"tags=a&limit=1&limit=2") == (400, {
+        "status": "bad-request", "detail": "query parameter 'limit' is given 2 times; it takes one value"})  # fmt: skip
+    # The path's field is the path's, whatever the query says (path, then query, then body).
+    assert get(b"q=y&q=z&tags=a")[1]["q"] == "x"
+    errors = [{"path": "sizes[1]", "message": "expected integer"}]
+    assert get(b"sizes=1&sizes=x") == (422, {"status": "validation-error", "detail": "sizes[1]: expected integer",
+                                             "errors": errors})  # fmt: skip

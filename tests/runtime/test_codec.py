@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from svcgen.runtime import DecodeError, Meta, codec_for
-from svcgen.runtime._codec import rows_encoder
+from svcgen.runtime._codec import RepeatedField, TextFields, rows_encoder
 from svcgen.runtime._naming import snake_to_camel
 from svcgen.runtime._schema import schema_of
 
@@ -524,11 +524,11 @@ def test_codec_is_compiled_once_and_does_no_reflection_per_call(monkeypatch: pyt
 # Text fields (HTTP path and query)
 
 
-def text_fields(fields: dict[str, str], tp: Any = Query) -> dict[str, Any]:
+def text_fields(fields: TextFields, tp: Any = Query) -> dict[str, Any]:
     return codec_for(tp).decode_text_fields(fields)
 
 
-def text_error(fields: dict[str, str], tp: Any = Query) -> str:
+def text_error(fields: TextFields, tp: Any = Query) -> str:
     with pytest.raises(DecodeError) as info:
         codec_for(tp).decode_text_fields(fields)
     return str(info.value)
@@ -629,6 +629,37 @@ def test_text_fields_of_a_record_with_nested_fields() -> None:
     converted = text_fields({"customer": '{"customerId": "c"}', "items": '[{"sku": "s"}]'}, PlaceOrder)
     assert converted == {"customer": {"customerId": "c"}, "items": [{"sku": "s"}]}
     assert text_error({"items": "sku"}, PlaceOrder) == "items: expected JSON array"
+
+
+@dataclass
+class Repeatable:
+    names: list[str] | None = None
+    tags: set[str] = field(default_factory=set)
+
+
+def test_a_list_field_given_several_times_takes_every_value() -> None:
+    # Each value is read as one value is (comma-separated, "" empty), the items in the order given.
+    assert text_fields({"ids": ("1,2", "", "3")}) == {"ids": [1, 2, 3]}
+    assert text_error({"ids": ("1", "2,x")}) == "ids[2]: expected integer"
+    assert text_fields({"names": ("a", "b"), "tags": ("x", "x,y")}, Repeatable) == {
+        "names": ["a", "b"],
+        "tags": ["x", "x", "y"],
+    }
+    assert codec_for(Query).decode({"orderId": "o", "limit": 1, "ratio": 1, "verbose": True,
+                                    **text_fields({"ids": ("4", "5")})}).ids == [4, 5]
+
+
+@pytest.mark.parametrize("name", ["limit", "orderId", "cursor", "label", "anything", "either", "filters", "since"])
+def test_a_field_of_one_value_given_several_times_is_refused_by_name(name: str) -> None:
+    with pytest.raises(RepeatedField) as info:
+        text_fields({"limit": "1", name: ("1", "2")})
+    assert str(info.value) == f"query parameter {name!r} is given 2 times; it takes one value"
+    assert not isinstance(info.value, DecodeError)  # a bad request, not values that do not fit
+
+
+def test_a_name_given_several_times_that_is_no_field_keeps_its_values() -> None:
+    assert text_fields({"utm": ("a", "b")}) == {"utm": ["a", "b"]}
+    assert text_fields({"a": ("1", "2")}, dict[str, Any]) == {"a": ["1", "2"]}
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from typing import Any, TypedDict, Unpack
 import orjson
 
 from .. import _status as st
+from .._codec import TextFields
 from .._envelope import EnvelopeError
 from .._events import EventsError
 from .._invocation import Invocation
@@ -163,6 +164,7 @@ class HttpApp:
                 return
             raw_path = scope.get("raw_path") or path.encode()
             found = self.router.find_path(method, raw_path)
+            fields: TextFields | None
             if found is not None:
                 route, fields, path_version = found  # a new dict per match: the query goes under the path's fields
                 if scope.get("query_string"):

@@ -35,15 +35,23 @@ class QueryNotUtf8(ValueError):
     """A query string whose bytes, raw or percent-encoded, are not UTF-8: refused, never silently replaced."""
 
 
-def query_fields(scope: AsgiScope) -> dict[str, str]:
-    """Query-string fields; where a name repeats, the last value wins. Raises `QueryNotUtf8`."""
+def query_fields(scope: AsgiScope) -> dict[str, str | tuple[str, ...]]:
+    """Query-string fields; a name given more than once holds every value, in order, for the request type to
+    take (a list field) or refuse, never one picked. Raises `QueryNotUtf8`."""
     raw = scope.get("query_string") or b""
     if not raw:
         return {}
     try:
-        return dict(parse_qsl(raw.decode("utf-8"), keep_blank_values=True, errors="strict"))
+        pairs = parse_qsl(raw.decode("utf-8"), keep_blank_values=True, errors="strict")
     except UnicodeDecodeError:
         raise QueryNotUtf8("query is not valid UTF-8") from None
+    fields: dict[str, str | tuple[str, ...]] = dict(pairs)
+    if len(fields) == len(pairs):  # no name repeats: the usual query
+        return fields
+    every: dict[str, list[str]] = {}
+    for name, value in pairs:
+        every.setdefault(name, []).append(value)
+    return {name: values[0] if len(values) == 1 else tuple(values) for name, values in every.items()}
 
 
 def whole_body(message: Message, limit: int) -> bytes | None:
