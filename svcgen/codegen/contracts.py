@@ -63,7 +63,7 @@ def contract_documents(bindings: ServiceBindings, models_source: str, package: s
         documents = {
             DESCRIPTOR: document_bytes(descriptor),
             HTTP_API: app.http_api_body,
-            OPENAPI: document_bytes(service.openapi),
+            OPENAPI: app.openapi_body,
             SPEC: document_bytes(service.spec),
         }
         if bindings.events or bindings.subscriptions:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -113,8 +114,8 @@ def test_openapi_json_is_unchanged_by_security_and_invoke_false_turns_the_faces_
     plain = "\n".join(line for line in text.splitlines() if "security: " not in line)
     plain = plain[: plain.index("security:")] + plain[plain.index("types:") :]
     documents = {}
-    for name, manifest in (("secured", text.replace("title: Clinic API", "title: Clinic API\ninvoke: false")),
-                           ("plain", plain)):  # fmt: skip
+    closed = text.replace("title: Clinic API", "title: Clinic API\ninvoke: false")
+    for name, manifest in (("secured", text), ("closed", closed), ("plain", plain)):
         path = tmp_path / name / "clinic.yaml"
         path.parent.mkdir()
         path.write_text(manifest, encoding="utf-8")
@@ -124,12 +125,16 @@ def test_openapi_json_is_unchanged_by_security_and_invoke_false_turns_the_faces_
     assert documents["secured"]["contracts/openapi.json"] == documents["plain"]["contracts/openapi.json"]
     assert "securitySchemes" in documents["secured"]["contracts/http-api.json"]
     assert "securitySchemes" not in documents["plain"]["contracts/http-api.json"]
-    assert "invoke=False" in documents["secured"]["service.py"]
-    model = load_manifest(str(tmp_path / "secured" / "clinic.yaml"))
-    write_package(render_package(model, tmp_path / "secured"), tmp_path / "secured" / "clinic_service")
-    with imported(tmp_path / "secured", "clinic_service"):
+    assert "invoke=False" in documents["closed"]["service.py"]
+    # No invoke face served, none described: the committed document lists no operation, as the app serves it.
+    assert json.loads(documents["closed"]["contracts/openapi.json"])["paths"] == {}
+    model = load_manifest(str(tmp_path / "closed" / "clinic.yaml"))
+    write_package(render_package(model, tmp_path / "closed"), tmp_path / "closed" / "clinic_service")
+    with imported(tmp_path / "closed", "clinic_service"):
         app = importlib.import_module("clinic_service.service").create_app(setup=Wiring(environ={}))
         with running(app) as url, httpx.Client(base_url=url, timeout=10) as client:
             assert client.post("/svc/invoke", json={"topic": "svc:spec"}).status_code == 404
             assert client.post("/svc/invoke/clinic:opening", json={}).status_code == 404
             assert client.get("/opening").status_code == 501
+            committed = documents["closed"]["contracts/openapi.json"]
+            assert client.get("/svc/openapi.json").text == committed

@@ -78,6 +78,14 @@ def test_invoke_false_turns_the_invoke_faces_off() -> None:
     assert call(app, "POST", "/svc/invoke", json={"topic": "svc:mesh"}).status_code == 404
     assert call(app, "POST", "/svc/invoke/orders:place", json=PLACE).status_code == 404
     assert call(app, "POST", "/orders", json=PLACE).status_code == 201
+    # The operations document describes the invoke faces: where none is served, it lists no operation.
+    served = call(app, "GET", "/svc/openapi.json")
+    assert served.status_code == 200 and served.content == app.openapi_body
+    document = served.json()
+    assert document["paths"] == {} and list(document["components"]["schemas"]) == ["SvcError"]
+    faces = make_app()
+    assert faces.openapi == faces.service.openapi and "/svc/invoke/orders:place/v1" in faces.openapi["paths"]
+    assert document["info"] == faces.openapi["info"]
 
 
 def test_validation_error_lists_each_field_with_its_wire_path() -> None:

@@ -19,7 +19,9 @@ from .._events import EventsError
 from .._invocation import Invocation
 from .._jsontext import document_bytes
 from .._nats.connections import NatsError
+from .._openapi import build_openapi
 from .._pipeline import cancelled_from_outside
+from .._registry import Registry
 from .._result import Result
 from .._service import ADMITTED_PER_CALL, Runner, Service
 from .._topics import is_reserved_topic
@@ -363,9 +365,18 @@ class HttpApp:
         await send_response(send, 200, self.openapi_body)
 
     @cached_property
+    def openapi(self) -> dict[str, Any]:
+        """The operations document of the invoke faces this app serves: the service's, or with `invoke=False`
+        one without operations (the faces it describes answer 404 here)."""
+        service = self.service
+        if self._topic_invoke is not None:
+            return service.openapi
+        return build_openapi(Registry(), title=service.title, version=service.api_version, prefix=service.prefix)
+
+    @cached_property
     def openapi_body(self) -> bytes:
         """Served exactly as committed to contracts/openapi.json; built on first request."""
-        return document_bytes(self.service.openapi)
+        return document_bytes(self.openapi)
 
     @cached_property
     def http_api(self) -> dict[str, Any]:
