@@ -212,15 +212,20 @@ def test_declared_statuses_and_the_binding_failures_are_the_responses() -> None:
     forget = operation(document, "delete", "/shops/{shopId}/orders")["responses"]
     assert list(forget) == ["200", "204", "400", "403", "404", "413", "422", "431", "503"]
     assert forget["204"] == {"description": "deleted"}  # no content
-    # Without a placeholder or a version nothing can miss: no 404.
-    assert "404" not in app_without_misses().http_api["paths"]["/search"]["get"]["responses"]
-    assert "200" in operation(document, "post", "/orders")["responses"]  # v2: a version header can miss
+    assert "404" in operation(document, "post", "/orders")["responses"]  # v2: a version header can miss
 
 
-def app_without_misses() -> HttpApp:
+def test_an_unversioned_topic_on_a_route_without_placeholders_lists_the_404_a_version_header_gets() -> None:
+    # Spec rule 5: a caller's version header picks the version, so naming one the topic lacks is a 404 here too.
     registry = Registry()
     registry.add("shop:search", search)
-    return create_app(Service(Identity("shop"), registry), ["GET /search -> shop:search"])
+    served = create_app(Service(Identity("shop"), registry), ["GET /search -> shop:search"])
+    responses = served.http_api["paths"]["/search"]["get"]["responses"]
+    answer = call(served, "GET", "/search", params={"shopId": "s", "query": "q"}, headers={"svc-version": "v9"})
+    assert answer.status_code == 404 and answer.json()["status"] == "not-found"
+    assert "404" in responses and responses["404"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/Failure"
+    }
 
 
 def test_the_document_is_byte_stable() -> None:

@@ -6,8 +6,9 @@ request type without its path fields as the body (`<Type>Body` when fields were 
 every other named type of the shared derivation) is one component, `#/components/schemas/<TypeName>`, referenced
 wherever it appears; every field with a default publishes it (DESIGN §12), in its component and in the parameter
 standing for it, where the other documents keep a plain field as the spec's table row. Responses: each declared
-success status, then the failures the binding can answer (400, 404 where a path segment or the version can miss,
-413, 422, 431, 503) plus the topic's declared ones, each with the failure body component.
+success status, then the failures the binding can answer (400, 404, 413, 422, 431, 503) plus the topic's declared
+ones, each with the failure body component. 404 is on every operation: any caller may name a version by header
+(spec, Versioning rule 5), and one the topic lacks is not found, as an empty placeholder segment is.
 
 Walk order is the route order (the order requests are matched in), so the bytes are stable; component and path
 keys are sorted.
@@ -60,7 +61,7 @@ _WIRE_FORMATS: Final[dict[str, JsonSchema]] = {
 
 _BINDING_FAILURES: Final[dict[int, str]] = {
     st.FAILURE_CODES[st.BAD_REQUEST]: "bad-request: the body is not JSON, not an object or over a parse limit",
-    st.FAILURE_CODES[st.NOT_FOUND]: "not-found",
+    st.FAILURE_CODES[st.NOT_FOUND]: "not-found",  # a version the request names, a path, or the handler's own miss
     BODY_TOO_LARGE_CODE: f"{LIMIT_STATUS}: the body is larger than the service accepts",
     st.FAILURE_CODES[st.VALIDATION_ERROR]: "validation-error: values that do not fit the request type",
     TOO_MANY_HEADERS_CODE: f"{LIMIT_STATUS}: the request has more headers than the service accepts",
@@ -383,8 +384,6 @@ def _responses(
     for status in success:
         described.setdefault(st.SUCCESS_CODES[status], []).append(status)
     failure_codes = dict(_BINDING_FAILURES)
-    if not _can_miss(operation):
-        del failure_codes[st.FAILURE_CODES[st.NOT_FOUND]]
     for status in failures:
         code = st.FAILURE_CODES[status]
         failure_codes.setdefault(code, status)
@@ -413,10 +412,3 @@ def _validation_failure_schema() -> JsonSchema:
         "required": ["path", "message"],
     }
     return {**base, "properties": {**base["properties"], "errors": {"type": "array", "items": item, "maxItems": 20}}}
-
-
-def _can_miss(operation: _Operation) -> bool:
-    """Whether the binding can answer 404: an empty placeholder segment matches no route, and a caller's
-    version header can name a version the topic does not have."""
-    registration = operation.registration
-    return bool(operation.route.params) or registration is None or bool(registration.version)
