@@ -86,6 +86,7 @@ def _placeholder_definition(bindings: ServiceBindings, models: types.ModuleType)
                 summary=topic.summary,
                 success=topic.success,
                 failures=topic.failures,
+                idempotent=topic.idempotent,
                 security=None if topic.security is None else requirement_literals(topic.security),
                 deprecated=None if topic.deprecated is None else Deprecation(**vars(topic.deprecated)),
             )

@@ -205,12 +205,10 @@ def test_declared_statuses_and_the_binding_failures_are_the_responses() -> None:
         "description": "created",
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Placed"}}},
     }
-    assert placed["409"] == {
-        "description": "conflict",
-        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Failure_2"}}},
-    }
+    assert placed["409"]["description"].startswith("conflict; or ")  # declared, and an Idempotency-Key's answer
+    assert placed["409"]["content"] == {"application/json": {"schema": {"$ref": "#/components/schemas/Failure_2"}}}
     forget = operation(document, "delete", "/shops/{shopId}/orders")["responses"]
-    assert list(forget) == ["200", "204", "400", "403", "404", "413", "422", "431", "503"]
+    assert list(forget) == ["200", "204", "400", "403", "404", "409", "413", "422", "431", "503"]
     assert forget["204"] == {"description": "deleted"}  # no content
     assert "404" in operation(document, "post", "/orders")["responses"]  # v2: a version header can miss
 
@@ -291,3 +289,38 @@ def test_a_route_without_a_version_to_a_topic_of_several_needs_the_version_heade
         served, "POST", "/orders", json={"shopId": "s", "items": [{"sku": "a"}]}, headers={"svc-version": "v1"}
     )
     assert chosen.status_code == 201
+
+
+def test_an_operation_that_honours_an_idempotency_key_lists_the_answers_the_key_can_get() -> None:
+    registry = Registry()
+    registry.add("shop:place", place, version="v1", success=["created"], failures=["conflict"])
+    registry.add("shop:place", place_v2, version="v2")
+    registry.add("shop:search", search, idempotent=True)
+    registry.add("shop:forget", forget, success=["deleted"])
+    routes = ["POST /orders -> shop:place@v1", "POST /any/orders -> shop:place", "GET /search -> shop:search",
+              "DELETE /orders -> shop:forget"]  # fmt: skip
+    served = create_app(Service(Identity("shop"), registry), routes)
+    document = served.http_api
+    validate(document)
+    forgotten = operation(document, "delete", "/orders")["responses"]
+    # Not idempotent (the registry's default): a key still in flight is 409, one reused with another body 422.
+    assert forgotten["409"]["description"].startswith("conflict: a call with this Idempotency-Key is still running")
+    assert forgotten["409"]["headers"] == {"retry-after": {"description": "seconds to wait before retrying",
+                                                           "schema": {"type": "string"}}}  # fmt: skip
+    assert "Idempotency-Key was used with another request" in forgotten["422"]["description"]
+    assert forgotten["422"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/ValidationFailure"
+    }
+    # A topic's own conflict keeps its word, the key's reason beside it.
+    placed = operation(document, "post", "/orders")["responses"]["409"]["description"]
+    assert placed.startswith("conflict; or a call with this Idempotency-Key is still running")
+    # Where a header picks the version, a version that is not idempotent makes the key count.
+    assert "409" in operation(document, "post", "/any/orders")["responses"]
+    # An idempotent topic ignores the key: none of its answers.
+    searched = operation(document, "get", "/search")["responses"]
+    assert "409" not in searched and "Idempotency-Key" not in json.dumps(searched)
+    # What the document says, the service answers.
+    body = {"shopId": "s", "query": "q"}
+    assert call(served, "DELETE", "/orders", json=body, headers={"idempotency-key": "k"}).status_code == 204
+    reused = call(served, "DELETE", "/orders", json={**body, "query": "r"}, headers={"idempotency-key": "k"})
+    assert reused.status_code == 422

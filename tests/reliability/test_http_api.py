@@ -83,7 +83,8 @@ def with_declared_handlers(original: Callable[[], Registry], answers: dict[tuple
             registry.add(registration.topic, declared(make, registration), version=registration.version,
                          request=registration.request_type, response=registration.response_type,
                          summary=registration.summary, success=registration.success,
-                         failures=registration.failures, deprecated=registration.deprecated)  # fmt: skip
+                         failures=registration.failures, deprecated=registration.deprecated,
+                         idempotent=registration.idempotent)  # fmt: skip
         return registry
 
     return build_registry

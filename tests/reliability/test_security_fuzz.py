@@ -59,7 +59,8 @@ def with_handlers(original: Callable[[], Registry], answers: dict[str, Callable[
             registry.add(registration.topic, handle, version=registration.version,
                          request=registration.request_type, response=registration.response_type,
                          summary=registration.summary, success=registration.success,
-                         failures=registration.failures, security=security)  # fmt: skip
+                         failures=registration.failures, security=security,
+                         idempotent=registration.idempotent)  # fmt: skip
         return registry
 
     return build_registry

@@ -8,7 +8,9 @@ wherever it appears; every field with a default publishes it (DESIGN §12), in i
 standing for it, where the other documents keep a plain field as the spec's table row. Responses: each declared
 success status, then the failures the binding can answer (400, 404, 413, 422, 431, 503) plus the topic's declared
 ones, each with the failure body component. 404 is on every operation: any caller may name a version by header
-(spec, Versioning rule 5), and one the topic lacks is not found, as an empty placeholder segment is.
+(spec, Versioning rule 5), and one the topic lacks is not found, as an empty placeholder segment is. A topic that is
+not idempotent honours an `Idempotency-Key`: its operations add what a key can get (409 in flight, with
+`retry-after`; the key's reasons for 400, 422 and 503).
 
 Walk order is the route order (the order requests are matched in), so the bytes are stable; component and path
 keys are sorted.
@@ -24,6 +26,7 @@ from urllib.parse import quote
 from .. import _status as st
 from .._codec import is_text_scalar
 from .._collisions import collision_suffixes
+from .._idempotency import MAX_KEY_LENGTH
 from .._naming import camel_name, slug
 from .._openapi import COMPONENT_REF, JSON_MEDIA_TYPE, PATH_SAFE, error_schema
 from .._registry import Registration, Registry
@@ -69,6 +72,15 @@ _BINDING_FAILURES: Final[dict[int, str]] = {
 }
 """HTTP code → response description of every failure the binding itself answers."""
 
+_KEYED_FAILURES: Final[dict[str, str]] = {
+    st.BAD_REQUEST: f"an Idempotency-Key that is not 1 to {MAX_KEY_LENGTH} printable ASCII characters",
+    st.CONFLICT: "a call with this Idempotency-Key is still running (retry after retry-after seconds)",
+    st.VALIDATION_ERROR: "this Idempotency-Key was used with another request",
+    st.SERVICE_UNAVAILABLE: "the idempotency store is unavailable",
+}
+"""Status → why an operation that honours an `Idempotency-Key` answers it (`_idempotency.run_once`)."""
+_RETRY_AFTER: Final = {"retry-after": {"description": "seconds to wait before retrying", "schema": {"type": "string"}}}
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Operation:
@@ -77,6 +89,8 @@ class _Operation:
     route: Route
     registration: Registration | None
     """None for a route without a static version to a topic of several versions: the caller's header picks."""
+    keyed: bool
+    """An `Idempotency-Key` is honoured: the topic (a version of it, where the header picks) is not idempotent."""
 
 
 def build_http_api(
@@ -143,7 +157,12 @@ def _operations(registry: Registry, routes: Iterable[Route]) -> list[_Operation]
             if shape in taken:
                 continue
             taken.add(shape)
-            operations.append(_Operation(route.method, path, route, registration))
+            if registration is not None:
+                keyed = not registration.idempotent
+            else:
+                candidates = (registry.get(route.topic, version) for version in registry.versions(route.topic))
+                keyed = any(candidate is not None and not candidate.idempotent for candidate in candidates)
+            operations.append(_Operation(route.method, path, route, registration, keyed))
     return operations
 
 
@@ -387,6 +406,11 @@ def _responses(
     for status in failures:
         code = st.FAILURE_CODES[status]
         failure_codes.setdefault(code, status)
+    if operation.keyed:
+        for status, reason in _KEYED_FAILURES.items():
+            code = st.FAILURE_CODES[status]
+            known = failure_codes.get(code)
+            failure_codes[code] = f"{status}: {reason}" if known is None else f"{known}; or {reason}"
     responses: dict[str, Any] = {}
     failure_content = {JSON_MEDIA_TYPE: {"schema": ref(names.failure)}}
     validation_content = {JSON_MEDIA_TYPE: {"schema": ref(names.validation_failure)}}
@@ -398,6 +422,8 @@ def _responses(
         else:
             content = validation_content if code == st.FAILURE_CODES[st.VALIDATION_ERROR] else failure_content
             answer = {"description": failure_codes[code], "content": content}
+            if operation.keyed and code == st.FAILURE_CODES[st.CONFLICT]:
+                answer["headers"] = _RETRY_AFTER
         responses[str(code)] = answer
     return responses
 
