@@ -33,11 +33,21 @@ def test_without_the_token_nothing_is_answered_and_nothing_changes(tmp_path: Pat
     envelope = {"topic": "svc:mesh:register", "body": '{"service": "intruder"}'}
     fleet = {"topic": "svc:mesh:query:fleet", "body": "{}"}
     with running(host.app) as base:
-        for headers in ({}, {"authorization": "Bearer wrong"}, {"authorization": TOKEN},
-                        {"authorization": f"Basic {TOKEN}"}, {"authorization": f"Bearer {TOKEN}x"}):
-            for method, path, body in (("POST", "/svc/invoke", envelope), ("POST", "/svc/invoke", fleet),
-                                       ("GET", "/manifest.json", None), ("GET", "/issues.json", None),
-                                       ("GET", "/services/orders.json", None), ("GET", "/svc/health", None)):
+        for headers in (
+            {},
+            {"authorization": "Bearer wrong"},
+            {"authorization": TOKEN},
+            {"authorization": f"Basic {TOKEN}"},
+            {"authorization": f"Bearer {TOKEN}x"},
+        ):
+            for method, path, body in (
+                ("POST", "/svc/invoke", envelope),
+                ("POST", "/svc/invoke", fleet),
+                ("GET", "/manifest.json", None),
+                ("GET", "/issues.json", None),
+                ("GET", "/services/orders.json", None),
+                ("GET", "/svc/health", None),
+            ):
                 answer = httpx.request(method, base + path, json=body, headers=headers, timeout=5)
                 assert (answer.status_code, answer.json()) == (401, UNAUTHORIZED), (method, path, headers)
                 # RFC 9110: every 401 names its challenge, worded as a service's own guard words it
@@ -50,8 +60,12 @@ def test_without_the_token_nothing_is_answered_and_nothing_changes(tmp_path: Pat
         page = httpx.get(base + "/", timeout=5)
         assert page.status_code == 200 and b'name="svcgen-invoke" content="svc/invoke"' in page.content
         good = {"authorization": f"bearer {TOKEN}"}  # the scheme is case-insensitive
-        answer = httpx.post(base + "/svc/invoke", json={"topic": "svc:mesh:register",
-                                                        "body": '{"service": "orders"}'}, headers=good, timeout=5)
+        answer = httpx.post(
+            base + "/svc/invoke",
+            json={"topic": "svc:mesh:register", "body": '{"service": "orders"}'},
+            headers=good,
+            timeout=5,
+        )
         assert answer.status_code == 200 and answer.json()["statusCode"] == "ok"
         assert [entry["service"] for entry in host.collector.snapshot()["catalog"]] == ["orders"]
         wait_for(lambda: httpx.get(base + "/manifest.json", headers=good, timeout=5).status_code == 200)
@@ -72,10 +86,19 @@ def test_a_generated_service_given_the_token_reports_to_a_locked_collector(tmp_p
 
         fleet = wait_for(reported, timeout=30, what="the books service's feeds")
         (books,) = fleet["services"]
-        assert books == {"service": "books", "serviceVersion": "2.1.0", "topics": 1, "health": "healthy",
-                         "instances": 1, "staleInstances": 0, "missingFeeds": []}
+        assert books == {
+            "service": "books",
+            "serviceVersion": "2.1.0",
+            "topics": 1,
+            "health": "healthy",
+            "instances": 1,
+            "staleInstances": 0,
+            "missingFeeds": [],
+        }
         assert sorted((i["classification"], i["status"]) for i in fleet["issues"]) == [
-            ("client", "not-found"), ("exception", "service-unavailable")]
+            ("client", "not-found"),
+            ("exception", "service-unavailable"),
+        ]
         topic = mesh.query("svc:mesh:query:topic", {"topic": "books:get"})
         assert (topic["consumers"], topic["providers"], topic["invocations"]) == (["books"], [], 3)
 
@@ -97,8 +120,9 @@ def test_the_poller_sends_the_collectors_token() -> None:
             return httpx.Response(200, json={"service": "stock", "topics": []})
         return httpx.Response(200, json={"isHealthy": True, "healthChecks": {}})
 
-    host = CollectorHost(CollectorSettings(fleet=[("stock", "http://stock.test")], token=TOKEN),
-                         transport=httpx.MockTransport(answer))
+    host = CollectorHost(
+        CollectorSettings(fleet=[("stock", "http://stock.test")], token=TOKEN), transport=httpx.MockTransport(answer)
+    )
     assert host.poller is not None
     asyncio.run(host.poller.sweep())
     assert seen == [f"Bearer {TOKEN}", f"Bearer {TOKEN}"]
@@ -129,9 +153,17 @@ def test_the_token_comes_from_the_file_else_the_environment(tmp_path: Path) -> N
 
 @pytest.mark.parametrize(
     ("host", "token", "exposed"),
-    [("127.0.0.1", None, False), ("::1", None, False), ("localhost", None, False), ("127.0.0.2", None, False),
-     ("0.0.0.0", None, True), ("::", None, True), ("10.1.2.3", None, True), ("collector.internal", None, True),
-     ("0.0.0.0", TOKEN, False)],
+    [
+        ("127.0.0.1", None, False),
+        ("::1", None, False),
+        ("localhost", None, False),
+        ("127.0.0.2", None, False),
+        ("0.0.0.0", None, True),
+        ("::", None, True),
+        ("10.1.2.3", None, True),
+        ("collector.internal", None, True),
+        ("0.0.0.0", TOKEN, False),
+    ],
 )
 def test_only_a_reachable_address_without_a_token_is_exposed(host: str, token: str | None, exposed: bool) -> None:
     assert exposed_without_token(host, token) is exposed
@@ -151,10 +183,15 @@ def test_svcgen_collector_serve_refuses_an_empty_token_file(tmp_path: Path, capl
     assert "Traceback" not in result.output
 
 
-@pytest.mark.parametrize(("host", "token", "warned"), [("0.0.0.0", None, True), ("0.0.0.0", TOKEN, False),
-                                                       ("127.0.0.1", None, False)])
+@pytest.mark.parametrize(
+    ("host", "token", "warned"), [("0.0.0.0", None, True), ("0.0.0.0", TOKEN, False), ("127.0.0.1", None, False)]
+)
 def test_svcgen_collector_serve_warns_once_when_reachable_and_open(
-    host: str, token: str | None, warned: bool, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+    host: str,
+    token: str | None,
+    warned: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
     tmp_path: Path,
 ) -> None:
     import uvicorn
@@ -171,8 +208,14 @@ def test_svcgen_collector_serve_warns_once_when_reachable_and_open(
     assert result.exit_code == 0, result.output
     assert len(served) == 1
     lines = [r.getMessage() for r in caplog.records if "without a token" in r.getMessage()]
-    assert lines == ([f"collector bound to {host} without a token: anyone who can reach it can write to it and "
-                      "read it (lock it with --token-file FILE or SVCGEN_COLLECTOR_TOKEN)"] if warned else [])
+    assert lines == (
+        [
+            f"collector bound to {host} without a token: anyone who can reach it can write to it and "
+            "read it (lock it with --token-file FILE or SVCGEN_COLLECTOR_TOKEN)"
+        ]
+        if warned
+        else []
+    )
 
 
 def test_a_reporter_with_the_token_is_accepted_and_one_without_is_unauthorized(tmp_path: Path) -> None:

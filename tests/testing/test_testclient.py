@@ -25,7 +25,7 @@ from tests.support.processes import wait_for
 
 ORDER = {"customerId": "c-1", "items": [{"sku": "s-1", "quantity": 2}], "placedAt": "2026-01-02T03:04:05Z"}
 
-PLACE = '''
+PLACE = """
 from __future__ import annotations
 
 from svcgen.runtime import Context, Result
@@ -47,9 +47,9 @@ async def handle(request: PlaceOrder, context: Context) -> Result[Order]:
         Order(order_id="o-1", customer_id=request.customer_id, items=request.items,
               total_items=sum(item.quantity for item in request.items), placed_at=request.placed_at)
     )
-'''
+"""
 
-WIRING = '''
+WIRING = """
 from __future__ import annotations
 
 from svcgen.runtime import Wiring
@@ -76,7 +76,7 @@ def wire(wiring: Wiring) -> None:
 
     wiring.on_startup(startup)
     wiring.on_shutdown(shutdown)
-'''
+"""
 
 
 @pytest.fixture
@@ -156,8 +156,9 @@ def test_overrides_win_over_the_wiring_s_dependencies_async(orders: ModuleType) 
 
 
 def test_a_failing_startup_is_an_error_naming_it(orders: ModuleType) -> None:
-    with pytest.raises(LifespanError, match="the app failed to start: RuntimeError"), TestClient(
-        orders, environ={"FAIL_STARTUP": "1"}
+    with (
+        pytest.raises(LifespanError, match="the app failed to start: RuntimeError"),
+        TestClient(orders, environ={"FAIL_STARTUP": "1"}),
     ):
         pass
 
@@ -190,7 +191,7 @@ def test_the_handler_test_in_docs_testing_md_runs(orders: ModuleType) -> None:
     namespace["test_placing_an_order_captures_the_payment"]()
 
 
-BOOK = '''
+BOOK = """
 from __future__ import annotations
 
 from svcgen.runtime import Context, Result
@@ -206,7 +207,7 @@ async def handle(request: BookAppointment, context: Context) -> Result[Appointme
     if not published.is_successful:
         return Result.service_unavailable(f"not published: {published.status}")
     return Result.created(Appointment(appointment_id="a-1", patient_id=request.patient_id, slot=request.slot))
-'''
+"""
 
 
 def test_events_go_through_the_in_memory_broker(tmp_path: Path) -> None:
@@ -221,7 +222,7 @@ def test_events_go_through_the_in_memory_broker(tmp_path: Path) -> None:
     assert [event.headers.get("Nats-Msg-Id") for event in stored] == ["bookings:booked::a-1"]  # keyed
 
 
-SHOP = '''
+SHOP = """
 svcgen: 1
 service: shop
 package: shop_service
@@ -239,7 +240,7 @@ topics:
     request: Ping
     response: Ping
     routes: ["POST /ping"]
-'''
+"""
 
 
 @pytest.fixture
