@@ -109,8 +109,10 @@ def _store_check(collector: Collector) -> CheckFunction:
         problem = collector.store_problem
         if problem is None:
             return HealthCheckResult.ok()
-        # Failed, not a warning: a collector that cannot persist refuses feeds or risks losing what it took.
-        return HealthCheckResult.failed(f"{problem}; {collector.store_failures} feed(s) refused so far")
+        # Failed, not a warning: a collector that cannot persist refuses feeds or risks losing what it took. Feeds
+        # refused are sent again by their reporters; polls lost are not (the next sweep polls again).
+        return HealthCheckResult.failed(f"{problem}; {collector.store_failures} feed(s) refused and "
+                                        f"{collector.polls_lost} poll(s) lost so far")  # fmt: skip
 
     return check
 

@@ -14,7 +14,7 @@ import httpx
 import orjson
 import pytest
 
-from svcgen.collector import Collector, MemoryStore
+from svcgen.collector import Collector, MemoryStore, collector_service
 from svcgen.collector.poller import DEFAULT_INTERVAL, FleetEntry, Poll, Poller
 from svcgen.collector.snapshot import Json
 from svcgen.runtime import HealthCheck, HealthCheckResult, HealthChecks, Identity, Service, create_app
@@ -511,3 +511,25 @@ def test_polls_the_store_cannot_take_are_counted_and_said_once_per_outage(caplog
     assert answer is not None
     fleet = {entry["service"]: entry for entry in answer["services"]}
     assert fleet["orders"]["topics"] == 1 and fleet["broken"]["topics"] == 0  # the sweep in between was stored
+
+
+def test_the_store_check_counts_the_polls_lost_beside_the_feeds_refused() -> None:
+    """Health said "N feed(s) refused so far" while the polls the store could not take went unmentioned."""
+    store = AwayStore()
+    collector = Collector(store)
+    poller = Poller(collector, [("orders", "http://a.test")], transport=answering(service("a.test", ok(SPEC),
+                                                                                         ok(HEALTHY))))  # fmt: skip
+    store.away = "disk gone"
+    for _ in range(3):
+        asyncio.run(poller.sweep())
+    assert collector.traces({"events": []}).status == "service-unavailable"
+
+    async def health() -> httpx.Response:
+        app = create_app(collector_service(collector))
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://collector") as client:
+            return await client.get("/svc/health")
+
+    answer = asyncio.run(health())
+    assert answer.status_code == 503
+    assert answer.json()["healthChecks"]["store"] == {
+        "status": "failed", "detail": "disk gone; 1 feed(s) refused and 3 poll(s) lost so far"}  # fmt: skip
