@@ -155,7 +155,8 @@ def _store(settings: CollectorSettings) -> JsonFileStore | Backend | None:
     if settings.database is not None:
         from .postgres import PostgresStore  # psycopg is an extra: imported only when asked for
 
-        return PostgresStore(settings.database)
+        # A database it cannot use from the start is a wrong URL more likely than an outage: refused in one line.
+        return PostgresStore(settings.database, refuse_at_start=True)
     return JsonFileStore(settings.store) if settings.store is not None else None
 
 

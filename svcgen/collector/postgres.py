@@ -294,8 +294,13 @@ class PostgresStore:
         query_pool_size: int = DEFAULT_QUERY_POOL_SIZE,
         timeout: float = DEFAULT_TIMEOUT,
         probe_interval: float = DEFAULT_PROBE_INTERVAL,
+        refuse_at_start: bool = False,
     ) -> None:
+        """`refuse_at_start`: `open` raises StoreError naming why when it cannot connect or make the tables, instead
+        of starting with the database away (`svcgen collector serve`: a URL wrong from the start is refused; a
+        database lost later is an outage health reports)."""
         self.url = url
+        self.refuse_at_start = refuse_at_start
         self.timeout = timeout
         self.probe_interval = probe_interval
         self.limits = CollectorLimits()
@@ -317,10 +322,18 @@ class PostgresStore:
 
     def open(self, limits: CollectorLimits) -> None:
         self.limits = limits
+        # One connection of our own first: it says at once why it fails, where the pool would wait out its timeout.
+        unreachable = self._unreachable() if self.refuse_at_start else None
+        if unreachable is not None:
+            raise StoreError(unreachable)
         self._pool.open(wait=False)
         self._query_pool.open(wait=False)
-        with contextlib.suppress(StoreUnavailable):
+        try:
             self._ensure_schema()
+        except StoreUnavailable as exc:
+            if self.refuse_at_start:
+                self.close()
+                raise StoreError(str(exc)) from None
         self._stop.clear()
         self._watcher = threading.Thread(target=self._watch, name="svcgen-postgres-watch", daemon=True)
         self._watcher.start()
@@ -345,13 +358,19 @@ class PostgresStore:
                 self._find_reason()
 
     def _find_reason(self) -> None:
-        """The pool only says it got no connection in time; one connection of our own says why (refused, no such
-        database, authentication failed), so health names the reason, not the pool's wait. One that connects
-        leaves the problem as it was (a busy pool, tables of a newer version)."""
+        """The pool only says it got no connection in time; one connection of our own says why, so health names the
+        reason, not the pool's wait. One that connects leaves the problem as it was (a busy pool, tables of a newer
+        version)."""
+        self._problem = self._unreachable() or self._problem
+
+    def _unreachable(self) -> str | None:
+        """Why one connection of our own fails (refused, no such database, authentication failed); None when it
+        connects."""
         try:
             psycopg.connect(self.url, connect_timeout=max(1, round(self.timeout))).close()
         except psycopg.Error as exc:
-            self._problem = f"the database cannot be reached ({_first_line(exc)})"
+            return f"the database cannot be reached ({_first_line(exc)})"
+        return None
 
     def _ensure_schema(self) -> None:
         def create(cursor: Cursor) -> None:

@@ -17,8 +17,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
+import psycopg
 import pytest
 
 from svcgen.collector import Collector, JsonFileStore
@@ -37,6 +39,7 @@ from svcgen.runtime import (
     Result,
     Service,
 )
+from tests.support.databases import with_database
 from tests.support.feeds import descriptor
 from tests.support.processes import stop_process, wait_for, wait_until_up
 from tests.support.server import free_port, running
@@ -335,3 +338,25 @@ def test_svcgen_collector_serve_refuses_a_directory_as_its_store(tmp_path: Path)
     assert "is a directory" in result.stderr and "Traceback" not in result.stderr
     assert sorted(path.name for path in tmp_path.iterdir()) == ["var"]
     assert (directory / "someone-elses.txt").read_text() == "kept"
+
+
+def test_svcgen_collector_serve_refuses_a_database_it_cannot_use_at_start(postgres_url: str) -> None:
+    """A wrong database name, a port nothing listens on or tables it cannot make: the collector served 503 for ever;
+    now the start is refused in one line naming why, the URL without its password, and exit 1 (a database lost
+    after the start stays an outage health reports)."""
+    parts = urlsplit(with_database(postgres_url, "svcgen_test_no_such_database"))
+    netloc = f"{parts.username or 'postgres'}:s3cret@{parts.hostname}:{parts.port or 5432}"
+    with psycopg.connect(postgres_url, autocommit=True) as connection:  # someone else's table by a collector name
+        connection.execute("CREATE TABLE collector_events (id integer)")
+    cases = [
+        (parts._replace(netloc=netloc).geturl(), 'database "svcgen_test_no_such_database" does not exist'),
+        (f"postgresql://postgres:s3cret@127.0.0.1:{free_port()}/mesh", "Connection refused"),
+        (urlsplit(postgres_url)._replace(netloc=netloc).geturl(), 'column "span_id" does not exist'),
+    ]
+    for url, reason in cases:
+        result = subprocess.run([*SVCGEN, "collector", "serve", "--port", str(free_port()), "--store", url],
+                                capture_output=True, text=True, timeout=30)  # fmt: skip
+        assert result.returncode == 1, result.stdout + result.stderr
+        (line,) = result.stderr.splitlines()
+        assert line.startswith(url.replace("s3cret", "***") + ": the database "), line
+        assert reason in line and "s3cret" not in result.stdout + result.stderr
