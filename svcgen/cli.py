@@ -7,12 +7,15 @@ lines on stderr with exit status 1, never as a traceback.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import logging
 import math
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+import signal
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit
@@ -546,7 +549,13 @@ def collector_serve(
                f"polling {len(fleet)} service(s) every {poll_interval:g} s")
     if nats is not None:
         click.echo(f"feeds also from JetStream: stream {settings.nats_stream.name}, durable consumer {DEFAULT_DURABLE}")
-    uvicorn.run(collector_host.app, host=host, port=port, log_level="warning", **server_options())
+    try:
+        uvicorn.run(collector_host.app, host=host, port=port, log_level="warning", **server_options())
+    finally:
+        # uvicorn skips the app's shutdown on a second Ctrl-C (it stops waiting for open requests): the store is
+        # written out here then, a bounded wait that another Ctrl-C does not cut short.
+        with _uninterrupted():
+            collector_host.finish()
 
 
 @main.command()
@@ -581,6 +590,19 @@ def artifacts(store_value: str, out: Path) -> None:
     except OSError as error:
         _fail([f"{out}: cannot write: {error.strerror or error}"])
     click.echo(f"wrote {len(written)} artifacts and {DASHBOARD} to {out}")
+
+
+@contextlib.contextmanager
+def _uninterrupted() -> Iterator[None]:
+    """Ctrl-C (SIGINT) ignored meanwhile, in the main thread (the only one signals reach)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _poll_target(text: str) -> tuple[str, str, str]:

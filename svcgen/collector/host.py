@@ -201,6 +201,7 @@ class CollectorHost:
         self._artifacts_failing = False
         self._writer: asyncio.Task[None] | None = None
         self._stopping: asyncio.Event | None = None
+        self._flushed = False
         self.api.on_startup.append(self.start)
         self.api.on_shutdown.append(self.stop)
 
@@ -224,9 +225,29 @@ class CollectorHost:
                 with contextlib.suppress(asyncio.CancelledError):
                     await self._writer
             await self.write_artifacts()
-            self.collector.flush()
+            self._flush()
         finally:
             self._remove_artifacts()  # a temporary directory only; once
+
+    def finish(self) -> None:
+        """What `stop` leaves undone once the server has exited without the lifespan's shutdown (uvicorn skips it
+        on a second Ctrl-C, and when it cannot bind): the last artifacts and the store written out, nothing else
+        (the event loop is gone: the feeds' messages in hand are redelivered, a poll in flight is polled again).
+        Nothing to do after `stop`. Blocking; bounded by the store's own timeouts."""
+        if self._flushed:
+            return
+        logger.warning("the server stopped without its shutdown (a second Ctrl-C, say): writing out the store "
+                       "before exiting")  # fmt: skip
+        try:
+            if self.settings.artifacts is not None:  # a temporary directory goes anyway
+                self._write_artifacts_now()
+            self._flush()
+        finally:
+            self._remove_artifacts()
+
+    def _flush(self) -> None:
+        self.collector.flush()
+        self._flushed = True
 
     async def write_artifacts(self) -> None:
         """Write the artifacts from a fresh snapshot; the file I/O runs off the event loop."""
@@ -236,14 +257,29 @@ class CollectorHost:
             read = self.collector.artifact_snapshot
             snapshot = await asyncio.to_thread(read) if blocking else read()
             await asyncio.to_thread(write_artifacts, snapshot, self.artifacts, prefix=self.settings.prefix)
-            self.artifact_writes += 1
         except Exception as exc:
-            self.artifact_failures += 1
-            if not self._artifacts_failing:  # once per outage, as the feeds say theirs (a store away for hours)
-                self._artifacts_failing = True
-                logger.warning("writing the UI artifacts to %s failed (%s: %s); retrying every %g s", self.artifacts,
-                               type(exc).__name__, exc, self.settings.artifacts_interval)  # fmt: skip
+            self._artifacts_failed(exc)
             return
+        self._artifacts_written()
+
+    def _write_artifacts_now(self) -> None:
+        """`write_artifacts` with no event loop."""
+        try:
+            write_artifacts(self.collector.artifact_snapshot(), self.artifacts, prefix=self.settings.prefix)
+        except Exception as exc:
+            self._artifacts_failed(exc)
+            return
+        self._artifacts_written()
+
+    def _artifacts_failed(self, exc: Exception) -> None:
+        self.artifact_failures += 1
+        if not self._artifacts_failing:  # once per outage, as the feeds say theirs (a store away for hours)
+            self._artifacts_failing = True
+            logger.warning("writing the UI artifacts to %s failed (%s: %s); retrying every %g s", self.artifacts,
+                           type(exc).__name__, exc, self.settings.artifacts_interval)  # fmt: skip
+
+    def _artifacts_written(self) -> None:
+        self.artifact_writes += 1
         if self._artifacts_failing:
             self._artifacts_failing = False
             logger.warning("writing the UI artifacts to %s again (%d write(s) failed so far)", self.artifacts,

@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -137,6 +138,44 @@ def test_svcgen_collector_serve_removes_its_temporary_artifacts_even_on_a_forced
     finally:
         stop_process(process)
     assert not made.exists()
+
+
+def test_a_second_ctrl_c_still_writes_the_store_out(tmp_path: Path) -> None:
+    """uvicorn skips the app's shutdown on a second Ctrl-C (meant to stop waiting for open requests): the store was
+    never written out (no snapshot, no last fsync). Now the collector writes it out before it exits, and says so."""
+    store, artifacts = tmp_path / "mesh.json", tmp_path / "site"
+    port = free_port()
+    log = tmp_path / "collector.log"
+    with log.open("wb") as output:
+        process = subprocess.Popen([*SVCGEN, "collector", "serve", "--port", str(port), "--store", str(store),
+                                    "--artifacts", str(artifacts), "--artifacts-interval", "3600"],
+                                   stdout=output, stderr=subprocess.STDOUT)  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_up(process, base + "/svc/health", log)
+        assert invoke(base, "svc:mesh:register", descriptor("orders"))["body"] == {"accepted": 1}
+        # A request still arriving: the server waits for it after the first Ctrl-C, until the second.
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as pending:
+            pending.sendall(b"POST /svc/invoke HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\n{")
+            process.send_signal(signal.SIGINT)
+            wait_for(lambda: not _accepts(port), 10, "the server to stop accepting connections")
+            process.send_signal(signal.SIGINT)
+            assert process.wait(timeout=30) == 0
+    finally:
+        stop_process(process)
+    said = log.read_text()
+    assert "writing out the store" in said, said
+    assert [entry["service"] for entry in json.loads(store.read_text())["catalog"]] == ["orders"]
+    assert not list(tmp_path.glob("mesh.json.*.log"))  # all in the snapshot
+    assert json.loads((artifacts / "manifest.json").read_text())["services"][0]["name"] == "orders"
+
+
+def _accepts(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
 
 
 def test_a_host_removes_only_the_artifacts_directory_it_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
