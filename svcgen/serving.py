@@ -8,7 +8,9 @@ With `--reload` a supervisor keeps the listening socket and runs the server in a
 the package when the manifest, a JSON Schema file it names or the manifest of an owner it takes types from
 (wherever they are) changes, restarts the child when a Python file of the package changes, and prints one
 line per reload. An invalid manifest prints the build's diagnostics
-and the last good build keeps serving; a child that fails to start is reported and replaced on the next change.
+and the last good build keeps serving. A child that fails to start (or exits) is reported, and until the next change
+a stand-in on the same socket answers every request 503 at once, saying why, so clients are not left waiting on a
+port nothing serves.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import threading
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 from types import FrameType
@@ -150,18 +153,47 @@ def serve(package: Package, host: str, port: int, workers: int, access_log: bool
                 **server_options(access_log=access_log))
 
 
-def _serve_child(package: Package, sock: socket.socket, access_log: bool) -> None:
-    """A dev-loop server process: the supervisor's socket, uvicorn's own start and stop lines left out."""
+def _serve_child(package: Package, sock: socket.socket, access_log: bool, why: Connection) -> None:
+    """A dev-loop server process: the supervisor's socket, uvicorn's own start and stop lines left out. When it
+    cannot start it sends the supervisor the reason on `why` (for the stand-in's answers) and exits non-zero."""
     import uvicorn
 
     try:
         app = package.load_app()
     except ServeError as error:
         print(error, file=sys.stderr)
+        why.send(str(error))
         raise SystemExit(1) from None
+    server = uvicorn.Server(uvicorn.Config(app, **_child_options(access_log)))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        if not server.started:  # the app's startup failed: logged, and uvicorn exits
+            why.send("the app's startup failed; its error is on the svcgen serve terminal")
+
+
+def _stand_in(sock: socket.socket, detail: str) -> None:
+    """A dev-loop process holding the supervisor's socket while the server cannot start: every request is answered
+    503 `{status: service-unavailable, detail}` at once, instead of waiting on a port nothing serves."""
+    import uvicorn
+
+    from .runtime import _status as st
+    from .runtime._http.requests import AsgiScope, Receive, Send
+    from .runtime._http.responses import send_failure
+
+    async def app(scope: AsgiScope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            await send_failure(send, 503, st.SERVICE_UNAVAILABLE, detail)
+        elif scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1013})  # try again later
+
+    uvicorn.Server(uvicorn.Config(app, lifespan="off", **_child_options(False))).run(sockets=[sock])
+
+
+def _child_options(access_log: bool) -> dict[str, Any]:
     options = server_options(access_log=access_log)
     options["log_config"]["loggers"]["uvicorn.error"] = {"level": "WARNING"}
-    uvicorn.Server(uvicorn.Config(app, **options)).run(sockets=[sock])
+    return options
 
 
 Rebuild = Callable[[], list[str]]
@@ -183,7 +215,10 @@ class Reloader:
         self._watched_inputs: set[Path] = {self.manifest}
         self._sock: socket.socket | None = None
         self._child: BaseProcess | None = None
-        self._child_reported = False
+        """The process on the socket: the server, or the stand-in while the server cannot start."""
+        self._standing_in = False
+        self._why: Connection | None = None
+        """Where the server child sends why it could not start."""
         self._started_with: dict[Path, str] = {}
         self._stop = threading.Event()
 
@@ -238,14 +273,14 @@ class Reloader:
             and candidate.is_relative_to(self.package.directory)
 
     def _on_changes(self, paths: set[Path]) -> None:
-        self._report_dead_child()
+        self._check_child()
         if not paths:
             return
         inputs = ", ".join(sorted(path.name for path in paths if path in self._watched_inputs))
         if inputs and not self._build(f"{inputs} changed"):
             return
         modules = self._changed_modules()
-        if not modules and self._child is not None and self._child.is_alive():
+        if not modules and not self._standing_in and self._child is not None and self._child.is_alive():
             if inputs:
                 self.echo(f"reload: {inputs} changed; rebuilt, no module changed, server kept")
             return
@@ -278,16 +313,21 @@ class Reloader:
         assert self._sock is not None
         self._started_with = _module_digests(self.package.directory)
         context = multiprocessing.get_context("spawn")
-        self._child = context.Process(target=_serve_child, args=(self.package, self._sock, self.access_log),
+        self._why, why = context.Pipe(duplex=False)
+        self._child = context.Process(target=_serve_child, args=(self.package, self._sock, self.access_log, why),
                                       name=f"svcgen serve {self.package.name}")
         self._child.start()
-        self._child_reported = False
+        why.close()  # the child's end: once the child is gone, reading ours ends instead of waiting
+        self._standing_in = False
 
     def _restart(self) -> None:
         self._stop_child()
         self._start()
 
     def _stop_child(self) -> None:
+        if self._why is not None:
+            self._why.close()
+            self._why = None
         child, self._child = self._child, None
         if child is None or not child.is_alive():
             return
@@ -297,12 +337,40 @@ class Reloader:
             child.kill()
             child.join(STOP_TIMEOUT)
 
-    def _report_dead_child(self) -> None:
+    def _check_child(self) -> None:
+        """A server child gone (it could not start, or exited): said once, and the stand-in answers until the next
+        change starts the server again."""
         child = self._child
-        if child is None or child.is_alive() or self._child_reported:
+        if child is None or child.is_alive() or self._stop.is_set():
             return
-        self._child_reported = True
-        self.echo(f"reload: the server exited with status {child.exitcode}; it restarts on the next change")
+        if self._standing_in:  # killed from outside: nothing of ours answers any more
+            self._child = None
+            self.echo(f"reload: the stand-in exited with status {child.exitcode}; the server starts on the next change")
+            return
+        reason = self._reason()
+        self.echo(f"reload: the server exited with status {child.exitcode}; answering 503 until it restarts on the "
+                  "next change")
+        assert self._sock is not None
+        down = f"the server cannot start ({reason})" if reason else \
+            f"the server exited with status {child.exitcode} (its error is on the svcgen serve terminal)"
+        detail = f"{down}; svcgen serve --reload starts it again when a watched file changes"
+        context = multiprocessing.get_context("spawn")
+        self._child = context.Process(target=_stand_in, args=(self._sock, detail),
+                                      name=f"svcgen serve {self.package.name} (stand-in)")
+        self._child.start()
+        self._standing_in = True
+
+    def _reason(self) -> str | None:
+        """What the server child sent on its way out, if anything."""
+        why, self._why = self._why, None
+        if why is None:
+            return None
+        try:
+            return str(why.recv()) if why.poll() else None
+        except (EOFError, OSError):
+            return None
+        finally:
+            why.close()
 
 
 def _listen(host: str, port: int) -> socket.socket:

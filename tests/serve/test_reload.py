@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -147,3 +148,37 @@ def test_an_edit_of_an_imported_owners_manifest_outside_the_directory_rebuilds(t
         assert process.poll() is None
     assert reload_lines(log)[0] == "reload: shared.yaml changed; rebuilt models.py; server restarted"
     assert reload_lines(log)[2] == "reload: tags.yaml changed; rebuilt models.py; server restarted"
+
+
+def answered(base: str) -> httpx.Response | None:
+    try:
+        return httpx.post(base + "/say", json={"text": "hi"}, timeout=5)
+    except httpx.TransportError:
+        return None
+
+
+def test_while_the_server_cannot_start_requests_are_answered_503_at_once_until_it_is_fixed(tmp_path: Path) -> None:
+    """The supervisor kept the port with no server behind it: a client connected and hung until its own timeout.
+    Now the port answers 503 at once, saying why, and serves again once the handler is fixed."""
+    package = build_echo(tmp_path)
+    handler = package / "handlers" / "echo_say.py"
+    with serving(package, "--reload") as (base, process, log):
+        assert said(base) is not None  # the stub's answer
+        write_atomically(handler, "import no_such_module_anywhere\n" + HANDLER)
+        refused = wait_for(lambda: (answer := answered(base)) is not None and answer.status_code == 503 and answer,
+                           RELOAD_TIMEOUT, "a 503 answer")  # fmt: skip
+        failure = refused.json()
+        assert failure["status"] == "service-unavailable"
+        assert "handlers/echo_say.py:1: ModuleNotFoundError: No module named 'no_such_module_anywhere'" in (
+            failure["detail"])  # fmt: skip
+        started = time.monotonic()
+        assert httpx.get(base + "/svc/spec", timeout=5).status_code == 503
+        assert time.monotonic() - started < 1  # answered, not left waiting
+        write_atomically(handler, HANDLER)
+        wait_for(lambda: said(base) == {"text": "HI"}, RELOAD_TIMEOUT, "the fixed handler")
+        assert process.poll() is None
+    assert reload_lines(log) == [
+        "reload: handlers/echo_say.py changed; server restarted",
+        "reload: the server exited with status 1; answering 503 until it restarts on the next change",
+        "reload: handlers/echo_say.py changed; server restarted",
+    ]
