@@ -105,7 +105,9 @@ def test_two_replicas_share_one_durable_consumer_and_each_event_is_handled_once(
     run_then_clean(nats_url, main, publisher, name)
 
 
-def test_a_failing_handler_is_retried_then_dead_lettered_after_exactly_max_deliver_attempts(nats_url: str) -> None:
+def test_a_failing_handler_is_retried_then_dead_lettered_after_exactly_max_deliver_attempts(
+    nats_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
     publisher, name = unique_name("pub"), unique_name("sub")
     attempts: list[int] = []
 
@@ -121,6 +123,7 @@ def test_a_failing_handler_is_retried_then_dead_lettered_after_exactly_max_deliv
             sender = publisher_bus(client, publisher)
             await sender.start(None)  # type: ignore[arg-type]
             bus, service = subscriber(client, name, publisher, handle, FAST)
+            caplog.set_level("WARNING", logger="svcgen.events")
             await bus.start(service)
             await sender.publish("orders:placed", Placed("poison"))
             letters: list[object] = []
@@ -142,6 +145,9 @@ def test_a_failing_handler_is_retried_then_dead_lettered_after_exactly_max_deliv
             assert letter.original_subject == f"svc.event.{publisher}.orders_placed"  # type: ignore[attr-defined]
             assert letter.subject == f"svc.dead.{name}.orders_placed"  # type: ignore[attr-defined]
             assert orjson.loads(letter.data)["orderId"] == "poison"  # type: ignore[attr-defined]
+            # The logger's name says "svcgen.events" on every line already: the message does not say "events:" again.
+            (line,) = [record.getMessage() for record in caplog.records if "dead-lettered" in record.getMessage()]
+            assert line.startswith(f"svc.event.{publisher}.orders_placed dead-lettered for {name} after 3 attempt(s): ")
 
     run_then_clean(nats_url, main, publisher, name)
 
@@ -416,7 +422,7 @@ def test_a_changed_manifest_ack_wait_is_applied_to_the_existing_consumer_at_star
                 await again.start(service)
             (line,) = [record for record in caplog.records if "ack_wait" in record.getMessage()]
             assert line.levelname == "INFO" and line.getMessage() == (
-                f"events: updated the ack_wait of durable consumer {durable} on {stream} to the manifest's "
+                f"updated the ack_wait of durable consumer {durable} on {stream} to the manifest's "
                 "ackWait: 30s → 1s"
             )
             assert (await js.consumer_info(stream, durable)).config.ack_wait == 1.0
@@ -459,7 +465,7 @@ def test_a_consumer_whose_backoff_decides_its_ack_wait_is_followed_with_one_warn
             await bus.stop()
             (line,) = [record for record in caplog.records if "ack_wait" in record.getMessage()]
             assert line.levelname == "WARNING" and line.getMessage() == (
-                f"events: durable consumer {durable} on {stream} kept its ack_wait 2s when given the manifest's "
+                f"durable consumer {durable} on {stream} kept its ack_wait 2s when given the manifest's "
                 "ackWait 5s (its backoff's first step decides it); 2s is followed"
             )
 

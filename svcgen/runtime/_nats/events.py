@@ -195,12 +195,12 @@ class JetStreamBroker:
                 if task is not None and task.cancelling():
                     raise asyncio.CancelledError from None
                 if self._client is not None and self._client.is_closed:
-                    logger.warning("events: %s is no longer consumed: its NATS connection is closed",
+                    logger.warning("%s is no longer consumed: its NATS connection is closed",
                                    subscription.subject)  # fmt: skip
                     return
                 failures += 1
                 if failures == 1 or failures % 100 == 0:
-                    logger.warning("events: fetching %s failed (%s); retrying", subscription.subject,
+                    logger.warning("fetching %s failed (%s); retrying", subscription.subject,
                                    type(exc).__name__)  # fmt: skip
                 await asyncio.sleep(min(0.1 * failures, 2.0))
                 continue
@@ -238,7 +238,7 @@ class JetStreamBroker:
                 await msg.nak(delay=verdict.delay)
         except Exception as exc:
             # Unanswered, JetStream delivers it again after ack_wait: late, never lost.
-            logger.warning("events: answering a delivery of %s failed (%s)", msg.subject, type(exc).__name__)
+            logger.warning("answering a delivery of %s failed (%s)", msg.subject, type(exc).__name__)
 
     async def _dead_letter(self, msg: Msg, subscriber: str, subscription: Subscription, delivered: Delivered,
                            verdict: Verdict) -> None:  # fmt: skip
@@ -248,11 +248,11 @@ class JetStreamBroker:
             await js.publish(dead_subject(subscriber, subscription), delivered.data, timeout=5.0,
                              stream=DEAD_LETTER_STREAM, headers=headers)  # fmt: skip
         except Exception as exc:
-            logger.error("events: the dead letter of %s could not be stored (%s); it is delivered again",
+            logger.error("the dead letter of %s could not be stored (%s); it is delivered again",
                          msg.subject, type(exc).__name__)  # fmt: skip
             await msg.nak(delay=subscription.delivery.backoff[-1])
             return
-        logger.warning("events: %s dead-lettered for %s after %s attempt(s): %s", msg.subject, subscriber,
+        logger.warning("%s dead-lettered for %s after %s attempt(s): %s", msg.subject, subscriber,
                        headers.get("Svc-Attempts"), verdict.reason)  # fmt: skip
         await msg.ack()
 
@@ -299,11 +299,11 @@ async def _reconciled(js: JetStreamContext, info: Any, durable: str, subscriptio
     ack_wait = float(updated.config.ack_wait or wanted)
     if abs(ack_wait - wanted) > 0.001:
         # JetStream sets the ack_wait of a consumer with a backoff (made by hand: svcgen's have none) to its first step.
-        logger.warning("events: durable consumer %s on %s kept its ack_wait %gs when given the manifest's ackWait %gs "
+        logger.warning("durable consumer %s on %s kept its ack_wait %gs when given the manifest's ackWait %gs "
                        "(its backoff's first step decides it); %gs is followed", durable, subscription.stream,
                        ack_wait, wanted, ack_wait)  # fmt: skip
     else:
-        logger.info("events: updated the ack_wait of durable consumer %s on %s to the manifest's ackWait: %gs → %gs",
+        logger.info("updated the ack_wait of durable consumer %s on %s to the manifest's ackWait: %gs → %gs",
                     durable, subscription.stream, found, ack_wait)  # fmt: skip
     return ack_wait
 
