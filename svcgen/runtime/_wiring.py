@@ -158,7 +158,8 @@ class Wiring:
         self.event_broker: EventBroker | None = None
         """What carries the service's events; default JetStream on the NATS server (`nats_url`, SVCGEN_NATS)."""
         self.event_retention = Retention()
-        """How long and how much the stream of the events this service publishes keeps."""
+        """How long and how much the stream of the events this service publishes keeps; applied to an existing
+        stream at start."""
         self._events: EventBus | None = None
         self.startup: list[Callable[[], Awaitable[None]]] = []
         self.shutdown: list[Callable[[], Awaitable[None]]] = []

@@ -45,9 +45,9 @@ async def wait_for(predicate: Callable[[], bool], what: str, deadline: float = D
         await asyncio.sleep(0.02)
 
 
-def publisher_bus(client: Client, service: str) -> EventBus:
+def publisher_bus(client: Client, service: str, **options: Any) -> EventBus:
     return EventBus(service, [EventSpec("orders:placed", Placed, key="orderId")], Subscriptions(),
-                    JetStreamBroker(client))  # fmt: skip
+                    JetStreamBroker(client), **options)  # fmt: skip
 
 
 def subscriber(

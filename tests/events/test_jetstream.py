@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from svcgen.deadletters import dead_letters, drop, replay
-from svcgen.runtime import Context, Delivery, EventsError, Result, Subscriptions, Wiring, WiringError
+from svcgen.runtime import Context, Delivery, EventsError, Result, Retention, Subscriptions, Wiring, WiringError
 from tests.events.harness import (
     DEADLINE,
     Placed,
@@ -391,6 +391,95 @@ def test_a_stream_in_the_way_stops_the_start_with_one_line_saying_what(nats_url:
 async def _delete_stream(url: str, name: str) -> None:
     async with connected(url) as client:
         await client.jetstream().delete_stream(name)
+
+
+def test_a_changed_event_retention_is_applied_to_the_publishers_existing_stream_at_start(
+    nats_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The stream was used as it was: a changed wiring.event_retention reached only a stream created after it, so an
+    # existing one kept 7 days and 1 GiB whatever wiring.py said. JetStream updates these limits in place.
+    publisher, name = unique_name("pub"), unique_name("sub")
+    shorter = Retention(max_age=3600.0, max_bytes=1 << 20, duplicate_window=60.0)
+
+    async def main() -> None:
+        async with connected(nats_url) as client:
+            js = client.jetstream()
+            stream = f"SVC_EVENTS_{publisher.upper()}"
+            first = publisher_bus(client, publisher)
+            await first.start(None)  # type: ignore[arg-type]  # creates the stream with the default retention
+            assert (await first.publish("orders:placed", Placed("kept"))).status == "accepted"
+            await first.stop()
+            caplog.set_level("INFO", logger="svcgen.events")
+            again = publisher_bus(client, publisher, retention=shorter)
+            await again.start(None)  # type: ignore[arg-type]
+            await again.stop()
+            (line,) = [record for record in caplog.records if "retention" in record.getMessage()]
+            assert line.levelname == "INFO" and line.getMessage() == (
+                f"updated the JetStream stream {stream} to wiring.event_retention: max_age 604800s → 3600s, "
+                "max_bytes 1073741824 → 1048576, duplicate_window 120s → 60s"
+            )
+            info = await js.stream_info(stream)
+            assert (info.config.max_age, info.config.max_bytes, info.config.duplicate_window) == (3600.0, 1 << 20, 60.0)
+            assert info.state.messages == 1  # in place: what the stream held is still there
+            caplog.clear()
+            # A subscriber creates the stream with its own retention when it starts first, but an existing one is
+            # the publisher's: the subscriber's (here the default) does not undo it.
+            bus, service = subscriber(client, name, publisher, accept, FAST)
+            await bus.start(service)
+            await bus.stop()
+            third = publisher_bus(client, publisher, retention=shorter)
+            await third.start(None)  # type: ignore[arg-type]
+            await third.stop()
+            assert not [record for record in caplog.records if "retention" in record.getMessage()]  # nothing to do
+            assert (await js.stream_info(stream)).config.max_age == 3600.0
+            # A retention JetStream refuses is one line with the server's words, and the stream is left as it was.
+            with pytest.raises(EventsError) as caught:
+                await publisher_bus(client, publisher, retention=Retention(max_age=30.0)).start(None)  # type: ignore[arg-type]
+            assert str(caught.value) == (
+                f"JetStream stream {stream} cannot take wiring.event_retention (max_age 3600s → 30s, max_bytes "
+                "1048576 → 1073741824, duplicate_window 60s → 120s): duplicates window can not be larger then max age"
+            )
+            assert (await js.stream_info(stream)).config.max_age == 3600.0
+
+    run_then_clean(nats_url, main, publisher, name)
+
+
+def test_a_stream_whose_storage_cannot_change_in_place_stops_the_start_with_one_line(nats_url: str) -> None:
+    # JetStream refuses to change a stream's storage or retention policy in place; a stream made by hand in memory
+    # (lost with the server) or as a work queue (one consumer per subject) was used as it was.
+    from nats.js.api import RetentionPolicy, StorageType
+
+    publisher, queue = unique_name("pub"), unique_name("pub")
+
+    async def main() -> None:
+        async with connected(nats_url) as client:
+            js = client.jetstream()
+            stream = f"SVC_EVENTS_{publisher.upper()}"
+            await js.add_stream(name=stream, subjects=[f"svc.event.{publisher}.>"], storage=StorageType.MEMORY)
+            with pytest.raises(EventsError) as caught:
+                await publisher_bus(client, publisher).start(None)  # type: ignore[arg-type]
+            assert str(caught.value) == (
+                f"JetStream stream {stream} has storage memory, not file, which JetStream cannot change in place: "
+                f"delete it (`nats stream rm {stream}`; its messages and consumers go with it) to have it created"
+            )
+            bus, service = subscriber(client, unique_name("sub"), publisher, accept, FAST)
+            with pytest.raises(EventsError) as caught:
+                await bus.start(service)
+            assert "has storage memory, not file" in str(caught.value)
+            await bus.stop()
+            await js.add_stream(name=f"SVC_EVENTS_{queue.upper()}", subjects=[f"svc.event.{queue}.>"],
+                                retention=RetentionPolicy.WORK_QUEUE)  # fmt: skip
+            with pytest.raises(EventsError) as caught:
+                await publisher_bus(client, queue).start(None)  # type: ignore[arg-type]
+            assert "has retention policy workqueue, not limits, which JetStream cannot change in place" in str(
+                caught.value
+            )
+
+    try:
+        asyncio.run(main())
+    finally:
+        asyncio.run(cleanup(nats_url, publisher))
+        asyncio.run(cleanup(nats_url, queue))
 
 
 def test_a_changed_manifest_ack_wait_is_applied_to_the_existing_consumer_at_start(

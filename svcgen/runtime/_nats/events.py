@@ -1,7 +1,8 @@
 """Events over NATS JetStream (docs/events.md): the `EventBroker` a service with events uses in production.
 
 - A publisher's stream `SVC_EVENTS_<PUBLISHER>` holds `svc.event.<publisher>.>` with bounded age and bytes and a
-  duplicate window (a `Nats-Msg-Id` seen within it is stored once); whichever side starts first creates it.
+  duplicate window (a `Nats-Msg-Id` seen within it is stored once); whichever side starts first creates it, and
+  the publisher applies its retention to an existing one at start.
 - Each (subscriber service, event) has one durable pull consumer, shared by the subscriber's replicas: JetStream
   hands each message to one of them, and again only after a `nak` (with the backoff delay) or when `ack_wait`
   passes without an answer (a replica that died). A handler still running tells JetStream so (`in_progress`) every
@@ -85,10 +86,12 @@ class JetStreamBroker:
         return self._js
 
     async def ensure_stream(self, publisher: str, retention: Retention) -> None:
-        await self._ensure(stream_name(publisher), publisher_subjects(publisher), retention)
+        await self._ensure(stream_name(publisher), publisher_subjects(publisher), retention, owner=True)
 
-    async def _ensure(self, name: str, subjects: str, retention: Retention) -> None:
-        if name in self._ensured:
+    async def _ensure(self, name: str, subjects: str, retention: Retention, *, owner: bool = False) -> None:
+        """Creates the stream `name` with `retention` when missing. The `owner` (the publisher, whose wiring says how
+        long its events are kept) also applies `retention` to an existing one; anyone else uses it as it is."""
+        if name in self._ensured and not owner:
             return
         from nats.js.errors import BadRequestError, NotFoundError
 
@@ -118,6 +121,9 @@ class JetStreamBroker:
             # Made by hand or by something else: publishes to it would fail, consumers could not be made on it.
             raise EventsError(f"JetStream stream {name} exists with subjects {found}, not {subjects}; add {subjects} "
                               "to it, or delete it to have it created")  # fmt: skip
+        _check_fixed(name, info.config)
+        if owner:
+            await _retained(js, name, info.config, retention)
         self._ensured.add(name)
 
     async def publish(self, publisher: str, subject: str, data: bytes, headers: Mapping[str, str],
@@ -306,6 +312,48 @@ async def _reconciled(js: JetStreamContext, info: Any, durable: str, subscriptio
         logger.info("updated the ack_wait of durable consumer %s on %s to the manifest's ackWait: %gs → %gs",
                     durable, subscription.stream, found, ack_wait)  # fmt: skip
     return ack_wait
+
+
+def _check_fixed(name: str, config: Any) -> None:
+    """EventsError when the stream `name` differs from svcgen's in what JetStream cannot change in place: its
+    storage (in memory, events are lost with the server) or its retention policy (a work queue allows one consumer
+    per subject, interest drops what no consumer waits for)."""
+    wanted = {"storage": "file", "retention policy": "limits"}
+    found = {"storage": _text(config.storage) or "file", "retention policy": _text(config.retention) or "limits"}
+    differs = [f"{what} {found[what]}, not {value}" for what, value in wanted.items() if found[what] != value]
+    if differs:
+        raise EventsError(f"JetStream stream {name} has {' and '.join(differs)}, which JetStream cannot change in "
+                          f"place: delete it (`nats stream rm {name}`; its messages and consumers go with it) to have "
+                          "it created")  # fmt: skip
+
+
+def _text(setting: Any) -> str:
+    """A stream setting as JetStream spells it: nats-py gives an enum or, for some servers' answers, its text."""
+    return str(getattr(setting, "value", setting) or "")
+
+
+async def _retained(js: JetStreamContext, name: str, config: Any, retention: Retention) -> None:
+    """Applies `retention` (wiring.event_retention) to the existing stream `name` whose config is `config`:
+    JetStream updates these limits in place (what the stream holds is kept, past a lowered limit the oldest go)."""
+    wanted = {"max_age": retention.max_age, "max_bytes": retention.max_bytes,
+              "duplicate_window": retention.duplicate_window}  # fmt: skip
+    found = {"max_age": float(config.max_age or 0), "max_bytes": int(config.max_bytes or 0),
+             "duplicate_window": float(config.duplicate_window or 0)}  # fmt: skip
+    changed = {field: value for field, value in wanted.items() if abs(found[field] - value) > 0.001}
+    if not changed:
+        return
+    shown = ", ".join(f"{field} {_limit(field, found[field])} → {_limit(field, value)}"
+                      for field, value in changed.items())  # fmt: skip
+    try:
+        await js.update_stream(config.evolve(**changed))  # the stream's own config, only these fields changed
+    except Exception as exc:
+        raise EventsError(f"JetStream stream {name} cannot take wiring.event_retention ({shown}): "
+                          f"{_why(exc)}") from None  # fmt: skip
+    logger.info("updated the JetStream stream %s to wiring.event_retention: %s", name, shown)
+
+
+def _limit(field: str, value: float) -> str:
+    return f"{int(value)}" if field == "max_bytes" else f"{round(value, 3):.12g}s"
 
 
 def _why(exc: Exception) -> str:
