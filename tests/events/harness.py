@@ -26,6 +26,7 @@ from svcgen.runtime import (
     Subscriptions,
 )
 from svcgen.runtime._eventnames import DEAD_LETTER_STREAM, DEAD_SUBJECT_ROOT, event_subject, stream_name
+from svcgen.runtime._nats.events import MAX_IN_FLIGHT
 
 DEADLINE = 30.0
 
@@ -56,11 +57,12 @@ def subscriber(
     publisher: str,
     handler: Callable[[Placed, Context], Awaitable[Result[None]]],
     delivery: Delivery | None = None,
+    max_in_flight: int = MAX_IN_FLIGHT,
     **options: Any,
 ) -> tuple[EventBus, Service]:
     subscriptions = Subscriptions()
     subscriptions.add("orders:placed", handler, publisher=publisher, payload=Placed, delivery=delivery)
-    bus = EventBus(service, [], subscriptions, JetStreamBroker(client), **options)
+    bus = EventBus(service, [], subscriptions, JetStreamBroker(client, max_in_flight=max_in_flight), **options)
     return bus, Service(Identity(service), Registry())
 
 

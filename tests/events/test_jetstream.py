@@ -532,6 +532,50 @@ def test_a_changed_manifest_ack_wait_is_applied_to_the_existing_consumer_at_star
     run_then_clean(nats_url, main, publisher, name)
 
 
+def test_a_changed_max_in_flight_is_applied_to_the_existing_consumers_max_ack_pending_at_start(
+    nats_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The consumer kept the max_ack_pending it was created with: raising the broker's max_in_flight left the
+    # replicas sharing it starved at the old cap, lowering it left the old cap in place.
+    publisher, name = unique_name("pub"), unique_name("sub")
+
+    async def main() -> None:
+        async with connected(nats_url) as client:
+            js = client.jetstream()
+            stream, durable = f"SVC_EVENTS_{publisher.upper()}", f"{name}__orders_placed"
+            await publisher_bus(client, publisher).start(None)  # type: ignore[arg-type]
+
+            async def start(max_in_flight: int, ack_wait: float) -> list[str]:
+                caplog.clear()
+                bus, service = subscriber(client, name, publisher, accept, Delivery(ack_wait=ack_wait),
+                                          max_in_flight=max_in_flight)  # fmt: skip
+                with caplog.at_level("INFO", logger="svcgen.events"):
+                    await bus.start(service)
+                await bus.stop()
+                return [record.getMessage() for record in caplog.records if "updated" in record.getMessage()]
+
+            assert await start(4, 30.0) == []  # created with 4 × 16
+            created = await js.consumer_info(stream, durable)
+            assert created.config.max_ack_pending == 64
+            assert await start(8, 30.0) == [
+                f"updated the max_ack_pending of durable consumer {durable} on {stream} to the broker's "
+                "max_in_flight 8 × 16: 64 → 128"
+            ]
+            assert (await js.consumer_info(stream, durable)).config.max_ack_pending == 128
+            # Both changed: both applied (one update of the consumer), each on its line.
+            assert await start(2, 10.0) == [
+                f"updated the ack_wait of durable consumer {durable} on {stream} to the manifest's ackWait: 30s → 10s",
+                f"updated the max_ack_pending of durable consumer {durable} on {stream} to the broker's "
+                "max_in_flight 2 × 16: 128 → 32",
+            ]
+            info = await js.consumer_info(stream, durable)
+            assert (info.config.max_ack_pending, info.config.ack_wait) == (32, 10.0)
+            assert info.created == created.created  # in place: the same consumer, its position kept
+            assert await start(2, 10.0) == []  # nothing to do
+
+    run_then_clean(nats_url, main, publisher, name)
+
+
 def test_a_consumer_whose_backoff_decides_its_ack_wait_is_followed_with_one_warning(
     nats_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:

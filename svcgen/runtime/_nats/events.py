@@ -6,8 +6,8 @@
 - Each (subscriber service, event) has one durable pull consumer, shared by the subscriber's replicas: JetStream
   hands each message to one of them, and again only after a `nak` (with the backoff delay) or when `ack_wait`
   passes without an answer (a replica that died). A handler still running tells JetStream so (`in_progress`) every
-  half the consumer's `ack_wait` (a changed manifest `ackWait` is applied to an existing consumer at start), so a
-  slow handler is not handled twice.
+  half the consumer's `ack_wait`, so a slow handler is not handled twice. A changed `ackWait` or `max_in_flight`
+  (the consumer's max_ack_pending) is applied to an existing consumer at start.
 - Dead letters go to the stream `SVC_DEAD_LETTERS` (`svc.dead.>`); the original is acknowledged only once the dead
   letter is stored, so nothing is dropped unrecorded.
 
@@ -49,7 +49,10 @@ FETCH_BATCH: Final = 64
 FETCH_WAIT: Final = 1.0
 """Seconds one pull waits for messages; also how soon a stopping consumer notices."""
 MAX_IN_FLIGHT: Final = 64
-"""Deliveries one consumer handles at once (and the most it holds unacknowledged)."""
+"""Deliveries one replica handles at once (and the most it holds unacknowledged)."""
+ACK_PENDING_PER_IN_FLIGHT: Final = 16
+"""A durable consumer's max_ack_pending is this many times max_in_flight: room for that many replicas sharing it,
+each with max_in_flight deliveries running."""
 STOP_TIMEOUT: Final = 10.0
 DEAD_LETTER_RETENTION: Final = Retention(max_age=30 * 24 * 3600.0)
 
@@ -158,13 +161,13 @@ class JetStreamBroker:
                 config = ConsumerConfig(
                     durable_name=durable, filter_subject=subscription.subject, ack_policy=AckPolicy.EXPLICIT,
                     deliver_policy=DeliverPolicy.ALL, ack_wait=subscription.delivery.ack_wait,
-                    max_ack_pending=self.max_in_flight * 16,
+                    max_ack_pending=self.max_in_flight * ACK_PENDING_PER_IN_FLIGHT,
                     # Unlimited here: the delivery rules dead-letter after max_deliver attempts; a cap here would drop
                     # a message unrecorded whenever the dead-letter stream could not take it in time.
                     max_deliver=-1,
                 )  # fmt: skip
                 info = await js.add_consumer(subscription.stream, config)
-            ack_wait = await _reconciled(js, info, durable, subscription)
+            ack_wait = await _reconciled(js, info, durable, subscription, self.max_in_flight)
             pull = await js.pull_subscribe_bind(durable, stream=subscription.stream)
         except EventsError:
             raise
@@ -280,11 +283,13 @@ class JetStreamBroker:
         self._subscriptions = []
 
 
-async def _reconciled(js: JetStreamContext, info: Any, durable: str, subscription: Subscription) -> float:
+async def _reconciled(
+    js: JetStreamContext, info: Any, durable: str, subscription: Subscription, max_in_flight: int
+) -> float:
     """The ack_wait (seconds) of the durable consumer `info` describes, which the keep-alive must follow, once the
-    manifest's `ackWait` is applied to it: JetStream updates a durable consumer's ack_wait in place (its position
-    and pending deliveries kept). EventsError when the consumer filters another subject: that cannot be changed in
-    place (it is not this subscription's consumer)."""
+    manifest's `ackWait` and the broker's `max_in_flight` (its max_ack_pending) are applied to it: JetStream
+    updates both in place (its position and pending deliveries kept). EventsError when the consumer filters another
+    subject: that cannot be changed in place (it is not this subscription's consumer)."""
     config = info.config
     filters = [config.filter_subject] if config.filter_subject else list(config.filter_subjects or [])
     if filters != [subscription.subject]:
@@ -293,24 +298,42 @@ async def _reconciled(js: JetStreamContext, info: Any, durable: str, subscriptio
                           f"{subscription.subject}; delete it to have it created")  # fmt: skip
     wanted = subscription.delivery.ack_wait
     found = float(config.ack_wait or wanted)
-    if abs(found - wanted) <= 0.001:
+    pending = max_in_flight * ACK_PENDING_PER_IN_FLIGHT
+    found_pending = int(config.max_ack_pending or 0)
+    changes: dict[str, Any] = {}
+    if abs(found - wanted) > 0.001:
+        changes["ack_wait"] = wanted
+    if found_pending != pending:
+        changes["max_ack_pending"] = pending
+    if not changes:
         return found
-    # The consumer's own config with only ack_wait changed: the same durable name with an editable field changed
+    # The consumer's own config with only these fields changed: the same durable name with editable fields changed
     # is an update, and every other field stays as it is.
     try:
-        updated = await js.add_consumer(subscription.stream, config.evolve(ack_wait=wanted))
+        updated = await js.add_consumer(subscription.stream, config.evolve(**changes))
     except Exception as exc:
-        raise EventsError(f"durable consumer {durable} on {subscription.stream} has ack_wait {found:g}s; the "
-                          f"manifest's ackWait {wanted:g}s cannot be applied to it: {_why(exc)}") from None  # fmt: skip
+        asked = []
+        if "ack_wait" in changes:
+            asked.append(f"the manifest's ackWait {wanted:g}s (it has {found:g}s)")
+        if "max_ack_pending" in changes:
+            asked.append(f"max_ack_pending {pending} for max_in_flight {max_in_flight} (it has {found_pending})")
+        raise EventsError(f"durable consumer {durable} on {subscription.stream} cannot take {' and '.join(asked)}: "
+                          f"{_why(exc)}") from None  # fmt: skip
     ack_wait = float(updated.config.ack_wait or wanted)
-    if abs(ack_wait - wanted) > 0.001:
-        # JetStream sets the ack_wait of a consumer with a backoff (made by hand: svcgen's have none) to its first step.
-        logger.warning("durable consumer %s on %s kept its ack_wait %gs when given the manifest's ackWait %gs "
-                       "(its backoff's first step decides it); %gs is followed", durable, subscription.stream,
-                       ack_wait, wanted, ack_wait)  # fmt: skip
-    else:
-        logger.info("updated the ack_wait of durable consumer %s on %s to the manifest's ackWait: %gs → %gs",
-                    durable, subscription.stream, found, ack_wait)  # fmt: skip
+    if "ack_wait" in changes:
+        if abs(ack_wait - wanted) > 0.001:
+            # JetStream sets the ack_wait of a consumer with a backoff (made by hand: svcgen's have none) to its
+            # first step.
+            logger.warning("durable consumer %s on %s kept its ack_wait %gs when given the manifest's ackWait %gs "
+                           "(its backoff's first step decides it); %gs is followed", durable, subscription.stream,
+                           ack_wait, wanted, ack_wait)  # fmt: skip
+        else:
+            logger.info("updated the ack_wait of durable consumer %s on %s to the manifest's ackWait: %gs → %gs",
+                        durable, subscription.stream, found, ack_wait)  # fmt: skip
+    if "max_ack_pending" in changes:
+        logger.info("updated the max_ack_pending of durable consumer %s on %s to the broker's max_in_flight %d × %d: "
+                    "%d → %d", durable, subscription.stream, max_in_flight, ACK_PENDING_PER_IN_FLIGHT, found_pending,
+                    int(updated.config.max_ack_pending or pending))  # fmt: skip
     return ack_wait
 
 
