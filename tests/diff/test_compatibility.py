@@ -1,6 +1,7 @@
 """`first_incompatibility` (the runtime's verdict on two JSON Schemas) against the contract diff's (on two
 manifests), over every golden diff case where the change is to a request or response type. (A union derives the
-open schema `{}`, so a change between two unions is the one change only the manifest diff can see.)"""
+open schema `{}`, so what only the manifest diff can see of unions is pinned apart, as docs/contract-diff.md
+states it.)"""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 
 from svcgen.contractdiff import Finding, diff_manifests, topic_key
-from svcgen.runtime._compatibility import first_incompatibility
+from svcgen.runtime._compatibility import first_incompatibility, schema_changes
 from tests.diff.test_golden import case_title, load_cases
 from tests.support.diffs import load_fragment, topic_schemas
 
@@ -101,3 +102,43 @@ def test_a_spec_document_is_compatible_with_itself() -> None:
     for topic in spec["topics"]:
         assert first_incompatibility(topic["requestSchema"], topic["requestSchema"], direction="request") is None
         assert first_incompatibility(topic["responseSchema"], topic["responseSchema"], direction="response") is None
+
+
+def _both(old_type: str, new_type: str, tmp_path: Path) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+    """(rule, path) of the changes of a request and response field `v` from `old_type` to `new_type`: the diff's
+    (on the manifests), then the schema walk's (on the spec documents' schemas, as can-i-deploy compares them)."""
+    def fragment(kind: str) -> dict[str, Any]:
+        return {"types": {"Req": {"fields": {"v": kind}}, "Res": {"fields": {"v": kind}}}}
+
+    old, new = load_fragment(tmp_path / "old", fragment(old_type)), load_fragment(tmp_path / "new", fragment(new_type))
+    prefix = "orders:place@v1."
+    diff = {(finding.rule, finding.path.removeprefix(prefix)) for finding in diff_manifests(old, new).findings
+            if finding.path.startswith(prefix)}  # fmt: skip
+    (old_request, old_response), = topic_schemas(old, tmp_path / "old-out").values()
+    (new_request, new_response), = topic_schemas(new, tmp_path / "new-out").values()
+    walk = {*schema_changes(old_request, new_request, direction="request"),
+            *schema_changes(old_response, new_response, direction="response")}  # fmt: skip
+    return diff, walk
+
+
+@pytest.mark.parametrize(
+    ("old_type", "new_type", "diff_rule", "walk_rule"),
+    [
+        # The union holds the old type: the same rule and path both ways.
+        ("integer", "integer | string", "type-widened", "type-widened"),
+        ("integer | string", "integer", "type-narrowed", "type-narrowed"),
+        # A union is the open schema {} like `any`: judged as if it were one (docs/contract-diff.md).
+        ("string", "integer | boolean", "type-changed", "type-widened"),
+        ("integer | string", "integer | boolean", "type-changed", None),
+        # The same JSON array on the wire: neither reports it.
+        ("list[string]", "set[string]", None, None),
+        ("set[string]", "tuple[string]", None, None),
+    ],
+)
+def test_what_the_schema_walk_sees_of_unions_and_arrays_is_what_the_docs_say(
+    old_type: str, new_type: str, diff_rule: str | None, walk_rule: str | None, tmp_path: Path
+) -> None:
+    diff, walk = _both(old_type, new_type, tmp_path)
+    expected = {(f"{side}-{rule}", f"{side}.v") for side in ("request", "response") for rule in [diff_rule] if rule}
+    assert diff == expected
+    assert walk == {(f"{side}-{walk_rule}", f"{side}.v") for side in ("request", "response") if walk_rule}
