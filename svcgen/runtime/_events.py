@@ -79,6 +79,11 @@ class Retention:
     max_age: float = DEFAULT_MAX_AGE
     max_bytes: int = DEFAULT_MAX_BYTES
     duplicate_window: float = DEFAULT_DUPLICATE_WINDOW
+    """The default is cut to `max_age` when that is shorter: JetStream refuses a window longer than the age."""
+
+    def __post_init__(self) -> None:
+        if self.duplicate_window == DEFAULT_DUPLICATE_WINDOW and 0 < self.max_age < self.duplicate_window:
+            object.__setattr__(self, "duplicate_window", self.max_age)
 
 
 @dataclass(frozen=True)

@@ -393,6 +393,29 @@ async def _delete_stream(url: str, name: str) -> None:
         await client.jetstream().delete_stream(name)
 
 
+def test_a_retention_shorter_than_the_default_duplicate_window_makes_its_stream(nats_url: str) -> None:
+    # Retention(max_age=60) kept the default 2-minute duplicate window, which JetStream refuses as longer than the
+    # age: the stream could not be created at all. The default window is cut to the age; one given stays as given.
+    publisher = unique_name("pub")
+    assert Retention(max_age=60.0).duplicate_window == 60.0
+    assert Retention(max_age=60.0, duplicate_window=30.0).duplicate_window == 30.0
+    assert Retention().duplicate_window == 120.0
+
+    async def main() -> None:
+        async with connected(nats_url) as client:
+            bus = publisher_bus(client, publisher, retention=Retention(max_age=60.0))
+            await bus.start(None)  # type: ignore[arg-type]
+            assert (await bus.publish("orders:placed", Placed("kept"))).status == "accepted"
+            await bus.stop()
+            info = await client.jetstream().stream_info(f"SVC_EVENTS_{publisher.upper()}")
+            assert (info.config.max_age, info.config.duplicate_window) == (60.0, 60.0)
+
+    try:
+        asyncio.run(main())
+    finally:
+        asyncio.run(_delete_stream(nats_url, f"SVC_EVENTS_{publisher.upper()}"))
+
+
 def test_a_changed_event_retention_is_applied_to_the_publishers_existing_stream_at_start(
     nats_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -434,10 +457,11 @@ def test_a_changed_event_retention_is_applied_to_the_publishers_existing_stream_
             assert (await js.stream_info(stream)).config.max_age == 3600.0
             # A retention JetStream refuses is one line with the server's words, and the stream is left as it was.
             with pytest.raises(EventsError) as caught:
-                await publisher_bus(client, publisher, retention=Retention(max_age=30.0)).start(None)  # type: ignore[arg-type]
+                refused = Retention(max_age=30.0, duplicate_window=90.0)
+                await publisher_bus(client, publisher, retention=refused).start(None)  # type: ignore[arg-type]
             assert str(caught.value) == (
                 f"JetStream stream {stream} cannot take wiring.event_retention (max_age 3600s → 30s, max_bytes "
-                "1048576 → 1073741824, duplicate_window 60s → 120s): duplicates window can not be larger then max age"
+                "1048576 → 1073741824, duplicate_window 60s → 90s): duplicates window can not be larger then max age"
             )
             assert (await js.stream_info(stream)).config.max_age == 3600.0
 
