@@ -44,6 +44,7 @@ from ..runtime._descriptor import UNHASHED_KEYS
 from ..runtime._jsontext import document_hash
 from ..runtime._topics import DEFAULT_PREFIX
 from .caps import CollectorLimits
+from .declarations import declared_events
 from .snapshot import CatalogEntry, InstanceEntry, Json, PollEntry, TopicChange
 from .wire import require
 
@@ -117,11 +118,13 @@ class ServiceRecords:
         return [instance for instance in self.instances if instance["instanceId"] != NO_INSTANCE_ID]
 
     def declared(self) -> frozenset[str] | None:
-        """The topic ids the service handles or once handled; None while it is not described (no descriptor
+        """The topic ids the service handles or once handled, and the events it publishes or subscribes to (a
+        publish and each delivery are traced under the event's id); None while it is not described (no descriptor
         registered, no spec polled)."""
         if not self.described:
             return None
-        return frozenset(topic for topic, _ in self.provided() | self.removed())
+        events = {event.event for entry in self.entries for event in declared_events(entry)}
+        return frozenset({topic for topic, _ in self.provided() | self.removed()} | events)
 
     def removed(self) -> set[tuple[str, str]]:
         """(topic, version) the service once provided and no longer does."""

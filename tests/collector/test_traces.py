@@ -107,6 +107,27 @@ def test_counters_are_held_against_the_descriptor_whatever_the_reporter_sends() 
 
 
 @pytest.mark.usefixtures("any_store")
+def test_the_events_a_service_publishes_and_subscribes_to_are_counted_under_their_own_names() -> None:
+    """A publish and each delivery are trace events of the event's id (docs/events.md, Traces): a described
+    service's declared events are its own, not made-up topics for the `svc:unknown` bucket."""
+    c = collector()
+    payload = {"type": "object"}
+    booked = {"id": "bookings:booked", "payloadSchema": payload}
+    ok(c.register({**descriptor("bookings", [topic("bookings:book")]), "events": {"publishes": [booked],
+                                                                                   "subscribes": []}}))
+    ok(c.register({**descriptor("notify", [topic("notify:sent")]),
+                   "events": {"publishes": [], "subscribes": [{**booked, "publisher": "bookings"}]}}))
+    published = {**event(1, service="bookings", topic_id="bookings:booked", status="accepted"), "transport": "event"}
+    delivered = {**event(2, service="notify", topic_id="bookings:booked", parent=published["spanId"]),
+                 "transport": "event"}
+    assert ok(c.traces({"events": [published, delivered]})) == {"accepted": 2}
+    answer = ok(c.query_topic({"topic": "bookings:booked"}))
+    assert answer["invocations"] == 2
+    assert answer["statusCounts"] == {"accepted": 1, "ok": 1}
+    assert c.query_topic({"topic": UNKNOWN_TOPIC}).status == "not-found"
+
+
+@pytest.mark.usefixtures("any_store")
 def test_a_service_never_described_is_counted_under_a_bounded_number_of_names() -> None:
     """The same hole before a service registers: once it is counted under `undescribed_topics` names, further
     made-up names go to the bucket, the names it had keep counting."""
