@@ -12,8 +12,10 @@ here sees what production does.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import itertools
+import threading
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -70,12 +72,15 @@ class _Pending:
 
 @dataclass
 class _Consumer:
-    """A durable consumer: its queue is shared by every replica that subscribes under its name."""
+    """A durable consumer: its messages are shared by every replica that subscribes under its name, whichever event
+    loop each runs on (a sync TestClient runs its app on a loop of its own)."""
 
     name: str
     stream: str
     subject: str
-    queue: asyncio.Queue[_Pending] = field(default_factory=asyncio.Queue)
+    queue: collections.deque[_Pending] = field(default_factory=collections.deque)
+    idle_workers: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = field(default_factory=list)
+    """Workers waiting for a message, each woken on its own loop."""
     waiting: int = 0
     """Messages scheduled for redelivery, not yet back in the queue."""
     in_flight: int = 0
@@ -94,8 +99,10 @@ class MemoryBroker:
         self.consumers: dict[str, _Consumer] = {}
         self.dead_letters: list[MemoryDeadLetter] = []
         self._sequence = itertools.count(1)
-        self._workers: list[asyncio.Task[None]] = []
-        self._timers: set[asyncio.TimerHandle] = set()
+        self._lock = threading.Lock()
+        """Guards the consumers' queues and counts: publishers and replicas may run on other threads' loops."""
+        self._workers: list[tuple[asyncio.AbstractEventLoop, asyncio.Task[None]]] = []
+        self._timers: set[tuple[asyncio.AbstractEventLoop, asyncio.TimerHandle]] = set()
 
     async def ensure_stream(self, publisher: str, retention: Retention) -> None:
         name = stream_name(publisher)
@@ -113,9 +120,9 @@ class MemoryBroker:
             stream.ids.add(message_id)
         event = StoredEvent(next(self._sequence), subject, bytes(data), dict(headers), self._clock())
         stream.messages.append(event)
-        for consumer in self.consumers.values():
+        for consumer in list(self.consumers.values()):
             if consumer.stream == stream.name and _matches(consumer.subject, subject):
-                consumer.queue.put_nowait(_Pending(event, 1))
+                self._enqueue(consumer, _Pending(event, 1))
         return False
 
     async def subscribe(
@@ -132,15 +139,39 @@ class MemoryBroker:
             consumer = self.consumers[name] = _Consumer(name, subscription.stream, subscription.subject)
             for event in self.streams[subscription.stream].messages:  # a new durable consumer starts at the first
                 if _matches(consumer.subject, event.subject):
-                    consumer.queue.put_nowait(_Pending(event, 1))
+                    self._enqueue(consumer, _Pending(event, 1))
         worker = asyncio.create_task(self._work(consumer, subscriber, subscription, deliver))
-        self._workers.append(worker)
+        self._workers.append((asyncio.get_running_loop(), worker))
+
+    def _enqueue(self, consumer: _Consumer, pending: _Pending) -> None:
+        """Queues a delivery and wakes the consumer's idle workers, each on its own loop."""
+        with self._lock:
+            consumer.queue.append(pending)
+            idle, consumer.idle_workers = consumer.idle_workers, []
+        for loop, wakeup in idle:
+            _call_on(loop, wakeup.set)
+
+    async def _next(self, consumer: _Consumer) -> _Pending:
+        """The consumer's next delivery, counted in flight as it is taken; waits on this loop while there is none."""
+        loop = asyncio.get_running_loop()
+        wakeup = asyncio.Event()
+        while True:
+            with self._lock:
+                if consumer.queue:
+                    consumer.in_flight += 1
+                    return consumer.queue.popleft()
+                wakeup.clear()
+                consumer.idle_workers.append((loop, wakeup))
+            try:
+                await wakeup.wait()
+            finally:
+                with self._lock, contextlib.suppress(ValueError):
+                    consumer.idle_workers.remove((loop, wakeup))
 
     async def _work(self, consumer: _Consumer, subscriber: str, subscription: Subscription,
                     deliver: Callable[[Delivered], Awaitable[Verdict]]) -> None:  # fmt: skip
         while True:
-            pending = await consumer.queue.get()
-            consumer.in_flight += 1
+            pending = await self._next(consumer)
             try:
                 first = pending.first_delivered = pending.first_delivered or self._clock()
                 event = pending.event
@@ -154,22 +185,27 @@ class MemoryBroker:
                 elif verdict.action != ACK:
                     self._redeliver(consumer, _Pending(event, pending.attempt + 1, first), verdict.delay)
             finally:
-                consumer.in_flight -= 1
+                with self._lock:
+                    consumer.in_flight -= 1
 
     def _redeliver(self, consumer: _Consumer, pending: _Pending, delay: float) -> None:
-        consumer.waiting += 1
+        with self._lock:
+            consumer.waiting += 1
+        loop = asyncio.get_running_loop()
 
         def back() -> None:
-            self._timers.discard(handle)
-            consumer.waiting -= 1
-            consumer.queue.put_nowait(pending)
+            self._timers.discard((loop, handle))
+            with self._lock:
+                consumer.waiting -= 1
+            self._enqueue(consumer, pending)
 
-        handle = asyncio.get_running_loop().call_later(delay * self.backoff_scale, back)
-        self._timers.add(handle)
+        handle = loop.call_later(delay * self.backoff_scale, back)
+        self._timers.add((loop, handle))
 
     def idle(self) -> bool:
         """Nothing queued, waiting for redelivery or being handled."""
-        return all(not c.queue.qsize() and not c.waiting and not c.in_flight for c in self.consumers.values())
+        with self._lock:
+            return all(not c.queue and not c.waiting and not c.in_flight for c in self.consumers.values())
 
     async def settled(self, deadline: float = SETTLE_DEADLINE) -> None:
         """Returns once every delivery has been acknowledged or dead-lettered (raises TimeoutError past
@@ -184,15 +220,32 @@ class MemoryBroker:
         return list(stream.messages) if stream is not None else []
 
     async def close(self) -> None:
-        for timer in self._timers:
-            timer.cancel()
-        self._timers.clear()
-        workers, self._workers = self._workers, []
+        """Stops the workers and redelivery timers of this loop (the app stopping); those of apps on other loops
+        sharing the broker go on."""
+        loop = asyncio.get_running_loop()
+        for timer in [timer for timer in self._timers if timer[0] is loop]:
+            timer[1].cancel()
+            self._timers.discard(timer)
+        workers = [worker for owner, worker in self._workers if owner is loop]
+        self._workers = [(owner, worker) for owner, worker in self._workers if owner is not loop]
         for worker in workers:
             worker.cancel()
         for worker in workers:
             with contextlib.suppress(asyncio.CancelledError):
                 await worker
+
+
+def _call_on(loop: asyncio.AbstractEventLoop, callback: Callable[[], object]) -> None:
+    """Runs `callback` on `loop`: at once when it is the running one, else handed to its thread."""
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        callback()
+    else:
+        with contextlib.suppress(RuntimeError):  # that loop is closed: its app stopped
+            loop.call_soon_threadsafe(callback)
 
 
 def _matches(pattern: str, subject: str) -> bool:

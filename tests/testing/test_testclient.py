@@ -18,7 +18,7 @@ from svcgen.codegen.ownership import write_package
 from svcgen.codegen.render import render_package
 from svcgen.manifest import load_manifest
 from svcgen.runtime import ApiKey, MeshHost, Result, Wiring, WiringError
-from svcgen.testing import AsyncTestClient, LifespanError, TestClient
+from svcgen.testing import AsyncTestClient, LifespanError, MemoryBroker, TestClient
 from tests.support.codegen import REPO, build_example, imported
 from tests.support.otlpreceiver import OtlpReceiver, otlp_receiver
 from tests.support.processes import wait_for
@@ -221,6 +221,60 @@ def test_events_go_through_the_in_memory_broker(tmp_path: Path) -> None:
     assert response.status_code == 201, response.text
     assert [event.headers.get("Nats-Msg-Id") for event in stored] == ["bookings:booked::a-1"]  # keyed
 
+
+
+ON_BOOKED = """
+from __future__ import annotations
+
+import threading
+
+from svcgen.runtime import Context, Result
+
+from ..models import bookings_AppointmentBooked
+
+HANDLED: list[tuple[str, str]] = []
+
+
+async def handle(event: bookings_AppointmentBooked, context: Context) -> Result[None]:
+    HANDLED.append((event.appointment_id, threading.current_thread().name))
+    return Result.ok()
+"""
+
+
+def test_sync_clients_sharing_a_broker_deliver_to_each_other_once_per_event(tmp_path: Path) -> None:
+    """Each sync client runs its app on a loop of its own: the publisher's events reach the subscriber's loop, and
+    two subscriber replicas (two more clients) handle each event once between them."""
+    os.chdir(REPO)
+    (build_example("bookings", tmp_path) / "handlers" / "bookings_book.py").write_text(
+        BOOK.replace('appointment_id="a-1"', 'appointment_id=f"a-{request.patient_id}"'), encoding="utf-8")
+    (build_example("notifications", tmp_path) / "handlers" / "on_bookings_booked.py").write_text(ON_BOOKED,
+                                                                                                 encoding="utf-8")
+    broker = MemoryBroker(backoff_scale=0.0)
+    with (imported(tmp_path, "bookings_service") as bookings, imported(tmp_path, "notifications_service") as notify,
+          TestClient(notify, broker=broker, environ={}), TestClient(notify, broker=broker, environ={}),
+          TestClient(bookings, broker=broker, environ={}) as client):
+        for n in range(8):
+            booking = {"patientId": f"p{n}", "slot": "2026-01-02T09:00:00Z", "email": "p@example.com"}
+            assert client.post("/appointments", json=booking).status_code == 201
+        asyncio.run(broker.settled(deadline=10))
+        handled = importlib.import_module("notifications_service.handlers.on_bookings_booked").HANDLED
+    assert sorted(event for event, _ in handled) == sorted(f"a-p{n}" for n in range(8))
+    assert broker.dead_letters == []
+
+
+def test_the_broker_test_in_docs_events_md_runs(tmp_path: Path) -> None:
+    os.chdir(REPO)
+    (build_example("bookings", tmp_path) / "handlers" / "bookings_book.py").write_text(BOOK, encoding="utf-8")
+    (build_example("notifications", tmp_path) / "handlers" / "on_bookings_booked.py").write_text(ON_BOOKED,
+                                                                                                 encoding="utf-8")
+    doc = (REPO / "docs" / "events.md").read_text(encoding="utf-8")
+    code = doc.split("## Testing without NATS", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, Any] = {}
+    with imported(tmp_path, "bookings_service"), imported(tmp_path, "notifications_service"):
+        exec(compile(code, "docs/events.md", "exec"), namespace)  # the example as a reader copies it
+        namespace["test_a_booking_is_confirmed"]()
+        handled = importlib.import_module("notifications_service.handlers.on_bookings_booked").HANDLED
+    assert [event for event, _ in handled] == ["a-1"]
 
 SHOP = """
 svcgen: 1
