@@ -222,7 +222,6 @@ def test_events_go_through_the_in_memory_broker(tmp_path: Path) -> None:
     assert [event.headers.get("Nats-Msg-Id") for event in stored] == ["bookings:booked::a-1"]  # keyed
 
 
-
 ON_BOOKED = """
 from __future__ import annotations
 
@@ -246,13 +245,19 @@ def test_sync_clients_sharing_a_broker_deliver_to_each_other_once_per_event(tmp_
     two subscriber replicas (two more clients) handle each event once between them."""
     os.chdir(REPO)
     (build_example("bookings", tmp_path) / "handlers" / "bookings_book.py").write_text(
-        BOOK.replace('appointment_id="a-1"', 'appointment_id=f"a-{request.patient_id}"'), encoding="utf-8")
-    (build_example("notifications", tmp_path) / "handlers" / "on_bookings_booked.py").write_text(ON_BOOKED,
-                                                                                                 encoding="utf-8")
+        BOOK.replace('appointment_id="a-1"', 'appointment_id=f"a-{request.patient_id}"'), encoding="utf-8"
+    )
+    (build_example("notifications", tmp_path) / "handlers" / "on_bookings_booked.py").write_text(
+        ON_BOOKED, encoding="utf-8"
+    )
     broker = MemoryBroker(backoff_scale=0.0)
-    with (imported(tmp_path, "bookings_service") as bookings, imported(tmp_path, "notifications_service") as notify,
-          TestClient(notify, broker=broker, environ={}), TestClient(notify, broker=broker, environ={}),
-          TestClient(bookings, broker=broker, environ={}) as client):
+    with (
+        imported(tmp_path, "bookings_service") as bookings,
+        imported(tmp_path, "notifications_service") as notify,
+        TestClient(notify, broker=broker, environ={}),
+        TestClient(notify, broker=broker, environ={}),
+        TestClient(bookings, broker=broker, environ={}) as client,
+    ):
         for n in range(8):
             booking = {"patientId": f"p{n}", "slot": "2026-01-02T09:00:00Z", "email": "p@example.com"}
             assert client.post("/appointments", json=booking).status_code == 201
@@ -265,8 +270,9 @@ def test_sync_clients_sharing_a_broker_deliver_to_each_other_once_per_event(tmp_
 def test_the_broker_test_in_docs_events_md_runs(tmp_path: Path) -> None:
     os.chdir(REPO)
     (build_example("bookings", tmp_path) / "handlers" / "bookings_book.py").write_text(BOOK, encoding="utf-8")
-    (build_example("notifications", tmp_path) / "handlers" / "on_bookings_booked.py").write_text(ON_BOOKED,
-                                                                                                 encoding="utf-8")
+    (build_example("notifications", tmp_path) / "handlers" / "on_bookings_booked.py").write_text(
+        ON_BOOKED, encoding="utf-8"
+    )
     doc = (REPO / "docs" / "events.md").read_text(encoding="utf-8")
     code = doc.split("## Testing without NATS", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
     namespace: dict[str, Any] = {}
@@ -275,6 +281,7 @@ def test_the_broker_test_in_docs_events_md_runs(tmp_path: Path) -> None:
         namespace["test_a_booking_is_confirmed"]()
         handled = importlib.import_module("notifications_service.handlers.on_bookings_booked").HANDLED
     assert [event for event, _ in handled] == ["a-1"]
+
 
 SHOP = """
 svcgen: 1
