@@ -14,7 +14,7 @@ from ..manifest.typeexpr import TypeExpr
 from ..runtime._mesh.host import COLLECTOR_ENV, HEARTBEAT_ENV
 from ..runtime._mesh.jetstream import MESH_NATS_ENV
 from ..runtime._mesh.otlp import ENDPOINT_ENV as OTLP_ENDPOINT_ENV
-from ..runtime._status import OK
+from ..runtime._status import OK, http_code
 from ..runtime._topics import DEFAULT_PREFIX
 from ..runtime._wiring import NATS_ENV, target_variable
 from .bindings import MODELS_MODULE, ServiceBindings, TopicBinding, type_text
@@ -330,6 +330,8 @@ class ExampleTestView:
     version: str
     produced: str
     produces: list[str]
+    status_code: int
+    """The HTTP code of the topic's first success status: what a successful call answers."""
 
 
 def example_view(bindings: ServiceBindings) -> ExampleTestView:
@@ -341,4 +343,5 @@ def example_view(bindings: ServiceBindings) -> ExampleTestView:
         first.version if first is not None else "",
         produces[0] if produces else "",
         produces,
+        http_code(first.success[0] if first is not None else OK, True),
     )

@@ -159,6 +159,15 @@ def test_service_binds_every_topic_routes_and_identity() -> None:
     assert 'binding="http",' in service and 'SERVICE_VERSION: Final = "2.1.0"' in service
 
 
+def test_the_example_test_expects_the_http_code_of_the_topic_s_success_status() -> None:
+    """The docstring of tests/test_service.py is a test to copy: for a topic answering `created` it expects 201."""
+    created = TopicDef("shop:checkout", "", parse_type("Cart"), parse_type("Receipt"), success=("created",))
+    example = by_path(render_package(shop(topics=(created,)), OUT))["tests/test_service.py"].text
+    assert "assert response.status_code == 201, response.text" in example
+    plain = by_path(render_package(shop(), OUT))["tests/test_service.py"].text
+    assert "assert response.status_code == 200, response.text" in plain
+
+
 def test_colliding_slugs_get_suffixes_in_sorted_order() -> None:
     manifest = shop(topics=(topic("stock_a:b", "Cart", "Receipt"), topic("stock-a:b", "Cart", "Receipt")))
     paths = by_path(render_package(manifest, OUT))

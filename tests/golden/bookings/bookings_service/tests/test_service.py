@@ -8,7 +8,7 @@ This file is rewritten on every build. Test your handlers in a file of your own 
     def test_bookings_book() -> None:
         with TestClient("bookings_service") as client:
             response = client.invoke("bookings:book", {...})
-        assert response.status_code == 200, response.text
+        assert response.status_code == 201, response.text
 """
 
 from __future__ import annotations

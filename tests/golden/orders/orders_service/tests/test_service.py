@@ -10,7 +10,7 @@ This file is rewritten on every build. Test your handlers in a file of your own 
         owners = {"payments:capture": lambda request: Result.ok(...)}  # typed request in, Result out
         with TestClient("orders_service", owners=owners) as client:
             response = client.invoke("orders:place", {...}, version="v1")
-        assert response.status_code == 200, response.text
+        assert response.status_code == 201, response.text
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ This file is rewritten on every build. Test your handlers in a file of your own 
         owners = {"billing:bill": lambda request: Result.ok(...)}  # typed request in, Result out
         with TestClient("appointments_service", owners=owners) as client:
             response = client.invoke("appointments:book", {...})
-        assert response.status_code == 200, response.text
+        assert response.status_code == 201, response.text
 """
 
 from __future__ import annotations

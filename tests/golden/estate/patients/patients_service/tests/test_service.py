@@ -8,7 +8,7 @@ This file is rewritten on every build. Test your handlers in a file of your own 
     def test_patients_register_v1() -> None:
         with TestClient("patients_service") as client:
             response = client.invoke("patients:register", {...}, version="v1")
-        assert response.status_code == 200, response.text
+        assert response.status_code == 201, response.text
 """
 
 from __future__ import annotations
