@@ -466,7 +466,16 @@ class _Checker:
             self.error(self.doc.at(item.path), f"unknown namespace {namespace!r} in {item.text!r}{hint}")
             return
         names = [record.name for record in owner.types] + [enum.name for enum in owner.enums]
-        if local not in names:
+        # An owner's generic record reaches us only as its concrete uses, `Page_Patient_v2` (not `Patient_v2`: a
+        # record per version), so `patients.Page[Visit]` names none of them.
+        instances = [name for name in names if name.startswith(f"{local}_")
+                     and name[len(local) + 1 :] not in owner.versions]  # fmt: skip
+        if local not in names and ref.args and instances:
+            uses = ", ".join(f"{namespace}.{name}" for name in instances)
+            self.error(self.doc.at(item.path), f"{namespace}.{local} is a generic record of {owner.service}, imported "
+                       f"only as the concrete records its manifest uses ({uses}); applying it to other arguments is "
+                       f"not supported: declare {local} under 'types' here")  # fmt: skip
+        elif local not in names:
             hint = suggestion(local, names) or (f"; it has {', '.join(names)}" if names else "; it has no types")
             self.error(self.doc.at(item.path), f"{owner.service} ({namespace}) has no type {local!r}{hint}")
         elif ref.args:

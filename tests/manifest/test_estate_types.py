@@ -259,3 +259,18 @@ def test_one_owner_imported_under_two_namespaces_is_an_error_naming_both(tmp_pat
     )
     one = text.replace("  people: sub/../owner.yaml\n", "").replace("people.Patient", "patients.Patient")
     assert str(load_manifest_text(one, (tmp_path / "desk.yaml").as_posix()).topics[0].request) == "patients_Patient"
+
+
+def test_an_owner_s_generic_record_applied_to_new_arguments_says_to_declare_it_locally(tmp_path: Path) -> None:
+    """docs/manifest.md: an owner's generic record comes as the concrete records its manifest uses; applying it
+    to new arguments is not supported. The error says so, instead of pointing at one of those concrete records."""
+    patients = Path(os.path.relpath(ESTATE / "patients" / "patients.yaml", tmp_path)).as_posix()
+    text = (f"svcgen: 1\nservice: user\nimports:\n  patients: {patients}\n"
+            "types:\n  Visit: {fields: {id: string}}\n  Visits: {fields: {page: 'patients.Page[Visit]'}}\n"
+            "topics:\n  - {id: user:get, request: Visit, response: Visits}\n")
+    with pytest.raises(ManifestError) as info:
+        load_manifest_text(text, (tmp_path / "user.yaml").as_posix())
+    (error,) = [str(d) for d in info.value.diagnostics if d.is_error]
+    assert error.endswith(":7:27: patients.Page is a generic record of patients, imported only as the concrete "
+                          "records its manifest uses (patients.Page_Patient_v2); applying it to other arguments "
+                          "is not supported: declare Page under 'types' here")
