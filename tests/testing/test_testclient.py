@@ -183,12 +183,17 @@ def test_a_wiring_the_server_would_refuse_fails_under_the_client_too(
         TestClient(orders, environ={})
 
 
-def test_the_handler_test_in_docs_testing_md_runs(orders: ModuleType) -> None:
+def test_the_handler_test_in_docs_testing_md_runs(tmp_path: Path) -> None:
+    """The handler the page shows, then its test, as a reader copies them."""
+    os.chdir(REPO)
     doc = (REPO / "docs" / "testing.md").read_text(encoding="utf-8")
-    code = doc.split("## A handler test in ten lines", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    handler, test = doc.split("## A handler test in ten lines", 1)[1].split("```python\n")[1:3]
+    package_dir = build_example("orders", tmp_path)
+    (package_dir / "handlers" / "orders_place_v1.py").write_text(handler.split("```", 1)[0], encoding="utf-8")
     namespace: dict[str, Any] = {}
-    exec(compile(code, "docs/testing.md", "exec"), namespace)  # the example as a reader copies it
-    namespace["test_placing_an_order_captures_the_payment"]()
+    with imported(tmp_path, "orders_service"):
+        exec(compile(test.split("```", 1)[0], "docs/testing.md", "exec"), namespace)
+        namespace["test_placing_an_order_captures_the_payment"]()
 
 
 BOOK = """
