@@ -201,11 +201,12 @@ def diff_manifests(old: Manifest, new: Manifest, levels: Mapping[str, Level] | N
 
     when = today or dt.datetime.now(dt.UTC).date()
     old, new = with_events(old), with_events(new)
-    scoped = [(topic, leveled(finding)) for topic, finding in _Differ(old, new, today=when).findings()]
-    found = [finding for _, finding in scoped]
-    gate = [leveled(finding) for finding in _gate(old, new, scoped)]
     events = {topic_key(topic) for topic in (*old.topics, *new.topics) if topic.routes == _EVENT_MARK}
-    ordered = sorted((_as_event(finding, events) for finding in [*found, *gate]), key=lambda f: (f.path, f.rule))
+    scoped = [(topic, _as_event(leveled(finding), events))
+              for topic, finding in _Differ(old, new, today=when).findings()]  # fmt: skip
+    found = [finding for _, finding in scoped]
+    gate = [leveled(finding) for finding in _gate(old, new, scoped)]  # naming the paths as the findings do
+    ordered = sorted([*found, *gate], key=lambda f: (f.path, f.rule))
     return DiffReport(tuple(ordered))
 
 

@@ -43,6 +43,8 @@ def test_removing_a_payload_field_breaks_subscribers_and_adding_one_does_not() -
     rules = {(finding.rule, finding.path, finding.level) for finding in removed.findings}
     assert ("response-property-removed", "orders:placed@v1.payload.total", "error") in rules
     assert ("topic-version-not-bumped", "orders:placed@v1", "error") in rules
+    [gate] = [finding for finding in removed.findings if finding.rule == "topic-version-not-bumped"]
+    assert gate.why == "breaking change inside a published version: orders:placed@v1.payload.total"  # its payload
     assert removed.breaking
     added = diff_manifests(old, load_manifest_text(_publisher("      note: string?\n"), "orders.yaml"))
     assert [(f.rule, f.path, f.level) for f in added.findings] == [
