@@ -27,7 +27,7 @@ from ._health import HealthChecks
 from ._http.app import AppOptions, HttpApp
 from ._http.routing import Route
 from ._jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits
-from ._mesh.host import MeshHost, MeshSettings
+from ._mesh.host import MeshHost, MeshSettings, warn_without_mesh
 from ._mesh.profile import declare_profile
 from ._mesh.tracecontext import propagation_headers
 from ._pipeline import Middleware
@@ -148,6 +148,8 @@ class ServiceDefinition:
                 setup.dependencies.value(self.publisher, self.publisher(bus))
         if mesh is None and self.mesh is not None:
             mesh = MeshHost(self.identity, self.mesh, environ=setup.environ)
+        elif mesh is None:
+            warn_without_mesh(setup.environ)
         if bus is not None and mesh is not None:
             bus.on_dead_letter.append(mesh.observe_dead_letter)  # each dead letter is an issue
             bus.tracer = mesh.tracer  # each publish is a span, the deliveries' parent

@@ -27,6 +27,7 @@ from typing import Any, Self, TypeVar
 import httpx
 
 from svcgen.runtime import Dependencies, HttpApp, MeshHost, Wiring
+from svcgen.runtime._mesh.host import MESH_VARIABLES
 
 from ._events import MemoryBroker
 from ._owners import FakeOwner, FakeOwners
@@ -88,6 +89,10 @@ class _Package:
         return MeshHost(definition.identity, local, environ={})
 
 
+_NOT_JOINED = frozenset({Wiring.NATS_VARIABLE, *MESH_VARIABLES})
+"""Left out of the default environ: the NATS server and the collector the shell names are real ones."""
+
+
 class AsyncTestClient(httpx.AsyncClient):
     """`async with AsyncTestClient(orders_service) as client:` then `await client.post("/orders", json=...)`.
 
@@ -122,7 +127,7 @@ class AsyncTestClient(httpx.AsyncClient):
         if self.package.clients is not None:
             pinned.setdefault(self.package.clients, self.package.clients(self.owners))
         if environ is None:
-            environ = {name: value for name, value in os.environ.items() if name != Wiring.NATS_VARIABLE}
+            environ = {name: value for name, value in os.environ.items() if name not in _NOT_JOINED}
         self.wiring = Wiring(environ=environ)
         self.wiring.dependencies = _Overridable(pinned)
         self.broker = broker if broker is not None else MemoryBroker()

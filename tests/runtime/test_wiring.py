@@ -11,6 +11,8 @@ from svcgen.runtime import (
     ApiKey,
     HttpApp,
     Identity,
+    MeshHost,
+    MeshSettings,
     Registry,
     Retry,
     Service,
@@ -87,3 +89,24 @@ def test_an_app_refuses_a_per_topic_setting_for_a_topic_it_does_not_produce(sett
     definition = ServiceDefinition(Identity("a"), Registry)  # produces nothing: no sender is ever made
     with pytest.raises(WiringError, match=rf"{setting} in wiring.py name payments:capture, which this service"):
         definition.create_app(wire, setup=Wiring(environ={}))
+
+
+def test_a_collector_named_to_a_service_built_without_a_mesh_is_one_warning_not_silence(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # SVCGEN_COLLECTOR overrides the manifest's mesh: without one it was ignored without a word, and the service
+    # never appeared in the collector.
+    definition = ServiceDefinition(Identity("a"), Registry)
+    with caplog.at_level("WARNING", logger="svcgen.mesh"):
+        definition.create_app(setup=Wiring(environ={"SVCGEN_COLLECTOR": "http://127.0.0.1:8700"}))
+        definition.create_app(setup=Wiring(environ={}))
+        definition.create_app(setup=Wiring(environ={"SVCGEN_MESH_NATS": " "}))
+    assert [record.getMessage() for record in caplog.records] == [
+        "SVCGEN_COLLECTOR is set, but the manifest has no mesh: section, so this service sends no feeds; add "
+        "`mesh: {collector: <url>}` to the manifest and rebuild to report"
+    ]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="svcgen.mesh"):
+        definition.create_app(mesh=MeshHost(Identity("a"), MeshSettings()), setup=Wiring(environ={
+            "SVCGEN_COLLECTOR": "http://127.0.0.1:8700"}))  # fmt: skip
+    assert caplog.records == []

@@ -134,6 +134,18 @@ def test_a_nats_server_named_by_the_shell_is_not_joined(orders: ModuleType, monk
         pass
 
 
+def test_the_shell_s_collector_is_not_in_the_default_environ(
+    orders: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A test's stubs and deliberate failures stay out of the team's collector, and wiring.py reads no collector.
+    monkeypatch.setenv("SVCGEN_COLLECTOR", "http://127.0.0.1:9")
+    monkeypatch.setenv("SVCGEN_MESH_NATS", "nats://127.0.0.1:9")
+    monkeypatch.setenv("SVCGEN_SOMETHING_ELSE", "kept")
+    client = TestClient(orders, environ=None)
+    assert "SVCGEN_COLLECTOR" not in client.wiring.environ and "SVCGEN_MESH_NATS" not in client.wiring.environ
+    assert client.wiring.environ["SVCGEN_SOMETHING_ELSE"] == "kept"
+
+
 def test_a_topic_without_a_fake_owner_answers_not_implemented(orders: ModuleType) -> None:
     with TestClient(orders, environ={}) as client:
         response = client.invoke("orders:place", ORDER, version="v1")

@@ -4,6 +4,7 @@ and the feeds reporter, started and stopped with the HTTP app's lifespan."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import uuid
 from collections.abc import Mapping
@@ -22,6 +23,8 @@ from .otlp import DEFAULT_SCHEDULE_DELAY, SCHEDULE_DELAY_ENV, OtlpExporter, trac
 from .reporter import DEFAULT_INTERVAL, Reporter
 from .tracecontext import TRACEPARENT, parse_traceparent
 from .traces import TraceMiddleware
+
+logger = logging.getLogger("svcgen.mesh")
 
 DEFAULT_TRACE_QUEUE_CAP = 10_000
 COLLECTOR_ENV = "SVCGEN_COLLECTOR"
@@ -53,6 +56,22 @@ class MeshSettings:
     def feeds(self) -> bool:
         """Whether the mesh feeds go anywhere: to a collector over HTTP, or to JetStream."""
         return self.transport == "nats" or self.collector is not None
+
+
+MESH_VARIABLES = (COLLECTOR_ENV, MESH_NATS_ENV)
+"""Where the environment sends the feeds: they override the manifest's `mesh:`, and mean nothing without it."""
+
+
+def warn_without_mesh(environ: Mapping[str, str]) -> None:
+    """For a service whose manifest has no `mesh:`: one warning when the environment still names where feeds go,
+    which would otherwise be ignored without a word."""
+    named = [variable for variable in MESH_VARIABLES if environ.get(variable, "").strip()]
+    if named:
+        logger.warning(
+            "%s is set, but the manifest has no mesh: section, so this service sends no feeds; add "
+            "`mesh: {collector: <url>}` to the manifest and rebuild to report",
+            " and ".join(named),
+        )
 
 
 def _overridden(settings: MeshSettings, environ: Mapping[str, str]) -> MeshSettings:
