@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -165,7 +166,8 @@ def test_records_are_named_components_referenced_never_repeated() -> None:
 def test_path_placeholders_and_query_fields_are_typed_parameters() -> None:
     document = app().http_api
     parameters = {p["name"]: p for p in operation(document, "get", "/shops/{shopId}/orders")["parameters"]}
-    assert list(parameters) == ["shopId", "query", "limit", "tags", "filter", "scores"]
+    # Then the optional Idempotency-Key: the topic is not idempotent (the registry's default).
+    assert list(parameters) == ["shopId", "query", "limit", "tags", "filter", "scores", "Idempotency-Key"]
     assert parameters["shopId"] == {"name": "shopId", "in": "path", "required": True, "schema": {"type": "string"}}
     assert parameters["query"] == {"name": "query", "in": "query", "required": True, "schema": {"type": "string"}}
     limit_schema = {"type": "integer", "format": "int64", "default": 10}  # the binding takes signed 64-bit integers
@@ -185,7 +187,8 @@ def test_path_placeholders_and_query_fields_are_typed_parameters() -> None:
 def test_the_body_is_the_request_without_its_path_fields() -> None:
     document = app().http_api
     placed = operation(document, "post", "/shops/{shopId}/orders")
-    assert placed["parameters"] == [{"name": "shopId", "in": "path", "required": True, "schema": {"type": "string"}}]
+    assert placed["parameters"][0] == {"name": "shopId", "in": "path", "required": True, "schema": {"type": "string"}}
+    assert [p["name"] for p in placed["parameters"]] == ["shopId", "Idempotency-Key"]
     assert placed["requestBody"] == {
         "required": True,
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/PlaceBody"}}},
@@ -201,15 +204,13 @@ def test_declared_statuses_and_the_binding_failures_are_the_responses() -> None:
     document = app().http_api
     placed = operation(document, "post", "/shops/{shopId}/orders")["responses"]
     assert list(placed) == ["201", "400", "404", "409", "413", "422", "431", "503"]
-    assert placed["201"] == {
-        "description": "created",
-        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Placed"}}},
-    }
+    assert placed["201"]["description"] == "created"
+    assert placed["201"]["content"] == {"application/json": {"schema": {"$ref": "#/components/schemas/Placed"}}}
     assert placed["409"]["description"].startswith("conflict; or ")  # declared, and an Idempotency-Key's answer
     assert placed["409"]["content"] == {"application/json": {"schema": {"$ref": "#/components/schemas/Failure_2"}}}
     forget = operation(document, "delete", "/shops/{shopId}/orders")["responses"]
     assert list(forget) == ["200", "204", "400", "403", "404", "409", "413", "422", "431", "503"]
-    assert forget["204"] == {"description": "deleted"}  # no content
+    assert "content" not in forget["204"] and forget["204"]["description"] == "deleted"
     assert "404" in operation(document, "post", "/orders")["responses"]  # v2: a version header can miss
 
 
@@ -279,9 +280,8 @@ def test_a_route_without_a_version_to_a_topic_of_several_needs_the_version_heade
     document = served.http_api
     validate(document)
     posted = operation(document, "post", "/orders")
-    assert posted["parameters"] == [
-        {"name": "svc-version", "in": "header", "required": True, "schema": {"type": "string"}}
-    ]
+    assert posted["parameters"][0] == {"name": "svc-version", "in": "header", "required": True,
+                                       "schema": {"type": "string"}}  # fmt: skip
     assert "404" in posted["responses"] and posted["requestBody"]["content"]["application/json"]["schema"] == {}
     # What the document says: without the header no version is chosen; with it, that version answers.
     assert call(served, "POST", "/orders", json={"shopId": "s", "items": [{"sku": "a"}]}).status_code == 404
@@ -305,8 +305,8 @@ def test_an_operation_that_honours_an_idempotency_key_lists_the_answers_the_key_
     forgotten = operation(document, "delete", "/orders")["responses"]
     # Not idempotent (the registry's default): a key still in flight is 409, one reused with another body 422.
     assert forgotten["409"]["description"].startswith("conflict: a call with this Idempotency-Key is still running")
-    assert forgotten["409"]["headers"] == {"retry-after": {"description": "seconds to wait before retrying",
-                                                           "schema": {"type": "string"}}}  # fmt: skip
+    assert forgotten["409"]["headers"]["retry-after"] == {"description": "seconds to wait before retrying",
+                                                          "schema": {"type": "string"}}  # fmt: skip
     assert "Idempotency-Key was used with another request" in forgotten["422"]["description"]
     assert forgotten["422"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/ValidationFailure"
@@ -324,3 +324,47 @@ def test_an_operation_that_honours_an_idempotency_key_lists_the_answers_the_key_
     assert call(served, "DELETE", "/orders", json=body, headers={"idempotency-key": "k"}).status_code == 204
     reused = call(served, "DELETE", "/orders", json={**body, "query": "r"}, headers={"idempotency-key": "k"})
     assert reused.status_code == 422
+
+
+def test_an_operation_that_honours_an_idempotency_key_declares_the_header_and_the_replayed_mark() -> None:
+    registry = Registry()
+    registry.add("shop:place", place, version="v1", success=["created"], failures=["conflict"])
+    registry.add("shop:place", place_v2, version="v2")
+    registry.add("shop:search", search, idempotent=True)
+    routes = ["POST /orders -> shop:place@v1", "POST /any/orders -> shop:place", "GET /search -> shop:search"]
+    served = create_app(Service(Identity("shop"), registry), routes)
+    document = served.http_api
+    validate(document)
+    placed = operation(document, "post", "/orders")
+    key: dict[str, Any] = {
+        "name": "Idempotency-Key",
+        "in": "header",
+        "required": False,
+        "description": "runs the call once per key: a repeat of the same request gets the first answer again",
+        "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]([ -~]*[!-~])?$"},
+    }
+    assert placed["parameters"] == [key]
+    assert operation(document, "post", "/any/orders")["parameters"][-1] == key  # beside the version header
+    searched = operation(document, "get", "/search")
+    assert "Idempotency-Key" not in json.dumps(searched)  # an idempotent topic ignores the key
+    # The pattern is the key the service takes: printable ASCII, 1 to 255 characters.
+    pattern = re.compile(key["schema"]["pattern"])
+    assert all(pattern.fullmatch(text) for text in ("k", "a b", "~" * 255))
+    assert not any(pattern.fullmatch(text) for text in (" k", "k ", "é", "a\tb"))
+    # Every answer a key can replay says it may carry the mark; the limits' and the released ones do not.
+    responses = placed["responses"]
+    replayed = {"idempotent-replayed": {"description": "true: the answer kept for this Idempotency-Key, again",
+                                        "schema": {"type": "string", "enum": ["true"]}}}  # fmt: skip
+    marked = [code for code, answer in responses.items() if "idempotent-replayed" in answer.get("headers", {})]
+    assert marked == ["201", "400", "404", "409", "422"]
+    assert responses["201"]["headers"] == replayed
+    assert responses["409"]["headers"] == {**replayed, "retry-after": responses["409"]["headers"]["retry-after"]}
+    # What the document says, the service answers.
+    body = {"shopId": "s", "items": [{"sku": "a"}]}
+    first = call(served, "POST", "/orders", json=body, headers={"idempotency-key": "k-1"})
+    again = call(served, "POST", "/orders", json=body, headers={"idempotency-key": "k-1"})
+    assert (first.status_code, again.status_code) == (201, 201)
+    assert "idempotent-replayed" not in first.headers and again.headers["idempotent-replayed"] == "true"
+    bad = call(served, "POST", "/orders", json=[], headers={"idempotency-key": "k-2"})
+    bad_again = call(served, "POST", "/orders", json=[], headers={"idempotency-key": "k-2"})
+    assert (bad.status_code, bad_again.status_code, bad_again.headers["idempotent-replayed"]) == (400, 400, "true")

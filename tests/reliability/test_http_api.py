@@ -142,16 +142,22 @@ def test_the_served_document_is_valid_openapi_and_the_committed_one(
     validate(answer.json())
 
 
-def integer_literals_only(response: schemathesis.Response, case: Case[Any]) -> None:
+KEY_REUSED = "this Idempotency-Key was used with a different request"
+
+
+def integer_literals_only(response: schemathesis.Response, case: Case[Any], key_reused: bool) -> None:
     """Schema-valid data is accepted, except a float literal for an integer: JSON Schema counts `3.0` as an
-    integer, the wire does not (docs/wire.md), and no schema keyword can tell the two literals apart. This
-    replaces schemathesis' `positive_data_acceptance`, which cannot know that."""
+    integer, the wire does not (docs/wire.md), and no schema keyword can tell the two literals apart; and except
+    an `Idempotency-Key` sent before (`key_reused`), which the fuzzer draws again for another request and which is
+    rightly refused then (422), as no schema can say "unique". This replaces schemathesis'
+    `positive_data_acceptance`, which cannot know either."""
     meta = case.meta
     if meta is None or not meta.generation.mode.is_positive or response.status_code < 400:
         return
     detail = response.json().get("detail", "") if response.content else ""
     integer_literal = response.status_code == 422 and detail.endswith("expected integer")
-    assert response.status_code in (404, 409) or integer_literal, (
+    reused = key_reused and response.status_code == 422 and detail == KEY_REUSED
+    assert response.status_code in (404, 409) or integer_literal or reused, (
         f"{case.operation.label}: schema-valid data refused: HTTP {response.status_code} {response.text[:300]}\n"
         f"{case.as_curl_command()}"
     )
@@ -164,10 +170,19 @@ def only_text_parameters(operation: Any) -> bool:
     return "requestBody" not in definition and all(p.get("schema") == {"type": "string"} for p in parameters)
 
 
+@pytest.fixture(scope="module")
+def sent_keys() -> dict[str, set[str]]:
+    """Each service's `Idempotency-Key` values sent so far: its store keeps them as long as it runs (the module)."""
+    return {name: set() for name in SERVICES}
+
+
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE], ids=str)
 @pytest.mark.parametrize("name", list(SERVICES))
-def test_schemathesis_finds_every_answer_documented(served: dict[str, str], name: str, mode: GenerationMode) -> None:
+def test_schemathesis_finds_every_answer_documented(
+    served: dict[str, str], sent_keys: dict[str, set[str]], name: str, mode: GenerationMode
+) -> None:
     base = served[name]
+    keys = sent_keys[name]
     schema = schemathesis.openapi.from_url(f"{base}{SERVICES[name]}/http-api.json")
     operations = [result.ok() for result in schema.get_all_operations()]  # type: ignore[union-attr]
     assert operations, f"{name}: the HTTP API document has no operations"
@@ -179,11 +194,14 @@ def test_schemathesis_finds_every_answer_documented(served: dict[str, str], name
                       suppress_health_check=list(HealthCheck))  # fmt: skip
             @given(case=operation.as_strategy(mode))
             def fuzz(case: Case[Any]) -> None:
+                key = {header.lower(): value for header, value in (case.headers or {}).items()}.get("idempotency-key")
                 response = case.call(base_url=base, session=session, timeout=10)
                 calls[case.operation.label] = calls.get(case.operation.label, 0) + 1
                 # Every check schemathesis has; positive_data_acceptance in the form the wire allows.
                 case.validate_response(response, excluded_checks=[positive_data_acceptance])
-                integer_literals_only(response, case)
+                integer_literals_only(response, case, key_reused=key in keys)
+                if key is not None:
+                    keys.add(key)
 
             try:
                 fuzz()

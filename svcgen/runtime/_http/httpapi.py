@@ -9,8 +9,9 @@ standing for it, where the other documents keep a plain field as the spec's tabl
 success status, then the failures the binding can answer (400, 404, 413, 422, 431, 503) plus the topic's declared
 ones, each with the failure body component. 404 is on every operation: any caller may name a version by header
 (spec, Versioning rule 5), and one the topic lacks is not found, as an empty placeholder segment is. A topic that is
-not idempotent honours an `Idempotency-Key`: its operations add what a key can get (409 in flight, with
-`retry-after`; the key's reasons for 400, 422 and 503).
+not idempotent honours an `Idempotency-Key`: its operations take the optional header and add what a key can get
+(409 in flight, with `retry-after`; the key's reasons for 400, 422 and 503), and each answer a key can replay
+declares `idempotent-replayed`.
 
 Walk order is the route order (the order requests are matched in), so the bytes are stable; component and path
 keys are sorted.
@@ -26,7 +27,7 @@ from urllib.parse import quote
 from .. import _status as st
 from .._codec import is_text_scalar
 from .._collisions import collision_suffixes
-from .._idempotency import MAX_KEY_LENGTH
+from .._idempotency import MAX_KEY_LENGTH, RELEASED_STATUSES, REPLAYED_HEADER
 from .._naming import camel_name, slug
 from .._openapi import COMPONENT_REF, JSON_MEDIA_TYPE, PATH_SAFE, error_schema
 from .._registry import Registration, Registry
@@ -80,6 +81,20 @@ _KEYED_FAILURES: Final[dict[str, str]] = {
 }
 """Status → why an operation that honours an `Idempotency-Key` answers it (`_idempotency.run_once`)."""
 _RETRY_AFTER: Final = {"retry-after": {"description": "seconds to wait before retrying", "schema": {"type": "string"}}}
+_KEY_PARAMETER: Final = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "description": "runs the call once per key: a repeat of the same request gets the first answer again",
+    # Printable ASCII; no space at either end, which HTTP strips from a header value.
+    "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH, "pattern": "^[!-~]([ -~]*[!-~])?$"},
+}
+_REPLAYED: Final = {REPLAYED_HEADER: {"description": "true: the answer kept for this Idempotency-Key, again",
+                                      "schema": {"type": "string", "enum": ["true"]}}}  # fmt: skip
+_NOT_REPLAYED: Final = frozenset({BODY_TOO_LARGE_CODE, TOO_MANY_HEADERS_CODE,
+                                  *(st.FAILURE_CODES[status] for status in RELEASED_STATUSES)})  # fmt: skip
+"""Answers a key never replays: the binding's limits, refused before the call is made, and those released for the
+retry (`run_once`). A credential's 401 and 403 (`_secure`) come before the key is looked at too."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -310,7 +325,7 @@ def _operation(operation: _Operation, operation_id: str, names: _Names) -> dict[
         result["summary"] = f"Call topic {topic}"
         result["description"] = f"Topic {topic}; the version is chosen by the {VERSION_HEADERS[0]} header."
         header = {"name": VERSION_HEADERS[0], "in": "header", "required": True, "schema": {"type": "string"}}
-        result["parameters"] = [header]
+        result["parameters"] = [header, _KEY_PARAMETER] if operation.keyed else [header]
         if route.method not in _QUERY_METHODS:  # the body's type depends on the version chosen
             result["requestBody"] = {"required": False, "content": {JSON_MEDIA_TYPE: {"schema": {}}}}
         result["responses"] = _responses(operation, (st.OK,), (), names, {})
@@ -332,6 +347,8 @@ def _operation(operation: _Operation, operation_id: str, names: _Names) -> dict[
         result["requestBody"] = {"required": required, "content": {JSON_MEDIA_TYPE: {"schema": body}}}
     else:
         result["requestBody"] = {"required": True, "content": {JSON_MEDIA_TYPE: {"schema": names.schema(request)}}}
+    if operation.keyed:
+        parameters.append(_KEY_PARAMETER)
     if parameters:
         result["parameters"] = parameters
     response = names.schema(shape_of(registration.response_type))
@@ -424,6 +441,8 @@ def _responses(
             answer = {"description": failure_codes[code], "content": content}
             if operation.keyed and code == st.FAILURE_CODES[st.CONFLICT]:
                 answer["headers"] = _RETRY_AFTER
+        if operation.keyed and code not in _NOT_REPLAYED:
+            answer["headers"] = {**answer.get("headers", {}), **_REPLAYED}
         responses[str(code)] = answer
     return responses
 
