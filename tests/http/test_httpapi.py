@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -203,13 +204,13 @@ def test_the_body_is_the_request_without_its_path_fields() -> None:
 def test_declared_statuses_and_the_binding_failures_are_the_responses() -> None:
     document = app().http_api
     placed = operation(document, "post", "/shops/{shopId}/orders")["responses"]
-    assert list(placed) == ["201", "400", "404", "409", "413", "422", "431", "503"]
+    assert list(placed) == ["201", "400", "404", "409", "413", "422", "431", "503", "504"]
     assert placed["201"]["description"] == "created"
     assert placed["201"]["content"] == {"application/json": {"schema": {"$ref": "#/components/schemas/Placed"}}}
     assert placed["409"]["description"].startswith("conflict; or ")  # declared, and an Idempotency-Key's answer
     assert placed["409"]["content"] == {"application/json": {"schema": {"$ref": "#/components/schemas/Failure_2"}}}
     forget = operation(document, "delete", "/shops/{shopId}/orders")["responses"]
-    assert list(forget) == ["200", "204", "400", "403", "404", "409", "413", "422", "431", "503"]
+    assert list(forget) == ["200", "204", "400", "403", "404", "409", "413", "422", "431", "503", "504"]
     assert "content" not in forget["204"] and forget["204"]["description"] == "deleted"
     assert "404" in operation(document, "post", "/orders")["responses"]  # v2: a version header can miss
 
@@ -225,6 +226,31 @@ def test_an_unversioned_topic_on_a_route_without_placeholders_lists_the_404_a_ve
     assert "404" in responses and responses["404"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/Failure"
     }
+
+
+def test_every_operation_lists_the_504_a_deadline_gets_naming_the_topics_timeout() -> None:
+    # Any caller may send svc-deadline (docs/wire.md), and a topic's timeout bounds every call: either is a 504.
+    async def slow(request: Search, context: Context) -> Result[list[Placed]]:
+        await asyncio.Event().wait()  # until the timeout cancels it
+        return Result.ok([])
+
+    registry = Registry()
+    registry.add("shop:search", search, idempotent=True)
+    registry.add("shop:slow", slow, idempotent=True, timeout=0.05)
+    served = create_app(Service(Identity("shop"), registry), ["GET /search -> shop:search", "GET /slow -> shop:slow"])
+    document = served.http_api
+    validate(document)
+    searched = operation(document, "get", "/search")["responses"]["504"]
+    assert searched["description"] == "timeout: the call ran past the caller's svc-deadline"
+    assert searched["content"] == {"application/json": {"schema": {"$ref": "#/components/schemas/Failure"}}}
+    bounded = operation(document, "get", "/slow")["responses"]["504"]["description"]
+    assert bounded == "timeout: the call ran past the topic's timeout (0.05 s) or the caller's earlier svc-deadline"
+    # What the document says, the service answers.
+    query = {"shopId": "s", "query": "q"}
+    late = call(served, "GET", "/search", params=query, headers={"svc-deadline": "0"})
+    assert (late.status_code, late.json()["status"]) == (504, "timeout")
+    timed_out = call(served, "GET", "/slow", params=query)
+    assert (timed_out.status_code, timed_out.json()["status"]) == (504, "timeout")
 
 
 def test_the_document_is_byte_stable() -> None:

@@ -6,12 +6,13 @@ request type without its path fields as the body (`<Type>Body` when fields were 
 every other named type of the shared derivation) is one component, `#/components/schemas/<TypeName>`, referenced
 wherever it appears; every field with a default publishes it (DESIGN §12), in its component and in the parameter
 standing for it, where the other documents keep a plain field as the spec's table row. Responses: each declared
-success status, then the failures the binding can answer (400, 404, 413, 422, 431, 503) plus the topic's declared
-ones, each with the failure body component. 404 is on every operation: any caller may name a version by header
-(spec, Versioning rule 5), and one the topic lacks is not found, as an empty placeholder segment is. A topic that is
-not idempotent honours an `Idempotency-Key`: its operations take the optional header and add what a key can get
-(409 in flight, with `retry-after`; the key's reasons for 400, 422 and 503), and each answer a key can replay
-declares `idempotent-replayed`.
+success status, then the failures the binding can answer (400, 404, 413, 422, 431, 503, 504) plus the topic's
+declared ones, each with the failure body component. 404 is on every operation: any caller may name a version by
+header (spec, Versioning rule 5), and one the topic lacks is not found, as an empty placeholder segment is. 504 is
+too: any caller may send `svc-deadline`, and a topic's `timeout` (which its description names) bounds every call.
+A topic that is not idempotent honours an `Idempotency-Key`: its operations take the optional header and add what a
+key can get (409 in flight, with `retry-after`; the key's reasons for 400, 422 and 503), and each answer a key can
+replay declares `idempotent-replayed`.
 
 Walk order is the route order (the order requests are matched in), so the bytes are stable; component and path
 keys are sorted.
@@ -27,6 +28,7 @@ from urllib.parse import quote
 from .. import _status as st
 from .._codec import is_text_scalar
 from .._collisions import collision_suffixes
+from .._deadline import DEADLINE_HEADER
 from .._idempotency import MAX_KEY_LENGTH, RELEASED_STATUSES, REPLAYED_HEADER
 from .._naming import camel_name, slug
 from .._openapi import COMPONENT_REF, JSON_MEDIA_TYPE, PATH_SAFE, error_schema
@@ -70,6 +72,7 @@ _BINDING_FAILURES: Final[dict[int, str]] = {
     st.FAILURE_CODES[st.VALIDATION_ERROR]: "validation-error: values that do not fit the request type",
     TOO_MANY_HEADERS_CODE: f"{LIMIT_STATUS}: the request has more headers than the service accepts",
     st.FAILURE_CODES[st.SERVICE_UNAVAILABLE]: "service-unavailable: the handler failed",
+    st.FAILURE_CODES[st.TIMEOUT]: f"timeout: the call ran past the caller's {DEADLINE_HEADER}",
 }
 """HTTP code → response description of every failure the binding itself answers."""
 
@@ -420,6 +423,12 @@ def _responses(
     for status in success:
         described.setdefault(st.SUCCESS_CODES[status], []).append(status)
     failure_codes = dict(_BINDING_FAILURES)
+    registration = operation.registration
+    if registration is not None and registration.timeout is not None:
+        failure_codes[st.FAILURE_CODES[st.TIMEOUT]] = (
+            f"timeout: the call ran past the topic's timeout ({registration.timeout:g} s) or the caller's earlier "
+            f"{DEADLINE_HEADER}"
+        )
     for status in failures:
         code = st.FAILURE_CODES[status]
         failure_codes.setdefault(code, status)
