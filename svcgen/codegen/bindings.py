@@ -7,15 +7,17 @@ the running registry cannot disagree.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
 
 from ..manifest.model import Deprecation, Manifest, MeshDef, Requirements, SecurityDef, TopicDef
 from ..manifest.typeexpr import TypeExpr
+from ..runtime import _deprecation
 from ..runtime._collisions import handler_slugs
 from ..runtime._descriptor import Identity
 from ..runtime._naming import slug
 from ..runtime._registry import TopicKey
+from ..runtime._status import OK
 from .errors import CodegenError
 from .imports import Imports
 from .pynames import is_module_name
@@ -150,6 +152,34 @@ def service_bindings(manifest: Manifest) -> ServiceBindings:
         events=event_bindings(manifest),
         subscriptions=subscription_bindings(manifest),
     )
+
+
+def registration_options(topic: TopicBinding) -> dict[str, Any]:
+    """How a manifest topic is registered beyond its handler, version and types: the `Registry.add` keywords whose
+    values are not its defaults, in the order service.py writes them. service.py's `build_registry` writes these
+    (`views.service_view`) and the contract derivation passes them (`contracts`): one registration, so the
+    committed documents are the served ones."""
+    options: dict[str, Any] = {}
+    if topic.summary:
+        options["summary"] = topic.summary
+    if topic.success != (OK,):
+        options["success"] = list(topic.success)
+    if topic.failures:
+        options["failures"] = list(topic.failures)
+    if topic.idempotent:
+        options["idempotent"] = True
+    if topic.timeout is not None:
+        options["timeout"] = topic.timeout
+    if topic.security is not None:
+        options["security"] = requirement_literals(topic.security)
+    if topic.deprecated is not None:
+        options["deprecated"] = _deprecation.Deprecation(**asdict(topic.deprecated))
+    return options
+
+
+def requirement_literals(requirements: Requirements) -> list[dict[str, list[str]]]:
+    """Requirements as service.py writes them: `[{"staff": ["patients:read"]}]`."""
+    return [{name: list(scopes) for name, scopes in requirement} for requirement in requirements]
 
 
 def type_text(expr: TypeExpr, imports: Imports) -> str:

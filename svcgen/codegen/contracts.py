@@ -1,10 +1,10 @@
 """contracts/*.json by the runtime's own derivation: what the running service serves, byte for byte.
 
 The rendered models.py runs as a throwaway module; a `ServiceDefinition` with placeholder handlers gets the
-same (topic, version, request, response) bindings service.py makes (both read `bindings`, both spell the
-types with `type_text`), the same identity, routes and produced topics, and is assembled by the runtime's
-`build_app`, as create_app assembles it; the documents are the `Service`'s own, encoded by `document_bytes`
-exactly as the HTTP app serves them. No schema is derived here.
+same registrations service.py makes (both read `bindings`, both spell the types with `type_text` and take the
+other options from `registration_options`), the same identity, routes and produced topics, and is assembled by
+the runtime's `build_app`, as create_app assembles it; the documents are the `Service`'s own, encoded by
+`document_bytes` exactly as the HTTP app serves them. No schema is derived here.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from typing import Any
 from ..manifest.typeexpr import TypeExpr
 from ..runtime._assembly import ServiceDefinition
 from ..runtime._context import Context
-from ..runtime._deprecation import Deprecation
 from ..runtime._descriptor import ProducedTopic
 from ..runtime._events import EventSpec, Subscriptions
 from ..runtime._health import HealthCheck, HealthChecks
@@ -28,11 +27,11 @@ from ..runtime._mesh.host import MeshHost, MeshSettings
 from ..runtime._registry import Registry
 from ..runtime._result import Result
 from ..runtime._security import ApiKeyScheme, JwtScheme, Security
-from .bindings import MODELS_MODULE, ServiceBindings, type_text
+from .bindings import MODELS_MODULE, ServiceBindings, registration_options, type_text
 from .errors import CodegenError
 from .events import asyncapi_bytes
 from .imports import Imports
-from .views import requirement_literals, security_view
+from .views import security_view
 
 ASYNCAPI = "contracts/asyncapi.json"
 DESCRIPTOR = "contracts/descriptor.json"
@@ -83,12 +82,7 @@ def _placeholder_definition(bindings: ServiceBindings, models: types.ModuleType)
                 version=topic.version,
                 request=_resolve(topic.request, models),
                 response=_resolve(topic.response, models),
-                summary=topic.summary,
-                success=topic.success,
-                failures=topic.failures,
-                idempotent=topic.idempotent,
-                security=None if topic.security is None else requirement_literals(topic.security),
-                deprecated=None if topic.deprecated is None else Deprecation(**vars(topic.deprecated)),
+                **registration_options(topic),  # what service.py writes after the types
             )
         return registry
 

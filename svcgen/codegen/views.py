@@ -6,21 +6,29 @@ contract derivation evaluates.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..manifest.model import Requirements, SecurityDef
+from ..manifest.model import SecurityDef
 from ..manifest.typeexpr import TypeExpr
+from ..runtime._deprecation import Deprecation
 from ..runtime._mesh.host import COLLECTOR_ENV, HEARTBEAT_ENV
 from ..runtime._mesh.jetstream import MESH_NATS_ENV
 from ..runtime._mesh.otlp import ENDPOINT_ENV as OTLP_ENDPOINT_ENV
 from ..runtime._status import OK, http_code
 from ..runtime._topics import DEFAULT_PREFIX
 from ..runtime._wiring import NATS_ENV, target_variable
-from .bindings import MODELS_MODULE, ServiceBindings, TopicBinding, type_text
+from .bindings import (
+    MODELS_MODULE,
+    ServiceBindings,
+    TopicBinding,
+    registration_options,
+    requirement_literals,
+    type_text,
+)
 from .events import ServiceEvents, service_events
 from .imports import Imports
-from .literals import py_str
+from .literals import py_str, py_value
 from .typehints import annotation
 
 STUB_WRAP_AT = 100
@@ -36,16 +44,8 @@ class RegistrationRow:
     module: str
     request: str
     response: str
-    summary: str | None
-    success: tuple[str, ...] | None
-    """Written only when not the default `ok`."""
-    failures: tuple[str, ...]
-    idempotent: bool = False
-    timeout: float | None = None
-    security: list[dict[str, list[str]]] | None = None
-    """Written only when the topic has its own."""
-    deprecated: str | None = None
-    """The `Deprecation(...)` call of a deprecated version, as Python text."""
+    options: tuple[tuple[str, str], ...] = ()
+    """`Registry.add` keywords after the types (`bindings.registration_options`), each value as Python text."""
 
     @property
     def wrap(self) -> bool:
@@ -53,12 +53,13 @@ class RegistrationRow:
         return len(binding) > BINDING_WRAP_AT
 
 
-def _deprecation_call(topic: TopicBinding, imports: Imports) -> str | None:
-    if topic.deprecated is None:
-        return None
-    given = {key: value for key, value in vars(topic.deprecated).items() if value is not None}
-    arguments = ", ".join(f"{key}={py_str(value)}" for key, value in given.items())
-    return f"{imports.name('svcgen.runtime', 'Deprecation')}({arguments})"
+def _option_text(value: Any, imports: Imports) -> str:
+    """A registration option as service.py writes it: a literal, or the `Deprecation(...)` call."""
+    if isinstance(value, Deprecation):
+        given = {key: item for key, item in asdict(value).items() if item is not None}
+        arguments = ", ".join(f"{key}={py_str(item)}" for key, item in given.items())
+        return f"{imports.name('svcgen.runtime', 'Deprecation')}({arguments})"
+    return py_value(value)
 
 
 @dataclass(frozen=True)
@@ -221,13 +222,7 @@ def service_view(bindings: ServiceBindings) -> ServiceView:
             t.module,
             type_text(t.request, imports),
             type_text(t.response, imports),
-            t.summary,
-            None if t.success == (OK,) else t.success,
-            t.failures,
-            t.idempotent,
-            t.timeout,
-            None if t.security is None else requirement_literals(t.security),
-            _deprecation_call(t, imports),
+            tuple((name, _option_text(value, imports)) for name, value in registration_options(t).items()),
         )
         for t in bindings.topics
     )
@@ -238,11 +233,6 @@ def service_view(bindings: ServiceBindings) -> ServiceView:
     routes = tuple(RouteRow(spec, t.topic, t.version) for t in bindings.topics for spec in t.routes)
     events = service_events(bindings.events, bindings.subscriptions, imports)
     return ServiceView(imports.lines(), topics, routes, produces, security, events)
-
-
-def requirement_literals(requirements: Requirements) -> list[dict[str, list[str]]]:
-    """Requirements as service.py writes them: `[{"staff": ["patients:read"]}]`."""
-    return [{name: list(scopes) for name, scopes in requirement} for requirement in requirements]
 
 
 def security_view(security: SecurityDef | None) -> SecurityView | None:
