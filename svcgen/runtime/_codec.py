@@ -537,7 +537,15 @@ def _encode_any(value: Any) -> Any:
 
 
 def _any_encoder(kind: type) -> Encoder:
-    if issubclass(kind, str | int | float) or kind is type(None):
+    # A subclass of a JSON scalar (numpy.float64, an IntEnum, a str mixin enum) goes out as its base type's value by
+    # that type's rule: orjson takes no float subclass, and the number rule must see a subclass's nan too.
+    if issubclass(kind, float):
+        return _encode_float_subclass
+    if issubclass(kind, int):  # bool is taken before: it has no subclass
+        return int.__int__
+    if issubclass(kind, str):
+        return str.__str__
+    if kind is type(None):
         return _identity
     if issubclass(kind, datetime):
         return _encode_datetime
@@ -552,6 +560,10 @@ def _any_encoder(kind: type) -> Encoder:
     if issubclass(kind, list | tuple):
         return _encode_any_sequence
     return _identity  # left to orjson (enums, UUIDs, dates) or to fail there
+
+
+def _encode_float_subclass(value: float) -> float:
+    return _encode_number(float.__float__(value))  # the float's own value, whatever its class makes of float()
 
 
 def _encode_any_mapping(value: Mapping[Any, Any]) -> dict[Any, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import enum
 import json
 import math
 from typing import Any
@@ -162,3 +163,52 @@ def test_a_query_parameter_given_several_times_goes_to_a_list_field_or_is_refuse
     errors = [{"path": "sizes[1]", "message": "expected integer"}]
     assert get(b"sizes=1&sizes=x") == (422, {"status": "validation-error", "detail": "sizes[1]: expected integer",
                                              "errors": errors})  # fmt: skip
+
+
+class Ratio(float):
+    """A float subclass, as numpy.float64 is one."""
+
+
+class Count(int):
+    pass
+
+
+class Label(str):
+    pass
+
+
+class Shade(enum.StrEnum):
+    DARK = "dark"
+
+
+def test_a_subclass_of_a_json_scalar_inside_an_any_value_goes_out_as_its_base_type() -> None:
+    # A handler's numbers often come from numpy (numpy.float64 is a float subclass): its value, by the number rule.
+    @dataclasses.dataclass
+    class Report:
+        data: Any
+
+    shapes: dict[str, Any] = {
+        "bare": lambda: Report(Ratio(0.25)),
+        "nested": lambda: Report({"series": [Ratio(1.5), {"n": Count(3), "label": Label("x"), "shade": Shade.DARK}]}),
+        "not finite": lambda: Report([Ratio(math.nan)]),
+        "infinite": lambda: Report({"r": Ratio(math.inf)}),
+    }
+
+    async def report(request: None, context: Context) -> Result[Report]:
+        return Result.ok(shapes[context.headers["x-where"]]())
+
+    registry = Registry()
+    registry.add("stats:report", report)
+    app = create_app(Service(Identity("stats"), registry), ["GET /report -> stats:report"])
+
+    def answer(where: str) -> tuple[int, Any]:
+        status, _, payload = asyncio.run(raw_request(app, "GET", b"/report", b"", [(b"x-where", where.encode())], b""))
+        return status, json.loads(payload)
+
+    assert answer("bare") == (200, {"data": 0.25})
+    assert answer("nested") == (200, {"data": {"series": [1.5, {"n": 3, "label": "x", "shade": "dark"}]}})
+    for where in ("not finite", "infinite"):  # the number rule holds for the subclass too
+        assert answer(where) == (500, {
+            "status": "unexpected-error",
+            "detail": "stats:report produced a response that does not fit its type (ValueError)",
+        }), where  # fmt: skip
