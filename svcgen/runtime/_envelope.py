@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
+from ._deadline import DEADLINE_HEADER
 from ._jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits, JsonRefused, parse_json
 from ._result import Outcome
+
+CARRIED_HEADERS: Final[tuple[str, ...]] = ("traceparent", "x-correlation-id", DEADLINE_HEADER)
+"""Headers of the HTTP request carrying an envelope that count where the envelope's own `headers` lack them: the
+call's place in a trace, its correlation id and its deadline, which a proxy or tracer sets on the request."""
 
 
 class EnvelopeError(ValueError):
@@ -45,6 +51,12 @@ def envelope_from(value: Any) -> Envelope:
     if body is not None and not isinstance(body, str):
         raise EnvelopeError("envelope body must be a string")
     return Envelope(topic, headers, body)
+
+
+def with_carried_headers(envelope: Envelope, carried: Mapping[str, str]) -> dict[str, Any]:
+    """The envelope as a value with `carried` (lower-cased names) laid under its own headers: its own win."""
+    headers = {**carried, **{name.lower(): value for name, value in envelope.headers.items()}}
+    return {"topic": envelope.topic, "headers": headers, "body": envelope.body}
 
 
 def response_envelope(outcome: Outcome) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from svcgen.runtime import Context, Guard, HttpApp, Identity, Registry, Result, 
 from svcgen.runtime._http.routing import RouteError
 from svcgen.runtime._service import ADMITTED_PER_CALL
 from tests.support.client import call
+from tests.support.fakes import traced_service
 from tests.support.sample import GetOrder, build_registry, build_service
 from tests.support.security import Calls, clinic_security, clinic_service
 
@@ -441,3 +442,33 @@ def test_what_keeps_a_routed_call_on_invoke() -> None:
     assert {"svc-version", "version", "x-version", "idempotency-key"} == ADMITTED_PER_CALL
     guarded = clinic_service(Guard(clinic_security(jwks="https://id.test/jwks")), Calls())
     assert guarded.route_runner("patients:directory", "") is None  # a public topic too: the guard sees every call
+
+
+def test_the_envelope_face_takes_the_requests_trace_correlation_and_deadline_where_the_envelope_has_none() -> None:
+    # A proxy or tracer sets traceparent on the HTTP request, not inside the envelope it cannot read.
+    async def echo(request: dict[str, Any], context: Context) -> Result[dict[str, Any]]:
+        return Result.ok({"headers": dict(context.headers), "bounded": context.deadline is not None})
+
+    registry = Registry()
+    registry.add("t:echo", echo, request=dict[str, Any], response=dict[str, Any])
+    traced = traced_service(reg=registry)
+    app = create_app(traced.service)
+    proxy = {"traceparent": f"00-{'ab' * 16}-{'cd' * 8}-01", "x-correlation-id": "c-proxy", "svc-deadline": "60000"}
+
+    def invoke(envelope: dict[str, Any], headers: dict[str, str]) -> Any:
+        answer = call(app, "POST", "/svc/invoke", json={"topic": "t:echo", "body": "{}", **envelope}, headers=headers)
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+    seen = json.loads(invoke({}, {**proxy, "x-other": "not carried"})["body"])
+    assert seen == {"headers": proxy, "bounded": True}
+    event = traced.events[-1]
+    assert (event["traceId"], event["parentSpanId"], event["correlationId"]) == ("ab" * 16, "cd" * 8, "c-proxy")
+    # The envelope's own headers win, whatever their case.
+    own = {"Traceparent": f"00-{'12' * 16}-{'34' * 8}-01", "x-correlation-id": "c-own"}
+    seen = json.loads(invoke({"headers": own}, proxy)["body"])
+    assert seen["headers"] == {"traceparent": own["Traceparent"], "x-correlation-id": "c-own", "svc-deadline": "60000"}
+    assert (traced.events[-1]["traceId"], traced.events[-1]["correlationId"]) == ("12" * 16, "c-own")
+    # The request's deadline holds: one already passed is answered timeout without running the handler.
+    assert invoke({}, {"svc-deadline": "0"})["statusCode"] == "timeout"
+    assert json.loads(invoke({}, {})["body"]) == {"headers": {}, "bounded": False}

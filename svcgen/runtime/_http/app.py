@@ -14,7 +14,7 @@ import orjson
 
 from .. import _status as st
 from .._codec import TextFields
-from .._envelope import EnvelopeError
+from .._envelope import CARRIED_HEADERS, EnvelopeError, parse_envelope, with_carried_headers
 from .._events import EventsError
 from .._invocation import Invocation
 from .._jsontext import document_bytes
@@ -351,7 +351,11 @@ class HttpApp:
         raw = await read_body(receive, self.max_body_bytes)
         try:
             credentials = request_headers(scope)  # the request's own headers, never the envelope's
-            answer = await self.service.invoke_envelope(raw, json_limits=self._json_limits, credentials=credentials)
+            carried = {name: credentials[name] for name in CARRIED_HEADERS if name in credentials}
+            # A proxy's or tracer's traceparent (and correlation id, deadline) counts where the envelope has none.
+            envelope = with_carried_headers(parse_envelope(raw, self._json_limits), carried) if carried else raw
+            answer = await self.service.invoke_envelope(envelope, json_limits=self._json_limits,
+                                                        credentials=credentials)  # fmt: skip
         except EnvelopeError as exc:
             await send_failure(send, 400, st.BAD_REQUEST, str(exc))
             return
