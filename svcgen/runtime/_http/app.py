@@ -236,7 +236,8 @@ class HttpApp:
         if method == "OPTIONS":
             await send_response(send, 204, b"", allow)
             return
-        await send_response(send, 405, _method_not_allowed(method, path), {**allow, "content-type": "application/json"})
+        body = _method_not_allowed(method, path, allow["allow"])
+        await send_response(send, 405, body, {**allow, "content-type": "application/json"})
 
     def allowed_methods(self, path: str, segments: list[str], *, surfaces: bool = True) -> list[str]:
         """The methods something answers at `path` (HEAD with GET, OPTIONS with any), in a stable order; empty
@@ -458,8 +459,10 @@ def _without_body(send: Send) -> Send:
     return head
 
 
-def _method_not_allowed(method: str, path: str) -> bytes:
-    return orjson.dumps({"status": st.BAD_REQUEST, "detail": f"{method} is not allowed on {path}; see Allow"})
+def _method_not_allowed(method: str, path: str, allowed: str) -> bytes:
+    # The vocabulary has no word for 405: the request is at fault, so bad-request, the detail saying what would do.
+    detail = f"{method} is not allowed on {path}; allowed: {allowed}"
+    return orjson.dumps({"status": st.BAD_REQUEST, "detail": detail})
 
 
 def _constant(body: bytes) -> _Surface:
