@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from ._codec import TextFields
 from ._dependencies import Scope
 from ._jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits
+
+TRACEPARENT: Final = "traceparent"
+"""W3C Trace Context: the call's place in a trace, on every transport."""
+CORRELATION_HEADER: Final = "x-correlation-id"
+"""The caller's correlation id, carried into the call's trace event."""
 
 if TYPE_CHECKING:
     from ._events import DeliveryInfo

@@ -8,11 +8,12 @@ from typing import Any, Final
 
 import orjson
 
+from ._context import CORRELATION_HEADER, TRACEPARENT
 from ._deadline import DEADLINE_HEADER
 from ._jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits, JsonRefused, parse_json
 from ._result import Outcome
 
-CARRIED_HEADERS: Final[tuple[str, ...]] = ("traceparent", "x-correlation-id", DEADLINE_HEADER)
+CARRIED_HEADERS: Final[tuple[str, ...]] = (TRACEPARENT, CORRELATION_HEADER, DEADLINE_HEADER)
 """Headers of the HTTP request carrying an envelope that count where the envelope's own `headers` lack them: the
 call's place in a trace, its correlation id and its deadline, which a proxy or tracer sets on the request."""
 

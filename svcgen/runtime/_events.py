@@ -21,7 +21,7 @@ import orjson
 
 from . import _status as st
 from ._codec import codec_for
-from ._context import Context
+from ._context import TRACEPARENT, Context
 from ._eventnames import dead_letter_subject, durable_name, event_subject, stream_name
 from ._jsonlimits import DEFAULT_JSON_LIMITS, JsonLimits
 from ._pipeline import BindingFailure
@@ -41,7 +41,6 @@ hold the handler to the manifest's payload type."""
 
 TRANSPORT: Final = "event"
 MSG_ID: Final = "Nats-Msg-Id"
-TRACEPARENT: Final = "traceparent"
 DEFAULT_PUBLISH_TIMEOUT: Final = 5.0
 DEFAULT_MAX_AGE: Final = 7 * 24 * 3600.0
 DEFAULT_MAX_BYTES: Final = 1 << 30

@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .._context import TRACEPARENT
 from .._descriptor import Identity
 from .._events import DEAD_LETTER, Delivered, Subscription, Verdict, safe_headers
 from .._http.app import HttpApp
@@ -21,7 +22,7 @@ from .issues import IssueAggregator
 from .jetstream import MESH_NATS_ENV, JetStreamSender, require_nats
 from .otlp import DEFAULT_SCHEDULE_DELAY, SCHEDULE_DELAY_ENV, OtlpExporter, traces_endpoint
 from .reporter import DEFAULT_INTERVAL, Reporter
-from .tracecontext import TRACEPARENT, parse_traceparent
+from .tracecontext import parse_traceparent
 from .traces import TraceMiddleware
 
 logger = logging.getLogger("svcgen.mesh")

@@ -35,10 +35,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final, Protocol, TypeAlias
 
+from .._context import TRACEPARENT
 from .._http.sender import HeaderHook, HttpSender, Target
 from .._logging import read_trace_ids_from
 
-TRACEPARENT: Final = "traceparent"
 VERSION: Final = "00"
 SAMPLED: Final = 0x01
 

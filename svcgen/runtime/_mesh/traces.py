@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from .._codec import rows_encoder
-from .._context import Context
+from .._context import CORRELATION_HEADER, TRACEPARENT, Context
 from .._descriptor import Identity
 from .._pipeline import BindingFailure, Next, cancelled_from_outside
 from .._result import Result
@@ -37,7 +37,6 @@ from .messages import (
     TraceEntry,
 )
 from .tracecontext import (
-    TRACEPARENT,
     IdGenerator,
     Trace,
     TraceContext,
@@ -55,7 +54,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("svcgen.mesh.traces")
 
-CORRELATION_HEADER: Final = "x-correlation-id"
 LOG_EVERY: Final = 1000
 """A tracing failure that keeps happening is logged on its 1st, 1001st, ... occurrence, not per request."""
 
