@@ -381,6 +381,17 @@ def _encode_datetime(value: datetime) -> str:
 
 
 _orjson_dumps = orjson.dumps
+
+
+def float_subclass(value: Any) -> float:
+    """orjson's `default` wherever an encoded value is written: a float subclass (numpy.float64), which orjson does
+    not write itself, as the float it is; called only for what orjson refuses, so exact types cost nothing. The
+    encoders have already applied the number rule (NaN and the infinities fail)."""
+    if isinstance(value, float):
+        return float(value)
+    raise TypeError(f"Type is not JSON serializable: {type(value).__qualname__}")
+
+
 # Fixed-offset zones already seen to be whole minutes (the decoder makes one per offset it reads).
 _WHOLE_MINUTE_ZONES: set[timezone] = {UTC}
 _WHOLE_MINUTE_ZONES_CAP = 2048  # there are 24 * 60 * 2 whole-minute offsets

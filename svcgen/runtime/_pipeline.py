@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from . import _status as st
-from ._codec import Codec, DecodeError, RepeatedField, codec_for
+from ._codec import Codec, DecodeError, RepeatedField, codec_for, float_subclass
 from ._context import Context
 from ._deadline import Clock
 from ._deadline import enter as enter_deadline
@@ -160,7 +160,7 @@ class Pipeline:
         if payload is None and returned.status in st.PAYLOAD_OPTIONAL:
             return returned
         try:
-            context.encoded = (returned, orjson.dumps(target.encode_response(payload)))
+            context.encoded = (returned, orjson.dumps(target.encode_response(payload), default=float_subclass))
         except Exception as exc:
             logger.error("response of %s does not encode: %s", registration.key, type(exc).__name__)
             detail = f"{context.topic} produced a response that does not fit its type ({_why(exc)})"

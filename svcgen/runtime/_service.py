@@ -15,7 +15,7 @@ from typing import Any, Final
 import orjson
 
 from . import _status as st
-from ._codec import TextFields, codec_for
+from ._codec import TextFields, codec_for, float_subclass
 from ._context import Context
 from ._deadline import DEADLINE_HEADER, Clock, caller_deadline
 from ._dependencies import Dependencies
@@ -271,7 +271,7 @@ class Service:
             return Outcome(result, b"", version, fixed)
         encode = self._encoders.get(id(registration)) or self._encoder(registration)
         try:
-            body = orjson.dumps(encode(payload))
+            body = orjson.dumps(encode(payload), default=float_subclass)
         except Exception as exc:
             logger.error("response of %s does not encode: %s", topic, type(exc).__name__)
             failure = Result.unexpected_error(f"{topic} produced a response that could not be encoded")

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from svcgen.runtime import Context, Identity, Registry, Result, Service, create_app
+from svcgen.runtime._http.sender import payload_bytes
 from tests.support.asgi import raw_request
 
 from .test_app import make_app
@@ -212,3 +213,32 @@ def test_a_subclass_of_a_json_scalar_inside_an_any_value_goes_out_as_its_base_ty
             "status": "unexpected-error",
             "detail": "stats:report produced a response that does not fit its type (ValueError)",
         }), where  # fmt: skip
+
+
+def test_a_float_subclass_in_a_typed_number_field_goes_out_as_its_value() -> None:
+    # numpy.float64 in a `float` field failed the response: orjson writes no float subclass by itself.
+    @dataclasses.dataclass
+    class Summary:
+        mean: float
+        spread: float | None = None
+        samples: list[float] = dataclasses.field(default_factory=list)
+
+    async def summary(request: None, context: Context) -> Result[Summary]:
+        value = Ratio(float(context.headers["x-value"]))
+        return Result.ok(Summary(value, value, [value, Ratio(2.0)]))
+
+    registry = Registry()
+    registry.add("stats:summary", summary)
+    app = create_app(Service(Identity("stats"), registry), ["GET /summary -> stats:summary"])
+
+    def answer(value: str) -> tuple[int, Any]:
+        status, _, payload = asyncio.run(raw_request(app, "GET", b"/summary", b"", [(b"x-value", value.encode())], b""))
+        return status, json.loads(payload)
+
+    assert answer("0.5") == (200, {"mean": 0.5, "spread": 0.5, "samples": [0.5, 2.0]})
+    assert answer("nan") == (500, {
+        "status": "unexpected-error",
+        "detail": "stats:summary produced a response that does not fit its type (ValueError)",
+    })  # fmt: skip
+    # An outbound request body goes by the same rule.
+    assert payload_bytes({"mean": Ratio(0.5)}) == b'{"mean":0.5}'

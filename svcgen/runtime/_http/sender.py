@@ -19,6 +19,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 import httpx
 import orjson
 
+from .._codec import float_subclass
 from .._deadline import DEADLINE_HEADER, Clock, deadline_header, remaining
 from .._result import Result
 from .._status import (
@@ -298,7 +299,7 @@ def payload_bytes(payload: Any, encode: Callable[[Any], Any] | None = None) -> b
         return bytes(payload)
     if isinstance(payload, str):
         return payload.encode()
-    return orjson.dumps(encode(payload) if encode is not None else payload)
+    return orjson.dumps(encode(payload) if encode is not None else payload, default=float_subclass)
 
 
 def _split_base(base: str) -> tuple[str, str, str, str]:
