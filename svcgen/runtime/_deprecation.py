@@ -5,6 +5,10 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from email.utils import format_datetime
+from typing import Final
+
+DEPRECATION_HEADER: Final = "deprecation"
+SUNSET_HEADER: Final = "sunset"
 
 
 @dataclass(frozen=True)
@@ -21,9 +25,9 @@ class Deprecation:
         given; computed once per registration, sent with every answer."""
         headers = []
         if self.since is not None:
-            headers.append(("deprecation", f"@{int(_midnight(self.since).timestamp())}"))
+            headers.append((DEPRECATION_HEADER, f"@{int(_midnight(self.since).timestamp())}"))
         if self.sunset is not None:
-            headers.append(("sunset", format_datetime(_midnight(self.sunset), usegmt=True)))
+            headers.append((SUNSET_HEADER, format_datetime(_midnight(self.sunset), usegmt=True)))
         return tuple(headers)
 
 

@@ -34,6 +34,7 @@ logger = logging.getLogger("svcgen.idempotency")
 
 IDEMPOTENCY_KEY_HEADER: Final = "idempotency-key"
 REPLAYED_HEADER: Final = "idempotent-replayed"
+RETRY_AFTER_HEADER: Final = "retry-after"
 MAX_KEY_LENGTH: Final = 255
 DEFAULT_TTL: Final = 24 * 3600.0
 """Seconds an answer is kept for replay."""
@@ -127,7 +128,7 @@ async def run_once(
         return _refused(Result.validation_error("this Idempotency-Key was used with a different request"))
     if claim.kind == "in-flight":
         detail = "a request with this Idempotency-Key is still in flight; retry later"
-        return _refused(Result.conflict(detail, headers={"retry-after": IN_FLIGHT_RETRY_AFTER}))
+        return _refused(Result.conflict(detail, headers={RETRY_AFTER_HEADER: IN_FLIGHT_RETRY_AFTER}))
     kept = False
     try:
         outcome = await run()

@@ -24,7 +24,7 @@ from typing import Any, Final, Protocol
 
 from . import _status as st
 from ._deadline import Clock, current_deadline
-from ._idempotency import IDEMPOTENCY_KEY_HEADER
+from ._idempotency import IDEMPOTENCY_KEY_HEADER, RETRY_AFTER_HEADER
 from ._result import Result
 
 logger = logging.getLogger("svcgen.retry")
@@ -158,7 +158,7 @@ def has_key(headers: Mapping[str, str] | None) -> bool:
 
 def _retry_after(headers: Mapping[str, str], wall_clock: Clock) -> float | None:
     """Seconds a `Retry-After` asks for (delta-seconds or an HTTP date), or None when there is none that parses."""
-    text = headers.get("retry-after") if headers else None
+    text = headers.get(RETRY_AFTER_HEADER) if headers else None
     if text is None:
         return None
     text = text.strip()

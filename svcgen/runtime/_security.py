@@ -45,6 +45,8 @@ Requirements: TypeAlias = tuple[Requirement, ...]
 RequirementsSpec: TypeAlias = Sequence[str | Mapping[str, Sequence[str]]]
 """As written: `["staff"]`, `[{"staff": ["patients:read"]}]`, `[]` for public."""
 
+WWW_AUTHENTICATE_HEADER: Final = "www-authenticate"
+"""Where a refused call is told which credential the service takes (RFC 9110 11.6.1)."""
 PUBLIC: Final[Requirements] = ()
 HMAC_ALGORITHMS: Final = frozenset({"HS256", "HS384", "HS512"})
 JWT_MISSING: Final = "JWT schemes need PyJWT with cryptography where the service runs: pip install 'svcgen[jwt]'"
@@ -298,7 +300,7 @@ class Guard:
             if error == "insufficient_scope" and scopes:
                 text += f', scope="{" ".join(sorted(scopes))}"'
             challenges[bearer] = text
-        return {"www-authenticate": ", ".join(challenges.values())}
+        return {WWW_AUTHENTICATE_HEADER: ", ".join(challenges.values())}
 
     def health_check(self) -> HealthCheck | None:
         """`security`: failed while a scheme's JWKS cannot be fetched; None without JWKS schemes."""

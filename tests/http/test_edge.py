@@ -14,16 +14,22 @@ from svcgen.runtime import (
     ApiKeyScheme,
     Context,
     Cors,
+    Deprecation,
+    Guard,
     HttpApp,
+    Identity,
     JwtScheme,
+    MemoryIdempotencyStore,
     Next,
     Result,
     Security,
+    Service,
     Wiring,
     create_app,
 )
+from svcgen.runtime._idempotency import IN_FLIGHT, Claim, StoredAnswer
 from tests.support.client import call
-from tests.support.sample import build_service
+from tests.support.sample import build_registry, build_service, get_order
 from tests.support.server import running
 
 from .test_app import PLACE, ROUTES
@@ -199,6 +205,75 @@ def test_cors_allows_the_headers_the_security_schemes_read() -> None:
     app = secured_app(Cors(allow_origins=[ORIGIN], allow_headers=["content-type"]))
     assert preflight(app, headers="authorization, x-partner-key").status_code == 200
     assert preflight(app, headers="x-other").status_code == 400
+
+
+# Headers a browser lets a script read without them being exposed, and those CORS itself or the server adds.
+SHOWN_ANYWAY = {"cache-control", "content-language", "content-length", "content-type", "expires", "last-modified",
+                "pragma", "date", "server", "vary"}  # fmt: skip
+
+
+class BusyOnKey:
+    """The in-memory store, except that the key `busy` is always still in flight."""
+
+    def __init__(self) -> None:
+        self.memory = MemoryIdempotencyStore()
+
+    async def claim(self, scope: str, key: str, fingerprint: str) -> Claim:
+        return IN_FLIGHT if key == "busy" else await self.memory.claim(scope, key, fingerprint)
+
+    async def complete(self, scope: str, key: str, fingerprint: str, answer: StoredAnswer) -> None:
+        await self.memory.complete(scope, key, fingerprint, answer)
+
+    async def release(self, scope: str, key: str, fingerprint: str) -> None:
+        await self.memory.release(scope, key, fingerprint)
+
+
+def browser_facing_app(cors: Cors) -> HttpApp:
+    """The sample behind an API key, with a deprecated topic version and an idempotency store that has `busy`
+    in flight, so its answers carry every header the service writes."""
+    registry = build_registry()
+    registry.add("orders:old", get_order, version="v1", deprecated=Deprecation(since="2026-01-01", sunset="2027-01-01"))
+    security = Security.declare([ApiKeyScheme("partner", "X-Partner-Key")], default=["partner"])
+    guard = Guard(security, api_keys={"partner": {"k-1": "acme"}})
+    service = Service(Identity("orders", binding="http"), registry, security=guard, idempotency=BusyOnKey())
+    wiring = Wiring(environ={})
+    wiring.cors = cors
+    return wiring.attach(create_app(service, ROUTES))
+
+
+def test_cors_allows_the_services_own_request_headers_whatever_is_configured() -> None:
+    own = "idempotency-key, svc-deadline, x-correlation-id, traceparent, svc-version, version, x-version"
+    for cors in (Cors(allow_origins=[ORIGIN]), Cors(allow_origins=[ORIGIN], allow_headers=["X-App"])):
+        with running(browser_facing_app(cors)) as url, httpx.Client(base_url=url, timeout=10) as client:
+            asked = {"origin": ORIGIN, "access-control-request-method": "POST",
+                     "access-control-request-headers": f"{own}, x-partner-key, content-type"}  # fmt: skip
+            answer = client.options("/orders", headers=asked)
+            assert answer.status_code == 200, answer.text
+            allowed = {name.strip() for name in answer.headers["access-control-allow-headers"].lower().split(",")}
+            assert {name.strip() for name in own.split(",")} <= allowed
+            assert ("x-app" in allowed) == ("X-App" in cors.allow_headers)  # the user's own, on top
+            refused = client.options("/orders", headers={**asked, "access-control-request-headers": "x-other"})
+            assert refused.status_code == 400
+
+
+def test_a_browser_script_can_read_every_header_the_service_writes() -> None:
+    cors = Cors(allow_origins=[ORIGIN], expose_headers=["X-Handled-By"])
+    key = {"origin": ORIGIN, "x-partner-key": "k-1"}
+    with running(browser_facing_app(cors)) as url, httpx.Client(base_url=url, timeout=10) as client:
+        client.post("/orders", json=PLACE, headers={**key, "idempotency-key": "k-a"})
+        answers = {
+            "idempotent-replayed": client.post("/orders", json=PLACE, headers={**key, "idempotency-key": "k-a"}),
+            "retry-after": client.post("/orders", json=PLACE, headers={**key, "idempotency-key": "busy"}),
+            "www-authenticate": client.post("/orders", json=PLACE, headers={"origin": ORIGIN}),
+            "sunset": client.post("/svc/invoke/orders:old", json={"orderId": "o-1"}, headers=key),
+        }
+    for written, answer in answers.items():
+        assert written in answer.headers, (written, dict(answer.headers))
+        exposed = {name.strip().lower() for name in answer.headers["access-control-expose-headers"].split(",")}
+        hidden = {name for name in answer.headers if name not in SHOWN_ANYWAY and not name.startswith("access-")}
+        assert hidden <= exposed, (written, hidden - exposed)
+    assert answers["idempotent-replayed"].headers["x-handled-by"] == "v1"  # the user's own exposed too
+    assert {"svc-version", "deprecation"} <= answers["sunset"].headers.keys()
 
 
 def test_a_refused_preflight_has_the_failure_body() -> None:

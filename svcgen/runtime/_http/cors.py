@@ -2,9 +2,11 @@
 
 Set in wiring.py: `wiring.cors = Cors(allow_origins=["https://app.example.com"])`. Preflights (OPTIONS with
 `Origin` and `Access-Control-Request-Method`) are answered before anything else runs; other requests get the
-CORS response headers. Without `cors` set nothing is added and no cross-origin browser call is allowed. The headers
-the service's security schemes read (each API key's header, `authorization` for a JWT) are always allowed, so
-the declared security works from a browser without listing them again.
+CORS response headers. Without `cors` set nothing is added and no cross-origin browser call is allowed. On top of
+what `Cors` lists, a browser may always send the headers the service reads (`CALL_REQUEST_HEADERS`, and those its
+security schemes read: each API key's header, `authorization` for a JWT) and its script may always read the
+headers the service writes (`CALL_RESPONSE_HEADERS`), so what the product offers works from a browser without
+listing it again.
 """
 
 from __future__ import annotations
@@ -17,10 +19,32 @@ from typing import Any, Final
 import orjson
 
 from .. import _status as st
+from .._context import CORRELATION_HEADER, TRACEPARENT
+from .._deadline import DEADLINE_HEADER
+from .._deprecation import DEPRECATION_HEADER, SUNSET_HEADER
+from .._idempotency import IDEMPOTENCY_KEY_HEADER, REPLAYED_HEADER, RETRY_AFTER_HEADER
 from .._result import JSON_CONTENT_TYPE
-from .._security import ApiKeyScheme, Security
+from .._security import WWW_AUTHENTICATE_HEADER, ApiKeyScheme, Security
+from .._topics import VERSION_ECHO_HEADER, VERSION_HEADERS
 
 CORS_MISSING: Final = "CORS needs Starlette's middleware: pip install 'svcgen[cors]'"
+CALL_REQUEST_HEADERS: Final = (
+    *VERSION_HEADERS,
+    IDEMPOTENCY_KEY_HEADER,
+    DEADLINE_HEADER,
+    TRACEPARENT,
+    CORRELATION_HEADER,
+)
+"""The request headers a call may carry for the service to read: always allowed."""
+CALL_RESPONSE_HEADERS: Final = (
+    VERSION_ECHO_HEADER,
+    REPLAYED_HEADER,
+    RETRY_AFTER_HEADER,
+    DEPRECATION_HEADER,
+    SUNSET_HEADER,
+    WWW_AUTHENTICATE_HEADER,
+)
+"""The response headers the service writes on an answer: always exposed (`content-type` a browser shows anyway)."""
 _NAMED: Final = 3
 """At most this many refused request headers are named in a refused preflight's detail, each cut to `_NAME_CHARS`."""
 _NAME_CHARS: Final = 40
@@ -32,10 +56,13 @@ class Cors:
     """Exact origins (`https://app.example.com`); `*` allows any, and then no credentials."""
     allow_origin_regex: str | None = None
     allow_methods: Sequence[str] = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
-    allow_headers: Sequence[str] = ("authorization", "content-type", "svc-version", "traceparent")
-    """Request headers a browser may send; the headers the service's security schemes read are added to them."""
+    allow_headers: Sequence[str] = ("authorization", "content-type")
+    """Request headers a browser may send besides the service's own (`CALL_REQUEST_HEADERS`) and those its
+    security schemes read, which are always allowed."""
     allow_credentials: bool = False
-    expose_headers: Sequence[str] = ("svc-version", "www-authenticate")
+    expose_headers: Sequence[str] = ()
+    """Response headers a browser's script may read besides the service's own (`CALL_RESPONSE_HEADERS`), which are
+    always exposed: name here the headers your handlers set."""
     max_age: int = 600
     """Seconds a browser may keep a preflight's answer."""
 
@@ -56,18 +83,23 @@ def security_headers(security: Security | None) -> list[str]:
 
 
 def cors_middleware(app: Any, cors: Cors, security: Security | None = None) -> Any:
-    """`app` behind Starlette's CORSMiddleware with `cors`, allowing the headers `security` reads as well;
-    ImportError naming the extra when it is missing."""
+    """`app` behind Starlette's CORSMiddleware with `cors`, allowing the service's own request headers and those
+    `security` reads and exposing its own response headers as well; ImportError naming the extra when it is missing."""
     return _middleware()(
         app,
         allow_origins=list(cors.allow_origins),
         allow_origin_regex=cors.allow_origin_regex,
         allow_methods=list(cors.allow_methods),
-        allow_headers=[*cors.allow_headers, *security_headers(security)],
+        allow_headers=_names(cors.allow_headers, CALL_REQUEST_HEADERS, security_headers(security)),
         allow_credentials=cors.allow_credentials,
-        expose_headers=list(cors.expose_headers),
+        expose_headers=_names(cors.expose_headers, CALL_RESPONSE_HEADERS),
         max_age=cors.max_age,
     )
+
+
+def _names(*groups: Sequence[str]) -> list[str]:
+    """The header names of `groups`, lower-cased, each once, in order."""
+    return list(dict.fromkeys(name.lower() for group in groups for name in group))
 
 
 @functools.cache

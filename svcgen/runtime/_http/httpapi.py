@@ -29,7 +29,7 @@ from .. import _status as st
 from .._codec import is_text_scalar
 from .._collisions import collision_suffixes
 from .._deadline import DEADLINE_HEADER
-from .._idempotency import MAX_KEY_LENGTH, RELEASED_STATUSES, REPLAYED_HEADER
+from .._idempotency import MAX_KEY_LENGTH, RELEASED_STATUSES, REPLAYED_HEADER, RETRY_AFTER_HEADER
 from .._naming import camel_name, slug
 from .._openapi import COMPONENT_REF, JSON_MEDIA_TYPE, PATH_SAFE, error_schema
 from .._registry import Registration, Registry
@@ -83,7 +83,9 @@ _KEYED_FAILURES: Final[dict[str, str]] = {
     st.SERVICE_UNAVAILABLE: "the idempotency store is unavailable",
 }
 """Status → why an operation that honours an `Idempotency-Key` answers it (`_idempotency.run_once`)."""
-_RETRY_AFTER: Final = {"retry-after": {"description": "seconds to wait before retrying", "schema": {"type": "string"}}}
+_RETRY_AFTER: Final = {
+    RETRY_AFTER_HEADER: {"description": "seconds to wait before retrying", "schema": {"type": "string"}}
+}
 _KEY_PARAMETER: Final = {
     "name": "Idempotency-Key",
     "in": "header",
