@@ -32,6 +32,7 @@ from ..runtime._http.responses import send_failure
 from ..runtime._mesh.feeds import TOKEN_ENV
 from ..runtime._mesh.jetstream import MeshStream
 from ..runtime._mesh.reporter import DEFAULT_INTERVAL
+from ..runtime._security import WWW_AUTHENTICATE_HEADER
 from ..runtime._topics import DEFAULT_PREFIX
 from . import Collector, JsonFileStore, collector_service
 from .artifacts import write_artifacts
@@ -94,7 +95,7 @@ class TokenLock:
         # a bearer token was refused).
         challenge = 'Bearer realm="svc"' + (', error="invalid_token"' if _bearer(scope) else "")
         await send_failure(send, 401, st.UNAUTHORIZED, "this collector wants `authorization: Bearer <token>`",
-                           {"www-authenticate": challenge})  # fmt: skip
+                           {WWW_AUTHENTICATE_HEADER: challenge})  # fmt: skip
 
     def _admits(self, scope: AsgiScope) -> bool:
         if scope["type"] == "http" and scope["method"] in ("GET", "HEAD") and scope["path"] in self.OPEN_PATHS:
