@@ -317,15 +317,21 @@ def test_a_route_without_a_version_to_a_topic_of_several_needs_the_version_heade
     assert chosen.status_code == 201
 
 
-def test_an_operation_that_honours_an_idempotency_key_lists_the_answers_the_key_can_get() -> None:
+def keyed_shop(*, forget_too: bool = False) -> HttpApp:
+    """A shop whose placing is versioned and not idempotent, searching idempotent; `forget_too` adds a DELETE."""
     registry = Registry()
     registry.add("shop:place", place, version="v1", success=["created"], failures=["conflict"])
     registry.add("shop:place", place_v2, version="v2")
     registry.add("shop:search", search, idempotent=True)
-    registry.add("shop:forget", forget, success=["deleted"])
-    routes = ["POST /orders -> shop:place@v1", "POST /any/orders -> shop:place", "GET /search -> shop:search",
-              "DELETE /orders -> shop:forget"]  # fmt: skip
-    served = create_app(Service(Identity("shop"), registry), routes)
+    routes = ["POST /orders -> shop:place@v1", "POST /any/orders -> shop:place", "GET /search -> shop:search"]
+    if forget_too:
+        registry.add("shop:forget", forget, success=["deleted"])
+        routes.append("DELETE /orders -> shop:forget")
+    return create_app(Service(Identity("shop"), registry), routes)
+
+
+def test_an_operation_that_honours_an_idempotency_key_lists_the_answers_the_key_can_get() -> None:
+    served = keyed_shop(forget_too=True)
     document = served.http_api
     validate(document)
     forgotten = operation(document, "delete", "/orders")["responses"]
@@ -353,12 +359,7 @@ def test_an_operation_that_honours_an_idempotency_key_lists_the_answers_the_key_
 
 
 def test_an_operation_that_honours_an_idempotency_key_declares_the_header_and_the_replayed_mark() -> None:
-    registry = Registry()
-    registry.add("shop:place", place, version="v1", success=["created"], failures=["conflict"])
-    registry.add("shop:place", place_v2, version="v2")
-    registry.add("shop:search", search, idempotent=True)
-    routes = ["POST /orders -> shop:place@v1", "POST /any/orders -> shop:place", "GET /search -> shop:search"]
-    served = create_app(Service(Identity("shop"), registry), routes)
+    served = keyed_shop()
     document = served.http_api
     validate(document)
     placed = operation(document, "post", "/orders")

@@ -8,6 +8,7 @@ import dataclasses
 import enum
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -166,6 +167,21 @@ def test_a_query_parameter_given_several_times_goes_to_a_list_field_or_is_refuse
                                              "errors": errors})  # fmt: skip
 
 
+def one_topic_get(topic: str, handler: Any, header: str) -> Callable[[str], tuple[int, Any]]:
+    """GET of a service with `handler` on `GET /<name>`: given the text of `header`, its (status, JSON body)."""
+    registry = Registry()
+    registry.add(topic, handler)
+    path = "/" + topic.partition(":")[2]
+    app = create_app(Service(Identity(topic.partition(":")[0]), registry), [f"GET {path} -> {topic}"])
+
+    def answer(text: str) -> tuple[int, Any]:
+        status, _, payload = asyncio.run(raw_request(app, "GET", path.encode(), b"", [(header.encode(), text.encode())],
+                                                     b""))  # fmt: skip
+        return status, json.loads(payload)
+
+    return answer
+
+
 class Ratio(float):
     """A float subclass, as numpy.float64 is one."""
 
@@ -198,13 +214,7 @@ def test_a_subclass_of_a_json_scalar_inside_an_any_value_goes_out_as_its_base_ty
     async def report(request: None, context: Context) -> Result[Report]:
         return Result.ok(shapes[context.headers["x-where"]]())
 
-    registry = Registry()
-    registry.add("stats:report", report)
-    app = create_app(Service(Identity("stats"), registry), ["GET /report -> stats:report"])
-
-    def answer(where: str) -> tuple[int, Any]:
-        status, _, payload = asyncio.run(raw_request(app, "GET", b"/report", b"", [(b"x-where", where.encode())], b""))
-        return status, json.loads(payload)
+    answer = one_topic_get("stats:report", report, "x-where")
 
     assert answer("bare") == (200, {"data": 0.25})
     assert answer("nested") == (200, {"data": {"series": [1.5, {"n": 3, "label": "x", "shade": "dark"}]}})
@@ -227,13 +237,7 @@ def test_a_float_subclass_in_a_typed_number_field_goes_out_as_its_value() -> Non
         value = Ratio(float(context.headers["x-value"]))
         return Result.ok(Summary(value, value, [value, Ratio(2.0)]))
 
-    registry = Registry()
-    registry.add("stats:summary", summary)
-    app = create_app(Service(Identity("stats"), registry), ["GET /summary -> stats:summary"])
-
-    def answer(value: str) -> tuple[int, Any]:
-        status, _, payload = asyncio.run(raw_request(app, "GET", b"/summary", b"", [(b"x-value", value.encode())], b""))
-        return status, json.loads(payload)
+    answer = one_topic_get("stats:summary", summary, "x-value")
 
     assert answer("0.5") == (200, {"mean": 0.5, "spread": 0.5, "samples": [0.5, 2.0]})
     assert answer("nan") == (500, {
