@@ -32,6 +32,7 @@ from types import FrameType
 from typing import Any
 
 from .codegen.files import manifest_of
+from .manifest import ManifestError
 from .runtime import RegistryError, RuntimeMismatch, WiringError
 from .runtime._http.limits import server_options
 from .runtime._http.routing import RouteError
@@ -209,10 +210,14 @@ class Reloader:
         self.manifest = manifest.resolve()
         self.rebuild = rebuild
         self.inputs = inputs
-        """Files besides the manifest that a build reads (its JSON Schema files), as of the last good build."""
+        """Files besides the manifest that a build of the manifest as it is now reads (its JSON Schema files, its
+        owners' manifests); raises ManifestError when the manifest cannot say (the build then reports why)."""
         self.echo = echo
         self.access_log = access_log
         self._watched_inputs: set[Path] = {self.manifest}
+        self._built_from: dict[Path, str | None] = {}
+        """Digests of the inputs as the last build read them (taken before it ran): an edit the watch could not
+        see, made while it was not armed yet, shows as a difference."""
         self._sock: socket.socket | None = None
         self._child: BaseProcess | None = None
         """The process on the socket: the server, or the stand-in while the server cannot start."""
@@ -235,10 +240,14 @@ class Reloader:
         try:
             while not self._stop.is_set():
                 # A rebuild may name an input in a directory not watched yet (a new imports: owner): watch again.
-                roots = self._roots()
+                roots, armed = self._roots(), False
                 for changes in watchfiles.watch(*roots, watch_filter=self._relevant, stop_event=self._stop,
                                                 rust_timeout=500, yield_on_timeout=True, raise_interrupt=False):
-                    self._on_changes({Path(path) for _, path in changes})
+                    paths = {Path(path) for _, path in changes}
+                    if not armed:  # the watch sees every edit from now on: an edit made before it is found by bytes
+                        armed = True
+                        paths |= self._unseen_changes()
+                    self._on_changes(paths)
                     if self._roots() != roots:
                         break
         finally:
@@ -294,14 +303,26 @@ class Reloader:
         self.echo(f"reload: {cause}; server restarted")
 
     def _build(self, why: str) -> bool:
+        try:
+            reads = {self.manifest, *(path.resolve() for path in self.inputs())}
+        except ManifestError:
+            reads = None  # the build fails on it too, and its diagnostics say why
+        # Digested before the build reads them: an edit made while it runs differs from these afterwards.
+        self._built_from = {path: _digest(path) for path in {*self._watched_inputs, *(reads or ())}}
         diagnostics = self.rebuild()
         if diagnostics:
             self.echo(f"reload: {why}; the build failed, still serving the last good build:")
             for line in diagnostics:
                 self.echo(f"  {line}")
             return False
-        self._watched_inputs = {self.manifest, *(path.resolve() for path in self.inputs())}
+        if reads is not None:
+            self._watched_inputs = reads
         return True
+
+    def _unseen_changes(self) -> set[Path]:
+        """The inputs and the package's modules whose bytes differ from those last built and started with."""
+        inputs = {path for path in self._watched_inputs if _digest(path) != self._built_from.get(path)}
+        return inputs | set(self._changed_modules())
 
     def _changed_modules(self) -> list[Path]:
         """The package's Python files whose bytes differ from those the running server started with."""
@@ -388,12 +409,13 @@ def _listen(host: str, port: int) -> socket.socket:
 
 
 def _module_digests(directory: Path) -> dict[Path, str]:
-    digests = {}
-    for path in directory.rglob("*.py"):
-        if "__pycache__" in path.parts:
-            continue
-        try:
-            digests[path] = hashlib.sha256(path.read_bytes()).hexdigest()
-        except OSError:
-            continue
-    return digests
+    digests = {path: _digest(path) for path in directory.rglob("*.py") if "__pycache__" not in path.parts}
+    return {path: digest for path, digest in digests.items() if digest is not None}
+
+
+def _digest(path: Path) -> str | None:
+    """The file's SHA-256, None when it cannot be read (gone)."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
+from svcgen.serving import Package, Reloader
 from tests.support.processes import wait_for
 from tests.support.serving import ECHO, build_echo, serving, write_atomically
 
@@ -32,6 +36,14 @@ def topics(base: str) -> list[str] | None:
         return [topic["id"] for topic in httpx.get(base + "/svc/spec", timeout=5).json()["topics"]]
     except httpx.TransportError:
         return None
+
+
+def spec_text(base: str) -> str:
+    """The spec document, "" while no server answers (a request caught by a restart is cut off)."""
+    try:
+        return httpx.get(base + "/svc/spec", timeout=5).text
+    except httpx.TransportError:
+        return ""
 
 
 def reload_lines(log: Path) -> list[str]:
@@ -137,7 +149,7 @@ def test_an_edit_of_an_imported_owners_manifest_outside_the_directory_rebuilds(t
     with serving(package, "--reload") as (base, process, log):
         write_atomically(owner, OWNER + "      loud: boolean?\n")
         wait_for(lambda: "loud" in (package / "models.py").read_text(), RELOAD_TIMEOUT, "the owner's new field")
-        wait_for(lambda: "loud" in httpx.get(base + "/svc/spec", timeout=5).text, RELOAD_TIMEOUT, "the restart")
+        wait_for(lambda: "loud" in spec_text(base), RELOAD_TIMEOUT, "the restart")
 
         write_atomically(tmp_path / "svc" / "echo.yaml", TAKER.replace(
             "{shared: ../shared/shared.yaml}", "{shared: ../shared/shared.yaml, tags: ../tags/tags.yaml}")
@@ -148,6 +160,94 @@ def test_an_edit_of_an_imported_owners_manifest_outside_the_directory_rebuilds(t
         assert process.poll() is None
     assert reload_lines(log)[0] == "reload: shared.yaml changed; rebuilt models.py; server restarted"
     assert reload_lines(log)[2] == "reload: tags.yaml changed; rebuilt models.py; server restarted"
+
+
+class Unwatched:
+    """A Reloader run in this process on a built package, with a stand-in build that records what it read
+    (the manifest's text, then the owner's): `on_line` and `on_build` make an edit at an exact moment."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        (tmp_path / "svc").mkdir()
+        self.package = build_echo(tmp_path / "svc")
+        self.manifest = tmp_path / "svc" / "echo.yaml"
+        self.owner = tmp_path / "tags" / "tags.yaml"  # outside every watched directory until the manifest names it
+        self.owner.parent.mkdir()
+        self.owner.write_text("tags\n")
+        self.builds: list[tuple[str, str]] = []
+        self.lines: list[str] = []
+        self.on_line: Callable[[str], None] = lambda line: None
+        self.on_build: Callable[[], None] = lambda: None
+        self.reloader = Reloader(Package.at(self.package), self.manifest, self.rebuild, self.inputs, self.echo)
+
+    def inputs(self) -> list[Path]:
+        return [self.owner] if "tags" in self.manifest.read_text() else []
+
+    def rebuild(self) -> list[str]:
+        self.builds.append((self.manifest.read_text(), self.owner.read_text()))
+        self.on_build()
+        return []
+
+    def echo(self, line: str) -> None:
+        self.lines.append(line)
+        self.on_line(line)
+
+    def import_the_owner(self) -> None:
+        write_atomically(self.manifest, ECHO + "# imports tags\n")
+        wait_for(lambda: any(line.startswith("reload: echo.yaml changed") for line in self.lines), RELOAD_TIMEOUT,
+                 "the rebuild that names the owner")
+
+    def run(self, check: Callable[[], None]) -> None:
+        thread = threading.Thread(target=self.reloader.run, args=("127.0.0.1", 0))
+        thread.start()
+        try:
+            wait_for(lambda: any(line.startswith("serving") for line in self.lines), RELOAD_TIMEOUT, "the first build")
+            check()
+        finally:
+            self.reloader.stop()
+            thread.join(RELOAD_TIMEOUT)
+        assert not thread.is_alive()
+
+
+@pytest.mark.parametrize("moment", ["before the first watch", "while the build reads the new owner",
+                                    "after the reload line", "a handler, after the reload line"])
+def test_an_edit_made_while_the_watch_is_not_armed_is_still_picked_up(tmp_path: Path, moment: str) -> None:
+    """The supervisor (re)arms its watch after the first build and after a rebuild that adds a directory to
+    watch; an edit made before the watch was armed went unseen, and the dev loop served stale code silently."""
+    test = Unwatched(tmp_path)
+    handler = test.package / "handlers" / "echo_say.py"
+
+    def edit_once(path: Path, text: str) -> None:
+        if path.read_text() != text:
+            write_atomically(path, text)
+
+    def on_line(line: str) -> None:
+        if moment == "before the first watch" and line.startswith("serving"):
+            edit_once(test.manifest, ECHO + "# loud\n")
+        elif moment == "after the reload line" and line.startswith("reload: echo.yaml changed"):
+            edit_once(test.owner, "tags\ncolour\n")
+        elif moment.startswith("a handler") and line.startswith("reload: echo.yaml changed"):
+            edit_once(handler, "# edited\n" + HANDLER)
+
+    def on_build() -> None:
+        if moment == "while the build reads the new owner" and "tags" in test.builds[-1][0]:
+            edit_once(test.owner, "tags\ncolour\n")
+
+    def last_read(which: int) -> str:
+        return test.builds[-1][which] if test.builds else ""
+
+    def check() -> None:
+        if moment == "before the first watch":
+            wait_for(lambda: last_read(0).endswith("# loud\n"), RELOAD_TIMEOUT, "the rebuild")
+            return
+        test.import_the_owner()
+        if moment.startswith("a handler"):
+            wait_for(lambda: "reload: handlers/echo_say.py changed; server restarted" in test.lines, RELOAD_TIMEOUT,
+                     "the restart")
+        else:
+            wait_for(lambda: last_read(1).endswith("colour\n"), RELOAD_TIMEOUT, "the owner's rebuild")
+
+    test.on_line, test.on_build = on_line, on_build
+    test.run(check)
 
 
 def answered(base: str) -> httpx.Response | None:
