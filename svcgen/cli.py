@@ -40,7 +40,6 @@ from .manifest import Manifest, ManifestError, load_manifest, load_manifest_with
 from .manifest.build import default_package
 from .manifest.load import cycle_collection_paused
 from .manifest.revision import RevisionError, load_manifest_at, matching_tags, repository_path, split_revision
-from .runtime._http.limits import server_options
 from .runtime._logging import configure_logging
 from .runtime._mesh.profile import MEANINGS
 from .runtime._topics import DEFAULT_PREFIX
@@ -510,6 +509,7 @@ def collector_serve(
     )
     from .runtime._mesh.jetstream import DEFAULT_DURABLE, require_nats
     from .runtime._wiring import WiringError
+    from .serving import uvicorn_options
 
     fleet = [_poll_target(text) for text in polls]
     database = store if store is not None and is_database_url(store) else None
@@ -550,7 +550,7 @@ def collector_serve(
     if nats is not None:
         click.echo(f"feeds also from JetStream: stream {settings.nats_stream.name}, durable consumer {DEFAULT_DURABLE}")
     try:
-        uvicorn.run(collector_host.app, host=host, port=port, log_level="warning", **server_options())
+        uvicorn.run(collector_host.app, host=host, port=port, log_level="warning", **uvicorn_options())
     finally:
         # uvicorn skips the app's shutdown on a second Ctrl-C (it stops waiting for open requests): the store is
         # written out here then, a bounded wait that another Ctrl-C does not cut short.

@@ -15,8 +15,10 @@ port nothing serves.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import importlib
+import logging
 import multiprocessing
 import signal
 import socket
@@ -151,7 +153,46 @@ def serve(package: Package, host: str, port: int, workers: int, access_log: bool
     app = package.load_app()
     target = package.app_path if workers > 1 else app  # worker processes import it themselves
     uvicorn.run(target, host=host, port=port, workers=workers, app_dir=str(package.parent),
-                **server_options(access_log=access_log))
+                **uvicorn_options(access_log))
+
+
+def uvicorn_options(access_log: bool = False) -> dict[str, Any]:
+    """`server_options` for a server run from the command line (`svcgen serve`, `svcgen collector serve`): a
+    request a forced stop cuts short (a second Ctrl-C) is one line, not a traceback (see `CutShort`)."""
+    options = server_options(access_log=access_log)
+    config = options["log_config"]
+    config["filters"]["cut-short"] = {"()": f"{__name__}.CutShort"}
+    config["loggers"]["uvicorn.error"]["filters"] = ["cut-short"]
+    return options
+
+
+class CutShort(logging.Filter):
+    """uvicorn's lines about the tasks a forced stop (a second Ctrl-C) cancels, said for what they are: a request
+    in progress is one WARNING line, CUT_SHORT, instead of "Exception in ASGI application" and a CancelledError
+    traceback, and the lifespan's cancelled wait is not reported as "ASGI 'lifespan' protocol appears unsupported".
+    Only a task that was itself cancelled counts: a CancelledError the app's own code lets out keeps its traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not _cancelled():
+            return True
+        if record.msg == "Exception in ASGI application\n" and record.exc_info and \
+                isinstance(record.exc_info[1], asyncio.CancelledError):
+            record.msg, record.args, record.exc_info, record.exc_text = CUT_SHORT, (), None, None
+            record.levelno, record.levelname = logging.WARNING, logging.getLevelName(logging.WARNING)
+            return True
+        return record.msg not in ("ASGI 'lifespan' protocol appears unsupported.", "Exception in 'lifespan' protocol\n")
+
+
+CUT_SHORT = "a request in progress was cut short: the server was stopped without waiting for it"
+
+
+def _cancelled() -> bool:
+    """Whether the task running now (if any) has been asked to cancel."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no event loop running
+        return False
+    return task is not None and task.cancelling() > 0
 
 
 def _serve_child(package: Package, sock: socket.socket, access_log: bool, why: Connection) -> None:
@@ -192,8 +233,8 @@ def _stand_in(sock: socket.socket, detail: str) -> None:
 
 
 def _child_options(access_log: bool) -> dict[str, Any]:
-    options = server_options(access_log=access_log)
-    options["log_config"]["loggers"]["uvicorn.error"] = {"level": "WARNING"}
+    options = uvicorn_options(access_log)
+    options["log_config"]["loggers"]["uvicorn.error"]["level"] = "WARNING"
     return options
 
 

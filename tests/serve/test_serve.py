@@ -3,7 +3,10 @@ and a user error raised while importing the package is one line and exit 1."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -11,7 +14,9 @@ from pathlib import Path
 
 import httpx
 
+from svcgen.serving import CUT_SHORT, CutShort
 from tests.support.processes import wait_for
+from tests.support.server import accepts
 from tests.support.serving import build_echo, serving
 
 LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (DEBUG|INFO|WARNING|ERROR|CRITICAL) \S+: ")
@@ -121,3 +126,61 @@ def test_not_a_package_is_one_line(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stderr.splitlines() == [f"{tmp_path.as_posix()}: no generated package here (no app.py); "
                                         "build one: svcgen build M -o OUT"]
+
+
+def test_a_second_ctrl_c_cuts_a_request_in_progress_short_in_one_line(tmp_path: Path) -> None:
+    """A second Ctrl-C stops without waiting for the requests in progress: uvicorn printed a CancelledError
+    traceback for each, and "ASGI 'lifespan' protocol appears unsupported" for the app's lifespan."""
+    package = build_echo(tmp_path)
+    with serving(package) as (base, process, log):
+        port = int(base.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as pending:
+            pending.sendall(b"POST /say HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\n{")
+            process.send_signal(signal.SIGINT)
+            wait_for(lambda: not accepts(port), 10, "the server to stop accepting connections")
+            pending.sendall(b" ")  # still sending: not an idle connection the server may close by itself
+            process.send_signal(signal.SIGINT)
+            assert process.wait(timeout=30) == 0
+    lines = log.read_text().splitlines()
+    assert all(LOG_LINE.match(line) for line in lines), lines
+    assert [line for line in lines if "WARNING" in line or "ERROR" in line] == [
+        next(line for line in lines if line.endswith(f" WARNING uvicorn.error: {CUT_SHORT}"))
+    ]
+    assert not any("lifespan" in line for line in lines), lines
+
+
+def test_a_cancelled_error_of_the_apps_own_keeps_its_traceback() -> None:
+    """Only a request whose task the server cancelled is cut short: a CancelledError that the app's own code lets
+    out (an awaited task it cancelled) is a bug in it, shown in full."""
+
+    def record() -> logging.LogRecord:
+        error = asyncio.CancelledError()
+        return logging.LogRecord("uvicorn.error", logging.ERROR, __file__, 1, "Exception in ASGI application\n", (),
+                                 (type(error), error, None))  # fmt: skip
+
+    async def own() -> logging.LogRecord:
+        raised = record()
+        assert CutShort().filter(raised)
+        return raised
+
+    async def cut_short(started: asyncio.Event) -> logging.LogRecord:
+        try:
+            started.set()
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            raised = record()
+            assert CutShort().filter(raised)
+            return raised
+        raise AssertionError("not cancelled")
+
+    async def both() -> tuple[logging.LogRecord, logging.LogRecord]:
+        started = asyncio.Event()
+        task = asyncio.create_task(cut_short(started))
+        await started.wait()
+        task.cancel()
+        return await own(), await task
+
+    kept, rewritten = asyncio.run(both())
+    assert kept.levelno == logging.ERROR and kept.exc_info is not None
+    assert rewritten.levelno == logging.WARNING and rewritten.exc_info is None
+    assert rewritten.getMessage() == CUT_SHORT

@@ -23,6 +23,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def accepts(port: int) -> bool:
+    """Whether a server on 127.0.0.1:port takes connections."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
 @contextlib.contextmanager
 def running(app: Any, **options: Any) -> Iterator[str]:
     """Yields the base URL; stops the server on exit. `options` override `server_options()`."""
