@@ -77,6 +77,8 @@ class FeedConsumer:
         """Seconds between checks, while the stream is idle, that the durable consumer still exists."""
         self._checked_at = 0.0
         self.ingested = 0
+        """Messages taken and acknowledged, a redelivery again: JetStream delivers at least once (an ack the server
+        lost at a restart), and the collector counts a feed once by its batch id (`duplicateBatches`)."""
         self.malformed = 0
         self.retried = 0
         """Messages given back for redelivery because the store could not take them."""
