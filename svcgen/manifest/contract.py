@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import keyword
 import re
+import unicodedata
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -26,10 +27,26 @@ Report = Callable[[str, str], None]
 
 
 def member_name(value: str) -> str:
-    """The StrEnum member of a wire value: UPPER_SNAKE (`pickup-point` → `PICKUP_POINT`, `2fa` → `V_2FA`)."""
-    words = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", value)
-    name = re.sub(r"[^0-9A-Za-z]+", "_", words).strip("_").upper()
-    return f"V_{name}" if not name or name[0].isdigit() or keyword.iskeyword(name) else name
+    """The StrEnum member of a wire value: UPPER_SNAKE (`pickup-point` → `PICKUP_POINT`, `2fa` → `V_2FA`,
+    `Übersicht` → `ÜBERSICHT`); a value of symbols alone is named by its characters (`-` → `HYPHEN_MINUS`)."""
+    words = unicodedata.normalize("NFKC", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", value)).upper()
+    # Python reads identifiers in NFKC, so the name is built from and compared in that form.
+    name = unicodedata.normalize("NFKC", "_".join(_identifier_runs(words)))
+    if not name:
+        name = "_".join(re.sub(r"[^A-Z0-9]+", "_", unicodedata.name(c, f"U+{ord(c):04X}")) for c in value)
+    return f"V_{name}" if name[0].isdigit() or keyword.iskeyword(name) else name
+
+
+def _identifier_runs(text: str) -> list[str]:
+    """The runs of characters that may continue a Python identifier, `_` excluded (it joins the runs)."""
+    runs, run = [], ""
+    for character in text:
+        if character != "_" and ("A" + character).isidentifier():
+            run += character
+        elif run:
+            runs.append(run)
+            run = ""
+    return [*runs, run] if run else runs
 
 
 def check_enum(values: list[Any], report: Callable[[int, str], None]) -> None:

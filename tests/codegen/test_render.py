@@ -259,6 +259,28 @@ topics:
         render_package(manifest, OUT)
 
 
+def test_enum_values_of_symbols_and_other_alphabets_render_as_members(load_models: Any) -> None:
+    text = """svcgen: 1
+service: shop
+enums:
+  Sort: {values: ["+", "-", "<=", "Übersicht", "€"]}
+types:
+  Query: {fields: {sort: {type: Sort, default: "-"}}}
+topics:
+  - {id: shop:find, request: Query, response: Query}
+"""
+    models = load_models(by_path(render_package(load_manifest_text(text, "shop.yaml"), OUT))["models.py"].text)
+    members = {member.name: member.value for member in models.Sort}
+    assert members == {
+        "PLUS_SIGN": "+",
+        "HYPHEN_MINUS": "-",
+        "LESS_THAN_SIGN_EQUALS_SIGN": "<=",
+        "ÜBERSICHT": "Übersicht",
+        "EURO_SIGN": "€",
+    }
+    assert models.Query().sort is models.Sort.HYPHEN_MINUS
+
+
 def test_contracts_carry_produces_and_identity() -> None:
     import json
 

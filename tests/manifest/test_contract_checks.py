@@ -67,7 +67,17 @@ def test_an_enum_name_is_checked_like_a_type_name() -> None:
 @pytest.mark.parametrize(
     ("value", "member"),
     [("placed", "PLACED"), ("pickup-point", "PICKUP_POINT"), ("inTransit", "IN_TRANSIT"), ("2fa", "V_2FA"),
-     ("DE", "DE"), ("a.b c", "A_B_C"), ("-", "V_")],
+     ("DE", "DE"), ("a.b c", "A_B_C"), ("-", "HYPHEN_MINUS"), ("<=", "LESS_THAN_SIGN_EQUALS_SIGN"),
+     ("Übersicht", "ÜBERSICHT"), ("é", "É"), ("€", "EURO_SIGN"), ("ﬁx", "FIX")],
 )  # fmt: skip
 def test_member_names(value: str, member: str) -> None:
     assert member_name(value) == member
+    assert member.isidentifier()
+
+
+def test_values_of_symbols_or_other_alphabets_each_get_their_own_member() -> None:
+    # Sort orders and comparison operators are ordinary wire values; they all used to become V_ and clash.
+    values = '["+", "-", "<", "<=", "=", "é", "#", "_", "ÜBER", "BER"]'
+    manifest = load_ok(f"enums:\n  Op:\n    values: {values}\n" + MINIMAL)
+    members = [member_name(value) for value in manifest.enums[0].values]
+    assert len(set(members)) == len(members), members
