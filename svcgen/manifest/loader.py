@@ -23,6 +23,7 @@ JsonPath = tuple[str | int, ...]
 
 _TAG = "tag:yaml.org,2002:"
 _STR, _NULL, _MAP, _SEQ = _TAG + "str", _TAG + "null", _TAG + "map", _TAG + "seq"
+_VALUE = _TAG + "value"
 
 
 class _MemoResolving:
@@ -38,7 +39,9 @@ class _MemoResolving:
         if kind is ScalarNode and implicit[0]:
             tag = self._plain_tags.get(value)
             if tag is None:
-                tag = self._plain_tags[value] = super().resolve(kind, value, implicit)  # type: ignore[misc]
+                tag = super().resolve(kind, value, implicit)  # type: ignore[misc]
+                # YAML 1.1 reads a plain `=` as its "value" type, which nothing constructs; it is the text "=".
+                tag = self._plain_tags[value] = _STR if tag == _VALUE else tag
             return tag
         return super().resolve(kind, value, implicit)  # type: ignore[misc,no-any-return]
 

@@ -65,6 +65,13 @@ def test_scalars_become_json_values_and_remember_their_source_text() -> None:
     assert ("e",) not in document.sources
 
 
+def test_a_plain_equals_sign_is_text() -> None:
+    # YAML 1.1 gives a lone `=` a type of its own ("value"); an enum of operators writes it unquoted.
+    document = load_yaml("values: [<, <=, =]\ndefault: =\n=: x\n", "f.yaml")
+    assert document.data == {"values": ["<", "<=", "="], "default": "=", "=": "x"}
+    assert not document.diagnostics
+
+
 def test_keys_are_taken_as_written() -> None:
     assert load_yaml("200: a\ntrue: b\n", "f.yaml").data == {"200": "a", "true": "b"}
 
