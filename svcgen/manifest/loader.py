@@ -100,11 +100,28 @@ def position_of(file: str, mark: yaml.Mark | None) -> Position:
 def _compose(text: str) -> Node | None:
     try:
         return yaml.compose(text, Loader=_FastLoader)
-    except yaml.YAMLError:
+    except yaml.YAMLError as error:
         if _PARSER is yaml.SafeLoader:
             raise
-    # The pure-Python parser words its errors better; a broken manifest is small work either way.
-    return yaml.compose(text, Loader=yaml.SafeLoader)
+        found = error
+    # The pure-Python parser words its errors better; a broken manifest is small work either way. It is stricter in
+    # places (`{type: string?}`: a '?' inside a flow collection), so its wording is taken only for the same spot.
+    try:
+        return yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as worded:
+        if not isinstance(found, yaml.MarkedYAMLError) or _mark_at(worded) == _mark_at(found):
+            raise
+    raise found
+
+
+def _at(text: str, mark: yaml.Mark | None) -> str:
+    """The character a parser's mark points at (libyaml's messages do not quote it)."""
+    return "" if mark is None else text[mark.index : mark.index + 1]
+
+
+def _mark_at(error: yaml.MarkedYAMLError) -> tuple[int, int] | None:
+    mark = error.problem_mark or error.context_mark
+    return None if mark is None else (mark.line, mark.column)
 
 
 def load_yaml(text: str, file: str) -> YamlDocument:
@@ -120,10 +137,10 @@ def load_yaml(text: str, file: str) -> YamlDocument:
         detail = f"{problem} ({error.context})" if error.context else problem
         if problem.startswith("but found another document"):
             detail = "a manifest is one YAML document; remove the second '---'"
-        elif "flow mapping" in (error.context or "") and problem.endswith("'['"):
+        elif "flow mapping" in (error.context or "") and _at(text, mark) == "[":
             # `{type: set[string]}`: inside `{...}` a '[' starts a list; the type expression needs quotes.
             detail += '; quote a type expression inside {...}, like {type: "set[string]", default: []}'
-        elif "flow sequence" in (error.context or "") and problem.endswith("'['"):
+        elif "flow sequence" in (error.context or "") and _at(text, mark) == "[":
             detail += '; quote a type expression inside [...], like extends: ["Page[Booking]"]'
         raise ManifestError([Diagnostic(position_of(file, mark), f"invalid YAML: {detail}")]) from None
     except yaml.reader.ReaderError as error:

@@ -105,6 +105,14 @@ def test_syntax_error_is_positioned_at_the_problem_mark() -> None:
     ]
 
 
+def test_a_syntax_error_is_reported_where_it_is_not_at_an_earlier_nullable_type() -> None:
+    # `{type: string?}` is YAML; the parser that words errors refuses a '?' there, so it must not move the error.
+    assert load_errors("a: {type: string?}\nb: [x?, y?]\nc: {type: map[string], default: {}}\n") == [
+        "f.yaml:3:14: invalid YAML: did not find expected ',' or '}' (while parsing a flow mapping); "
+        'quote a type expression inside {...}, like {type: "set[string]", default: []}'
+    ]
+
+
 def test_bad_indentation() -> None:
     assert load_errors("a:\n  b: 1\n c: 2\n") == [
         "f.yaml:3:2: invalid YAML: expected <block end>, but found '<block mapping start>' "
