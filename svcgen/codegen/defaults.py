@@ -19,9 +19,9 @@ from ..manifest.fits import ValueTypes
 from ..manifest.model import EnumDef, FieldDef, RecordDef
 from ..manifest.typeexpr import TypeExpr
 from ..runtime._codec import decode_datetime
+from ..runtime._naming import attribute
 from .imports import Imports
 from .literals import py_float, py_str, py_value
-from .pynames import attribute
 
 
 @dataclass(frozen=True)

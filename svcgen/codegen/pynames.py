@@ -1,19 +1,8 @@
-"""Python names for manifest things: record attributes, handler modules, health functions."""
+"""Python names for manifest things: handler modules, health functions (record attributes: runtime._naming)."""
 
 from __future__ import annotations
 
 import keyword
-import re
-
-from ..runtime._naming import camel_to_snake
-
-
-def attribute(wire: str) -> str:
-    """`customerId` → `customer_id`; a keyword gets a trailing `_` (`from` → `from_`), which converts back too."""
-    name = re.sub(r"\W", "_", camel_to_snake(wire))  # `zip-code` (a JSON Schema's name) → `zip_code`
-    if name[:1].isdigit():
-        name = "_" + name
-    return name + "_" if keyword.iskeyword(name) else name
 
 
 def is_module_name(name: str) -> bool:

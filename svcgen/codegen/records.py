@@ -15,12 +15,11 @@ from typing import Any
 from ..manifest.contract import member_name
 from ..manifest.model import EnumDef, FieldDef, Manifest, RecordDef
 from ..runtime._meta import META_ARGUMENTS
-from ..runtime._naming import camel_to_snake, snake_to_camel
+from ..runtime._naming import attribute, camel_to_snake, snake_to_camel
 from .defaults import RecordIndex, field_assignment
 from .errors import CodegenError
 from .imports import WRAP_AT, Imports
 from .literals import docstring, py_str, py_value
-from .pynames import attribute
 from .typehints import BUILTIN_TYPE_NAMES, annotation
 
 # Names a class body uses besides record names; a field attribute named like one shadows it there.

@@ -7,11 +7,14 @@ is a problem naming the file, the keyword and its JSON pointer: never dropped si
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..runtime._meta import CONSTRAINT_KEYWORDS, FORMATS
+from ..runtime._naming import attribute
+from .contract import check_enum
 from .model import NO_DEFAULT, EnumDef, FieldDef, RecordDef
 from .spelling import pascal_case
 from .typeexpr import TypeExpr
@@ -41,7 +44,7 @@ class ImportedTypes:
 def translate_json_schema(name: str, source: str, schema: Any) -> ImportedTypes:
     """Raises SchemaImportError listing every keyword or construct it cannot translate."""
     translator = _Translator(name, source, schema)
-    translator.record(name, schema, "")
+    translator.record(translator.claim(name), schema, "")
     if translator.problems:
         raise SchemaImportError(translator.problems)
     return translator.imported
@@ -60,6 +63,18 @@ class _Translator:
         self.problems: list[str] = []
         self.named: dict[str, str] = {}
         """JSON pointer of a $defs entry → the record or enum name it became."""
+        self.taken: set[str] = set()
+        """The record and enum names given so far."""
+
+    def claim(self, name: str) -> str:
+        """`name`, or `name2`, `name3`, ... when the schema already made a type of that name: a nested `address`
+        object and a `$defs/Address` are both `<Type>Address` by the naming rule, yet two different types."""
+        unique, count = name, 1
+        while unique in self.taken:
+            count += 1
+            unique = f"{name}{count}"
+        self.taken.add(unique)
+        return unique
 
     def problem(self, pointer: str, message: str) -> None:
         self.problems.append(f"{self.source}: {message} (at #{pointer})")
@@ -98,6 +113,7 @@ class _Translator:
         self.imported.records.append(record)
         required = set(schema.get("required", ()))
         properties = schema.get("properties", {})
+        self.attributes(name, properties, pointer)
         fields = tuple(
             self.field(name, wire, prop, f"{pointer}/properties/{_escape(wire)}", wire in required)
             for wire, prop in properties.items()
@@ -105,6 +121,31 @@ class _Translator:
         self.imported.records[index] = RecordDef(
             name, fields, record.description, record.json_schema, record.deprecated, record.closed
         )
+
+    def attributes(self, record: str, properties: Mapping[str, Any], pointer: str) -> None:
+        """Each property must become its own Python attribute of the record's dataclass."""
+        seen: dict[str, str] = {}
+        for wire in properties:
+            name = attribute(wire)
+            at = f"{pointer}/properties/{_escape(wire)}"
+            why = (
+                "it is empty" if not wire
+                else "Python mangles a name that starts with '__'" if name.startswith("__")
+                else f"{name!r} is not a Python identifier" if not name.isidentifier()
+                else None
+            )  # fmt: skip
+            if why is not None:
+                self.problem(at, f"property name {wire!r} cannot name a Python attribute of {record}: {why}; rename it")
+                continue
+            key = unicodedata.normalize("NFKC", name)  # how Python reads the identifier
+            if key in seen:
+                self.problem(
+                    at,
+                    f"properties {seen[key]!r} and {wire!r} would both be the Python attribute {name} of {record} "
+                    "(svcgen names attributes in snake_case); rename one",
+                )
+            else:
+                seen[key] = wire
 
     def field(self, owner: str, wire: str, schema: Any, pointer: str, required: bool) -> FieldDef:
         if not isinstance(schema, dict):
@@ -152,6 +193,9 @@ class _Translator:
             values = [value for value in schema["enum"] if value is not None]
             if not all(isinstance(value, str) for value in values) or kinds not in ([], ["string"]):
                 self.problem(f"{pointer}/enum", "enum values must be strings (an enum is a string type)")
+            # Indexes of the enum as written (check_enum passes over its null).
+            check_enum(list(schema["enum"]), lambda index, message: self.problem(f"{pointer}/enum/{index}", message))
+            name = self.claim(name)
             self.imported.enums.append(EnumDef(name, tuple(str(value) for value in values), schema.get("description")))
             return TypeExpr("record", name)
         if len(kinds) > 1:
@@ -174,6 +218,7 @@ class _Translator:
             return TypeExpr("list", args=(self.type_of(name + "Item", items, f"{pointer}/items", nested=True),))
         if kind == "object":
             if "properties" in schema:
+                name = self.claim(name)
                 self.record(name, schema, pointer)
                 return TypeExpr("record", name)
             values = schema.get("additionalProperties", {})
@@ -202,15 +247,16 @@ class _Translator:
         key = parts[2].replace("~1", "/").replace("~0", "~")
         target = self.schema.get(parts[1], {}).get(key)
         name = self.root + (pascal_case(key) or "Definition")
-        self.named[ref] = name
         if target is None:
             self.problem(pointer, f"$ref {ref!r} names no definition")
         elif isinstance(target, dict) and (target.get("type") == "object" or "properties" in target):
+            name = self.named[ref] = self.claim(name)  # named first: the record may refer to itself
             self.record(name, target, ref[1:])
         elif isinstance(target, dict) and "enum" in target:
-            self.plain_type(name, target, ["string"], ref[1:])
+            name = self.plain_type(name, target, ["string"], ref[1:]).name
         else:
             self.problem(pointer, f"$ref {ref!r} must name an object or an enum definition")
+        self.named[ref] = name
         return name
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import keyword
 import re
 from functools import lru_cache
 
@@ -22,6 +23,16 @@ def snake_to_camel(name: str) -> str:
 def camel_to_snake(name: str) -> str:
     """`orderId` → `order_id`: the attribute name of a wire field."""
     return _CAMEL_BOUNDARY.sub("_", name).lower()
+
+
+def attribute(wire: str) -> str:
+    """`customerId` → `customer_id`: the Python attribute of a wire field. A keyword gets a trailing `_`
+    (`from` → `from_`), which converts back too; a JSON Schema's other names are made identifiers (`zip-code` →
+    `zip_code`, `2fa` → `_2fa`), their wire name kept beside them."""
+    name = re.sub(r"\W", "_", camel_to_snake(wire))
+    if name[:1].isdigit():
+        name = "_" + name
+    return name + "_" if keyword.iskeyword(name) else name
 
 
 def is_canonical_camel(name: str) -> bool:

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from svcgen.codegen.pynames import attribute
 from svcgen.manifest.model import NO_DEFAULT
 from svcgen.manifest.schemaimport import ImportedTypes, SchemaImportError, translate_json_schema
+from svcgen.runtime._naming import attribute
 
 REPO = Path(__file__).resolve().parents[2]
 ADDRESS = json.loads((REPO / "examples" / "manifests" / "schemas" / "address.json").read_text())
@@ -82,6 +82,54 @@ def test_every_problem_is_listed_with_its_pointer() -> None:
         imported(schema)
     pointers = [problem.rsplit("(at ", 1)[1] for problem in caught.value.problems]
     assert pointers == ["#/patternProperties)", "#/properties/a/uniqueItems)", "#/properties/b~1c/not)"]
+
+
+def test_two_types_the_naming_rule_gives_one_name_are_both_kept() -> None:
+    # A nested `address` object and a `$defs/Address` are both ShipmentAddress by the rule; each stays its own type.
+    schema = {
+        "type": "object",
+        "properties": {
+            "address": {"type": "object", "properties": {"line": {"type": "string"}}},
+            "home": {"$ref": "#/$defs/Address"},
+            "kind": {"enum": ["a"]},
+            "other": {"type": "object", "properties": {"kind": {"enum": ["b"]}}},
+            "otherKind": {"enum": ["c"]},
+        },
+        "$defs": {"Address": {"type": "object", "properties": {"geo": {"type": "boolean"}}}},
+    }
+    types = imported(schema)
+    assert [record.name for record in types.records] == ["Shipment", "ShipmentAddress", "ShipmentAddress2",
+                                                         "ShipmentOther"]  # fmt: skip
+    assert [(e.name, e.values) for e in types.enums] == [
+        ("ShipmentKind", ("a",)), ("ShipmentOtherKind", ("b",)), ("ShipmentOtherKind2", ("c",))
+    ]  # fmt: skip
+    fields = {f.wire: str(f.type) for f in types.records[0].fields}
+    assert fields["address"] == "ShipmentAddress?" and fields["home"] == "ShipmentAddress2?"
+    assert fields["otherKind"] == "ShipmentOtherKind2?"
+
+
+def test_names_that_cannot_be_their_own_attribute_or_member_are_problems_at_their_pointer() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "x-legacy": {"type": "string"},
+            "xLegacy": {"type": "string"},
+            "": {"type": "string"},
+            "__secret": {"type": "string"},
+            "sort": {"enum": ["+", "-", None, "a-b", "a_b"]},
+        },
+    }
+    with pytest.raises(SchemaImportError) as caught:
+        imported(schema)
+    assert caught.value.problems == [
+        "s.json: properties 'x-legacy' and 'xLegacy' would both be the Python attribute x_legacy of Shipment "
+        "(svcgen names attributes in snake_case); rename one (at #/properties/xLegacy)",
+        "s.json: property name '' cannot name a Python attribute of Shipment: it is empty; rename it "
+        "(at #/properties/)",
+        "s.json: property name '__secret' cannot name a Python attribute of Shipment: Python mangles a name that "
+        "starts with '__'; rename it (at #/properties/__secret)",
+        "s.json: enum values 'a-b' and 'a_b' both become the member A_B; rename one (at #/properties/sort/enum/4)",
+    ]
 
 
 def _dmcg_fields(schema: dict[str, Any], name: str) -> list[tuple[str, bool]]:
