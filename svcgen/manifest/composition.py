@@ -200,6 +200,8 @@ class TypeSpace:
     _composing: set[str] = field(default_factory=set)
     _sources: dict[str, object] = field(default_factory=dict)
     """Concrete name → what it was made from, so two different types never take one name."""
+    _instances: dict[object, str] = field(default_factory=dict)
+    """A generic or versioned instance (template, arguments, version) → its concrete name."""
 
     def declared(self) -> None:
         """Register every plain record of the manifest (generic ones only when applied), in manifest order."""
@@ -237,7 +239,7 @@ class TypeSpace:
             name = SEPARATOR.join([ref.name, *(_mangled(arg) for arg in args)])
             if at is not None:
                 name = f"{name}{SEPARATOR}{slug(at)}"
-            self._claim(name, (ref.name, args, at))
+            name = self._instance_name(name, (ref.name, args, at))
         if name not in self.records:
             self.records[name] = None  # placed now: recursion and later references find it
             arguments = dict(zip(template.params, args, strict=True))
@@ -284,6 +286,19 @@ class TypeSpace:
             )
             self.records[name] = replace(record, name=name, fields=fields)
         return TypeExpr("record", name)
+
+    def _instance_name(self, name: str, source: object) -> str:
+        """`name` for the generic or versioned instance `source`, or `name_2`, `name_3`, ... when another instance
+        has it: `Box[Box[string]?]` and `Box[Box[string?]]` both read Box_Box_string_null."""
+        unique = self._instances.get(source)
+        if unique is None:
+            unique, count = name, 1
+            while unique in self._sources:
+                count += 1
+                unique = f"{name}{SEPARATOR}{count}"
+            self._sources[unique] = source
+            self._instances[source] = unique
+        return unique
 
     def _claim(self, name: str, source: object) -> None:
         earlier = self._sources.setdefault(name, source)

@@ -74,6 +74,28 @@ def test_a_generic_record_becomes_one_concrete_record_per_argument() -> None:
     assert not any(r.name == "Page" for r in appointments.types)  # the template itself is no record
 
 
+def test_two_uses_of_a_generic_record_whose_names_read_alike_are_two_records() -> None:
+    # Box[Box[string]?] and Box[Box[string?]] both read Box_Box_string_null: the later takes a suffix.
+    manifest = load_manifest_text(
+        """svcgen: 1
+service: boxes
+types:
+  Box: {params: [T], fields: {value: T}}
+  Both:
+    fields: {outer: "Box[Box[string]?]", inner: "Box[Box[string?]]", again: "Box[Box[string]?]"}
+topics:
+  - {id: boxes:put, request: Both, response: "Box[Box[string?]]"}
+""",
+        "boxes.yaml",
+    )
+    assert fields(manifest, "Both") == {
+        "outer": "Box_Box_string_null", "inner": "Box_Box_string_null_2", "again": "Box_Box_string_null"
+    }  # fmt: skip
+    assert fields(manifest, "Box_Box_string_null") == {"value": "Box_string?"}
+    assert fields(manifest, "Box_Box_string_null_2") == {"value": "Box_string_null"}
+    assert str(manifest.topics[0].response) == "Box_Box_string_null_2"
+
+
 def test_closed_is_per_record_and_the_manifests_default() -> None:
     appointments, billing = estate("appointments"), estate("billing")
     assert record(appointments, "Booking").closed and record(appointments, "Page_Booking").closed
