@@ -240,9 +240,10 @@ def _check_id(checker: _Checker, path: JsonPath, entry: Any, seen: dict[tuple[st
     position = checker.doc.at((*path, "id"))
     well_formed = bool(slug(event_id)) and (not version or bool(slug(version)))
     if not slug(event_id):
-        checker.error(position, f"event id {event_id!r} needs at least one letter or digit, like orders:placed")
+        checker.error(position, f"event id {event_id!r} needs at least one ASCII letter or digit, like orders:placed")
     if version and not slug(version):
-        checker.error(checker.doc.at((*path, "version")), f"version {version!r} needs at least one letter or digit")
+        message = f"version {version!r} needs at least one ASCII letter or digit"
+        checker.error(checker.doc.at((*path, "version")), message)
     key = (event_id, version)
     if key in seen:
         label = f"{event_id!r} version {version!r}" if version else f"{event_id!r} without a version"

@@ -235,7 +235,7 @@ class _Checker:
             position = self.doc.at(("health", index))
             function = slug(name)
             if not function:
-                self.error(position, f"health check {name!r} has no letters or digits to name its function")
+                self.error(position, f"health check {name!r} has no ASCII letters or digits to name its function")
             elif not function.isidentifier():
                 self.error(
                     position,
@@ -855,15 +855,16 @@ class _Checker:
                     f"topic id {topic_id!r} is reserved: ids starting with {RESERVED_TOPIC_PREFIX!r} belong to "
                     "the runtime; choose another id",
                 )
-            # The id and version name the handler module and the operations, so they need a letter or digit.
+            # The id and version name the handler module and the operations, so they need an ASCII letter or digit.
             if first and not slug(topic_id):
-                self.error(position, f"topic id {topic_id!r} needs at least one letter or digit, like orders:place")
+                message = f"topic id {topic_id!r} needs at least one ASCII letter or digit, like orders:place"
+                self.error(position, message)
             if version is None:
                 continue  # unreadable: whether it repeats another entry is not known
             if version and not slug(version) and "versions" not in self.sections[section][index]:
                 self.error(
                     self.doc.at((section, index, "version")),
-                    f"version {version!r} needs at least one letter or digit, like v1",
+                    f"version {version!r} needs at least one ASCII letter or digit, like v1",
                 )
             key = (topic_id, version)
             if key in seen:

@@ -59,7 +59,7 @@ def camel_name(topic: str) -> str:
 
 
 def slug(text: str) -> str:
-    """Lowercase, every run of other characters than letters and digits turned into `_`."""
+    """Lowercase, every run of other characters than ASCII letters and digits turned into `_`."""
     return _SLUG_RUN.sub("_", text.lower()).strip("_")
 
 

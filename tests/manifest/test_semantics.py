@@ -254,11 +254,14 @@ def test_reserved_topic_ids() -> None:
 def test_topic_ids_and_versions_need_a_letter_or_digit() -> None:
     text = MINIMAL.replace("id: orders:get", "id: '::'\n    version: '--'") + (
         "produces:\n  - {id: '-', request: Order, response: Order}\n"
+        "  - {id: '注文:作成', request: Order, response: Order}\n"
     )
+    # '注文:作成' has letters, but not the ASCII ones its handler module and operation names are made of.
     assert errors(text) == [
-        "m.yaml:8:9: topic id '::' needs at least one letter or digit, like orders:place",
-        "m.yaml:9:14: version '--' needs at least one letter or digit, like v1",
-        "m.yaml:13:10: topic id '-' needs at least one letter or digit, like orders:place",
+        "m.yaml:8:9: topic id '::' needs at least one ASCII letter or digit, like orders:place",
+        "m.yaml:9:14: version '--' needs at least one ASCII letter or digit, like v1",
+        "m.yaml:13:10: topic id '-' needs at least one ASCII letter or digit, like orders:place",
+        "m.yaml:14:10: topic id '注文:作成' needs at least one ASCII letter or digit, like orders:place",
     ]
 
 
@@ -445,7 +448,7 @@ def test_health_names_must_make_python_function_names() -> None:
         "start the name with a letter",
         "m.yaml:11:35: health check 'import' becomes the function name 'import', which is a Python keyword; "
         "choose another name",
-        "m.yaml:11:43: health check '--' has no letters or digits to name its function",
+        "m.yaml:11:43: health check '--' has no ASCII letters or digits to name its function",
     ]
 
 
