@@ -90,6 +90,11 @@ def load_owner(sources: Sources, base_dir: Path, relative: str) -> tuple[Path, L
     except FromCycle as cycle:
         if sources.nested:
             raise  # up to the manifest the load started with, which names the cycle once
+        if len(cycle.chain) == 2 and Path(cycle.chain[0]).resolve() == target.resolve():
+            raise OwnerError(
+                f"{relative!r} is this manifest itself: its own types need no 'from:' or import (to handle an event "
+                "it publishes, subscribe with 'payload: <Type>' and 'publisher: <its service>')"
+            ) from None
         chain = " → ".join(_shown(path, base_dir) for path in cycle.chain)
         within = any(Path(path).resolve() == target.resolve() for path in cycle.chain)
         raise OwnerError(f"owner's manifest {relative!r} {'is in' if within else 'leads into'} an imports or from: "

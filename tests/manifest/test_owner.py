@@ -183,6 +183,18 @@ def test_a_from_cycle_is_an_error_not_a_recursion(tmp_path: Path) -> None:
     assert "is in an imports or from: cycle: orders.yaml → ../payments/payments.yaml → orders.yaml; " in error
 
 
+def test_a_manifest_naming_itself_is_told_its_own_types_need_no_from(tmp_path: Path) -> None:
+    # A service subscribing to its own event may reach for `from:` its own manifest; a cycle of one says little.
+    path = tmp_path / "orders.yaml"
+    text = MINIMAL + "events:\n  - {id: orders:placed, payload: Order}\n"
+    path.write_text(text + "subscribes:\n  - {id: orders:placed, from: orders.yaml}\n", encoding="utf-8")
+    (error,) = errors_of(path)
+    assert error == (
+        f"{path.as_posix()}:14:31: 'orders.yaml' is this manifest itself: its own types need no 'from:' or import (to "
+        "handle an event it publishes, subscribe with 'payload: <Type>' and 'publisher: <its service>')"
+    )
+
+
 def test_an_entry_taking_the_owners_version_repeats_one_that_names_it(tmp_path: Path) -> None:
     entry = "    from: ../payments/payments.yaml\n  - id: payments:capture\n    version: v1\n    request: Order\n" \
             "    response: Order\n"  # fmt: skip
