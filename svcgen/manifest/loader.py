@@ -9,6 +9,7 @@ travel with the document, so the later stages still report everything else.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +24,9 @@ JsonPath = tuple[str | int, ...]
 
 _TAG = "tag:yaml.org,2002:"
 _STR, _NULL, _MAP, _SEQ = _TAG + "str", _TAG + "null", _TAG + "map", _TAG + "seq"
-_VALUE = _TAG + "value"
+_VALUE, _FLOAT = _TAG + "value", _TAG + "float"
+_EXPONENT_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+")
+"""A number with an exponent as JSON and YAML 1.2 write it (`1e-7`, `2.5E3`), which YAML 1.1 reads as text."""
 
 
 class _MemoResolving:
@@ -40,8 +43,11 @@ class _MemoResolving:
             tag = self._plain_tags.get(value)
             if tag is None:
                 tag = super().resolve(kind, value, implicit)  # type: ignore[misc]
-                # YAML 1.1 reads a plain `=` as its "value" type, which nothing constructs; it is the text "=".
-                tag = self._plain_tags[value] = _STR if tag == _VALUE else tag
+                if tag == _VALUE:  # YAML 1.1 reads a plain `=` as its "value" type, which nothing constructs
+                    tag = _STR
+                elif tag == _STR and _EXPONENT_FLOAT.fullmatch(value):  # YAML 1.1 wants `1.0e+7`; JSON `1e7`
+                    tag = _FLOAT
+                self._plain_tags[value] = tag
             return tag
         return super().resolve(kind, value, implicit)  # type: ignore[misc,no-any-return]
 

@@ -65,6 +65,14 @@ def test_scalars_become_json_values_and_remember_their_source_text() -> None:
     assert ("e",) not in document.sources
 
 
+def test_a_number_with_an_exponent_is_a_number_as_in_json() -> None:
+    # YAML 1.1 wants a dot and a signed exponent (1.0e+7); `default: 1e-7` for a float field was the text "1e-7".
+    document = load_yaml("a: 1e-7\nb: -2.5E3\nc: .5e1\nd: '1e3'\ne: 1e3x\nf: 1e999\n", "f.yaml")
+    assert document.data == {"a": 1e-7, "b": -2500.0, "c": 5.0, "d": "1e3", "e": "1e3x", "f": None}
+    assert document.sources[("a",)] == "1e-7"
+    assert [str(d) for d in document.diagnostics] == ["f.yaml:6:4: 1e999 is not a JSON number; use a finite number"]
+
+
 def test_a_plain_equals_sign_is_text() -> None:
     # YAML 1.1 gives a lone `=` a type of its own ("value"); an enum of operators writes it unquoted.
     document = load_yaml("values: [<, <=, =]\ndefault: =\n=: x\n", "f.yaml")
