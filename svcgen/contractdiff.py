@@ -618,6 +618,14 @@ class _Differ:
         before, after = _served_routes(self.old, old), _served_routes(self.new, new)
         removed = [route for route in before if route not in after]
         added = [route for route in after if route not in before]
+        for route in list(removed):
+            # Still served, by another version of the topic: `versions:` declares its routes on the newest one.
+            serving = next((other for other in self.new.topics if other.id == new.id and other is not new
+                            and route in (str(own) for own in other.routes)), None)  # fmt: skip
+            if serving is not None:
+                removed.remove(route)
+                self.add("route-version-changed", f"{key}.routes", f"{route} ({old.version or 'unversioned'})",
+                         f"{route} ({serving.version or 'unversioned'})")
         for gone, came in zip(removed, added, strict=False):
             self.add("route-changed", f"{key}.routes", gone, came)
         for gone in removed[len(added):]:

@@ -107,6 +107,23 @@ def test_a_version_route_serves_every_version_wherever_it_is_declared(tmp_path: 
     assert (moved.exit_code, moved.stdout) == (0, "no contract changes\n")
 
 
+def test_adding_a_version_moves_the_plain_routes_to_it_which_is_a_warning_not_a_break(tmp_path: Path) -> None:
+    # The docs' own shape: plain routes sit on the newest version, so adding v3 moves `POST /orders` from v2 to v3;
+    # v2 is still served (by `{version}` and invoke), so it is no break inside v2 and needs no v4.
+    versioned = {"id": "orders:place", "versions": ["v1", "v2"], "request": "Req", "response": "Res",
+                 "routes": ["POST /orders", "POST /{version}/orders"]}
+    old = {**V1, "versions": ["v1", "v2", "v3"], "topics": [versioned]}
+    new = {**old, "topics": [{**versioned, "versions": ["v1", "v2", "v3"]}]}
+    result = run("diff", *pair(tmp_path, old, new))
+    assert (result.exit_code, result.stdout.splitlines()) == (0, [
+        "warning: orders:place@v2.routes: route-version-changed (POST /orders (v2) → POST /orders (v3)): old callers "
+        "of the route now reach the other version of the topic and get its contract; a caller that must keep its "
+        "version names it (a `{version}` route or a version header)",
+        "info: orders:place@v3: topic-version-added (none → orders:place@v3): a new (topic, version) beside the "
+        "existing ones; old callers are unaffected",
+        "2 contract changes: 0 errors, 1 warning, 1 info; compatible"])
+
+
 def test_the_levels_file_overrides_levels_per_rule(tmp_path: Path) -> None:
     old, new = pair(tmp_path, V1, BREAKING)
     lenient = tmp_path / "levels.yaml"
