@@ -626,12 +626,32 @@ class _Differ:
                 removed.remove(route)
                 self.add("route-version-changed", f"{key}.routes", f"{route} ({old.version or 'unversioned'})",
                          f"{route} ({serving.version or 'unversioned'})")
+                self.moved(key, route, old, serving)
         for gone, came in zip(removed, added, strict=False):
             self.add("route-changed", f"{key}.routes", gone, came)
         for gone in removed[len(added):]:
             self.add("route-removed", f"{key}.routes", gone, None)
         for came in added[len(removed):]:
             self.add("route-added", f"{key}.routes", None, came)
+
+    def moved(self, key: str, route: str, old: TopicDef, serving: TopicDef) -> None:
+        """A plain route that now serves another version: its callers, written against `old`, get `serving`'s
+        contract, judged as a changed topic version is, at `key.routes[route → version]`. Outside any (topic,
+        version): `old` itself is unchanged, and a new version would take the route again."""
+        was, version = old.version or "unversioned", serving.version or "unversioned"
+        at = f"{key}.routes[{route} → {version}]"
+        start, scope, self.scope = len(self.out), self.scope, None
+        self.security(at, old, serving)
+        self.statuses(at, "success", old.success, serving.success)
+        self.statuses(at, "failure", old.failures, serving.failures)
+        self.types(f"{at}.request", "request", old.request, serving.request, frozenset())
+        self.types(f"{at}.response", "response", old.response, serving.response, frozenset())
+        fix = (f"callers of {route} were written against {was} and now get {version}: keep {version} compatible "
+               f"with {was} for them, or have them name {was} (a `{{version}}` route or a version header) before "
+               f"{version} takes the route")
+        self.out[start:] = [(None, replace(finding, fix=fix) if finding.level == "error" else finding)
+                            for _, finding in self.out[start:]]
+        self.scope = scope
 
     # Types ------------------------------------------------------------------------------------------------
 

@@ -124,6 +124,66 @@ def test_adding_a_version_moves_the_plain_routes_to_it_which_is_a_warning_not_a_
         "2 contract changes: 0 errors, 1 warning, 1 info; compatible"])
 
 
+ROUTED = {"id": "orders:place", "versions": ["v1", "v2"], "request": "Req", "response": "Res",
+          "routes": ["POST /orders", "POST /{version}/orders"]}
+
+
+def moved(tmp_path: Path, req: dict[str, Any], res: dict[str, Any]) -> tuple[str, str]:
+    """v3 added, its fields `req` and `res` laid over v1/v2's: `POST /orders` moves from v2 to v3."""
+    old = {"versions": ["v1", "v2", "v3"], "topics": [ROUTED],
+           "types": {"Req": {"fields": {"sku": "string"}}, "Res": {"fields": {"orderId": "string", "total": "float"}}}}
+    new = {**old, "topics": [{**ROUTED, "versions": ["v1", "v2", "v3"]}],
+           "types": {"Req": {"fields": {"sku": "string", **req}},
+                     "Res": {"fields": {"orderId": "string", "total": "float", **res}}}}
+    return pair(tmp_path, old, new)
+
+
+ROUTE_MOVED = ("warning: orders:place@v2.routes: route-version-changed (POST /orders (v2) → POST /orders (v3)): old "
+               "callers of the route now reach the other version of the topic and get its contract; a caller that "
+               "must keep its version names it (a `{version}` route or a version header)")
+
+
+def test_a_plain_route_moved_to_a_breaking_version_fails_the_gate_at_the_route(tmp_path: Path) -> None:
+    # Callers of `POST /orders` were written against v2 and now get v3: a required request field they do not send
+    # and a response field they read that is gone are errors for them, though v2 itself did not change (no v4 asked).
+    old, new = moved(tmp_path, {"couponCode": {"type": "string", "added": "v3"}},
+                     {"total": {"type": "float", "removed": "v3"}})
+    result = run("diff", old, new)
+    lines = [re.sub(r" \[[0-9a-f]{16}\]$", "", line) for line in result.stdout.splitlines()]
+    fix = ("; fix: callers of POST /orders were written against v2 and now get v3: keep v3 compatible with v2 for "
+           "them, or have them name v2 (a `{version}` route or a version header) before v3 takes the route")
+    assert (result.exit_code, lines) == (1, [
+        ROUTE_MOVED,
+        "error: orders:place@v2.routes[POST /orders → v3].request.couponCode: request-property-added-required "
+        "(none → string): old callers do not send the new property, so their requests are refused" + fix,
+        "error: orders:place@v2.routes[POST /orders → v3].response.total: response-property-removed (float → none): "
+        "old callers expect the property and no longer get it" + fix,
+        "info: orders:place@v3: topic-version-added (none → orders:place@v3): a new (topic, version) beside the "
+        "existing ones; old callers are unaffected",
+        "4 contract changes: 2 errors, 1 warning, 1 info; breaking"])
+    # Levels and approvals take them as any finding.
+    levels = tmp_path / "levels.yaml"
+    levels.write_text("request-property-added-required: warning\n", encoding="utf-8")
+    report = json.loads(run("diff", "--levels", str(levels), "--format", "json", old, new).stdout)
+    approvals = tmp_path / "approvals.yaml"
+    removed = next(item for item in report["findings"] if item["rule"] == "response-property-removed")
+    approvals.write_text(yaml.safe_dump([{"fingerprint": removed["fingerprint"], "reason": "nobody reads total"}]),
+                         encoding="utf-8")
+    accepted = run("diff", "--levels", str(levels), "--accept", str(approvals), old, new)
+    assert accepted.exit_code == 0, accepted.stdout
+
+
+def test_a_plain_route_moved_to_a_compatible_version_stays_a_warning(tmp_path: Path) -> None:
+    result = run("diff", *moved(tmp_path, {"note": {"type": "string?", "added": "v3"}}, {}))
+    assert (result.exit_code, result.stdout.splitlines()) == (0, [
+        ROUTE_MOVED,
+        "info: orders:place@v2.routes[POST /orders → v3].request.note: request-property-added-optional "
+        "(none → string?): old callers leave the new nullable property out and it is null",
+        "info: orders:place@v3: topic-version-added (none → orders:place@v3): a new (topic, version) beside the "
+        "existing ones; old callers are unaffected",
+        "3 contract changes: 0 errors, 1 warning, 2 infos; compatible"])
+
+
 def test_the_levels_file_overrides_levels_per_rule(tmp_path: Path) -> None:
     old, new = pair(tmp_path, V1, BREAKING)
     lenient = tmp_path / "levels.yaml"
