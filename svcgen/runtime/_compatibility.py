@@ -176,8 +176,9 @@ RULES: tuple[Rule, ...] = (
          "old callers of the old route get 404 or 405",
          "`POST /orders` → `POST /v1/orders`"),
     Rule("route-version-changed", "route", "warning",
-         "old callers of the route now reach the other version of the topic and get its contract; a caller that "
-         "must keep its version names it (a `{version}` route or a version header)",
+         "old callers of the route now reach the other version of the topic and get its contract (what in it "
+         "breaks them is reported at the route); a caller that must keep its version names it (a `{version}` route "
+         "or a version header)",
          "`versions: [v1, v2]` → `versions: [v1, v2, v3]`: the routes move to the newest, `v3`"),
     Rule("topic-version-added", "topic", "info",
          "a new (topic, version) beside the existing ones; old callers are unaffected",

@@ -107,6 +107,12 @@ def test_a_version_route_serves_every_version_wherever_it_is_declared(tmp_path: 
     assert (moved.exit_code, moved.stdout) == (0, "no contract changes\n")
 
 
+ROUTE_MOVED = ("warning: orders:place@v2.routes: route-version-changed (POST /orders (v2) → POST /orders (v3)): old "
+               "callers of the route now reach the other version of the topic and get its contract (what in it "
+               "breaks them is reported at the route); a caller that must keep its version names it (a `{version}` "
+               "route or a version header)")
+
+
 def test_adding_a_version_moves_the_plain_routes_to_it_which_is_a_warning_not_a_break(tmp_path: Path) -> None:
     # The docs' own shape: plain routes sit on the newest version, so adding v3 moves `POST /orders` from v2 to v3;
     # v2 is still served (by `{version}` and invoke), so it is no break inside v2 and needs no v4.
@@ -116,9 +122,7 @@ def test_adding_a_version_moves_the_plain_routes_to_it_which_is_a_warning_not_a_
     new = {**old, "topics": [{**versioned, "versions": ["v1", "v2", "v3"]}]}
     result = run("diff", *pair(tmp_path, old, new))
     assert (result.exit_code, result.stdout.splitlines()) == (0, [
-        "warning: orders:place@v2.routes: route-version-changed (POST /orders (v2) → POST /orders (v3)): old callers "
-        "of the route now reach the other version of the topic and get its contract; a caller that must keep its "
-        "version names it (a `{version}` route or a version header)",
+        ROUTE_MOVED,
         "info: orders:place@v3: topic-version-added (none → orders:place@v3): a new (topic, version) beside the "
         "existing ones; old callers are unaffected",
         "2 contract changes: 0 errors, 1 warning, 1 info; compatible"])
@@ -136,11 +140,6 @@ def moved(tmp_path: Path, req: dict[str, Any], res: dict[str, Any]) -> tuple[str
            "types": {"Req": {"fields": {"sku": "string", **req}},
                      "Res": {"fields": {"orderId": "string", "total": "float", **res}}}}
     return pair(tmp_path, old, new)
-
-
-ROUTE_MOVED = ("warning: orders:place@v2.routes: route-version-changed (POST /orders (v2) → POST /orders (v3)): old "
-               "callers of the route now reach the other version of the topic and get its contract; a caller that "
-               "must keep its version names it (a `{version}` route or a version header)")
 
 
 def test_a_plain_route_moved_to_a_breaking_version_fails_the_gate_at_the_route(tmp_path: Path) -> None:
