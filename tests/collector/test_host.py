@@ -9,7 +9,6 @@ import json
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -44,7 +43,7 @@ from svcgen.serving import CUT_SHORT
 from tests.support.databases import with_database
 from tests.support.feeds import descriptor
 from tests.support.processes import stop_process, wait_for, wait_until_up
-from tests.support.server import accepts, free_port, running
+from tests.support.server import free_port, running, second_ctrl_c_with_a_request_pending
 
 SVCGEN = [sys.executable, "-m", "svcgen"]
 
@@ -156,13 +155,7 @@ def test_a_second_ctrl_c_still_writes_the_store_out(tmp_path: Path) -> None:
         wait_until_up(process, base + "/svc/health", log)
         assert invoke(base, "svc:mesh:register", descriptor("orders"))["body"] == {"accepted": 1}
         # A request still arriving: the server waits for it after the first Ctrl-C, until the second.
-        with socket.create_connection(("127.0.0.1", port), timeout=5) as pending:
-            pending.sendall(b"POST /svc/invoke HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\n{")
-            process.send_signal(signal.SIGINT)
-            wait_for(lambda: not accepts(port), 10, "the server to stop accepting connections")
-            pending.sendall(b" ")  # still sending: not an idle connection the server may close by itself
-            process.send_signal(signal.SIGINT)
-            assert process.wait(timeout=30) == 0
+        second_ctrl_c_with_a_request_pending(process, port, b"POST /svc/invoke HTTP/1.1")
     finally:
         stop_process(process)
     said = log.read_text()

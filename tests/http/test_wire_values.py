@@ -75,12 +75,9 @@ def test_a_response_number_that_is_not_finite_is_a_clear_failure_not_a_null(valu
         return Result.ok(Ratio(value if where == "value" else 1.0, value if where == "spread" else None,
                                [value] if where == "samples" else []))  # fmt: skip
 
-    registry = Registry()
-    registry.add("stats:ratio", ratio)
-    app = create_app(Service(Identity("stats"), registry), ["GET /ratio -> stats:ratio"])
+    answer = one_topic_get("stats:ratio", ratio, "x-where")
     for where in ("value", "spread", "samples"):
-        status, _, payload = asyncio.run(raw_request(app, "GET", b"/ratio", b"", [(b"x-where", where.encode())], b""))
-        assert (status, json.loads(payload)) == (500, {
+        assert answer(where) == (500, {
             "status": "unexpected-error",
             "detail": "stats:ratio produced a response that does not fit its type (ValueError)",
         }), where  # fmt: skip

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -16,7 +15,7 @@ import httpx
 
 from svcgen.serving import CUT_SHORT, CutShort
 from tests.support.processes import wait_for
-from tests.support.server import accepts
+from tests.support.server import second_ctrl_c_with_a_request_pending
 from tests.support.serving import build_echo, serving
 
 LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (DEBUG|INFO|WARNING|ERROR|CRITICAL) \S+: ")
@@ -134,13 +133,7 @@ def test_a_second_ctrl_c_cuts_a_request_in_progress_short_in_one_line(tmp_path: 
     package = build_echo(tmp_path)
     with serving(package) as (base, process, log):
         port = int(base.rsplit(":", 1)[1])
-        with socket.create_connection(("127.0.0.1", port), timeout=5) as pending:
-            pending.sendall(b"POST /say HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\n{")
-            process.send_signal(signal.SIGINT)
-            wait_for(lambda: not accepts(port), 10, "the server to stop accepting connections")
-            pending.sendall(b" ")  # still sending: not an idle connection the server may close by itself
-            process.send_signal(signal.SIGINT)
-            assert process.wait(timeout=30) == 0
+        second_ctrl_c_with_a_request_pending(process, port, b"POST /say HTTP/1.1")
     lines = log.read_text().splitlines()
     assert all(LOG_LINE.match(line) for line in lines), lines
     assert [line for line in lines if "WARNING" in line or "ERROR" in line] == [

@@ -4,7 +4,9 @@ svcgen server gets (`server_options`), logging aside: the test process keeps its
 from __future__ import annotations
 
 import contextlib
+import signal
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -13,6 +15,7 @@ from typing import Any
 import uvicorn
 
 from svcgen.runtime._http.limits import server_options
+from tests.support.processes import wait_for
 
 STARTUP_TIMEOUT = 10.0
 
@@ -30,6 +33,18 @@ def accepts(port: int) -> bool:
     except OSError:
         return False
     return True
+
+
+def second_ctrl_c_with_a_request_pending(process: subprocess.Popen[bytes], port: int, request_line: bytes) -> None:
+    """Ctrl-C the server at 127.0.0.1:port while a request (`request_line`, its body still arriving) is in progress,
+    then Ctrl-C again once it no longer accepts connections; it must exit 0."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as pending:
+        pending.sendall(request_line + b"\r\nhost: x\r\ncontent-length: 100\r\n\r\n{")
+        process.send_signal(signal.SIGINT)
+        wait_for(lambda: not accepts(port), 10, "the server to stop accepting connections")
+        pending.sendall(b" ")  # still sending: not an idle connection the server may close by itself
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 0
 
 
 @contextlib.contextmanager
