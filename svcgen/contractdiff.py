@@ -487,6 +487,11 @@ class _Differ:
             if key not in new_topics:
                 removed = "topic-version-removed-after-sunset" if _sunset_passed(topic, self.today) else None
                 self.add(removed or "topic-version-removed", key, key, None)
+                # Its plain routes may still answer, with another version: their callers are not all gone.
+                if topic.routes != _EVENT_MARK:
+                    for route in topic.routes:
+                        if "{version}" not in route.path.split("/"):
+                            self.moved_route(key, str(route), topic)
                 continue
             after = new_topics[key]
             self.scope = topic
@@ -618,15 +623,7 @@ class _Differ:
         before, after = _served_routes(self.old, old), _served_routes(self.new, new)
         removed = [route for route in before if route not in after]
         added = [route for route in after if route not in before]
-        for route in list(removed):
-            # Still served, by another version of the topic: `versions:` declares its routes on the newest one.
-            serving = next((other for other in self.new.topics if other.id == new.id and other is not new
-                            and route in (str(own) for own in other.routes)), None)  # fmt: skip
-            if serving is not None:
-                removed.remove(route)
-                self.add("route-version-changed", f"{key}.routes", f"{route} ({old.version or 'unversioned'})",
-                         f"{route} ({serving.version or 'unversioned'})")
-                self.moved(key, route, old, serving)
+        removed = [route for route in removed if not self.moved_route(key, route, old)]
         for gone, came in zip(removed, added, strict=False):
             self.add("route-changed", f"{key}.routes", gone, came)
         for gone in removed[len(added):]:
@@ -634,10 +631,24 @@ class _Differ:
         for came in added[len(removed):]:
             self.add("route-added", f"{key}.routes", None, came)
 
+    def moved_route(self, key: str, route: str, old: TopicDef) -> bool:
+        """Whether `route`, which reached `old`, now reaches another version of the topic (`versions:` declares its
+        routes on the newest one): then it is `route-version-changed`, and what the route's callers now get is
+        compared with `old` (`moved`)."""
+        serving = next((other for other in self.new.topics if other.id == old.id and other.version != old.version
+                        and route in (str(own) for own in other.routes)), None)  # fmt: skip
+        if serving is None:
+            return False
+        self.add("route-version-changed", f"{key}.routes", f"{route} ({old.version or 'unversioned'})",
+                 f"{route} ({serving.version or 'unversioned'})")
+        self.moved(key, route, old, serving)
+        return True
+
     def moved(self, key: str, route: str, old: TopicDef, serving: TopicDef) -> None:
         """A plain route that now serves another version: its callers, written against `old`, get `serving`'s
         contract, judged as a changed topic version is, at `key.routes[route → version]`. Outside any (topic,
-        version): `old` itself is unchanged, and a new version would take the route again."""
+        version): `old` itself is unchanged or removed (`topic-version-removed` says so), and a new version would take
+        the route again."""
         was, version = old.version or "unversioned", serving.version or "unversioned"
         at = f"{key}.routes[{route} → {version}]"
         start, scope, self.scope = len(self.out), self.scope, None
@@ -646,9 +657,13 @@ class _Differ:
         self.statuses(at, "failure", old.failures, serving.failures)
         self.types(f"{at}.request", "request", old.request, serving.request, frozenset())
         self.types(f"{at}.response", "response", old.response, serving.response, frozenset())
+        kept = any(other.id == old.id and other.version == old.version for other in self.new.topics)
         fix = (f"callers of {route} were written against {was} and now get {version}: keep {version} compatible "
                f"with {was} for them, or have them name {was} (a `{{version}}` route or a version header) before "
-               f"{version} takes the route")
+               f"{version} takes the route") if kept else (
+               f"callers of {route} were written against {was}, which is removed, and now get {version}: keep "
+               f"{version} compatible with {was} for them, or keep {was} for them to name (a `{{version}}` route or a "
+               f"version header) until they have moved to {version}")
         self.out[start:] = [(None, replace(finding, fix=fix) if finding.level == "error" else finding)
                             for _, finding in self.out[start:]]
         self.scope = scope

@@ -132,11 +132,13 @@ ROUTED = {"id": "orders:place", "versions": ["v1", "v2"], "request": "Req", "res
           "routes": ["POST /orders", "POST /{version}/orders"]}
 
 
-def moved(tmp_path: Path, req: dict[str, Any], res: dict[str, Any]) -> tuple[str, str]:
-    """v3 added, its fields `req` and `res` laid over v1/v2's: `POST /orders` moves from v2 to v3."""
+def moved(tmp_path: Path, req: dict[str, Any], res: dict[str, Any],
+          versions: tuple[str, ...] = ("v1", "v2", "v3")) -> tuple[str, str]:
+    """v3 added (the topic's new `versions`), its fields `req` and `res` laid over v1/v2's: `POST /orders` moves from
+    v2 to v3."""
     old = {"versions": ["v1", "v2", "v3"], "topics": [ROUTED],
            "types": {"Req": {"fields": {"sku": "string"}}, "Res": {"fields": {"orderId": "string", "total": "float"}}}}
-    new = {**old, "topics": [{**ROUTED, "versions": ["v1", "v2", "v3"]}],
+    new = {**old, "topics": [{**ROUTED, "versions": list(versions)}],
            "types": {"Req": {"fields": {"sku": "string", **req}},
                      "Res": {"fields": {"orderId": "string", "total": "float", **res}}}}
     return pair(tmp_path, old, new)
@@ -181,6 +183,44 @@ def test_a_plain_route_moved_to_a_compatible_version_stays_a_warning(tmp_path: P
         "info: orders:place@v3: topic-version-added (none → orders:place@v3): a new (topic, version) beside the "
         "existing ones; old callers are unaffected",
         "3 contract changes: 0 errors, 1 warning, 2 infos; compatible"])
+
+
+def test_a_plain_route_moved_to_a_breaking_version_when_its_old_one_is_removed_fails_at_the_route(
+        tmp_path: Path) -> None:
+    # [v1, v2] → [v1, v3]: v2's callers by `{version}` get unknown-topic (topic-version-removed), but `POST /orders`
+    # still answers, now with v3, and what v3 breaks for its callers is reported at the route as when v2 is kept.
+    old, new = moved(tmp_path, {"couponCode": {"type": "string", "added": "v3"}},
+                     {"total": {"type": "float", "removed": "v3"}}, versions=("v1", "v3"))
+    result = run("diff", old, new)
+    lines = [re.sub(r" \[[0-9a-f]{16}\]$", "", line) for line in result.stdout.splitlines()]
+    # v2 is gone, so its callers can no longer name it: the fix says to keep it for them.
+    fix = ("; fix: callers of POST /orders were written against v2, which is removed, and now get v3: keep v3 "
+           "compatible with v2 for them, or keep v2 for them to name (a `{version}` route or a version header) until "
+           "they have moved to v3")
+    assert (result.exit_code, lines) == (1, [
+        "error: orders:place@v2: topic-version-removed (orders:place@v2 → none): old callers of the (topic, version) "
+        "get unknown-topic",
+        ROUTE_MOVED,
+        "error: orders:place@v2.routes[POST /orders → v3].request.couponCode: request-property-added-required "
+        "(none → string): old callers do not send the new property, so their requests are refused" + fix,
+        "error: orders:place@v2.routes[POST /orders → v3].response.total: response-property-removed (float → none): "
+        "old callers expect the property and no longer get it" + fix,
+        "info: orders:place@v3: topic-version-added (none → orders:place@v3): a new (topic, version) beside the "
+        "existing ones; old callers are unaffected",
+        "5 contract changes: 3 errors, 1 warning, 1 info; breaking"])
+
+
+def test_an_event_version_replaced_by_another_is_no_route_move(tmp_path: Path) -> None:
+    # An event is walked as a topic with a stand-in route; replacing its version moves no route.
+    paths = []
+    for name, version in (("old", "v1"), ("new", "v2")):
+        document = {"svcgen": 1, "service": "orders", "types": {"Placed": {"fields": {"orderId": "string"}}},
+                    "topics": [], "events": [{"id": "orders:placed", "version": version, "payload": "Placed"}]}
+        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(document), encoding="utf-8")
+        paths.append(str(tmp_path / f"{name}.yaml"))
+    result = run("diff", *paths)
+    assert "route" not in result.stdout, result.stdout
+    assert result.stdout.splitlines()[-1] == "2 contract changes: 1 error, 0 warnings, 1 info; breaking"
 
 
 def test_the_levels_file_overrides_levels_per_rule(tmp_path: Path) -> None:
