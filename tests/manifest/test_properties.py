@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from svcgen.manifest import ManifestError, load_manifest_text
+from svcgen.manifest.loader import _EXPONENT_FLOAT
 from svcgen.manifest.typeexpr import SCALARS
 from svcgen.manifest.validate import manifest_schema
 from svcgen.runtime._naming import is_canonical_camel
@@ -94,8 +95,21 @@ def manifests(draw: st.DrawFn) -> dict[str, Any]:
     return data
 
 
+class _Dumper(yaml.SafeDumper):
+    """PyYAML's YAML 1.1 writer, quoting the texts the manifest loader reads as numbers where YAML 1.1 does not
+    (`0E0`, `1e-7`: JSON's exponent form)."""
+
+
+def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar(_STR_TAG, value, style='"' if _EXPONENT_FLOAT.fullmatch(value) else None)
+
+
+_STR_TAG = "tag:yaml.org,2002:str"
+_Dumper.add_representer(str, _text)
+
+
 def dump(data: dict[str, Any]) -> str:
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=1000)
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1000)
 
 
 def assert_positioned(error: ManifestError, text: str) -> None:
