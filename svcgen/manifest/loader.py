@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.tokens import ScalarToken
 
 from .diagnostics import Diagnostic, ManifestError
 from .model import Position
@@ -52,8 +53,34 @@ class _MemoResolving:
         return super().resolve(kind, value, implicit)  # type: ignore[misc,no-any-return]
 
 
+class _PureLoader(yaml.SafeLoader):
+    """PyYAML's own parser, reading a '?' inside a plain scalar in `{...}`/`[...]` as text (`{type: string?}`), as
+    YAML and libyaml do: PyYAML alone ends the scalar there and then refuses the '?' as a key indicator.
+
+    Only scan_plain is changed, and only in a flow collection: there its peeks see a '?' as a letter, so the
+    ',?[]{}' stop test no longer stops at it; the text it keeps is still cut from the source, '?' included.
+    """
+
+    def scan_plain(self) -> ScalarToken:
+        if not self.flow_level:  # outside {...}/[...] a '?' never ends a plain scalar
+            return super().scan_plain()
+        self.__dict__["peek"] = self._peek_question_as_text
+        try:
+            return super().scan_plain()
+        finally:
+            del self.__dict__["peek"]
+
+    def _peek_question_as_text(self, index: int = 0) -> str:
+        character: str = yaml.SafeLoader.peek(self, index)
+        if character != "?":
+            return character
+        at = self.pointer + index
+        # libyaml refuses ':?' in a flow scalar ('found unexpected ':''): left a '?', it is refused here too.
+        return character if at > 0 and self.buffer[at - 1] == ":" else "x"
+
+
 # libyaml's parser when pyyaml was built with it: same nodes and marks, several times faster.
-_PARSER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_PARSER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", _PureLoader)
 
 
 class _FastLoader(_MemoResolving, _PARSER):  # type: ignore[misc,valid-type]
@@ -107,13 +134,13 @@ def _compose(text: str) -> Node | None:
     try:
         return yaml.compose(text, Loader=_FastLoader)
     except yaml.YAMLError as error:
-        if _PARSER is yaml.SafeLoader:
+        if _PARSER is _PureLoader:
             raise
         found = error
-    # The pure-Python parser words its errors better; a broken manifest is small work either way. It is stricter in
-    # places (`{type: string?}`: a '?' inside a flow collection), so its wording is taken only for the same spot.
+    # The pure-Python parser words its errors better; a broken manifest is small work either way. The parsers
+    # still disagree on some broken documents (`[a:]`, `[?, b]`), so its wording is taken only for the same spot.
     try:
-        return yaml.compose(text, Loader=yaml.SafeLoader)
+        return yaml.compose(text, Loader=_PureLoader)
     except yaml.MarkedYAMLError as worded:
         if not isinstance(found, yaml.MarkedYAMLError) or _mark_at(worded) == _mark_at(found):
             raise

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
+import re
+from pathlib import Path
 
+import pytest
+import yaml
+
+from svcgen.manifest import loader
 from svcgen.manifest.diagnostics import ManifestError
 from svcgen.manifest.loader import load_yaml
 from svcgen.manifest.model import Position
@@ -107,16 +112,92 @@ def test_every_duplicate_key_is_reported() -> None:
     ]
 
 
+@pytest.fixture(params=["libyaml", "pure"])
+def parser(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each YAML parser the loader may run on: libyaml when PyYAML has it, else PyYAML's own."""
+    if request.param == "pure":
+
+        class Pure(loader._MemoResolving, loader._PureLoader):
+            pass
+
+        monkeypatch.setattr(loader, "_PARSER", loader._PureLoader)
+        monkeypatch.setattr(loader, "_FastLoader", Pure)
+    elif not hasattr(yaml, "CSafeLoader"):
+        pytest.skip("this PyYAML is built without libyaml")
+    return str(request.param)
+
+
+@pytest.mark.parametrize(
+    ("text", "data"),
+    [
+        ("a: {type: string?}\n", {"a": {"type": "string?"}}),
+        ("A: {fields: {a: string?, b: int?}}\n", {"A": {"fields": {"a": "string?", "b": "int?"}}}),
+        ("a: string?\nb:\n  - map[string, int?]?\n", {"a": "string?", "b": ["map[string, int?]?"]}),
+        ("a: [x?, y?z, 'w?']\nb: {c?: d, e: f ? g}\n", {"a": ["x?", "y?z", "w?"], "b": {"c?": "d", "e": "f ? g"}}),
+    ],
+)
+def test_a_question_mark_inside_a_flow_scalar_is_text_with_either_parser(parser: str, text: str, data: object) -> None:
+    document = load_yaml(text, "f.yaml")
+    assert document.data == data
+    assert document.diagnostics == []
+
+
+def test_positions_after_a_nullable_type_are_the_same_with_either_parser(parser: str) -> None:
+    document = load_yaml("A:\n  fields: {a: string?, b: int?}\n", "f.yaml")
+    assert document.at(("A", "fields", "b")) == Position("f.yaml", 2, 27)
+    assert document.key_at(("A", "fields", "b")) == Position("f.yaml", 2, 24)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "a: {type: string?, b: int?\nc: 1\n",
+            "f.yaml:2:2: invalid YAML: expected ',' or '}', but got ':' (while parsing a flow mapping)",
+        ),
+        (
+            "a: {type: string? default: x}\n",
+            "f.yaml:1:26: invalid YAML: expected ',' or '}', but got ':' (while parsing a flow mapping)",
+        ),
+        (
+            "a: {type: string?, default: [x}\n",
+            "f.yaml:1:31: invalid YAML: expected ',' or ']', but got '}' (while parsing a flow sequence)",
+        ),
+    ],
+)
+def test_a_broken_flow_mapping_with_a_nullable_type_is_refused_where_it_breaks(
+    parser: str, text: str, message: str
+) -> None:
+    assert load_errors(text) == [message]
+
+
+def test_a_colon_before_a_question_mark_in_a_flow_scalar_is_refused_by_either_parser(parser: str) -> None:
+    # libyaml refuses `a:?` inside {...}; the pure parser must not accept what libyaml refuses.
+    (error,) = load_errors("a: {type: a:?}\n")
+    assert error.startswith("f.yaml:1:1") and "invalid YAML" in error
+
+
+def test_every_yaml_example_of_the_manifest_doc_reads_the_same_with_the_pure_parser() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "manifest.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```yaml\n(.*?)```", doc, re.DOTALL)
+    assert any("{type: string?" in block for block in blocks)
+    for block in blocks:
+        try:
+            expected = yaml.load(block, Loader=loader._PARSER)
+        except yaml.YAMLError:
+            continue  # an example of a mistake
+        assert yaml.load(block, Loader=loader._PureLoader) == expected
+
+
 def test_syntax_error_is_positioned_at_the_problem_mark() -> None:
     assert load_errors("a: 1\nb: [1, 2\nc: 3\n") == [
         "f.yaml:3:2: invalid YAML: expected ',' or ']', but got ':' (while parsing a flow sequence)"
     ]
 
 
-def test_a_syntax_error_is_reported_where_it_is_not_at_an_earlier_nullable_type() -> None:
-    # `{type: string?}` is YAML; the parser that words errors refuses a '?' there, so it must not move the error.
+def test_a_syntax_error_is_reported_where_it_is_not_at_an_earlier_nullable_type(parser: str) -> None:
     assert load_errors("a: {type: string?}\nb: [x?, y?]\nc: {type: map[string], default: {}}\n") == [
-        "f.yaml:3:14: invalid YAML: did not find expected ',' or '}' (while parsing a flow mapping); "
+        "f.yaml:3:14: invalid YAML: expected ',' or '}', but got '[' (while parsing a flow mapping); "
         'quote a type expression inside {...}, like {type: "set[string]", default: []}'
     ]
 
