@@ -144,6 +144,17 @@ def moved(tmp_path: Path, req: dict[str, Any], res: dict[str, Any],
     return pair(tmp_path, old, new)
 
 
+def route_breaks(fix: str) -> list[str]:
+    """The two errors `moved` with a required couponCode added and total removed gives at POST /orders, each with
+    `fix`."""
+    return [
+        "error: orders:place@v2.routes[POST /orders → v3].request.couponCode: request-property-added-required "
+        "(none → string): old callers do not send the new property, so their requests are refused" + fix,
+        "error: orders:place@v2.routes[POST /orders → v3].response.total: response-property-removed (float → none): "
+        "old callers expect the property and no longer get it" + fix,
+    ]
+
+
 def test_a_plain_route_moved_to_a_breaking_version_fails_the_gate_at_the_route(tmp_path: Path) -> None:
     # Callers of `POST /orders` were written against v2 and now get v3: a required request field they do not send
     # and a response field they read that is gone are errors for them, though v2 itself did not change (no v4 asked).
@@ -155,10 +166,7 @@ def test_a_plain_route_moved_to_a_breaking_version_fails_the_gate_at_the_route(t
            "them, or have them name v2 (a `{version}` route or a version header) before v3 takes the route")
     assert (result.exit_code, lines) == (1, [
         ROUTE_MOVED,
-        "error: orders:place@v2.routes[POST /orders → v3].request.couponCode: request-property-added-required "
-        "(none → string): old callers do not send the new property, so their requests are refused" + fix,
-        "error: orders:place@v2.routes[POST /orders → v3].response.total: response-property-removed (float → none): "
-        "old callers expect the property and no longer get it" + fix,
+        *route_breaks(fix),
         "info: orders:place@v3: topic-version-added (none → orders:place@v3): a new (topic, version) beside the "
         "existing ones; old callers are unaffected",
         "4 contract changes: 2 errors, 1 warning, 1 info; breaking"])
@@ -201,10 +209,7 @@ def test_a_plain_route_moved_to_a_breaking_version_when_its_old_one_is_removed_f
         "error: orders:place@v2: topic-version-removed (orders:place@v2 → none): old callers of the (topic, version) "
         "get unknown-topic",
         ROUTE_MOVED,
-        "error: orders:place@v2.routes[POST /orders → v3].request.couponCode: request-property-added-required "
-        "(none → string): old callers do not send the new property, so their requests are refused" + fix,
-        "error: orders:place@v2.routes[POST /orders → v3].response.total: response-property-removed (float → none): "
-        "old callers expect the property and no longer get it" + fix,
+        *route_breaks(fix),
         "info: orders:place@v3: topic-version-added (none → orders:place@v3): a new (topic, version) beside the "
         "existing ones; old callers are unaffected",
         "5 contract changes: 3 errors, 1 warning, 1 info; breaking"])
