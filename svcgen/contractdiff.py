@@ -622,7 +622,8 @@ class _Differ:
     def routes(self, key: str, old: TopicDef, new: TopicDef) -> None:
         before, after = _served_routes(self.old, old), _served_routes(self.new, new)
         removed = [route for route in before if route not in after]
-        added = [route for route in after if route not in before]
+        # A route another version of the topic served is a move, said once where it moved from (`moved_route`).
+        added = [route for route in after if route not in before and not self._served_elsewhere(old, route)]
         removed = [route for route in removed if not self.moved_route(key, route, old)]
         for gone, came in zip(removed, added, strict=False):
             self.add("route-changed", f"{key}.routes", gone, came)
@@ -630,6 +631,11 @@ class _Differ:
             self.add("route-removed", f"{key}.routes", gone, None)
         for came in added[len(removed):]:
             self.add("route-added", f"{key}.routes", None, came)
+
+    def _served_elsewhere(self, topic: TopicDef, route: str) -> bool:
+        """Whether `route` reached another version of `topic` in the old manifest."""
+        return any(other.id == topic.id and other.version != topic.version and route in (str(r) for r in other.routes)
+                   for other in self.old.topics)  # fmt: skip
 
     def moved_route(self, key: str, route: str, old: TopicDef) -> bool:
         """Whether `route`, which reached `old`, now reaches another version of the topic (`versions:` declares its

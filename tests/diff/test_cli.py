@@ -215,6 +215,20 @@ def test_a_plain_route_moved_to_a_breaking_version_when_its_old_one_is_removed_f
         "5 contract changes: 3 errors, 1 warning, 1 info; breaking"])
 
 
+def test_a_plain_route_that_falls_back_to_an_older_version_is_one_move_not_also_an_added_route(
+        tmp_path: Path) -> None:
+    # [v1, v2] → [v1]: POST /orders now reaches v1. It was also reported as `route-added` on v1 ("old callers are
+    # unaffected"), beside the move that says they are.
+    old = {"versions": ["v1", "v2"], "topics": [ROUTED],
+           "types": {"Req": {"fields": {"sku": "string"}},
+                     "Res": {"fields": {"orderId": "string", "trackingUrl": {"type": "string", "added": "v2"}}}}}
+    result = run("diff", *pair(tmp_path, old, {**old, "topics": [{**ROUTED, "versions": ["v1"]}]}))
+    rules = [line.split(": ")[2].split(" ")[0] for line in result.stdout.splitlines()[:-1]]
+    assert (result.exit_code, rules) == (1, ["topic-version-removed", "route-version-changed",
+                                             "response-property-removed"])  # fmt: skip
+    assert "orders:place@v2.routes[POST /orders → v1].response.trackingUrl" in result.stdout
+
+
 def test_an_event_version_replaced_by_another_is_no_route_move(tmp_path: Path) -> None:
     # An event is walked as a topic with a stand-in route; replacing its version moves no route.
     paths = []
