@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from svcgen.codegen.render import render_package
 from svcgen.manifest import load_manifest_text
+from tests.support.manifests import manifest_yaml
 
 SCALAR_SCHEMAS: dict[str, dict[str, Any]] = {
     "string": {"type": "string"},
@@ -116,7 +116,7 @@ def manifests(draw: st.DrawFn) -> dict[str, Any]:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(document=manifests())
 def test_generated_dataclasses_derive_the_declared_schemas(document: dict[str, Any]) -> None:
-    manifest = load_manifest_text(yaml.safe_dump(document, sort_keys=False), "random.yaml")
+    manifest = load_manifest_text(manifest_yaml(document, sort_keys=False), "random.yaml")
     files = {generated.relpath: generated.text for generated in render_package(manifest, OUT)}
     spec = json.loads(files["contracts/spec.json"])
     derived = {topic["id"]: topic["requestSchema"] for topic in spec["topics"]}

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from click.testing import CliRunner
 from hypothesis import given
 
@@ -21,6 +20,7 @@ from svcgen.manifest import ManifestError, load_manifest
 from svcgen.manifest.revision import load_manifest_at
 from tests.manifest.test_properties import SETTINGS, manifests
 from tests.support.diffs import REPO
+from tests.support.manifests import manifest_yaml
 
 MANIFEST_FOLDERS = ("examples/manifests", "tests/codegen/manifests", "tests/golden/errors")
 
@@ -131,7 +131,7 @@ def test_an_owner_the_revision_lacks_is_named_with_gits_reason(tmp_path: Path, m
 def flow_text(data: dict[str, Any]) -> str:
     """The manifest with leaf mappings in flow style and nullable scalar types written plainly inside them
     (`{type: string?, maxLength: 5}`), as people write them."""
-    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=1000, default_flow_style=None)
+    text = manifest_yaml(data, sort_keys=False, allow_unicode=True, width=1000, default_flow_style=None)
     return re.sub(r"'([a-z]+\?)'", r"\1", text)
 
 

@@ -6,15 +6,14 @@ import keyword
 from typing import Any
 
 import pytest
-import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from svcgen.manifest import ManifestError, load_manifest_text
-from svcgen.manifest.loader import _EXPONENT_FLOAT
 from svcgen.manifest.typeexpr import SCALARS
 from svcgen.manifest.validate import manifest_schema
 from svcgen.runtime._naming import is_canonical_camel
+from tests.support.manifests import manifest_yaml
 
 RECORD_NAMES = st.from_regex(r"[A-Z][a-z]{1,7}", fullmatch=True).filter(lambda name: name != "Any")
 FIELD_NAMES = st.from_regex(r"[a-z][a-z0-9]{0,5}(?:[A-Z][a-z0-9]{1,4}){0,2}", fullmatch=True).filter(is_canonical_camel)
@@ -95,21 +94,8 @@ def manifests(draw: st.DrawFn) -> dict[str, Any]:
     return data
 
 
-class _Dumper(yaml.SafeDumper):
-    """PyYAML's YAML 1.1 writer, quoting the texts the manifest loader reads as numbers where YAML 1.1 does not
-    (`0E0`, `1e-7`: JSON's exponent form)."""
-
-
-def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    return dumper.represent_scalar(_STR_TAG, value, style='"' if _EXPONENT_FLOAT.fullmatch(value) else None)
-
-
-_STR_TAG = "tag:yaml.org,2002:str"
-_Dumper.add_representer(str, _text)
-
-
 def dump(data: dict[str, Any]) -> str:
-    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1000)
+    return manifest_yaml(data, sort_keys=False, allow_unicode=True, width=1000)
 
 
 def assert_positioned(error: ManifestError, text: str) -> None:

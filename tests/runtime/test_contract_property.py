@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
 import pytest
-import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator, FormatChecker  # type: ignore[import-untyped,unused-ignore]
@@ -31,6 +30,7 @@ from svcgen.runtime import DecodeError, Meta, codec_for
 from svcgen.runtime._codec import is_email, is_uri
 from svcgen.runtime._meta import FORMATS
 from svcgen.runtime._schema import schema_of
+from tests.support.manifests import manifest_yaml
 
 
 def _format_checker() -> FormatChecker:
@@ -178,7 +178,7 @@ ESTATE_FIELDS = ["sku", "count", "note", "tags"]
 
 def _estate_module(document: dict[str, Any]) -> Any:
     """The models.py a manifest builds, run: its classes by name."""
-    manifest = load_manifest_text(yaml.safe_dump(document, sort_keys=False), "estate.yaml")
+    manifest = load_manifest_text(manifest_yaml(document, sort_keys=False), "estate.yaml")
     source = next(file.text for file in render_package(manifest, Path(".")) if file.relpath == "models.py")
     module = pytypes.ModuleType("_estate_models")
     sys.modules[module.__name__] = module  # dataclasses resolve annotations through it

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import textwrap
+from typing import Any
 
 import pytest
+import yaml
 
 from svcgen.manifest import ManifestError, load_manifest_text, load_manifest_text_with_warnings
+from svcgen.manifest.loader import _EXPONENT_FLOAT
 from svcgen.manifest.model import Manifest
 
 MINIMAL = """\
@@ -42,3 +45,24 @@ def errors(text: str, path: str = "m.yaml") -> list[str]:
 def warnings(text: str, path: str = "m.yaml") -> list[str]:
     """The warnings of a valid manifest, as `file:line:col: warning: message` lines."""
     return [str(diagnostic) for diagnostic in load_manifest_text_with_warnings(manifest(text), path).warnings]
+
+
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+class _Dumper(yaml.SafeDumper):
+    """PyYAML's YAML 1.1 writer, quoting the texts the manifest loader reads as numbers where YAML 1.1 does not
+    (`0E0`, `1e-7`: JSON's exponent form)."""
+
+
+def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar(_STR_TAG, value, style='"' if _EXPONENT_FLOAT.fullmatch(value) else None)
+
+
+_Dumper.add_representer(str, _text)
+
+
+def manifest_yaml(data: Any, **options: Any) -> str:
+    """`data` as YAML text (`yaml.safe_dump`'s options) that the manifest loader reads back as `data`."""
+    text: str = yaml.dump(data, Dumper=_Dumper, **options)
+    return text
