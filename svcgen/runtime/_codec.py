@@ -388,7 +388,7 @@ def float_subclass(value: Any) -> float:
     not write itself, as the float it is; called only for what orjson refuses, so exact types cost nothing. The
     encoders have already applied the number rule (NaN and the infinities fail)."""
     if isinstance(value, float):
-        return float(value)
+        return float.__float__(value)  # the float's own value, whatever its class makes of float()
     raise TypeError(f"Type is not JSON serializable: {type(value).__qualname__}")
 
 
@@ -574,7 +574,7 @@ def _any_encoder(kind: type) -> Encoder:
 
 
 def _encode_float_subclass(value: float) -> float:
-    return _encode_number(float.__float__(value))  # the float's own value, whatever its class makes of float()
+    return _encode_number(float_subclass(value))
 
 
 def _encode_any_mapping(value: Mapping[Any, Any]) -> dict[Any, Any]:
