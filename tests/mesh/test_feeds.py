@@ -168,6 +168,25 @@ def test_a_batch_too_heavy_for_the_collectors_body_limit_goes_in_halves_with_ids
     assert not again.is_successful and failing.ids == ["b-1-1", "b-1-2"]  # the first failed part answers
 
 
+def test_a_batch_under_the_limit_once_escaped_goes_whole_though_escaping_every_byte_would_pass_it() -> None:
+    from svcgen.runtime._mesh.feeds import ENVELOPE_ALLOWANCE, WrittenBody, trace_batch
+
+    sent: list[str] = []
+
+    class Recording:
+        async def send(self, topic: str, payload: Any = None, headers: Any = None) -> Result[Any]:
+            sent.append(payload["batchId"])
+            return Result.ok({"accepted": len(payload["events"])})
+
+    events = [_long_event(n) for n in range(8)]
+    text = WrittenBody(trace_batch(events, "b")).json
+    escaped = len(text) + text.count(b'"') + text.count(b"\\") + ENVELOPE_ALLOWANCE
+    assert escaped < 2 * len(text) + ENVELOPE_ALLOWANCE
+    assert asyncio.run(FeedSender(Recording(), max_trace_batch_bytes=escaped).traces(events, "b")).is_successful
+    assert asyncio.run(FeedSender(Recording(), max_trace_batch_bytes=escaped - 1).traces(events, "c")).is_successful
+    assert sent == ["b", "c-1", "c-2"]
+
+
 def test_a_full_batch_of_the_heaviest_entries_is_taken_by_a_real_collector() -> None:
     from svcgen.collector.service import collector_service
     from svcgen.runtime._http.app import create_app

@@ -130,7 +130,7 @@ class FeedSender:
         every entry) goes in halves, `<batchId>-1` and `<batchId>-2`, split alike on every resend; a refused
         oversized body would otherwise be resent forever. The first failed part is the answer."""
         batch = WrittenBody(trace_batch(events, batch_id))
-        if len(events) < 2 or _envelope_bytes(batch.json) <= self.max_trace_batch_bytes:
+        if len(events) < 2 or _fits_envelope(batch.json, self.max_trace_batch_bytes):
             return await self._send(TRACES_TOPIC, batch)
         half = len(events) // 2
         accepted = 0
@@ -154,10 +154,13 @@ class FeedSender:
             return Result.unexpected_error(f"feed {topic} failed ({type(exc).__name__})")
 
 
-def _envelope_bytes(text: bytes) -> int:
-    """About what a batch of JSON `text` weighs inside its envelope, where it is a string: each `"` and `\\`
-    escaped."""
-    return len(text) + text.count(b'"') + text.count(b"\\") + ENVELOPE_ALLOWANCE
+def _fits_envelope(text: bytes, limit: int) -> bool:
+    """Whether a batch of JSON `text` stays within `limit` inside its envelope, where it is a string: each `"` and
+    `\\` escaped. They are counted only when the bound of every byte escaped does not settle it (two passes over
+    every batch otherwise)."""
+    if 2 * len(text) + ENVELOPE_ALLOWANCE <= limit:
+        return True
+    return len(text) + text.count(b'"') + text.count(b"\\") + ENVELOPE_ALLOWANCE <= limit
 
 
 def trace_batch(events: Sequence[Mapping[str, Any]], batch_id: str) -> dict[str, Any]:
