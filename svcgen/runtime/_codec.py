@@ -448,7 +448,10 @@ _SCALAR_FAST_MISS: dict[str, str] = {
     # x - x is 0.0 only for a finite float: inf and nan take the slow path and are refused there.
     "number": "type({0}) is not float or {0} - {0} != 0.0",
 }
-_LENGTHS = frozenset({"minLength", "maxLength", "description", "examples", "deprecated"})
+_TEXT_TESTS = frozenset({"minLength", "maxLength", "pattern", "description", "examples", "deprecated"})
+_SEARCHES: dict[str, Callable[[str], re.Match[str] | None]] = {}
+"""Compiled patterns by their text, for the inline tests `_fast_miss` writes (`_S[pattern](x)`): a compiled decoder's
+namespace holds this as `_S`."""
 _RANGE = frozenset({"minimum", "maximum", "description", "examples", "deprecated"})
 _SCALAR_EXPECTED = {
     "string": "string",
@@ -468,13 +471,17 @@ def _fast_miss(shape: Shape, var: str) -> str | None:
         return _SCALAR_FAST_MISS[shape.kind].format(var)
     if isinstance(shape, ConstrainedShape) and shape.meta.constrains is False:
         return _fast_miss(shape.inner, var)  # annotations only: nothing to check beyond the type
-    if isinstance(shape, ConstrainedShape) and shape.inner == ScalarShape("string") and _LENGTHS.issuperset(
+    if isinstance(shape, ConstrainedShape) and shape.inner == ScalarShape("string") and _TEXT_TESTS.issuperset(
         shape.meta.keywords()
     ):
-        # Bounded text (ids, names): the length check inline, the full decoder only for a miss.
-        low, high = shape.meta.min_length or 0, shape.meta.max_length
+        # Bounded text (ids, names): length and pattern tested inline, the full decoder only for a miss.
+        low, high, pattern = shape.meta.min_length or 0, shape.meta.max_length, shape.meta.pattern
         bounds = f"{low} <= len({var})" + ("" if high is None else f" <= {high}")
-        return f"type({var}) is not str or not {bounds}"
+        if pattern is None:
+            return f"type({var}) is not str or not {bounds}"
+        if pattern not in _SEARCHES:
+            _SEARCHES[pattern] = re.compile(pattern).search
+        return f"type({var}) is not str or not {bounds} or _S[{pattern!r}]({var}) is None"
     if isinstance(shape, ConstrainedShape) and shape.inner == ScalarShape("number") and _RANGE.issuperset(
         shape.meta.keywords()
     ):
@@ -616,47 +623,42 @@ def _enum_decoder(cls: type[Enum], values: tuple[str, ...]) -> Decoder:
 
 
 Check = Callable[[Any], bool]
+_Test = tuple[str, Any, str]
+"""A constraint as the compiled decoder tests it: (an expression over `v` and the bound `{c}`, true when `v`
+passes; the bound; what was expected)."""
 
 
 def _plural(count: int | float, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
-def _checks(meta: Meta) -> list[tuple[Check, str]]:
-    """(test on the JSON value, what was expected) for each constraint `meta` declares, in a fixed order."""
-    checks: list[tuple[Check, str]] = []
+def _checks(meta: Meta) -> list[_Test]:
+    """Each constraint `meta` declares, tested on the JSON value, in a fixed order (the first failing one is
+    reported)."""
+    checks: list[_Test] = []
     if meta.min_length is not None:
-        least = meta.min_length
-        checks.append((lambda v: len(v) >= least, f"expected at least {_plural(least, 'character')}"))
+        checks.append(("len(v) >= {c}", meta.min_length, f"expected at least {_plural(meta.min_length, 'character')}"))
     if meta.max_length is not None:
-        most = meta.max_length
-        checks.append((lambda v: len(v) <= most, f"expected at most {_plural(most, 'character')}"))
+        checks.append(("len(v) <= {c}", meta.max_length, f"expected at most {_plural(meta.max_length, 'character')}"))
     if meta.pattern is not None:
-        search = re.compile(meta.pattern).search
-        checks.append((lambda v: search(v) is not None, f"expected text matching {meta.pattern}"))
+        checks.append(("{c}(v) is not None", re.compile(meta.pattern).search, f"expected text matching {meta.pattern}"))
     if meta.format is not None:
-        checks.append(_FORMAT_CHECKS[meta.format])
+        test, expected = _FORMAT_CHECKS[meta.format]
+        checks.append(("{c}(v)", test, expected))
     if meta.minimum is not None:
-        low = meta.minimum
-        checks.append((lambda v: v >= low, f"expected at least {low}"))
+        checks.append(("v >= {c}", meta.minimum, f"expected at least {meta.minimum}"))
     if meta.maximum is not None:
-        high = meta.maximum
-        checks.append((lambda v: v <= high, f"expected at most {high}"))
+        checks.append(("v <= {c}", meta.maximum, f"expected at most {meta.maximum}"))
     if meta.exclusive_minimum is not None:
-        above = meta.exclusive_minimum
-        checks.append((lambda v: v > above, f"expected more than {above}"))
+        checks.append(("v > {c}", meta.exclusive_minimum, f"expected more than {meta.exclusive_minimum}"))
     if meta.exclusive_maximum is not None:
-        below = meta.exclusive_maximum
-        checks.append((lambda v: v < below, f"expected less than {below}"))
+        checks.append(("v < {c}", meta.exclusive_maximum, f"expected less than {meta.exclusive_maximum}"))
     if meta.multiple_of is not None:
-        step = meta.multiple_of
-        checks.append((lambda v: is_multiple_of(v, step), f"expected a multiple of {step}"))
+        checks.append(("_is_multiple_of(v, {c})", meta.multiple_of, f"expected a multiple of {meta.multiple_of}"))
     if meta.min_items is not None:
-        fewest = meta.min_items
-        checks.append((lambda v: len(v) >= fewest, f"expected at least {_plural(fewest, 'item')}"))
+        checks.append(("len(v) >= {c}", meta.min_items, f"expected at least {_plural(meta.min_items, 'item')}"))
     if meta.max_items is not None:
-        most_items = meta.max_items
-        checks.append((lambda v: len(v) <= most_items, f"expected at most {_plural(most_items, 'item')}"))
+        checks.append(("len(v) <= {c}", meta.max_items, f"expected at most {_plural(meta.max_items, 'item')}"))
     return checks
 
 
@@ -673,19 +675,19 @@ def is_multiple_of(value: int | float, step: int | float) -> bool:
 
 
 def _constrained(decode_inner: Decoder, meta: Meta) -> Decoder:
-    """`decode_inner`, then the constraints on the JSON value (a set's minItems counts the array's items)."""
+    """`decode_inner`, then the constraints on the JSON value (a set's minItems counts the array's items), compiled
+    into one function: every constrained field of every request runs it."""
     checks = _checks(meta)
     if not checks:
         return decode_inner
-
-    def decode(value: Any) -> Any:
-        decoded = decode_inner(value)
-        if value is not None:
-            for test, expected in checks:
-                if not test(value):
-                    raise DecodeError(expected)
-        return decoded
-
+    namespace: dict[str, Any] = {"_inner": decode_inner, "_DecodeError": DecodeError, "_is_multiple_of": is_multiple_of}
+    lines = ["def decode(v):", "    decoded = _inner(v)", "    if v is not None:"]
+    for index, (test, bound, expected) in enumerate(checks):
+        namespace[f"c{index}"], namespace[f"e{index}"] = bound, expected
+        lines += [f"        if not ({test.format(c=f'c{index}')}):", f"            raise _DecodeError(e{index})"]
+    lines.append("    return decoded")
+    exec(compile("\n".join(lines) + "\n", "<svcgen codec constraints>", "exec"), namespace)
+    decode: Decoder = namespace["decode"]
     return decode
 
 
@@ -964,7 +966,7 @@ def _list_mapper(items: Shape, decode_item: Decoder) -> Callable[[Any], list[Any
             return [decode_item(item) for item in value]
 
     else:
-        namespace: dict[str, Any] = {"_decode": decode_item}
+        namespace: dict[str, Any] = {"_decode": decode_item, "_S": _SEARCHES}
         exec(f"def convert(value):\n    return [_decode(x) if {miss} else x for x in value]\n", namespace)
         convert = namespace["convert"]
 
@@ -1040,6 +1042,7 @@ def _record_decoder(cls: type, fields: tuple[FieldShape, ...], decoders: list[De
         "DecodeError": DecodeError,
         "_all": _violations(fields, decoders, closed),
         "_W": frozenset(f.wire for f in fields),
+        "_S": _SEARCHES,
     }
     lines = [
         "def decode(v):",

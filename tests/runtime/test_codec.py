@@ -880,3 +880,31 @@ def test_rows_are_written_as_the_record_would_be(rows: list[tuple[Any, ...]]) ->
 def test_records_of_one_field_or_none_are_written_from_rows_too() -> None:
     assert rows_encoder(_One)([(1,), (2,)]) == [{"onlyField": 1}, {"onlyField": 2}]
     assert rows_encoder(_Nothing)([(), ()]) == [{}, {}]
+
+
+Code = typing.Annotated[str, Meta(min_length=2, max_length=6, pattern="^[a-z]+-[0-9]$")]
+
+
+@dataclass
+class _Coded:
+    code: Code
+    maybe: Code | None = None
+    many: list[Code] = field(default_factory=list)
+
+
+@pytest.mark.parametrize("value", ["ab-1", "a-1", "ab-12", "AB-1", "ab-1\x00", "abcde-1", "", 7, None, ["ab-1"]])
+def test_text_with_a_pattern_is_decided_inline_as_the_schema_decides_it_in_a_field_an_optional_and_a_list(
+    value: Any,
+) -> None:
+    decode = codec_for(_Coded).decode
+    validator = Draft202012Validator(schema_of(_Coded))
+    for document in ({"code": value}, {"code": "ab-1", "maybe": value}, {"code": "ab-1", "many": ["ab-1", value]}):
+        valid = validator.is_valid(document)
+        try:
+            decoded = decode(document)
+        except DecodeError as exc:
+            assert not valid, (document, str(exc))
+            assert any(word in str(exc) for word in ("matching", "character", "string")), str(exc)
+        else:
+            assert valid, document
+            assert decoded == _Coded(**{key: document[key] for key in document})
