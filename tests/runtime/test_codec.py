@@ -898,7 +898,9 @@ def test_text_with_a_pattern_is_decided_inline_as_the_schema_decides_it_in_a_fie
 ) -> None:
     decode = codec_for(_Coded).decode
     validator = Draft202012Validator(schema_of(_Coded))
-    for document in ({"code": value}, {"code": "ab-1", "maybe": value}, {"code": "ab-1", "many": ["ab-1", value]}):
+    documents: list[dict[str, Any]] = [{"code": value}, {"code": "ab-1", "maybe": value},
+                                       {"code": "ab-1", "many": ["ab-1", value]}]  # fmt: skip
+    for document in documents:
         valid = validator.is_valid(document)
         try:
             decoded = decode(document)
