@@ -148,6 +148,8 @@ class TraceLog:
     def __post_init__(self) -> None:
         self.window: deque[Json] = deque()
         self.window_bytes = 0
+        self._window_sizes: deque[int] = deque()
+        """Each windowed event's `_event_bytes`, in window order: an evicted event is not weighed again."""
         self.by_trace: dict[str, list[Json]] = {}
         self.counters: OrderedDict[CounterKey, CounterEntry] = OrderedDict()
         self._topics: dict[str, Counter[str]] = {}
@@ -182,13 +184,15 @@ class TraceLog:
         return list(self.by_trace.get(trace_id, ()))
 
     def _window_add(self, event: Json) -> None:
-        window = self.window
+        window, sizes = self.window, self._window_sizes
         window.append(event)
-        self.window_bytes += _event_bytes(event)
+        size = _event_bytes(event)
+        sizes.append(size)
+        self.window_bytes += size
         self.by_trace.setdefault(event["traceId"], []).append(event)
         while len(window) > self.limits.trace_window or self.window_bytes > self.limits.trace_window_bytes:
             old = window.popleft()
-            self.window_bytes -= _event_bytes(old)
+            self.window_bytes -= sizes.popleft()
             self.dropped += 1
             # Events of a trace arrive in order, so the evicted one is the first of its trace's list.
             siblings = self.by_trace.get(old["traceId"])
