@@ -585,7 +585,16 @@ def _encode_float_subclass(value: float) -> float:
 
 
 def _encode_any_mapping(value: Mapping[Any, Any]) -> dict[Any, Any]:
-    return {key: _encode_any(item) for key, item in value.items()}
+    # orjson writes only exact str keys (and never hands a key to `default`): the one test it makes, so only a key
+    # it would refuse takes the slow path.
+    return {key if type(key) is str else _any_key(key): _encode_any(item) for key, item in value.items()}
+
+
+def _any_key(key: Any) -> Any:
+    """An object key orjson refuses: a str subclass (a StrEnum member) is its text, as it is as a value; any other
+    key (an int) stays, and orjson refuses it: JSON keys are text, and an `any` value is JSON as it is, not a
+    value turned into one."""
+    return str.__str__(key) if isinstance(key, str) else key
 
 
 def _encode_any_sequence(value: Any) -> list[Any]:

@@ -225,6 +225,32 @@ def test_a_subclass_of_a_json_scalar_inside_an_any_value_goes_out_as_its_base_ty
         }), where  # fmt: skip
 
 
+def test_an_object_key_that_is_a_str_subclass_inside_an_any_value_goes_out_as_its_text() -> None:
+    # Counts by a StrEnum (a common handler shape) failed the response: orjson writes only exact str keys.
+    @dataclasses.dataclass
+    class Report:
+        data: Any
+
+    shapes: dict[str, Any] = {
+        "enum keys": lambda: Report({Shade.DARK: 2, "light": 1}),
+        "nested": lambda: Report([{"by": {Label("x"): {Shade.DARK: Count(1)}}}]),
+        "int keys": lambda: Report({1: "one"}),
+    }
+
+    async def report(request: None, context: Context) -> Result[Report]:
+        return Result.ok(shapes[context.headers["x-where"]]())
+
+    answer = one_topic_get("stats:report", report, "x-where")
+
+    assert answer("enum keys") == (200, {"data": {"dark": 2, "light": 1}})
+    assert answer("nested") == (200, {"data": [{"by": {"x": {"dark": 1}}}]})
+    # JSON keys are text and an `any` value is JSON as it is: an int key is not quietly made into one.
+    assert answer("int keys") == (500, {
+        "status": "unexpected-error",
+        "detail": "stats:report produced a response that does not fit its type (TypeError)",
+    })  # fmt: skip
+
+
 def test_a_float_subclass_in_a_typed_number_field_goes_out_as_its_value() -> None:
     # numpy.float64 in a `float` field failed the response: orjson writes no float subclass by itself.
     async def summary(request: None, context: Context) -> Result[Numbers]:

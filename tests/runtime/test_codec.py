@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import enum
 import functools
 import itertools
 import typing
@@ -392,6 +393,32 @@ def test_any_passes_json_through_and_encodes_typed_values_inside() -> None:
         "set": [1, 2],
     }
     assert codec_for(list[Any]).encode([Customer("c")]) == [{"customerId": "c", "vip": False}]
+
+
+class Colour(enum.StrEnum):
+    RED = "red"
+
+
+class Key(str):
+    """A str subclass that prints otherwise: its key is its text, not what str() makes of it."""
+
+    def __str__(self) -> str:
+        return "not the key"
+
+
+def test_any_object_keys_that_are_str_subclasses_go_out_as_their_text() -> None:
+    # orjson writes only exact str keys: a StrEnum key failed the whole response.
+    value: Any = {Colour.RED: 1, "plain": {Key("k"): [{Colour.RED: Key("v")}]}}
+    assert orjson.dumps(codec_for(Any).encode(value)) == b'{"red":1,"plain":{"k":[{"red":"v"}]}}'
+    assert orjson.dumps(codec_for(dict[str, Any]).encode({"m": {Colour.RED: True}})) == b'{"m":{"red":true}}'
+
+
+@pytest.mark.parametrize("key", [1, 1.5, None, (1, 2)])
+def test_any_object_keys_that_are_not_text_are_no_json(key: Any) -> None:
+    # JSON object keys are text; an `any` value is JSON as it is, so another key is not quietly made into one.
+    value: Any = {"outer": {key: 1}}
+    with pytest.raises(TypeError):
+        orjson.dumps(codec_for(Any).encode(value))
 
 
 # ---------------------------------------------------------------------------------------------------
