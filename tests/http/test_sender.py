@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.abc
+import re
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Mapping
@@ -14,9 +15,11 @@ import httpx
 import orjson
 import pytest
 
-from svcgen.runtime import HttpSender, Result
+from svcgen.runtime import HttpSender, Limits, Result
 from svcgen.runtime._http.sender import URL_CACHE_SIZE
 from tests.support.server import running
+
+from .test_app import make_app
 
 T = TypeVar("T")
 Handler = Callable[[httpx.Request], httpx.Response]
@@ -377,6 +380,47 @@ def test_failure_body_detail_is_extracted() -> None:
     assert result.status == "validation-error"
     assert result.detail == "qty: must be positive"
     assert result.payload is None
+
+
+@pytest.mark.parametrize(
+    ("code", "body", "status"),
+    [
+        (405, {"status": "bad-request", "detail": "d"}, "bad-request"),
+        (418, {"status": "conflict", "detail": "d"}, "conflict"),
+        (500, {"status": "timeout", "detail": "d"}, "timeout"),
+        (405, {"status": "no-such-status", "detail": "d"}, "unexpected-error"),
+        (500, {"status": "ok", "detail": "d"}, "unexpected-error"),  # a failed call is never read as a success
+        (503, {"status": "created", "detail": "d"}, "service-unavailable"),
+    ],
+)
+def test_a_failure_bodys_known_failure_status_is_the_status_else_the_code_says(
+    code: int, body: dict[str, str], status: str
+) -> None:
+    result = send(Recorder(code, json=body))
+    assert (result.status, result.is_successful, result.detail) == (status, False, "d")
+
+
+def test_a_svcgen_services_refusals_with_codes_outside_the_table_keep_their_status() -> None:
+    # 405, 413 and 431 have no word in the status table: a svcgen service says which status they are in the
+    # failure body, and the sender read them by the code alone, as unexpected-error.
+    limits = Limits(max_body_bytes=1000, max_headers=20)
+
+    async def go(base: str) -> list[Result[Any]]:
+        targets = {"get": f"{base}/orders/o-1", "place": f"{base}/orders"}
+        async with HttpSender(targets) as sender:
+            return [
+                await sender.send("get", {}),
+                await sender.send("place", {"customerId": "c" * 2000}),
+                await sender.send("place", {}, {f"x-h{index}": "1" for index in range(30)}),
+            ]
+
+    with running(make_app(limits=limits)) as base:
+        results = run(go(base))
+    assert [(result.status, result.is_successful) for result in results] == [("bad-request", False)] * 3
+    # The service's details, kept (the header count is the sender's own framing headers and the 30 given).
+    assert results[0].detail == "POST is not allowed on /orders/o-1; allowed: GET, HEAD, DELETE, OPTIONS"
+    assert results[1].detail == "body exceeds 1000 bytes"
+    assert re.fullmatch(r"request has 3[0-9] headers; at most 20 allowed", results[2].detail or "")
 
 
 @pytest.mark.parametrize(

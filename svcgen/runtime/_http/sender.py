@@ -1,7 +1,8 @@
 """`HttpSender`: send a message to another service by HTTP POST and map the answer back to a `Result`.
 
 Spec "Outbound HTTP sender"; the code → status direction is `status_for_code` (docs/wire.md, Statuses), never
-restated here.
+restated here. A failed answer whose failure body names a known failure status is that status (a svcgen service's
+405, 413 and 431 say `bad-request` there); else the code's.
 A send never raises: every failure on the way out or back is a failed `Result`.
 """
 
@@ -23,6 +24,7 @@ from .._codec import float_subclass
 from .._deadline import DEADLINE_HEADER, Clock, deadline_header, remaining
 from .._result import Result
 from .._status import (
+    FAILURE_CODES,
     NOT_FOUND,
     SERVICE_UNAVAILABLE,
     TIMEOUT,
@@ -257,6 +259,8 @@ class HttpSender(ClosesOnExit):
         headers = {name: value for name, value in answer.items() if name not in _WIRE_RESPONSE_HEADERS}
         is_json, payload = _read_body(content, answer.get("content-type"), text)
         if not is_success(status):
+            # A svcgen service names the status of a code the table has no word for (405, 413, 431) in its body.
+            status = (_failure_status(payload) if is_json else None) or status
             detail = _failure_detail(payload) if is_json else None
             return Result.of(status, detail=detail or f"HTTP {code} from {where}", headers=headers)
         if self._decode is not None and payload is not None:
@@ -386,6 +390,15 @@ def _json_media(content_type: str | None) -> bool:
         return True
     media = content_type.split(";", 1)[0].strip().lower()
     return media == "application/json" or media.endswith("+json")
+
+
+def _failure_status(body: Any) -> str | None:
+    """The `status` of a failure body when it is a known failure status, else `None` (the code says it)."""
+    if isinstance(body, dict):
+        status = body.get("status")
+        if isinstance(status, str) and status in FAILURE_CODES:
+            return status
+    return None
 
 
 def _failure_detail(body: Any) -> str | None:
