@@ -22,11 +22,12 @@ from svcgen.runtime import (
     JetStreamBroker,
     Registry,
     Result,
+    Retention,
     Service,
     Subscriptions,
 )
 from svcgen.runtime._eventnames import DEAD_LETTER_STREAM, DEAD_SUBJECT_ROOT, event_subject, stream_name
-from svcgen.runtime._nats.events import MAX_IN_FLIGHT
+from svcgen.runtime._nats.events import DEAD_LETTER_RETENTION, MAX_IN_FLIGHT
 
 DEADLINE = 30.0
 
@@ -58,11 +59,13 @@ def subscriber(
     handler: Callable[[Placed, Context], Awaitable[Result[None]]],
     delivery: Delivery | None = None,
     max_in_flight: int = MAX_IN_FLIGHT,
+    dead_letters: Retention = DEAD_LETTER_RETENTION,
     **options: Any,
 ) -> tuple[EventBus, Service]:
     subscriptions = Subscriptions()
     subscriptions.add("orders:placed", handler, publisher=publisher, payload=Placed, delivery=delivery)
-    bus = EventBus(service, [], subscriptions, JetStreamBroker(client, max_in_flight=max_in_flight), **options)
+    broker = JetStreamBroker(client, max_in_flight=max_in_flight, dead_letters=dead_letters)
+    bus = EventBus(service, [], subscriptions, broker, **options)
     return bus, Service(Identity(service), Registry())
 
 

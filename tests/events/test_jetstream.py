@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import logging
 import threading
+from collections.abc import Iterator
 
 import orjson
 import pytest
+from nats.aio.client import Client
 
 from svcgen.deadletters import dead_letters, drop, replay
 from svcgen.runtime import Context, Delivery, EventsError, Result, Retention, Subscriptions, Wiring, WiringError
+from svcgen.runtime._eventnames import DEAD_LETTER_STREAM
+from svcgen.runtime._nats.events import DEAD_LETTER_RETENTION
 from tests.events.harness import (
     DEADLINE,
     Placed,
@@ -24,7 +29,7 @@ from tests.events.harness import (
     subscriber,
     wait_for,
 )
-from tests.support.broker import unique_name
+from tests.support.broker import ThrowawayNats, unique_name
 from tests.support.codegen import REPO, run_cli
 
 FAST = Delivery(max_deliver=3, backoff=(0.05,), ack_wait=5.0)
@@ -466,6 +471,59 @@ def test_a_changed_event_retention_is_applied_to_the_publishers_existing_stream_
             assert (await js.stream_info(stream)).config.max_age == 3600.0
 
     run_then_clean(nats_url, main, publisher, name)
+
+
+@pytest.fixture
+def own_nats() -> Iterator[str]:
+    """A NATS server of the test's own: SVC_DEAD_LETTERS on the shared one is every test's, never reconfigured."""
+    server = ThrowawayNats()
+    server.start()
+    try:
+        yield server.url
+    finally:
+        server.remove()
+
+
+def test_a_changed_dead_letter_retention_is_applied_to_the_existing_dead_letter_stream_at_start(
+    own_nats: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # SVC_DEAD_LETTERS kept the retention it was created with: the broker's dead_letters reached only a stream
+    # created after it, where the event streams' retention and the consumers' settings are applied in place.
+    publisher, name = unique_name("pub"), unique_name("sub")
+    shorter = Retention(max_age=3600.0, max_bytes=1 << 20, duplicate_window=60.0)
+
+    async def start(client: Client, dead_letters: Retention = DEAD_LETTER_RETENTION) -> list[logging.LogRecord]:
+        caplog.clear()
+        bus, service = subscriber(client, name, publisher, accept, FAST, dead_letters=dead_letters)
+        with caplog.at_level("INFO", logger="svcgen.events"):
+            await bus.start(service)
+        await bus.stop()
+        return [record for record in caplog.records if DEAD_LETTER_STREAM in record.getMessage()]
+
+    async def main() -> None:
+        async with connected(own_nats) as client:
+            js = client.jetstream()
+            await start(client)  # creates SVC_DEAD_LETTERS with the default retention
+            await js.publish(f"svc.dead.{name}.orders_placed", b"{}", stream=DEAD_LETTER_STREAM)
+            (line,) = await start(client, shorter)
+            assert line.levelname == "INFO" and line.getMessage() == (
+                f"updated the JetStream stream {DEAD_LETTER_STREAM} to JetStreamBroker(dead_letters=...): "
+                "max_age 2592000s → 3600s, max_bytes 1073741824 → 1048576, duplicate_window 120s → 60s"
+            )
+            info = await js.stream_info(DEAD_LETTER_STREAM)
+            assert (info.config.max_age, info.config.max_bytes, info.config.duplicate_window) == (3600.0, 1 << 20, 60.0)
+            assert info.state.messages == 1  # in place: the dead letter is still there
+            assert await start(client, shorter) == []  # nothing to do
+            # One JetStream refuses is one line with the server's words, and the stream is left as it was.
+            with pytest.raises(EventsError) as caught:
+                await start(client, Retention(max_age=30.0, max_bytes=1 << 20, duplicate_window=90.0))
+            assert str(caught.value) == (
+                f"JetStream stream {DEAD_LETTER_STREAM} cannot take JetStreamBroker(dead_letters=...) (max_age 3600s → "
+                "30s, duplicate_window 60s → 90s): duplicates window can not be larger then max age"
+            )
+            assert (await js.stream_info(DEAD_LETTER_STREAM)).config.max_age == 3600.0
+
+    asyncio.run(main())
 
 
 def test_a_stream_whose_storage_cannot_change_in_place_stops_the_start_with_one_line(nats_url: str) -> None:

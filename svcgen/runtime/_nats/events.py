@@ -55,6 +55,8 @@ ACK_PENDING_PER_IN_FLIGHT: Final = 16
 each with max_in_flight deliveries running."""
 STOP_TIMEOUT: Final = 10.0
 DEAD_LETTER_RETENTION: Final = Retention(max_age=30 * 24 * 3600.0)
+EVENT_RETENTION_SETTING: Final = "wiring.event_retention"
+DEAD_LETTERS_SETTING: Final = "JetStreamBroker(dead_letters=...)"
 
 
 class JetStreamBroker:
@@ -80,6 +82,8 @@ class JetStreamBroker:
         self._subscriptions: list[Any] = []
         self._stopping = asyncio.Event()
         self._ensured: set[str] = set()
+        self._applied: dict[str, Retention] = {}
+        """The retention this broker applied to each stream: the dead letters' once, however many subscriptions."""
 
     async def jetstream(self) -> JetStreamContext:
         if self._js is None:
@@ -89,12 +93,14 @@ class JetStreamBroker:
         return self._js
 
     async def ensure_stream(self, publisher: str, retention: Retention) -> None:
-        await self._ensure(stream_name(publisher), publisher_subjects(publisher), retention, owner=True)
+        await self._ensure(stream_name(publisher), publisher_subjects(publisher), retention,
+                           setting=EVENT_RETENTION_SETTING)  # fmt: skip
 
-    async def _ensure(self, name: str, subjects: str, retention: Retention, *, owner: bool = False) -> None:
-        """Creates the stream `name` with `retention` when missing. The `owner` (the publisher, whose wiring says how
-        long its events are kept) also applies `retention` to an existing one; anyone else uses it as it is."""
-        if name in self._ensured and not owner:
+    async def _ensure(self, name: str, subjects: str, retention: Retention, *, setting: str | None = None) -> None:
+        """Creates the stream `name` with `retention` when missing. The stream's owner (the publisher, whose wiring
+        says how long its events are kept; every subscriber's broker for the dead letters) also applies `retention`,
+        its `setting`, to an existing one; anyone else uses it as it is."""
+        if name in self._ensured and (setting is None or self._applied.get(name) == retention):
             return
         from nats.js.errors import BadRequestError, NotFoundError
 
@@ -125,8 +131,9 @@ class JetStreamBroker:
             raise EventsError(f"JetStream stream {name} exists with subjects {found}, not {subjects}; add {subjects} "
                               "to it, or delete it to have it created")  # fmt: skip
         _check_fixed(name, info.config)
-        if owner:
-            await _retained(js, name, info.config, retention)
+        if setting is not None:
+            await _retained(js, name, info.config, retention, setting)
+            self._applied[name] = retention
         self._ensured.add(name)
 
     async def publish(self, publisher: str, subject: str, data: bytes, headers: Mapping[str, str],
@@ -151,7 +158,8 @@ class JetStreamBroker:
         from nats.js.errors import NotFoundError
 
         await self._ensure(subscription.stream, publisher_subjects(subscription.publisher), retention)
-        await self._ensure(DEAD_LETTER_STREAM, f"{DEAD_SUBJECT_ROOT}.>", self.dead_letters)
+        await self._ensure(DEAD_LETTER_STREAM, f"{DEAD_SUBJECT_ROOT}.>", self.dead_letters,
+                           setting=DEAD_LETTERS_SETTING)  # fmt: skip
         js = await self.jetstream()
         durable = consumer_name(subscriber, subscription)
         try:
@@ -355,9 +363,10 @@ def _text(setting: Any) -> str:
     return str(getattr(setting, "value", setting) or "")
 
 
-async def _retained(js: JetStreamContext, name: str, config: Any, retention: Retention) -> None:
-    """Applies `retention` (wiring.event_retention) to the existing stream `name` whose config is `config`:
-    JetStream updates these limits in place (what the stream holds is kept, past a lowered limit the oldest go)."""
+async def _retained(js: JetStreamContext, name: str, config: Any, retention: Retention, setting: str) -> None:
+    """Applies `retention` (the `setting` named in what is logged or raised) to the existing stream `name` whose
+    config is `config`: JetStream updates these limits in place (what the stream holds is kept, past a lowered limit
+    the oldest go)."""
     wanted = {"max_age": retention.max_age, "max_bytes": retention.max_bytes,
               "duplicate_window": retention.duplicate_window}  # fmt: skip
     found = {"max_age": float(config.max_age or 0), "max_bytes": int(config.max_bytes or 0),
@@ -370,9 +379,8 @@ async def _retained(js: JetStreamContext, name: str, config: Any, retention: Ret
     try:
         await js.update_stream(config.evolve(**changed))  # the stream's own config, only these fields changed
     except Exception as exc:
-        raise EventsError(f"JetStream stream {name} cannot take wiring.event_retention ({shown}): "
-                          f"{_why(exc)}") from None  # fmt: skip
-    logger.info("updated the JetStream stream %s to wiring.event_retention: %s", name, shown)
+        raise EventsError(f"JetStream stream {name} cannot take {setting} ({shown}): {_why(exc)}") from None
+    logger.info("updated the JetStream stream %s to %s: %s", name, setting, shown)
 
 
 def _limit(field: str, value: float) -> str:
