@@ -296,7 +296,8 @@ async def _reconciled(
 ) -> float:
     """The ack_wait (seconds) of the durable consumer `info` describes, which the keep-alive must follow, once the
     manifest's `ackWait` and the broker's `max_in_flight` (its max_ack_pending) are applied to it: JetStream
-    updates both in place (its position and pending deliveries kept). EventsError when the consumer filters another
+    updates both in place (its position and pending deliveries kept), but for the ack_wait of a consumer with a
+    backoff, which is the backoff's first step whatever is asked. EventsError when the consumer filters another
     subject: that cannot be changed in place (it is not this subscription's consumer)."""
     config = info.config
     filters = [config.filter_subject] if config.filter_subject else list(config.filter_subjects or [])
@@ -309,7 +310,15 @@ async def _reconciled(
     pending = max_in_flight * ACK_PENDING_PER_IN_FLIGHT
     found_pending = int(config.max_ack_pending or 0)
     changes: dict[str, Any] = {}
-    if abs(found - wanted) > 0.001:
+    if config.backoff:
+        # JetStream gives a consumer with a backoff (made by hand: svcgen's have none) its first step as ack_wait,
+        # whatever an update asks: a standing difference, never asked again, and harmless since the keep-alive
+        # follows what the consumer has.
+        if abs(found - wanted) > 0.001:
+            logger.info("durable consumer %s on %s has a backoff, whose first step %gs is its ack_wait (JetStream's "
+                        "rule), not the manifest's ackWait %gs; %gs is followed", durable, subscription.stream, found,
+                        wanted, found)  # fmt: skip
+    elif abs(found - wanted) > 0.001:
         changes["ack_wait"] = wanted
     if found_pending != pending:
         changes["max_ack_pending"] = pending
@@ -329,12 +338,9 @@ async def _reconciled(
                           f"{_why(exc)}") from None  # fmt: skip
     ack_wait = float(updated.config.ack_wait or wanted)
     if "ack_wait" in changes:
-        if abs(ack_wait - wanted) > 0.001:
-            # JetStream sets the ack_wait of a consumer with a backoff (made by hand: svcgen's have none) to its
-            # first step.
-            logger.warning("durable consumer %s on %s kept its ack_wait %gs when given the manifest's ackWait %gs "
-                           "(its backoff's first step decides it); %gs is followed", durable, subscription.stream,
-                           ack_wait, wanted, ack_wait)  # fmt: skip
+        if abs(ack_wait - wanted) > 0.001:  # the server took the update but not the ack_wait, for its own reason
+            logger.warning("durable consumer %s on %s kept its ack_wait %gs when given the manifest's ackWait %gs; "
+                           "%gs is followed", durable, subscription.stream, ack_wait, wanted, ack_wait)  # fmt: skip
         else:
             logger.info("updated the ack_wait of durable consumer %s on %s to the manifest's ackWait: %gs → %gs",
                         durable, subscription.stream, found, ack_wait)  # fmt: skip
