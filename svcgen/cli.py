@@ -39,7 +39,14 @@ from .contractdiff import (
 from .manifest import Manifest, ManifestError, load_manifest, load_manifest_with_warnings
 from .manifest.build import default_package
 from .manifest.load import cycle_collection_paused
-from .manifest.revision import RevisionError, load_manifest_at, matching_tags, repository_path, split_revision
+from .manifest.revision import (
+    ManifestAbsent,
+    RevisionError,
+    load_manifest_at,
+    matching_tags,
+    repository_path,
+    split_revision,
+)
 from .runtime._logging import configure_logging
 from .runtime._mesh.profile import MEANINGS
 from .runtime._topics import DEFAULT_PREFIX
@@ -742,10 +749,17 @@ def _diff_against(manifest: str, specs: tuple[str, ...], model: Manifest) -> Dif
             old = load_manifest_at(rev, path, root).manifest
         except ManifestError as error:
             _fail(str(error).splitlines(), status=2)
+        except ManifestAbsent:
+            # A manifest added since: no caller of that revision can be broken by it.
+            click.echo(f"--against {rev}: {manifest} is not in {rev}: a new contract, nothing there to break",
+                       err=True)  # fmt: skip
+            continue
         except RevisionError as error:
             _fail([f"--against {rev}: {manifest}: {error}"], status=2)
         reports.append((rev, diff_manifests(old, model)))
-    if len(reports) == 1 and not _is_glob(specs[0]):
+    if not reports:
+        return DiffReport()
+    if len(dict.fromkeys(revisions)) == 1 and not _is_glob(specs[0]):
         return reports[0][1]
     return across_revisions(reports)
 

@@ -22,6 +22,10 @@ class RevisionError(Exception):
     """The revision or the path cannot be read from git (the message is one line)."""
 
 
+class ManifestAbsent(RevisionError):
+    """The revision is there and the manifest is not in it: a manifest added since."""
+
+
 def split_revision(spec: str) -> tuple[str, str] | None:
     """(REV, PATH) when `spec` is `REV:PATH` and no file is named `spec`; None for a plain path."""
     if Path(spec).exists():
@@ -47,7 +51,12 @@ def load_manifest_at(rev: str, path: str, cwd: Path | None = None) -> LoadedMani
     if path.startswith(("./", "../")):
         path = posixpath.join(_git(["rev-parse", "--show-prefix"], where).strip(), path)
     path = posixpath.normpath(path)
-    text = _show(rev, path, where)
+    try:
+        text = _show(rev, path, where)
+    except RevisionError as error:
+        if _exists(f"{rev}^{{commit}}", where) and not _exists(f"{rev}:{path}", where):
+            raise ManifestAbsent(f"{path} is not in {rev} (added since)") from error
+        raise
     with tempfile.TemporaryDirectory(prefix="svcgen-rev-") as scratch:
         manifests, copied = [(path, text)], {path}
         unreadable: dict[str, str] = {}  # repository path -> why git could not give it
@@ -121,6 +130,14 @@ def _referenced_paths(text: str, manifest: str) -> list[tuple[str, bool]]:
 
 def _show(rev: str, path: str, cwd: Path) -> str:
     return _git(["show", f"{rev}:{path}"], cwd)
+
+
+def _exists(object_name: str, cwd: Path) -> bool:
+    try:
+        _git(["cat-file", "-e", object_name], cwd)
+    except RevisionError:
+        return False
+    return True
 
 
 def _git(arguments: list[str], cwd: Path) -> str:

@@ -152,6 +152,29 @@ def test_check_against_a_tag_glob_names_the_releases_each_finding_breaks(tmp_pat
     assert missing.returncode == 2 and "no git tag matches 'release-*'" in missing.stderr
 
 
+def test_check_against_a_revision_from_before_the_manifest_existed_passes_a_new_contract(tmp_path: Path) -> None:
+    # A pull request adding a service ran `check --against origin/main` and failed (exit 2) with git's
+    # "exists on disk, but not in 'main'": a new contract has no callers at that revision to break.
+    repo = tmp_path / "repo"
+    git(tmp_path, "init", "-q", str(repo))
+    (repo / "README").write_text("estate\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "before")
+    git(repo, "tag", "v0")
+    release(repo, V1, "v1.0")
+    write_manifest(repo, V2_BREAKS)
+    assert svcgen(repo, "build", "orders.yaml", "-o", "out").returncode == 0
+    new = svcgen(repo, "check", "orders.yaml", "-o", "out", "--against", "v0")
+    assert new.returncode == 0, new.stderr
+    assert "--against v0: orders.yaml is not in v0: a new contract, nothing there to break" in new.stderr
+    assert "no contract changes" in new.stdout
+    # Beside a revision that has it, that one is still judged; a revision git does not know still fails.
+    both = svcgen(repo, "check", "orders.yaml", "-o", "out", "--against", "v*")
+    assert both.returncode == 1 and "(breaks v1.0)" in both.stdout, both.stdout
+    unknown = svcgen(repo, "check", "orders.yaml", "-o", "out", "--against", "no-such-rev")
+    assert unknown.returncode == 2 and "no-such-rev" in unknown.stderr
+
+
 def test_against_several_revisions_only_an_error_says_it_breaks_them(tmp_path: Path) -> None:
     # An info or a warning breaks nobody: its line names the revisions it appears against.
     old = load_manifest(str(write_manifest(tmp_path / "old", V1)))
