@@ -31,7 +31,7 @@ from ..runtime._topics import UNKNOWN_TOPIC
 from .buckets import CELL_WIDTH, LATENCY_BOUNDS_MS, BucketBook, MinuteReader, is_client_failure, is_server_failure
 from .caps import CollectorLimits
 from .snapshot import CounterEntry, EdgeEntry, Json, TraceWindow
-from .wire import MAX_COUNT, decode_entry, mesh_time, put_bounded, require, saturated
+from .wire import MAX_COUNT, decode_entry, put_bounded, require, saturated
 
 _DECODE_ENTRY = codec_for(TraceEntry).decode
 _ENCODE_ENTRY: Callable[[TraceEntry], Json] = codec_for(TraceEntry).encode
@@ -62,10 +62,7 @@ def normalize_event(raw: Any) -> Json | None:
         return None
     if entry.duration_ms is not None and entry.duration_ms > MAX_DURATION_MS:
         return None
-    event = _ENCODE_ENTRY(entry)
-    if entry.started_at is not None:
-        event["startedAt"] = mesh_time(entry.started_at)  # the stored form: comparable as text
-    return event
+    return _ENCODE_ENTRY(entry)  # `startedAt` in the mesh's one time form (the record's): comparable as text
 
 
 def counted_as(event: Json, declared: Collection[str] | None) -> tuple[str, str]:
@@ -170,8 +167,11 @@ class TraceLog:
         its service has `declared`) and the edges. False, and nothing counted, for an event the window holds
         already (the same traceId and spanId): a resent event is counted once. It is bucketed in the minute it
         started, else the minute it arrived (`arrived_at`, RFC 3339)."""
-        if any(held["spanId"] == event["spanId"] for held in self.by_trace.get(event["traceId"], ())):
-            return False
+        siblings = self.by_trace.get(event["traceId"])
+        if siblings is not None:  # most events start a trace the window does not hold
+            span = event["spanId"]
+            if any(held["spanId"] == span for held in siblings):
+                return False
         minute = self._minute(event.get("startedAt"))
         if minute is None:
             minute = self._minute(arrived_at)
