@@ -570,11 +570,15 @@ def collector_serve(
               help="The collector's JSON-file store.")
 @click.option("-o", "--output", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Directory the artifacts are written into.")
-def artifacts(store_value: str, out: Path) -> None:
+@click.option("--heartbeat-seconds", default=30.0, show_default=True, type=_Seconds(min=0.1),
+              help="The services' heartbeat interval, as `svcgen collector serve` is told it: an instance that "
+                   "missed three heartbeats by now shows as stale.")
+def artifacts(store_value: str, out: Path, heartbeat_seconds: float) -> None:
     """Write the UI artifacts and the dashboard from a collector snapshot, once."""
     from .collector import JsonFileStore, MemoryBackend, SnapshotError, StoreError
     from .collector.artifacts import write_artifacts
     from .collector.artifacts.site import DASHBOARD, dashboard_html
+    from .collector.collector import HEARTBEAT_MISSES, judged
     from .collector.host import is_database_url, without_password
 
     if is_database_url(store_value):  # read as a path it was "no such store file", its password in the line
@@ -590,7 +594,9 @@ def artifacts(store_value: str, out: Path) -> None:
     restored = MemoryBackend()
     try:
         restored.restore_stored(stored)
-        written = write_artifacts(restored.snapshot(), out)
+        # Judged now, as the collector judges its own: an instance silent since is stale, or no longer shown.
+        snapshot = judged(restored.snapshot(), restored.clock(), stale_after=HEARTBEAT_MISSES * heartbeat_seconds)
+        written = write_artifacts(snapshot, out)
         (out / DASHBOARD).write_bytes(dashboard_html())
     except SnapshotError as error:
         _fail([f"{store}: {error}"])

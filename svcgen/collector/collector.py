@@ -73,7 +73,7 @@ DEFAULT_LOG_INTERVAL: Final = 60.0
 
 Answer = Result[dict[str, Any]]
 
-__all__ = ["Answer", "Collector", "SnapshotError"]
+__all__ = ["Answer", "Collector", "SnapshotError", "judged"]
 
 
 class Collector:
@@ -326,9 +326,7 @@ class Collector:
         read."""
         with self.backend.read(Rows.EVERYTHING) as tables:
             snapshot = tables.snapshot(self._now())
-        snapshot["staleSince"] = self._fresh()
-        snapshot["retainedSince"] = self._retained()
-        return snapshot
+        return judged(snapshot, self.clock(), stale_after=self.stale_after, retention=self.retention)
 
     def artifact_snapshot(self) -> Snapshot:
         """What the UI artifacts are written from: the snapshot without the trace window's events and the batch
@@ -339,8 +337,7 @@ class Collector:
             book = tables.trace_log.buckets
             snapshot["windows"] = compute_windows(from_book(book), minute_of(self.clock()))
             snapshot["transports"] = sorted([*key[:3], key[4], key[3]] for key in book.topics if key[3])
-        snapshot["staleSince"] = self._fresh()
-        snapshot["retainedSince"] = self._retained()
+        judged(snapshot, self.clock(), stale_after=self.stale_after, retention=self.retention)
         snapshot["traces"] = {**snapshot["traces"], "events": []}
         snapshot["batches"] = []
         return snapshot
@@ -440,6 +437,15 @@ class Collector:
 
     def _minute(self) -> int:
         return minute_of(self.clock())
+
+
+def judged(snapshot: Snapshot, now: float, *, stale_after: float = DEFAULT_STALE_AFTER,
+           retention: float = DEFAULT_RETENTION) -> Snapshot:
+    """`snapshot` stamped, as of `now` (epoch seconds), with when its instances went stale and when they stopped being
+    shown: the artifacts judge each instance by these, and without them every one reads as live however long silent."""
+    snapshot["staleSince"] = rfc3339(now - stale_after)
+    snapshot["retainedSince"] = rfc3339(now - retention)
+    return snapshot
 
 
 def _unreadable(exc: StoreUnavailable) -> Answer:

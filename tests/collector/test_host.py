@@ -41,7 +41,7 @@ from svcgen.runtime import (
 )
 from svcgen.serving import CUT_SHORT
 from tests.support.databases import with_database
-from tests.support.feeds import descriptor
+from tests.support.feeds import descriptor, heartbeat
 from tests.support.processes import stop_process, wait_for, wait_until_up
 from tests.support.server import free_port, running, second_ctrl_c_with_a_request_pending
 
@@ -286,6 +286,37 @@ def test_svcgen_artifacts_writes_the_estate_and_the_dashboard_from_a_store(tmp_p
     assert names == {"manifest.json", "topology.json", "topics.json", "usage.json", "asyncapi.json",
                      "annotations.json", "issues.json", "windows.json", "services/orders.json",
                      "dashboard.html"}  # fmt: skip
+
+
+def test_svcgen_artifacts_judges_silent_instances_as_the_collector_does(tmp_path: Path) -> None:
+    # It wrote every instance as live: a service whose only instance stopped heartbeating minutes ago was "healthy"
+    # in manifest.json, and one silent for days was still listed, where the collector says stale and drops it.
+    store = tmp_path / "collector.json"
+    now = time.time()
+    for service, silent_for in (("orders", 0.0), ("stock", 300.0), ("ledger", 2 * 24 * 3600.0)):
+        last_heard = now - silent_for
+        collector = Collector(JsonFileStore(store), clock=lambda: last_heard)  # noqa: B023 (used at once)
+        collector.register(descriptor(service, instance=f"{service}-1"))
+        collector.heartbeat(heartbeat(service, instance=f"{service}-1", digest=f"sha256:{service}--1"))
+        collector.flush()
+
+    def written(*options: str) -> tuple[dict[str, str], dict[str, Any]]:
+        out = tmp_path / f"site{len(options)}"
+        result = subprocess.run([*SVCGEN, "artifacts", "--store", str(store), "-o", str(out), *options],
+                                capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        manifest = json.loads((out / "manifest.json").read_text())
+        files = {name: json.loads((out / "services" / f"{name}.json").read_text()) for name in ("stock", "ledger")}
+        return {s["name"]: s["status"] for s in manifest["services"]}, files
+
+    statuses, files = written()
+    assert statuses == {"orders": "healthy", "stock": "unreachable", "ledger": "unreachable"}
+    assert [(i["instanceId"], i["stale"]) for i in files["stock"]["instances"]] == [("stock-1", True)]
+    assert files["stock"]["staleInstances"] == 1
+    assert files["ledger"]["instances"] == []  # silent past the retention: no longer shown
+    # Told the mesh's slower beat, as `svcgen collector serve --heartbeat-seconds` is, five minutes is not three misses.
+    statuses, _ = written("--heartbeat-seconds", "120")
+    assert statuses["stock"] == "healthy"
 
 
 def test_svcgen_artifacts_refuses_a_missing_or_corrupt_store(tmp_path: Path) -> None:
