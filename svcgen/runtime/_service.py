@@ -150,7 +150,10 @@ class Service:
                     scope = f"{scope} {principal.scheme}:{principal.subject}"
                 request = fingerprint(topic, requested, invocation.fields, invocation.body)
                 run = lambda: self.run_selected(invocation, registration, requested, principal)  # noqa: E731
-                return await run_once(self.idempotency, scope, key, request, run)
+                outcome = await run_once(self.idempotency, scope, key, request, run)
+                if not outcome.fixed:  # a replayed or refused answer (built anew) carries the version's own too
+                    outcome.fixed = registration.answer_headers
+                return outcome
         return await self.run_selected(invocation, registration, requested, principal)
 
     def route_runner(self, topic: str, static_version: str) -> Runner | None:

@@ -12,6 +12,7 @@ import pytest
 from svcgen.runtime import (
     ApiKeyScheme,
     Context,
+    Deprecation,
     Guard,
     HttpApp,
     Identity,
@@ -78,6 +79,29 @@ def test_the_first_answer_is_replayed_with_its_status_headers_and_body() -> None
     assert again.headers["idempotent-replayed"] == "true"
     assert "idempotent-replayed" not in first.headers
     assert other_key.json() == {"order": 2, "item": "a"}
+
+
+def test_a_deprecated_version_s_replayed_answer_still_says_it_is_deprecated() -> None:
+    # The first answer carried `deprecation` and `sunset`; its replay (and a refused key's answer) came without them,
+    # so a client that retried stopped being told the version goes away.
+    counter = Counter()
+    registry = Registry()
+    registry.add("o:place", counter.place, request=Order, response=dict[str, Any], success=["created"],
+                 deprecated=Deprecation(since="2026-01-01", sunset="2027-01-01"))  # fmt: skip
+    app = HttpApp(Service(Identity("o"), registry), [Route.parse("POST /orders", "o:place")])
+    first, again, other = asyncio.run(
+        calls(
+            app,
+            ("POST", "/orders", {"json": {"item": "a"}, "headers": KEY}),
+            ("POST", "/orders", {"json": {"item": "a"}, "headers": KEY}),
+            ("POST", "/orders", {"json": {"item": "b"}, "headers": KEY}),
+        )
+    )
+    told = {name: first.headers[name] for name in ("deprecation", "sunset")}
+    assert told == {"deprecation": "@1767225600", "sunset": "Fri, 01 Jan 2027 00:00:00 GMT"}
+    assert (again.headers["idempotent-replayed"], {name: again.headers.get(name) for name in told}) == ("true", told)
+    assert (other.status_code, {name: other.headers.get(name) for name in told}) == (422, told)
+    assert counter.calls == 1
 
 
 def test_the_same_key_with_another_request_is_422_and_runs_nothing() -> None:
