@@ -162,7 +162,7 @@ def _retry_after(headers: Mapping[str, str], wall_clock: Clock) -> float | None:
     if text is None:
         return None
     text = text.strip()
-    if text.isdigit():
+    if text.isascii() and text.isdigit():  # isdigit alone takes "²", which float refuses
         return float(text)
     try:
         when = email.utils.parsedate_to_datetime(text)

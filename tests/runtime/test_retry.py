@@ -107,6 +107,20 @@ def test_retry_after_as_an_http_date_counts_from_the_wall_clock() -> None:
     assert sleeps.waits == [4.0]
 
 
+@pytest.mark.parametrize("retry_after", ["\u00b2", "\u2460", "12\u00b3"])
+def test_a_retry_after_that_is_no_number_is_ignored_not_raised(retry_after: str) -> None:
+    # Digits Python's isdigit() takes but float() refuses (a superscript two, a circled one) raised ValueError out
+    # of the call: an owner's odd header broke the handler that called it. Now it is no Retry-After: the backoff.
+    def owner(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(503, json={"status": "service-unavailable", "detail": "down"},
+                              headers=[(b"retry-after", retry_after.encode())])  # fmt: skip
+
+    sender = HttpSender("http://owner.test/svc/invoke", transport=httpx.MockTransport(owner))
+    sleeps = Sleeps()
+    answer = asyncio.run(RetryingSender(sender, sleep=sleeps, jitter=lambda: 1.0).send("a:get"))
+    assert (answer.status, sleeps.waits) == ("service-unavailable", [0.5, 1.0])
+
+
 def test_a_topic_that_is_not_idempotent_carries_one_key_on_every_try() -> None:
     inner, sleeps = Scripted(UNAVAILABLE, Result.ok(None)), Sleeps()
     asyncio.run(retrying(inner, sleeps, idempotent={"a:get"}).send("a:put", {}, {"x-trace": "1"}))
