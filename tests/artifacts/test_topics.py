@@ -135,6 +135,18 @@ def test_malformed_topic_entries_are_skipped_and_schemas_default_open() -> None:
     assert topics[("x:ok", "")]["responseSchema"] == {}
 
 
+def test_a_version_with_digits_that_are_no_number_is_ordered_not_raised() -> None:
+    # A registered topic version like "1\u00b2" (a superscript two: isdigit() takes it, int() refuses it) raised
+    # ValueError in the version order: topics.json, and with it every artifact, stopped being written for the whole
+    # estate. Now such a run is ordered as text, after the numbers.
+    snapshot = empty_snapshot()
+    odd = {"service": "x", "topics": [topic("x:get", {}, {}, version) for version in ("v1\u00b2", "v10", "v2")]}
+    snapshot["catalog"] = [catalog_entry("x", descriptor=odd, registeredAt=NOW)]
+    topics = _topics(snapshot)
+    baselines = {version: item["compatibility"]["baselineVersion"] for (_, version), item in topics.items()}
+    assert baselines == {"v1\u00b2": None, "v2": "v1\u00b2", "v10": "v2"}
+
+
 def test_empty_snapshot_has_empty_arrays() -> None:
     document = build_topics(empty_snapshot(), generated_at=NOW)
     assert document == {"generatedAtUtc": NOW, "topics": [], "removedTopics": []}

@@ -237,8 +237,9 @@ def _judged(old: TopicView, new: TopicView) -> tuple[str, list[Json]]:
 
 
 def _version_order(version: str) -> tuple[tuple[int, int | str], ...]:
-    """`v2` before `v10`: digit runs compare as numbers."""
-    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.findall(r"\d+|\D+", version))
+    """`v2` before `v10`: ASCII digit runs compare as numbers, anything else (a registered "v1²") as text."""
+    return tuple((0, int(part)) if part.isascii() and part.isdigit() else (1, part)
+                 for part in re.findall(r"\d+|\D+", version))
 
 
 def _last_invoked(snapshot: Snapshot) -> dict[TopicKey, str]:
