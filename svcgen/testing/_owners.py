@@ -71,7 +71,11 @@ class FakeOwners:
         if not result.is_successful or result.payload is None:
             return result
         # On the wire, as the real owner would answer: the client decodes it back into the response type.
-        wire = codec_for(produced.response_type).encode(result.payload)
+        try:
+            wire = codec_for(produced.response_type).encode(result.payload)
+        except Exception as error:  # what the owner's binding answers a handler's misfit response with
+            return Result.unexpected_error(
+                f"the fake owner of {topic} answered a response that does not fit its type ({type(error).__name__})")
         return Result(result.status, wire, result.detail, result.headers, result.successful)
 
 

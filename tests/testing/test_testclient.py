@@ -153,6 +153,19 @@ def test_a_topic_without_a_fake_owner_answers_not_implemented(orders: ModuleType
     assert response.json()["detail"] == "payment failed: not-implemented"
 
 
+def test_a_fake_owner_s_answer_of_the_wrong_shape_fails_as_it_would_over_the_wire(orders: ModuleType) -> None:
+    # docs/testing.md: an answer of the wrong shape fails as it would over the wire, where the handler's client call
+    # answers unexpected-error. Under the test client the fake's answer raised AttributeError inside the handler
+    # instead, so the handler's own failure path (here: a 409) was never what the test saw.
+    def wrong_shape(request: Any) -> Result[Any]:
+        return Result.created({"captureId": "cap-1"})  # a dict, not the payments_Capture the owner answers
+
+    with TestClient(orders, owners={"payments:capture": wrong_shape}, environ={}) as client:
+        response = client.post("/orders", json=ORDER)
+    assert (response.status_code, response.json()["detail"]) == (409, "payment failed: unexpected-error")
+    assert len(client.owners.calls["payments:capture"]) == 1
+
+
 def test_overrides_win_over_the_wiring_s_dependencies_async(orders: ModuleType) -> None:
     ledger_type = importlib.import_module("orders_service.wiring").Ledger
     fake_ledger = ledger_type("fake")
