@@ -64,7 +64,8 @@ def caller_deadline(headers: Mapping[str, str], now: float) -> float | None:
     if text is None:
         return None
     text = text.strip()
-    if not text.isascii() or not text.lstrip("-").isdigit() or len(text) > 12:
+    # One sign at most: "--5" is no number.
+    if not text.isascii() or not text.removeprefix("-").isdigit() or len(text) > 12:
         return None
     milliseconds = min(int(text), MAX_DEADLINE_MS)
     return now + max(0, milliseconds) / 1000

@@ -40,6 +40,19 @@ def test_the_caller_s_deadline_header_is_read_in_milliseconds_and_bad_values_are
     assert deadline_header(-1) == "0"
 
 
+@pytest.mark.parametrize("bad", ["--5", "-", "-+5", "- 5"])
+def test_a_deadline_of_dashes_is_ignored_and_the_call_runs(bad: str) -> None:
+    # `svc-deadline: --5` passed the check (all dashes stripped, then digits) and int() raised: the request was a
+    # 500 before the handler ran, where a header that is no whole number is ignored, as a bad traceparent is.
+    assert caller_deadline({"svc-deadline": bad}, 10.0) is None
+
+    async def handle(request: Ask, context: Context) -> Result[dict[str, Any]]:
+        return Result.ok({"n": request.n, "bounded": context.deadline is not None})
+
+    response = asyncio.run(post(app_with(handle), "/ask", json={"n": 1}, headers={"svc-deadline": bad}))
+    assert (response.status_code, response.json()) == (200, {"n": 1, "bounded": False})
+
+
 @pytest.mark.parametrize("path", ["/ask", "/svc/invoke/a:ask"])
 def test_a_request_whose_deadline_has_passed_is_not_started(path: str) -> None:
     ran: list[Ask] = []
