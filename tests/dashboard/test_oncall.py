@@ -224,6 +224,26 @@ def test_problems_from_written_artifacts_dead_letters_in_the_window_only(tmp_pat
     assert not any("orders:get" in text for texts in found.values() for text in texts)  # 4xx only: not a problem
 
 
+def test_a_stale_service_that_also_fails_its_poll_shows_the_poll_error(tmp_path: Path) -> None:
+    # A service that went down is both: its instances stop heartbeating and its poll fails. The line said only that
+    # every instance missed three heartbeats, leaving out why the poller cannot reach it (docs/mesh-view.md: an
+    # unreachable service's line carries its poll error).
+    from tests.dashboard.test_dashboard import render, write_fixture_artifacts
+
+    def write(target: Path) -> None:
+        write_fixture_artifacts(target)
+        detail = json.loads((target / "services" / "inventory.json").read_text())
+        detail["instances"] = [{"instanceId": "i-1", "stale": True, "healthy": None,
+                                "lastHeartbeatAt": "2024-05-01T11:40:00.000Z"}]  # fmt: skip
+        detail["staleInstances"] = 1
+        (target / "services" / "inventory.json").write_text(json.dumps(detail))
+
+    rendered = render(tmp_path, write)
+    assert (rendered.state(), rendered.errors()) == ("ready", [])
+    (line,) = [text for text in problems(rendered.dom)["stale"] if "inventory" in text]
+    assert "every instance missed three heartbeats (1 stale)" in line and "connection refused" in line
+
+
 def test_a_topics_failures_name_every_server_side_status_of_its_issues(tmp_path: Path) -> None:
     # A stub answering not-implemented (config-wiring) is a server-side failure too: its count was in the line's
     # total but missing from the list after it; a 4xx issue of the same topic stays out.
