@@ -244,6 +244,26 @@ def test_a_stale_service_that_also_fails_its_poll_shows_the_poll_error(tmp_path:
     assert "every instance missed three heartbeats (1 stale)" in line and "connection refused" in line
 
 
+def test_a_drifting_service_is_one_line_in_needs_attention(tmp_path: Path) -> None:
+    # The collector files a contract-drift issue and flags the service in manifest.json for the same drift: the
+    # panel listed it twice ("service payments: contract drift ..." and "contract drift: payments"), one problem
+    # made to look like two.
+    from tests.dashboard.test_dashboard import render, write_fixture_artifacts
+
+    def write(target: Path) -> None:
+        write_fixture_artifacts(target)
+        issues = json.loads((target / "issues.json").read_text())
+        issues["issues"].append({**issues["issues"][0], "fingerprint": "f" * 32, "classification": "contract-drift",
+                                 "service": "payments", "topic": "svc:mesh", "version": None, "status": "conflict",
+                                 "exceptionType": None, "count": 7})  # fmt: skip
+        (target / "issues.json").write_text(json.dumps(issues))
+
+    rendered = render(tmp_path, write)
+    assert (rendered.state(), rendered.errors()) == ("ready", [])
+    drift = problems(rendered.dom)["drift"]
+    assert len(drift) == 1 and "payments" in drift[0], drift
+
+
 def test_a_topics_failures_name_every_server_side_status_of_its_issues(tmp_path: Path) -> None:
     # A stub answering not-implemented (config-wiring) is a server-side failure too: its count was in the line's
     # total but missing from the list after it; a 4xx issue of the same topic stays out.
