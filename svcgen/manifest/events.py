@@ -47,7 +47,7 @@ def published_event(
 ) -> PublishedEvent:
     """The event `event_id` (at `version`; None: its only version) the manifest at `relative` publishes; raises
     OwnerError keyed to the entry key it is about."""
-    target, loaded = load_owner(sources, base_dir, relative)
+    target, loaded = load_owner(sources, base_dir, relative, "publisher")
     owner = loaded.manifest
     event = _event(owner, relative, event_id, version)
     records, enums = reached_types(owner, sorted(event.payload.records()))
@@ -194,8 +194,7 @@ def _check_subscribed(checker: _Checker) -> None:
             published = published_event(checker.sources, checker.base_dir, relative, event_id, version)
         except OwnerError as error:
             checker.uses_known = False
-            message = str(error).replace("owner's manifest", "publisher's manifest")
-            checker.error(checker.doc.at((*path, error.key)), message)
+            checker.error(checker.doc.at((*path, error.key)), str(error))
             continue
         namespace = checker.take_namespace(path, published.publisher, published.where, published.manifest)
         checker.parsed[(*path, "payload")] = qualified(published.event.payload, namespace or published.publisher)

@@ -70,11 +70,11 @@ def owner_model(owner: Manifest, relative: str) -> Manifest:
     return replace(owner, types=relocated(relative, owner.types, ())[0])
 
 
-def load_owner(sources: Sources, base_dir: Path, relative: str) -> tuple[Path, LoadedOwner]:
+def load_owner(sources: Sources, base_dir: Path, relative: str, role: str = "owner") -> tuple[Path, LoadedOwner]:
     """The manifest at `relative` (to `base_dir`) from `sources`, and where it is; raises OwnerError (a missing
-    file, an invalid manifest, a `from:` cycle)."""
+    file, an invalid manifest, a `from:` cycle) naming it by `role` ("publisher" for a subscription's)."""
     if PurePosixPath(relative).is_absolute() or PureWindowsPath(relative).is_absolute():
-        raise OwnerError(f"owner's manifest path {relative!r} must be relative to the manifest's directory")
+        raise OwnerError(f"{role}'s manifest path {relative!r} must be relative to the manifest's directory")
     target = Path(posixpath.normpath((base_dir / relative).as_posix()))  # named without `dir/..` detours
     try:
         exists = target.is_file()
@@ -82,7 +82,7 @@ def load_owner(sources: Sources, base_dir: Path, relative: str) -> tuple[Path, L
         exists = False
     if not exists:
         raise OwnerError(
-            f"owner's manifest {relative!r} not found (looked for {target.as_posix()}); "
+            f"{role}'s manifest {relative!r} not found (looked for {target.as_posix()}); "
             "the path is relative to the manifest's directory"
         )
     try:
@@ -97,13 +97,13 @@ def load_owner(sources: Sources, base_dir: Path, relative: str) -> tuple[Path, L
             ) from None
         chain = " → ".join(_shown(path, base_dir) for path in cycle.chain)
         within = any(Path(path).resolve() == target.resolve() for path in cycle.chain)
-        raise OwnerError(f"owner's manifest {relative!r} {'is in' if within else 'leads into'} an imports or from: "
+        raise OwnerError(f"{role}'s manifest {relative!r} {'is in' if within else 'leads into'} an imports or from: "
                          f"cycle: {chain}; a manifest cannot take types from one that takes types from it, directly "
                          "or through others") from None
     except ManifestError as error:
         problems = [diagnostic for diagnostic in error.diagnostics if diagnostic.is_error]
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise OwnerError(f"owner's manifest {relative!r} is invalid: {problems[0]}{more}") from None
+        raise OwnerError(f"{role}'s manifest {relative!r} is invalid: {problems[0]}{more}") from None
     return target, loaded
 
 

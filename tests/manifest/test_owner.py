@@ -311,3 +311,28 @@ def test_an_ambiguous_event_says_how_to_name_its_unversioned_version(tmp_path: P
     ]
     path.write_text(subscriber % ', version: ""', encoding="utf-8")
     assert load_manifest(path.as_posix()).subscribes[0].version == ""
+
+
+def test_an_invalid_manifest_two_levels_down_keeps_its_own_role_word(tmp_path: Path) -> None:
+    # notify subscribes to billing's event; billing imports shared, which is invalid. The nested error is billing's
+    # own line about its import ("owner's manifest"), whatever role billing plays for notify (its publisher).
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "shared.yaml").write_text(
+        "svcgen: 1\nservice: shared\ntypes:\n  Ref:\n    fields: {id: strin}\n", encoding="utf-8"
+    )
+    (tmp_path / "billing").mkdir()
+    (tmp_path / "billing" / "billing.yaml").write_text(
+        "svcgen: 1\nservice: billing\nimports:\n  shared: ../shared/shared.yaml\n"
+        "events:\n  - id: billing:invoiced\n    payload: shared.Ref\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "notify").mkdir()
+    path = tmp_path / "notify" / "notify.yaml"
+    path.write_text(
+        "svcgen: 1\nservice: notify\nsubscribes:\n  - id: billing:invoiced\n    from: ../billing/billing.yaml\n",
+        encoding="utf-8",
+    )
+    (error,) = errors_of(path)
+    assert error.startswith(f"{path.as_posix()}:5:11: publisher's manifest '../billing/billing.yaml' is invalid: ")
+    assert ": owner's manifest '../shared/shared.yaml' is invalid: " in error
+    assert error.count("publisher's manifest") == 1
