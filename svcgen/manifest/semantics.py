@@ -148,6 +148,8 @@ class _Checker:
         self.unreadable_namespaces: set[str] = set()
         self.generics: dict[str, tuple[str, ...]] = {}
         """Generic record → its type parameters."""
+        self.owner_generics: dict[str, frozenset[str]] = {}
+        """Namespace → the generic records its owner's manifest declares (its model holds only their concrete uses)."""
         self.bases: dict[str, list[TypeExpr]] = {}
         """Record → the records it extends (as written)."""
         self.params: tuple[str, ...] = ()
@@ -470,10 +472,11 @@ class _Checker:
         # record per version), so `patients.Page[Visit]` names none of them.
         instances = [name for name in names if name.startswith(f"{local}_")
                      and name[len(local) + 1 :] not in owner.versions]  # fmt: skip
-        if local not in names and ref.args and instances:
-            uses = ", ".join(f"{namespace}.{name}" for name in instances)
+        generic = local in self.owner_generics.get(namespace, ()) or bool(ref.args and instances)
+        if local not in names and generic:
+            uses = f" ({', '.join(f'{namespace}.{name}' for name in instances)})" if instances else ", and it uses none"
             self.error(self.doc.at(item.path), f"{namespace}.{local} is a generic record of {owner.service}, imported "
-                       f"only as the concrete records its manifest uses ({uses}); applying it to other arguments is "
+                       f"only as the concrete records its manifest uses{uses}; applying it to other arguments is "
                        f"not supported: declare {local} under 'types' here")  # fmt: skip
         elif local not in names:
             hint = suggestion(local, names) or (f"; it has {', '.join(names)}" if names else "; it has no types")
@@ -685,6 +688,11 @@ class _Checker:
                 )
             self.namespaces[alias] = loaded.manifest
             self.namespace_files[alias] = target.as_posix()
+            declared = loaded.document.data.get("types") if isinstance(loaded.document.data, dict) else None
+            self.owner_generics[alias] = frozenset(
+                name for name, spec in (declared.items() if isinstance(declared, dict) else ())
+                if isinstance(spec, dict) and spec.get("params")
+            )
 
     def check_params(self, name: str, spec: Any) -> tuple[str, ...]:
         """A generic record's type parameters (`params: [T]`), which its fields may use as types."""

@@ -296,3 +296,23 @@ def test_an_owner_s_generic_record_applied_to_new_arguments_says_to_declare_it_l
     assert error.endswith(":7:27: patients.Page is a generic record of patients, imported only as the concrete "
                           "records its manifest uses (patients.Page_Patient_v2); applying it to other arguments "
                           "is not supported: declare Page under 'types' here")
+
+
+def test_a_shared_types_manifest_s_unused_generic_record_is_named_as_generic_not_missing(tmp_path: Path) -> None:
+    """A shared-types manifest declares `Page` with `params: [T]` and uses it nowhere. Importing it as
+    `shared.Page[Visit]` said "shared (shared) has no type 'Page'", though the file plainly has it; the error now says
+    what the rule is (an owner's generic record comes only as the concrete records it uses) and the way out."""
+    (tmp_path / "shared.yaml").write_text(
+        "svcgen: 1\nservice: shared\ntypes:\n  Page:\n    params: [T]\n    fields: {items: 'list[T]'}\n",
+        encoding="utf-8",
+    )
+    text = ("svcgen: 1\nservice: user\nimports:\n  shared: shared.yaml\n"
+            "types:\n  Visit: {fields: {id: string}}\n  Visits: {fields: {page: 'shared.Page[Visit]'}}\n"
+            "  Other: {fields: {page: shared.Page}}\n"
+            "topics:\n  - {id: user:get, request: Other, response: Visits}\n")
+    with pytest.raises(ManifestError) as info:
+        load_manifest_text(text, (tmp_path / "user.yaml").as_posix())
+    errors = [str(d).split(": ", 1)[1] for d in info.value.diagnostics if d.is_error]
+    generic = ("shared.Page is a generic record of shared, imported only as the concrete records its manifest uses, "
+               "and it uses none; applying it to other arguments is not supported: declare Page under 'types' here")
+    assert errors == [generic, generic]
