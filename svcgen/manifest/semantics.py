@@ -39,7 +39,7 @@ from .composition import (
 from .contract import CONTRACT_KEYWORDS, check_enum, check_field_contract
 from .diagnostics import Diagnostic
 from .events import check_events
-from .fits import RecordFields, ValueTypes
+from .fits import ValueTypes
 from .loader import JsonPath, YamlDocument
 from .model import EnumDef, FieldDef, Manifest, Position
 from .owner import OwnedTopic, OwnerError, load_owner, owned_topic
@@ -540,13 +540,23 @@ class _Checker:
                 check(version, ("topics", index, "versions", number))
 
     def check_defaults(self) -> None:
-        shapes: RecordFields = {
+        shapes: dict[str, dict[str, tuple[TypeExpr, bool]]] = {
             name: {wire: (expr, required) for wire, (expr, required) in record.fields.items() if expr is not None}
             for name, record in self.records.items()
             if not record.external and record.shape_known
         }
-        types = ValueTypes(shapes, self.enums)
-        known = set(self.records) | set(self.enums)
+        enums = dict(self.enums)
+        # An owner's records and enums as this manifest writes them (`shared.Money`): a default of an imported type is
+        # decoded like a local one. The owner's own imports are its concrete records (`shared_Ref`), qualified alike.
+        for namespace, owner in self.namespaces.items():
+            for owned in owner.types:
+                shapes[f"{namespace}.{owned.name}"] = {
+                    f.wire: (qualified(f.type, namespace), not f.has_default and not f.type.is_nullable)
+                    for f in owned.fields
+                }
+            enums.update((f"{namespace}.{owned.name}", owned.values) for owned in owner.enums)
+        types = ValueTypes(shapes, enums)
+        known = set(self.records) | set(enums) | set(shapes)
         for name, record in self.records.items():
             checked: list[tuple[str, str | tuple[str, int], Any]]
             checked = [(wire, "default", value) for wire, value in record.defaults.items()]
@@ -566,7 +576,7 @@ class _Checker:
                 mismatch = types.problem(expr, value)
                 if mismatch is not None:
                     base = expr.args[0] if expr.is_nullable else expr
-                    values = self.enums.get(base.name) if base.kind == "record" else None
+                    values = enums.get(base.name) if base.kind == "record" else None
                     hint = f"; use one of {', '.join(values)}" if values else _reason(mismatch)
                     self.error(
                         position, f"{what} of field {wire!r} must fit its type {expr}, got {_json(value)}{hint}"

@@ -316,3 +316,28 @@ def test_a_shared_types_manifest_s_unused_generic_record_is_named_as_generic_not
     generic = ("shared.Page is a generic record of shared, imported only as the concrete records its manifest uses, "
                "and it uses none; applying it to other arguments is not supported: declare Page under 'types' here")
     assert errors == [generic, generic]
+
+
+def test_a_default_of_an_imported_record_or_enum_is_held_to_the_owner_s_type(tmp_path: Path) -> None:
+    """`money: {type: shared.Money, default: {...}}` was never checked: a default missing the owner's required field
+    validated, and the build then failed with a traceback deriving the schemas. It is checked like a local one."""
+    (tmp_path / "shared.yaml").write_text(
+        "svcgen: 1\nservice: shared\nimports:\n  base: base.yaml\nenums:\n  Currency: {values: [EUR, USD]}\n"
+        "types:\n  Money:\n    fields: {amountMinor: integer, currency: Currency, ref: base.Ref?}\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "base.yaml").write_text("svcgen: 1\nservice: base\ntypes:\n  Ref: {fields: {id: string}}\n",
+                                        encoding="utf-8")
+    good = ("svcgen: 1\nservice: user\nimports:\n  shared: shared.yaml\ntypes:\n  Visit:\n    fields:\n"
+            "      money: {type: shared.Money, default: {amountMinor: 5, currency: EUR, ref: {id: r}}}\n"
+            "      cur: {type: shared.Currency, default: USD}\n"
+            "topics:\n  - {id: user:get, request: Visit, response: Visit}\n")
+    assert load_manifest_text(good, (tmp_path / "user.yaml").as_posix()).service == "user"
+    bad = (good.replace("currency: EUR, ref: {id: r}", "ref: {id: 3}")
+           .replace("default: USD", "default: GBP"))  # fmt: skip
+    with pytest.raises(ManifestError) as info:
+        load_manifest_text(bad, (tmp_path / "user.yaml").as_posix())
+    errors = [str(d).split(": ", 1)[1] for d in info.value.diagnostics if d.is_error]
+    assert len(errors) == 2
+    assert errors[0].startswith("default of field 'money' must fit its type shared.Money, got ")
+    assert errors[1] == "default of field 'cur' must fit its type shared.Currency, got \"GBP\"; use one of EUR, USD"
