@@ -35,6 +35,7 @@ from .composition import (
     extends_cycle,
     first_difference,
     qualified,
+    substituted,
 )
 from .contract import CONTRACT_KEYWORDS, check_enum, check_field_contract
 from .diagnostics import Diagnostic
@@ -555,8 +556,27 @@ class _Checker:
                     for f in owned.fields
                 }
             enums.update((f"{namespace}.{owned.name}", owned.values) for owned in owner.enums)
-        types = ValueTypes(shapes, enums)
         known = set(self.records) | set(enums) | set(shapes)
+
+        def applied(expr: TypeExpr) -> TypeExpr:
+            """`Box[integer]` as a record of its own whose fields have the arguments for the parameters, so a value
+            is decoded by what `T` stands for (nested applications alike)."""
+
+            def rename(ref: TypeExpr) -> TypeExpr:
+                params = self.generics.get(ref.name, ())
+                if not ref.args or len(params) != len(ref.args) or ref.name not in shapes:
+                    return ref
+                name = str(ref)
+                if name not in shapes:
+                    shapes[name] = {}  # named before its fields: a generic record may contain itself
+                    arguments = dict(zip(params, ref.args, strict=True))
+                    shapes[name] = {wire: (applied(substituted(field_type, arguments)), required)
+                                    for wire, (field_type, required) in shapes[ref.name].items()}  # fmt: skip
+                return TypeExpr("record", name)
+
+            return rename_records(expr, rename)
+
+        checks: list[tuple[str, str, str | tuple[str, int], Any, TypeExpr, TypeExpr]] = []
         for name, record in self.records.items():
             checked: list[tuple[str, str | tuple[str, int], Any]]
             checked = [(wire, "default", value) for wire, value in record.defaults.items()]
@@ -570,26 +590,27 @@ class _Checker:
                 expr = record.fields[wire][0]
                 if expr is None or not expr.records() <= known:
                     continue  # already reported: the type itself is wrong
-                what = "default" if key == "default" else "example"
-                keys = key if isinstance(key, tuple) else (key,)
-                position = self.doc.at(("types", name, "fields", wire, *keys))
-                mismatch = types.problem(expr, value)
-                if mismatch is not None:
-                    base = expr.args[0] if expr.is_nullable else expr
-                    values = enums.get(base.name) if base.kind == "record" else None
-                    hint = f"; use one of {', '.join(values)}" if values else _reason(mismatch)
-                    self.error(
-                        position, f"{what} of field {wire!r} must fit its type {expr}, got {_json(value)}{hint}"
-                    )
-                    continue
-                contract = record.contracts.get(wire)
-                if contract is None:
-                    continue  # its keywords are already reported
-                problem = types.problem(expr, value, contract)
-                if problem is not None:
-                    self.error(
-                        position, f"{what} {_json(value)} of field {wire!r} breaks the field's own contract: {problem}"
-                    )
+                checks.append((name, wire, key, value, expr, applied(expr)))
+        types = ValueTypes(shapes, enums)  # after `applied` made every application's record
+        for name, wire, key, value, expr, concrete in checks:
+            what = "default" if key == "default" else "example"
+            keys = key if isinstance(key, tuple) else (key,)
+            position = self.doc.at(("types", name, "fields", wire, *keys))
+            mismatch = types.problem(concrete, value)
+            if mismatch is not None:
+                base = expr.args[0] if expr.is_nullable else expr
+                values = enums.get(base.name) if base.kind == "record" else None
+                hint = f"; use one of {', '.join(values)}" if values else _reason(mismatch)
+                self.error(position, f"{what} of field {wire!r} must fit its type {expr}, got {_json(value)}{hint}")
+                continue
+            contract = self.records[name].contracts.get(wire)
+            if contract is None:
+                continue  # its keywords are already reported
+            problem = types.problem(concrete, value, contract)
+            if problem is not None:
+                self.error(
+                    position, f"{what} {_json(value)} of field {wire!r} breaks the field's own contract: {problem}"
+                )
 
     def check_unused(self) -> None:
         if not self.uses_known:

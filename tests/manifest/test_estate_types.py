@@ -341,3 +341,22 @@ def test_a_default_of_an_imported_record_or_enum_is_held_to_the_owner_s_type(tmp
     assert len(errors) == 2
     assert errors[0].startswith("default of field 'money' must fit its type shared.Money, got ")
     assert errors[1] == "default of field 'cur' must fit its type shared.Currency, got \"GBP\"; use one of EUR, USD"
+
+
+def test_a_default_of_a_generic_record_applied_is_held_to_its_arguments(tmp_path: Path) -> None:
+    """`b: {type: "Box[integer]", default: {value: 3}}` was refused ("must fit its type Box[integer]"): the default
+    was decoded with the parameter T standing for a record. It is decoded with T as the argument, nested uses too."""
+    text = ("svcgen: 1\nservice: gen\ntypes:\n  Box:\n    params: [T]\n    fields: {value: T?, more: 'list[Box[T]]?'}\n"
+            "  Holder:\n    fields:\n"
+            "      b: {type: 'Box[integer]', default: {value: 3, more: [{value: 4}]}}\n"
+            "      c: {type: 'Box[string]', default: {value: 3}}\n"
+            "      d: {type: 'Box[string]', default: {value: s, more: [{value: 5}]}}\n"
+            "topics:\n  - {id: gen:get, request: Holder, response: Holder}\n")
+    with pytest.raises(ManifestError) as info:
+        load_manifest_text(text, (tmp_path / "gen.yaml").as_posix())
+    errors = [str(d).split(": ", 1)[1] for d in info.value.diagnostics if d.is_error]
+    assert [error.split(",", 1)[0] for error in errors] == [
+        "default of field 'c' must fit its type Box[string]", "default of field 'd' must fit its type Box[string]"
+    ]
+    good = text.replace("{value: 3}}", "{value: x}}").replace("[{value: 5}]", "[{value: y}]")
+    assert load_manifest_text(good, (tmp_path / "gen.yaml").as_posix()).service == "gen"
