@@ -479,6 +479,11 @@ class _Checker:
             self.error(self.doc.at(item.path), f"{namespace}.{local} is a generic record of {owner.service}, imported "
                        f"only as the concrete records its manifest uses{uses}; applying it to other arguments is "
                        f"not supported: declare {local} under 'types' here")  # fmt: skip
+        # A record whose fields differ between the owner's versions reaches us as one record per version.
+        elif local not in names and (per_version := [n for v in owner.versions if (n := f"{local}_{v}") in names]):
+            uses = ", ".join(f"{namespace}.{name}" for name in per_version)
+            self.error(self.doc.at(item.path), f"{namespace}.{local} changes with the versions of {owner.service}, "
+                       f"so it is imported as one record per version its manifest uses: {uses}; name one")  # fmt: skip
         elif local not in names:
             hint = suggestion(local, names) or (f"; it has {', '.join(names)}" if names else "; it has no types")
             self.error(self.doc.at(item.path), f"{owner.service} ({namespace}) has no type {local!r}{hint}")

@@ -360,3 +360,29 @@ def test_a_default_of_a_generic_record_applied_is_held_to_its_arguments(tmp_path
     ]
     good = text.replace("{value: 3}}", "{value: x}}").replace("[{value: 5}]", "[{value: y}]")
     assert load_manifest_text(good, (tmp_path / "gen.yaml").as_posix()).service == "gen"
+
+
+def test_an_owner_s_record_that_differs_between_its_versions_is_named_with_its_version_records(
+    tmp_path: Path,
+) -> None:
+    """patients.yaml declares Patient, with a field `added: v2`: it reaches an importer as Patient_v1 and Patient_v2.
+    `patients.Patient` said "patients (patients) has no type 'Patient'", though the file plainly has it."""
+    (tmp_path / "patients.yaml").write_text(
+        "svcgen: 1\nservice: patients\nversions: [v1, v2]\ntypes:\n"
+        "  Patient: {fields: {name: string, phone: {type: string?, added: v2}}}\n"
+        "topics:\n  - {id: patients:get, versions: [v1, v2], request: Patient, response: Patient}\n",
+        encoding="utf-8",
+    )
+    text = ("svcgen: 1\nservice: ward\nimports:\n  patients: patients.yaml\n"
+            "types:\n  Bed: {fields: {who: patients.Patient}}\n"
+            "topics:\n  - {id: ward:get, request: Bed, response: Bed}\n")
+    with pytest.raises(ManifestError) as info:
+        load_manifest_text(text, (tmp_path / "ward.yaml").as_posix())
+    errors = [str(d).split(": ", 1)[1] for d in info.value.diagnostics if d.is_error]
+    assert errors == [
+        "patients.Patient changes with the versions of patients, so it is imported as one record per version its "
+        "manifest uses: patients.Patient_v1, patients.Patient_v2; name one"
+    ]
+    chosen = load_manifest_text(text.replace("patients.Patient}", "patients.Patient_v2}"),
+                                (tmp_path / "ward.yaml").as_posix())  # fmt: skip
+    assert fields(chosen, "Bed") == {"who": "patients_Patient_v2"}
