@@ -54,7 +54,8 @@ def load_manifest_at(rev: str, path: str, cwd: Path | None = None) -> LoadedMani
     try:
         text = _show(rev, path, where)
     except RevisionError as error:
-        if _exists(f"{rev}^{{commit}}", where) and not _exists(f"{rev}:{path}", where):
+        # Added since only when it is there now: a path on disk neither has is a typo, told by git's own reason.
+        if _exists(f"{rev}^{{commit}}", where) and not _exists(f"{rev}:{path}", where) and _on_disk(path, where):
             raise ManifestAbsent(f"{path} is not in {rev} (added since)") from error
         raise
     with tempfile.TemporaryDirectory(prefix="svcgen-rev-") as scratch:
@@ -130,6 +131,14 @@ def _referenced_paths(text: str, manifest: str) -> list[tuple[str, bool]]:
 
 def _show(rev: str, path: str, cwd: Path) -> str:
     return _git(["show", f"{rev}:{path}"], cwd)
+
+
+def _on_disk(path: str, cwd: Path) -> bool:
+    """Whether the repository path `path` is a file of the working tree `cwd` is in."""
+    try:
+        return Path(_git(["rev-parse", "--show-toplevel"], cwd).strip(), path).is_file()
+    except RevisionError:
+        return False
 
 
 def _exists(object_name: str, cwd: Path) -> bool:

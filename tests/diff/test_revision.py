@@ -128,6 +128,25 @@ def test_an_owner_the_revision_lacks_is_named_with_gits_reason(tmp_path: Path, m
     assert "svcgen-rev-" not in message  # never the scratch copy
 
 
+def test_a_path_in_no_revision_and_not_on_disk_is_not_called_added_since(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`svcgen diff HEAD:chekout/checkout.yaml ...` (a typo) said "is not in HEAD (added since)", sending the user
+    looking for a commit; a file neither in the revision nor on disk gets git's own reason. A file on disk that the
+    revision lacks is still the manifest added since."""
+    repo = tmp_path / "repo"
+    (repo / "checkout").mkdir(parents=True)
+    (repo / "checkout" / "checkout.yaml").write_text(OWNER)
+    committed(repo)
+    monkeypatch.chdir(repo)
+    result = CliRunner().invoke(main, ["diff", "HEAD:chekout/checkout.yaml", "checkout/checkout.yaml"])
+    assert result.exit_code == 2
+    assert "added since" not in result.stderr and "does not exist in 'HEAD'" in result.stderr, result.stderr
+    (repo / "checkout" / "new.yaml").write_text(OWNER)
+    result = CliRunner().invoke(main, ["diff", "HEAD:checkout/new.yaml", "checkout/new.yaml"])
+    assert result.exit_code == 2 and "checkout/new.yaml is not in HEAD (added since)" in result.stderr
+
+
 def flow_text(data: dict[str, Any]) -> str:
     """The manifest with leaf mappings in flow style and nullable scalar types written plainly inside them
     (`{type: string?, maxLength: 5}`), as people write them."""
