@@ -775,8 +775,8 @@ def _is_glob(spec: str) -> bool:
 
 
 def _compat_with_owners(manifest: str, model: Manifest) -> CompatReport | None:
-    """MANIFEST's produces entries against the owners' manifests its `from:` entries name (those that load): the
-    entries with their own copies of an owner's other topics are checked there too. None when it names none."""
+    """MANIFEST's produces entries against the owners' manifests its `from:` entries and `imports:` name (those that
+    load): the entries with their own copies of an owner's topics are checked there too. None when it names none."""
     from .manifest.owner import owner_paths
 
     owners: list[Manifest] = []

@@ -191,15 +191,18 @@ def _positions(document: YamlDocument, owner: Manifest) -> dict[str, Position]:
 
 
 def owner_paths(manifest: str | Path) -> list[str]:
-    """The owners' manifests the `from:` entries of the manifest at `manifest` name, as paths from the working
-    directory (`/`-separated, each once); unreadable entries are left to the manifest's own load to report."""
+    """The owners' manifests the manifest at `manifest` names, by its `from:` entries and its `imports:`, as paths
+    from the working directory (`/`-separated, each once); unreadable entries are left to the manifest's own load
+    to report."""
     source = Path(manifest)
     try:
         data = load_yaml(source.read_text(encoding="utf-8-sig"), source.as_posix()).data
     except (OSError, UnicodeDecodeError, ManifestError):
         return []
     produces = data.get("produces") if isinstance(data, dict) else None
+    imports = data.get("imports") if isinstance(data, dict) else None
     named = [entry.get("from") for entry in (produces if isinstance(produces, list) else ()) if isinstance(entry, dict)]
+    named += list(imports.values()) if isinstance(imports, dict) else []  # an imported owner resolves as well
     return list(dict.fromkeys(
         posixpath.normpath((source.parent / relative).as_posix()) for relative in named if isinstance(relative, str)
     ))

@@ -219,6 +219,29 @@ def test_check_against_runs_compat_with_the_owners_from_names(tmp_path: Path) ->
     assert "2 produces entries checked: 1 error" in done.stdout
 
 
+def test_check_against_runs_compat_with_the_owners_imports_names(tmp_path: Path) -> None:
+    """A consumer that imports its owner for the types (imports:) but keeps its own copy of a produced topic: the
+    owner's manifest resolves, so check --against judges the copy against it (DESIGN §11), as svcgen compat does."""
+    repo = tmp_path / "repo"
+    git(tmp_path, "init", "-q", str(repo))
+    (repo / "payments").mkdir()
+    (repo / "payments" / "payments.yaml").write_text(yaml.safe_dump(OWNER, sort_keys=False))
+    checkout = {"svcgen": 1, "service": "checkout", "imports": {"payments": "../payments/payments.yaml"},
+                "types": {"Cart": {"fields": {"sku": "string"}}, "Refund": {"fields": {"amount": "integer"}}},
+                "topics": [{"id": "checkout:pay", "request": "Cart", "response": "Cart"}],
+                "produces": [{"id": "payments:refund", "request": "Refund", "response": "payments.Paid"}]}
+    (repo / "checkout").mkdir()
+    (repo / "checkout" / "checkout.yaml").write_text(yaml.safe_dump(checkout, sort_keys=False))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "one")
+    assert svcgen(repo, "build", "checkout/checkout.yaml", "-o", "out").returncode == 0
+    done = svcgen(repo, "check", "checkout/checkout.yaml", "-o", "out", "--against", "HEAD")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert ("error: checkout -> payments: payments:refund.request.currency: request-property-added-required"
+            in done.stdout)  # checkout's own copy of Refund lacks the currency payments requires
+    assert "1 produces entry checked: 1 error" in done.stdout
+
+
 @pytest.mark.parametrize("fingerprint", ["1234567890123456", "0123456701234567", "1234567890123e45"])
 def test_a_fingerprint_of_digits_is_read_as_written_unquoted(tmp_path: Path, fingerprint: str) -> None:
     # YAML would read these as an integer, an octal integer and a float; a fingerprint is text.
