@@ -188,12 +188,12 @@ def _check_subscribed(checker: _Checker) -> None:
         relative, event_id = checker.read(entry, path, "from", str), checker.read(entry, path, "id", str)
         version = checker.read(entry, path, "version", str)
         if relative is None or event_id is None:
-            checker.uses_known = False
+            checker.uses_known, checker.owner_unread = False, True
             continue
         try:
             published = published_event(checker.sources, checker.base_dir, relative, event_id, version)
         except OwnerError as error:
-            checker.uses_known = False
+            checker.uses_known, checker.owner_unread = False, True
             checker.error(checker.doc.at((*path, error.key)), str(error))
             continue
         namespace = checker.take_namespace(path, published.publisher, published.where, published.manifest)

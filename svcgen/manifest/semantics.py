@@ -147,6 +147,8 @@ class _Checker:
         self.aliases: dict[str, str] = {}
         """An imported owner's manifest file → its alias."""
         self.unreadable_namespaces: set[str] = set()
+        self.owner_unread = False
+        """A `from:` entry's owner could not be taken: a namespace this manifest does not know may be that owner's."""
         self.generics: dict[str, tuple[str, ...]] = {}
         """Generic record → its type parameters."""
         self.owner_generics: dict[str, frozenset[str]] = {}
@@ -462,6 +464,8 @@ class _Checker:
         if namespace in self.unreadable_namespaces:
             return
         owner = self.namespaces.get(namespace)
+        if owner is None and self.owner_unread:
+            return  # perhaps the namespace of an owner whose `from:` entry is already reported
         if owner is None:
             hint = suggestion(namespace, list(self.namespaces)) or (
                 f"; import its manifest under 'imports: {{{namespace}: <path>}}'"
@@ -668,11 +672,13 @@ class _Checker:
         version = self.read(entry, path, "version", str)
         if relative is None or topic_id is None or (version is None and "version" in entry):
             self.uses_known = False  # unreadable: what it takes is not known
+            self.owner_unread = True
             return
         try:
             owned = owned_topic(self.sources, self.base_dir, relative, topic_id, version)
         except OwnerError as error:
             self.uses_known = False
+            self.owner_unread = True
             self.error(self.doc.at((*path, error.key)), str(error))
             return
         namespace = self.take_namespace(path, owned.service, owned.owner, owned.manifest) or owned.namespace

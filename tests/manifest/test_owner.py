@@ -173,6 +173,19 @@ def test_an_invalid_owner_is_named_with_its_first_error(tmp_path: Path) -> None:
     assert "unknown type 'strin'" in error
 
 
+def test_an_invalid_owner_does_not_make_its_namespace_an_unknown_one(tmp_path: Path) -> None:
+    """The producer's own record uses payments.Money, reached through the `from:` entry. With payments invalid, the
+    use was also reported as "unknown namespace 'payments' ...; import its manifest under 'imports: ...'", a wrong
+    fix: the entry's error is the one cause, reported once."""
+    path = write(tmp_path, local="  Held:\n    fields: {money: payments.Money}\n")
+    path.write_text(path.read_text().replace("request: Order", "request: Held"), encoding="utf-8")
+    assert load_manifest(path.as_posix()).topics[0].request.name == "Held"
+    owner = tmp_path / "payments" / "payments.yaml"
+    owner.write_text(PAYMENTS.replace("orderId: string", "orderId: strin"), encoding="utf-8")
+    (error,) = errors_of(path)
+    assert "owner's manifest '../payments/payments.yaml' is invalid: " in error
+
+
 def test_a_from_cycle_is_an_error_not_a_recursion(tmp_path: Path) -> None:
     path = write(tmp_path)
     owner = tmp_path / "payments" / "payments.yaml"
