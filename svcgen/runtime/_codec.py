@@ -1215,8 +1215,11 @@ def _text_number(text: str) -> int | float:
     match = _TEXT_NUMBER.fullmatch(text)
     if match is None:
         raise DecodeError("expected number")
-    if match.group(1) is None and match.group(2) is None:
-        return int(text)
+    if match.group(1) is None and match.group(2) is None and len(text.lstrip("-0")) <= 20:
+        # As a JSON body reads it: an integer within 64 bits, else a float (int() refuses texts past 4300 digits).
+        integer = int(text)
+        if -(2**63) <= integer < 2**64:
+            return integer
     number = float(text)
     if not math.isfinite(number):
         raise DecodeError("expected number")
