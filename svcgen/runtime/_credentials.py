@@ -41,7 +41,7 @@ class ApiKey:
     value: str
 
     async def headers(self) -> Mapping[str, str]:
-        return {self.header.lower(): self.value}
+        return {self.header.lower(): _text(self.value)}
 
 
 class BearerToken:
@@ -67,10 +67,17 @@ class BearerToken:
                 return self._token
             self.fetches += 1
             answer = await self._provider()
-            token, expires = answer if isinstance(answer, tuple) else (answer, _expiry(answer))
+            token = _text(answer[0] if isinstance(answer, tuple) else answer)
+            expires = answer[1] if isinstance(answer, tuple) else _expiry(token)
             self._token = token
             self._expires = expires if expires is not None else self._clock() + UNKNOWN_EXPIRY_SECONDS
             return token
+
+
+def _text(credential: str) -> str:
+    """The credential without surrounding whitespace: a token or key has none, but one read from a file or an
+    environment variable often ends in a newline, and a header value with one would be dropped by the sender."""
+    return credential.strip()
 
 
 def _expiry(token: str) -> float | None:

@@ -17,6 +17,7 @@ from svcgen.runtime import (
     ApiKeyScheme,
     BearerToken,
     Guard,
+    HttpSender,
     Identity,
     JwtScheme,
     Principal,
@@ -28,7 +29,7 @@ from svcgen.runtime import (
     Wiring,
     WiringError,
 )
-from svcgen.runtime._credentials import SenderWithCredentials
+from svcgen.runtime._credentials import Credential, SenderWithCredentials
 from tests.support.security import (
     AUDIENCE,
     ISSUER,
@@ -227,6 +228,32 @@ def test_credentials_go_per_topic_and_the_callers_header_wins() -> None:
     results = run(go())
     assert recorder.sent == [("a:b", {"x-api-key": "k1"}), ("a:b", {"x-api-key": "mine"}), ("e:f", {})]
     assert results[3].status == "unauthorized" and "RuntimeError" in (results[3].detail or "")
+
+
+def test_a_credential_read_with_its_trailing_newline_still_goes_out() -> None:
+    """A token or key read from a file or an environment variable often ends in a newline: the HTTP sender drops a
+    header it cannot send, so the call went out with no credential and the target answered "a credential is
+    required"."""
+    received: list[httpx.Headers] = []
+
+    def target(request: httpx.Request) -> httpx.Response:
+        received.append(request.headers)
+        return httpx.Response(200, json={})
+
+    async def from_file() -> str:
+        return "eyJ.token.text\n"
+
+    credentials: dict[str, Credential] = {"a:b": ApiKey("x-api-key", "k1\r\n"), "c:d": BearerToken(from_file)}
+    http = HttpSender("http://target.test/svc/invoke", transport=httpx.MockTransport(target))
+    sender = SenderWithCredentials(http, credentials)
+
+    async def go() -> list[Result[Any]]:
+        async with http:
+            return [await sender.send("a:b"), await sender.send("c:d")]
+
+    assert all(result.is_successful for result in run(go()))
+    assert received[0].get("x-api-key") == "k1"
+    assert received[1].get("authorization") == "Bearer eyJ.token.text"
 
 
 def test_wiring_refuses_credentials_for_a_topic_it_does_not_produce() -> None:
