@@ -598,7 +598,7 @@ class _Jwks(_KeySource):
             if not keys:
                 raise ValueError("no usable signing keys")
         except Exception as error:
-            self.last_error = type(error).__name__ if not isinstance(error, ValueError) else str(error)[:200]
+            self.last_error = _fetch_error(error)
             logger.warning("JWKS of scheme %s could not be fetched: %s", self.scheme.name, self.last_error)
             return
         self._keys = keys
@@ -618,3 +618,12 @@ class _Jwks(_KeySource):
                 if len(data) > MAX_JWKS_BYTES:
                     raise ValueError(f"the JWKS is larger than {MAX_JWKS_BYTES} bytes")
         return orjson.loads(data)
+
+
+def _fetch_error(error: Exception) -> str:
+    """Why a JWKS fetch failed, for the health check and the log: an HTTP status by its code and phrase (a 404 is a
+    wrong URL, a 503 the provider), our own ValueError by its text, anything else by its type (its text may quote
+    the URL, which can carry a credential)."""
+    if isinstance(error, httpx.HTTPStatusError):
+        return f"HTTP {error.response.status_code} {error.response.reason_phrase}".rstrip()
+    return str(error)[:200] if isinstance(error, ValueError) else type(error).__name__

@@ -361,6 +361,19 @@ def test_a_trickling_jwks_is_bounded_by_the_fetch_timeout_as_a_whole() -> None:
     assert "TimeoutError" in (run(check.check()).detail or "")
 
 
+def test_a_jwks_answering_an_http_error_says_which_in_the_health_check() -> None:
+    """A JWKS URL with a typo (404) or an identity provider failing (503) were both told as "HTTPStatusError", which
+    says nothing of which one the operator has to fix."""
+    for status, told in ((404, "HTTP 404 Not Found"), (503, "HTTP 503 Service Unavailable")):
+        transport = httpx.MockTransport(lambda request, status=status: httpx.Response(status))
+        guard = Guard(Security.declare([staff_scheme(jwks="https://id.test/jwks")], default=["staff"]),
+                      transport=transport)  # fmt: skip
+        check = guard.health_check()
+        assert check is not None
+        result = run(check.check())
+        assert result.status == "failed" and told in (result.detail or "")
+
+
 def test_an_oversized_jwks_is_refused_unread() -> None:
     guard = Guard(Security.declare([staff_scheme(jwks="https://id.test/jwks")], default=["staff"]),
                   transport=TricklingJwks(size=64 << 20, pause=0))  # fmt: skip
