@@ -162,11 +162,14 @@ class _Refused(Exception):
     """A credential that does not authenticate; the reason is safe to show (it never quotes the credential).
     When several schemes refuse the same credential, the reason told is the one of the highest `rank`: 2, the
     signature was good (expired, wrong audience, ...: the token is for this scheme); 1, the credential got as far
-    as this scheme's keys (bad signature, unknown key); 0, it is not of this scheme's kind at all."""
+    as this scheme's keys (bad signature, unknown key); 0, it is not of this scheme's kind at all. `bearer`: what
+    was refused is a bearer token, so the refusal is RFC 6750's `invalid_token` (an API key, or another
+    `Authorization` scheme, is not one)."""
 
-    def __init__(self, reason: str, *, rank: int = 0) -> None:
+    def __init__(self, reason: str, *, rank: int = 0, bearer: bool = True) -> None:
         super().__init__(reason)
         self.rank = rank
+        self.bearer = bearer
 
 
 class Guard:
@@ -258,8 +261,7 @@ class Guard:
             if satisfied and principal is not None:
                 return principal
         # RFC 6750's invalid_token is about a bearer token: an API key refused says nothing of one.
-        presented = any(isinstance(found, _Refused) and isinstance(self.security.scheme(name), JwtScheme)
-                        for name, found in verified.items())  # fmt: skip
+        presented = any(isinstance(found, _Refused) and found.bearer for found in verified.values())
         if short_of_scope:
             return Result.forbidden(
                 "the credential lacks a required scope", headers=self._challenge(needed, "insufficient_scope")
@@ -272,7 +274,7 @@ class Guard:
     async def _verify(self, name: str, credentials: Mapping[str, str]) -> Principal | _Refused | None:
         verifier = self._verifiers.get(name)
         if verifier is None:
-            return _Refused(f"no scheme {name!r}")
+            return _Refused(f"no scheme {name!r}", bearer=False)
         try:
             return await verifier.verify(credentials)
         except _Refused as refused:
@@ -338,7 +340,7 @@ class _ApiKeys(_Verifier):
             if hmac.compare_digest(given, key) and subject is None:
                 subject = owner
         if subject is None or not given:
-            raise _Refused("unknown API key", rank=1)
+            raise _Refused("unknown API key", rank=1, bearer=False)
         return Principal(self.scheme.name, subject)
 
 
@@ -358,12 +360,12 @@ class _JwtVerifier(_Verifier):
         self._verified: OrderedDict[str, tuple[float, Principal]] = OrderedDict()
 
     async def verify(self, credentials: Mapping[str, str]) -> Principal | None:
-        authorization = credentials.get("authorization")
-        if authorization is None:
+        authorization = (credentials.get("authorization") or "").strip()
+        if not authorization:
             return None
-        kind, _, token = authorization.strip().partition(" ")
-        if kind.lower() != "bearer":
-            return None
+        kind, _, token = authorization.partition(" ")
+        if kind.lower() != "bearer":  # a bare token, `Bearer<tab>`, another scheme: sent, but not as we read it
+            raise _Refused("the Authorization header is not Bearer <token>", bearer=False)
         token = token.strip()
         if not token:
             raise _Refused("empty bearer token")

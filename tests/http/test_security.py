@@ -102,6 +102,22 @@ def test_missing_credential_is_401_with_a_challenge_per_scheme(clinic: tuple[htt
     assert calls.seen == []
 
 
+def test_an_authorization_header_that_is_not_bearer_says_so(
+    clinic: tuple[httpx.Client, Calls], signing_key: RSAPrivateKey
+) -> None:
+    """A token sent without its `Bearer ` (or after a tab, or under another scheme) was told "a credential is
+    required", as if nothing had been sent."""
+    client, calls = clinic
+    good = token(signing_key, scope="patients:read")
+    for sent in (good, f"Bearer\t{good}", f"JWT {good}", "Basic dXNlcjpwYXNz"):
+        answer = client.get("/patients/p-1", headers={"authorization": sent})
+        assert answer.status_code == 401, sent
+        assert answer.json()["detail"] == "the credential is not valid: the Authorization header is not Bearer <token>"
+        assert "error=" not in answer.headers["www-authenticate"]  # RFC 6750: not a bearer token, no error code
+        assert good[:40] not in answer.text
+    assert calls.seen == []
+
+
 def test_valid_token_reaches_the_handler_as_principal(
     clinic: tuple[httpx.Client, Calls], signing_key: RSAPrivateKey
 ) -> None:
