@@ -566,7 +566,9 @@ class _Jwks(_KeySource):
         return self._attempted_at is None or now - self._attempted_at >= self._refetch_seconds
 
     async def healthy(self) -> bool:
-        if self._fetched_at is None and self._may_fetch(self._clock()):
+        """Whether the keys can be fetched: tried again (paced like any refetch) while there are none or the last
+        try failed, as a service whose check failed may get no call to try it (a readiness probe took it out)."""
+        if (self._fetched_at is None or self.last_error) and self._may_fetch(self._clock()):
             await self._refresh()
         return not self.last_error
 

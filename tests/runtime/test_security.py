@@ -162,6 +162,26 @@ def test_jwks_outage_keeps_the_last_keys_and_fails_health() -> None:
     assert run(check.check()).status == "failed"
 
 
+def test_a_failed_security_check_recovers_without_traffic_once_the_jwks_is_back() -> None:
+    """A readiness probe on a failed health check takes the service out of its load balancer, so no call comes to
+    refetch the keys: the check only recovered through a call, and so stayed failed after the JWKS was back."""
+    key = rsa_key()
+    transport = JwksTransport(jwks_of(key))
+    now = [0.0]
+    guard = Guard(Security.declare([staff_scheme(jwks="https://id.test/jwks")], default=["staff"]),
+                  transport=transport, clock=lambda: now[0], cache_seconds=60, refetch_seconds=30)  # fmt: skip
+    check = guard.health_check()
+    assert check is not None
+    assert run(check.check()).status == "ok"
+    transport.document = httpx.ConnectError("down")
+    now[0] += 61
+    assert isinstance(run(guard.check(guard.security.default, bearer(token(key)))), Principal)  # the last good keys
+    assert run(check.check()).status == "failed"
+    transport.document = jwks_of(key)  # back, and no call comes
+    now[0] += 31
+    assert run(check.check()).status == "ok"
+
+
 def test_bearer_token_is_fetched_once_per_lifetime() -> None:
     now = [1000.0]
     calls: list[float] = []
