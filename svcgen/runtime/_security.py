@@ -328,7 +328,8 @@ class _ApiKeys(_Verifier):
     def __init__(self, scheme: ApiKeyScheme, keys: Mapping[str, str]) -> None:
         self.scheme = scheme
         self.header = scheme.header.lower()
-        self.keys = [(key.encode("utf-8"), subject) for key, subject in keys.items()]
+        # Stripped as a presented key is: one read with its trailing newline could otherwise never match.
+        self.keys = [(key.strip().encode("utf-8"), subject) for key, subject in keys.items()]
 
     async def verify(self, credentials: Mapping[str, str]) -> Principal | None:
         presented = credentials.get(self.header)

@@ -113,6 +113,16 @@ def test_api_key_maps_to_its_subject() -> None:
     assert run(guard.check((), {})) is None  # public
 
 
+def test_an_api_key_read_with_its_trailing_newline_still_lets_its_caller_in() -> None:
+    """A key wiring.py reads from a file or a secret store often ends in a newline, which no HTTP header can carry
+    (and the guard strips what is presented): every call with that key was refused as an unknown API key."""
+    wiring = Wiring(environ={})
+    wiring.api_keys["partner"] = {"key-a\n": "alpha", " key-b\r\n": "beta"}
+    guard = wiring.guard(Security.declare([ApiKeyScheme("partner", "X-Key")], default=["partner"]))
+    assert run(guard.check(guard.security.default, {"x-key": "key-a"})) == Principal("partner", "alpha")
+    assert run(guard.check(guard.security.default, {"x-key": "key-b"})) == Principal("partner", "beta")
+
+
 class JwksTransport(httpx.AsyncBaseTransport):
     def __init__(self, document: Any) -> None:
         self.document = document
