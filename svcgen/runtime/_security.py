@@ -54,6 +54,9 @@ MAX_TOKEN_CHARS: Final = 8192
 """A longer bearer token is refused unread: no parse cost for an oversized credential."""
 MAX_JWKS_BYTES: Final = 1 << 20
 """A JWKS document longer than this is refused unread beyond it (a failed fetch)."""
+CLOCK_SKEW_SECONDS: Final = 30
+"""How far ahead of the service's clock an issuer's may be: `nbf` and `iat` up to this far in the future are taken
+(an issuer a second ahead stamps them in our future, and a token used at once was refused); `exp` stays exact."""
 VERIFIED_CACHE_ENTRIES: Final = 4096
 VERIFIED_CACHE_SECONDS: Final = 60.0
 """A verified token is remembered (by its exact text) until it expires, at most this long, so a client calling
@@ -398,8 +401,10 @@ class _JwtVerifier(_Verifier):
         try:
             claims = jwt.decode(
                 token, key, algorithms=self.algorithms, audience=self.audience, issuer=self.scheme.issuer,
-                options={"require": ["exp", "iss", "aud"]},
+                leeway=CLOCK_SKEW_SECONDS, options={"require": ["exp", "iss", "aud"]},
             )  # fmt: skip
+            if int(claims["exp"]) <= time.time():  # PyJWT's leeway is for every claim: the end stays exact
+                raise jwt.ExpiredSignatureError("expired")
         except jwt.ExpiredSignatureError:
             raise _Refused("expired", rank=2) from None
         except jwt.ImmatureSignatureError:

@@ -72,6 +72,24 @@ def test_shared_secret_key_file(tmp_path: Path) -> None:
     assert "bad signature" in refused.detail
 
 
+def test_a_token_issued_by_a_clock_a_little_ahead_is_let_in_and_expiry_stays_exact(tmp_path: Path) -> None:
+    """An issuer whose clock is a second ahead stamps `iat` (and often `nbf`) in the service's future: a token used
+    at once, as a client-credentials call does, was refused "not yet valid" now and then."""
+    guard = Guard(hs_security(tmp_path), remember_tokens=False).load()
+    needed = guard.security.default
+    now = int(time.time())
+
+    def signed(**claims: Any) -> dict[str, str]:
+        return bearer(jwt.encode({"iss": ISSUER, "aud": AUDIENCE, "sub": "s", "exp": now + 60, "scope": "a",
+                                  **claims}, SECRET))  # fmt: skip
+
+    assert isinstance(run(guard.check(needed, signed(iat=now + 2, nbf=now + 2))), Principal)
+    for claims, reason in (({"nbf": now + 600}, "not yet valid"), ({"iat": now + 600}, "not yet valid"),
+                           ({"exp": now - 1}, "expired")):  # fmt: skip
+        refused = run(guard.check(needed, signed(**claims)))
+        assert isinstance(refused, Result) and refused.detail == f"the credential is not valid: {reason}", claims
+
+
 def test_pem_public_key_file_and_startup_errors(tmp_path: Path) -> None:
     key = rsa_key()
     pem = tmp_path / "staff.pem"
