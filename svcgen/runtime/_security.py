@@ -403,7 +403,7 @@ class _JwtVerifier(_Verifier):
                 token, key, algorithms=self.algorithms, audience=self.audience, issuer=self.scheme.issuer,
                 leeway=CLOCK_SKEW_SECONDS, options={"require": ["exp", "iss", "aud"]},
             )  # fmt: skip
-            if int(claims["exp"]) <= time.time():  # PyJWT's leeway is for every claim: the end stays exact
+            if int(claims["exp"]) <= int(self._now()):  # PyJWT's leeway is for every claim: the end stays exact
                 raise jwt.ExpiredSignatureError("expired")
         except jwt.ExpiredSignatureError:
             raise _Refused("expired", rank=2) from None
