@@ -195,23 +195,27 @@ OWNER = {"svcgen": 1, "service": "payments",
                     {"id": "payments:refund", "request": "Pay", "response": "Paid"}]}
 
 
-def test_check_against_runs_compat_with_the_owners_from_names(tmp_path: Path) -> None:
+def checked_against_head(tmp_path: Path, checkout: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    """`svcgen check --against HEAD` of `checkout` committed beside the payments owner (OWNER)."""
     repo = tmp_path / "repo"
     git(tmp_path, "init", "-q", str(repo))
-    (repo / "payments").mkdir()
-    (repo / "payments" / "payments.yaml").write_text(yaml.safe_dump(OWNER, sort_keys=False))
+    for service, manifest in (("payments", OWNER), ("checkout", checkout)):
+        (repo / service).mkdir()
+        (repo / service / f"{service}.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "one")
+    assert svcgen(repo, "build", "checkout/checkout.yaml", "-o", "out").returncode == 0
+    return svcgen(repo, "check", "checkout/checkout.yaml", "-o", "out", "--against", "HEAD")
+
+
+def test_check_against_runs_compat_with_the_owners_from_names(tmp_path: Path) -> None:
     checkout = {"svcgen": 1, "service": "checkout",
                 "types": {"Cart": {"fields": {"sku": "string"}}, "Refund": {"fields": {"amount": "integer"}},
                           "Receipt": {"fields": {"id": "string"}}},
                 "topics": [{"id": "checkout:pay", "request": "Cart", "response": "Cart"}],
                 "produces": [{"id": "payments:capture", "from": "../payments/payments.yaml"},
                              {"id": "payments:refund", "request": "Refund", "response": "Receipt"}]}
-    (repo / "checkout").mkdir()
-    (repo / "checkout" / "checkout.yaml").write_text(yaml.safe_dump(checkout, sort_keys=False))
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "one")
-    assert svcgen(repo, "build", "checkout/checkout.yaml", "-o", "out").returncode == 0
-    done = svcgen(repo, "check", "checkout/checkout.yaml", "-o", "out", "--against", "HEAD")
+    done = checked_against_head(tmp_path, checkout)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "produces entries of checkout/checkout.yaml against their owners:" in done.stdout
     assert ("error: checkout -> payments: payments:refund.request.currency: request-property-added-required"
@@ -222,20 +226,11 @@ def test_check_against_runs_compat_with_the_owners_from_names(tmp_path: Path) ->
 def test_check_against_runs_compat_with_the_owners_imports_names(tmp_path: Path) -> None:
     """A consumer that imports its owner for the types (imports:) but keeps its own copy of a produced topic: the
     owner's manifest resolves, so check --against judges the copy against it (DESIGN §11), as svcgen compat does."""
-    repo = tmp_path / "repo"
-    git(tmp_path, "init", "-q", str(repo))
-    (repo / "payments").mkdir()
-    (repo / "payments" / "payments.yaml").write_text(yaml.safe_dump(OWNER, sort_keys=False))
     checkout = {"svcgen": 1, "service": "checkout", "imports": {"payments": "../payments/payments.yaml"},
                 "types": {"Cart": {"fields": {"sku": "string"}}, "Refund": {"fields": {"amount": "integer"}}},
                 "topics": [{"id": "checkout:pay", "request": "Cart", "response": "Cart"}],
                 "produces": [{"id": "payments:refund", "request": "Refund", "response": "payments.Paid"}]}
-    (repo / "checkout").mkdir()
-    (repo / "checkout" / "checkout.yaml").write_text(yaml.safe_dump(checkout, sort_keys=False))
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "one")
-    assert svcgen(repo, "build", "checkout/checkout.yaml", "-o", "out").returncode == 0
-    done = svcgen(repo, "check", "checkout/checkout.yaml", "-o", "out", "--against", "HEAD")
+    done = checked_against_head(tmp_path, checkout)
     assert done.returncode == 1, done.stdout + done.stderr
     assert ("error: checkout -> payments: payments:refund.request.currency: request-property-added-required"
             in done.stdout)  # checkout's own copy of Refund lacks the currency payments requires
