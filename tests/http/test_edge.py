@@ -342,3 +342,18 @@ def test_lifespan_passes_a_failing_asgi_middleware_through() -> None:
 
     with pytest.raises(RuntimeError):
         asyncio.run(app({"type": "lifespan"}, receive, send))
+
+
+@pytest.mark.parametrize(("origin", "hint"), [
+    ("https://app.example.test/", " (write 'https://app.example.test')"),
+    ("https://app.example.test/app", " (write 'https://app.example.test')"),
+    ("https://app.example.test?x=1", " (write 'https://app.example.test')"),
+    ("app.example.test", ""),
+])
+def test_a_cors_origin_a_browser_never_sends_is_refused_at_wiring(origin: str, hint: str) -> None:
+    # A browser's Origin is scheme://host[:port]: with a trailing slash the front end was silently refused forever.
+    with pytest.raises(ValueError) as refused:
+        Cors(allow_origins=[ORIGIN, origin])
+    assert str(refused.value) == (f"Cors: origin {origin!r} is not scheme://host[:port], the only form a browser "
+                                  f"sends, so it would never match{hint}")  # fmt: skip
+    assert Cors(allow_origins=["https://app.example.test:8443", "http://localhost:3000", "null", "*"]).allow_origins

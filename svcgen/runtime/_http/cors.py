@@ -15,6 +15,7 @@ import functools
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 import orjson
 
@@ -70,6 +71,24 @@ class Cors:
         if self.allow_credentials and "*" in self.allow_origins:
             raise ValueError("Cors: allow_credentials with allow_origins ['*'] would let any site call with the "
                              "user's credentials; list the origins")  # fmt: skip
+        for origin in self.allow_origins:
+            _check_origin(origin)
+
+
+def _check_origin(origin: str) -> None:
+    """A browser's `Origin` is `scheme://host[:port]`, compared as text: a listed origin with a path (even `/`) or
+    a query would never match, silently refusing the front end it was meant for."""
+    if origin in ("*", "null"):
+        return
+    try:
+        parts = urlsplit(origin)
+    except ValueError:
+        parts = None
+    if parts is None or not parts.scheme or not parts.netloc or parts.path or parts.query or parts.fragment:
+        bare = f"{parts.scheme}://{parts.netloc}" if parts is not None and parts.scheme and parts.netloc else None
+        hint = f" (write {bare!r})" if bare else ""
+        raise ValueError(f"Cors: origin {origin!r} is not scheme://host[:port], the only form a browser sends, so it "
+                         f"would never match{hint}")  # fmt: skip
 
 
 def security_headers(security: Security | None) -> list[str]:
