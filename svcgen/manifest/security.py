@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..runtime._security import key_header_problem
 from .loader import JsonPath, YamlDocument
 from .model import Position
 from .spelling import suggestion
@@ -78,6 +79,8 @@ def _check_scheme(
                       "remove it, or make the scheme type jwt")  # fmt: skip
         if "header" not in scheme:
             error(where, f"apiKey scheme {name!r} needs 'header', the request header carrying the key, like x-api-key")
+        elif isinstance(scheme["header"], str) and (problem := key_header_problem(scheme["header"])) is not None:
+            error(document.at((*path, "header")), f"apiKey scheme {name!r}: {problem}; name its own, like x-api-key")
         return kind
     if "header" in scheme:
         error(document.key_at((*path, "header")), f"scheme {name!r} is a jwt scheme, which reads the "

@@ -30,8 +30,12 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 import httpx
 import orjson
 
+from ._context import CORRELATION_HEADER, TRACEPARENT
+from ._deadline import DEADLINE_HEADER
 from ._health import HealthCheck, HealthCheckResult
+from ._idempotency import IDEMPOTENCY_KEY_HEADER
 from ._result import Result
+from ._topics import VERSION_HEADERS
 
 if TYPE_CHECKING:
     from ._registry import Registration
@@ -106,11 +110,17 @@ class JwtScheme:
 
 @dataclass(frozen=True, slots=True)
 class ApiKeyScheme:
-    """A key in a request header; the keys themselves come from wiring.py (`wiring.api_keys[name]`)."""
+    """A key in a request header; the keys themselves come from wiring.py (`wiring.api_keys[name]`). Not a header
+    the service reads for something else (`key_header_problem`)."""
 
     name: str
     header: str = "x-api-key"
     description: str | None = None
+
+    def __post_init__(self) -> None:
+        problem = key_header_problem(self.header)
+        if problem is not None:
+            raise ValueError(f"apiKey scheme {self.name!r}: {problem}")
 
     @property
     def type(self) -> str:
@@ -118,6 +128,27 @@ class ApiKeyScheme:
 
 
 Scheme: TypeAlias = JwtScheme | ApiKeyScheme
+
+CALL_REQUEST_HEADERS: Final = (*VERSION_HEADERS, IDEMPOTENCY_KEY_HEADER, DEADLINE_HEADER, TRACEPARENT,
+                               CORRELATION_HEADER)  # fmt: skip
+"""The request headers a call may carry for the service to read (a browser may always send them)."""
+_FRAMING_HEADERS: Final = frozenset({"authorization", "host", "content-type", "content-length", "transfer-encoding",
+                                     "connection", "cookie"})  # fmt: skip
+
+
+def key_header_problem(header: str) -> str | None:
+    """Why an API key may not travel in `header`, or None: a header the service reads for something else would
+    carry the key there too (a correlation id into every trace and the collector, a traceparent onward to the next
+    service), and the HTTP framing's own headers carry no key."""
+    name = header.strip().lower()
+    if not name:
+        return "its header is empty"
+    if name in CALL_REQUEST_HEADERS:
+        return f"header {header!r} is one the service reads for something else; the key would travel with it"
+    if name in _FRAMING_HEADERS:
+        return f"header {header!r} is not one a key can travel in" + (
+            " (a bearer token is a jwt scheme)" if name == "authorization" else "")
+    return None
 
 
 @dataclass(frozen=True)

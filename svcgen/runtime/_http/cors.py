@@ -20,23 +20,13 @@ from urllib.parse import urlsplit
 import orjson
 
 from .. import _status as st
-from .._context import CORRELATION_HEADER, TRACEPARENT
-from .._deadline import DEADLINE_HEADER
 from .._deprecation import DEPRECATION_HEADER, SUNSET_HEADER
-from .._idempotency import IDEMPOTENCY_KEY_HEADER, REPLAYED_HEADER, RETRY_AFTER_HEADER
+from .._idempotency import REPLAYED_HEADER, RETRY_AFTER_HEADER
 from .._result import JSON_CONTENT_TYPE
-from .._security import WWW_AUTHENTICATE_HEADER, ApiKeyScheme, Security
-from .._topics import VERSION_ECHO_HEADER, VERSION_HEADERS
+from .._security import CALL_REQUEST_HEADERS, WWW_AUTHENTICATE_HEADER, ApiKeyScheme, Security
+from .._topics import VERSION_ECHO_HEADER
 
 CORS_MISSING: Final = "CORS needs Starlette's middleware: pip install 'svcgen[cors]'"
-CALL_REQUEST_HEADERS: Final = (
-    *VERSION_HEADERS,
-    IDEMPOTENCY_KEY_HEADER,
-    DEADLINE_HEADER,
-    TRACEPARENT,
-    CORRELATION_HEADER,
-)
-"""The request headers a call may carry for the service to read: always allowed."""
 CALL_RESPONSE_HEADERS: Final = (
     VERSION_ECHO_HEADER,
     REPLAYED_HEADER,
