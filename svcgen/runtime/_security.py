@@ -479,15 +479,14 @@ def pyjwt() -> Any:
 
 
 def _scopes(claims: Mapping[str, Any]) -> frozenset[str]:
-    """The standard `scope` claim (space-separated), or `scp` as a list or a string."""
-    scope = claims.get("scope")
-    if isinstance(scope, str):
-        return frozenset(scope.split())
-    scp = claims.get("scp")
-    if isinstance(scp, str):
-        return frozenset(scp.split())
-    if isinstance(scp, list):
-        return frozenset(item for item in scp if isinstance(item, str))
+    """The standard `scope` claim, else `scp`: each a space-separated string or a list (identity providers send
+    either form of either)."""
+    for name in ("scope", "scp"):
+        value = claims.get(name)
+        if isinstance(value, str):
+            return frozenset(value.split())
+        if isinstance(value, list):
+            return frozenset(item for item in value if isinstance(item, str))
     return frozenset()
 
 

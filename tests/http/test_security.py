@@ -131,9 +131,13 @@ def test_valid_token_reaches_the_handler_as_principal(
     assert principal.scheme == "staff" and principal.claims["iss"] == ISSUER and principal.claims["aud"] == AUDIENCE
 
 
-def test_scp_list_is_read_as_scopes(clinic: tuple[httpx.Client, Calls], signing_key: RSAPrivateKey) -> None:
+@pytest.mark.parametrize("claim", ["scp", "scope"])
+def test_a_scope_list_is_read_as_scopes(
+    clinic: tuple[httpx.Client, Calls], signing_key: RSAPrivateKey, claim: str
+) -> None:
+    # Identity providers send either claim as a list too; a `scope` list was ignored (403).
     client, _ = clinic
-    good = token(signing_key, scp=["patients:read"])
+    good = token(signing_key, **{claim: ["patients:read"]})
     assert client.get("/patients/p-1", headers={"authorization": f"Bearer {good}"}).status_code == 200
 
 
