@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
-from types import FrameType
+from types import FrameType, ModuleType
 from typing import Any
 
 from .codegen.files import manifest_of
@@ -44,6 +44,10 @@ STOP_TIMEOUT = 10.0
 
 USER_ERRORS: tuple[type[Exception], ...] = (RuntimeMismatch, RegistryError, RouteError, WiringError)
 """Raised while importing a package for a reason its owner can fix: shown as their one-line message."""
+
+
+SVCGEN_SOURCE = Path(__file__).resolve().parent
+"""svcgen's own source: an error raised in it keeps its traceback."""
 
 
 class ServeError(Exception):
@@ -89,7 +93,31 @@ class Package:
                 raise
             message = error.msg if isinstance(error, SyntaxError) else str(error)
             raise ServeError(f"{self.directory.name}: {where}: {type(error).__name__}: {message}") from None
+        except Exception as error:
+            # Raised by a line of the package itself (wire() reading a setting the environment lacks, a handler
+            # module without `handle`): that line says it all. Raised inside svcgen or a library: a traceback.
+            where = self._raised_at(error)
+            if where is None:
+                raise
+            raise ServeError(f"{self.directory.name}: {where}: {type(error).__name__}: {error}") from None
         return module.app
+
+    def _raised_at(self, error: Exception) -> str | None:
+        """`path:line` of the package's file the error was raised in, or the package module an AttributeError
+        found without the attribute (relative to the package); None when it was raised elsewhere."""
+        if isinstance(error, AttributeError) and isinstance(error.obj, ModuleType):
+            relative = self._relative(error.obj.__file__ or "")
+            if relative is not None:
+                return relative
+        found = None
+        for frame, line in traceback.walk_tb(error.__traceback__):  # the innermost frame of the package wins
+            filename = frame.f_code.co_filename
+            relative = self._relative(filename)
+            if relative is not None:
+                found = f"{relative}:{line}"
+            elif found is not None and Path(filename).is_relative_to(SVCGEN_SOURCE):
+                found = None  # svcgen's own code raised it below the package's line: keep its traceback
+        return found
 
     def _position_of(self, error: ImportError | SyntaxError) -> str | None:
         """`path:line[:col]` of the package's file the error arose in (relative to the package), if any."""

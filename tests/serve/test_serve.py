@@ -102,6 +102,29 @@ def test_a_syntax_error_in_a_handler_is_one_line_with_its_position(tmp_path: Pat
     assert done.stderr.splitlines() == ["echo_service: handlers/echo_say.py:1:18: SyntaxError: invalid syntax"]
 
 
+def test_a_setting_wiring_py_requires_is_one_line_naming_its_line(tmp_path: Path) -> None:
+    package = build_echo(tmp_path)
+    # wire() reading a setting the environment lacks: the user's own line says what to fix.
+    (package / "wiring.py").write_text(
+        "from svcgen.runtime import Wiring\n\n\ndef wire(wiring: Wiring) -> None:\n"
+        "    url = wiring.environ['ECHO_DATABASE_URL']\n"
+    )
+    done = serve_once(package)
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == ["echo_service: wiring.py:5: KeyError: 'ECHO_DATABASE_URL'"], done.stderr
+
+
+def test_a_handler_module_without_handle_is_one_line_naming_it(tmp_path: Path) -> None:
+    package = build_echo(tmp_path)
+    (package / "handlers" / "echo_say.py").write_text("async def handel(request: object, context: object) -> None:\n"
+                                                      "    pass\n")
+    done = serve_once(package)
+    assert done.returncode == 1
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "handlers/echo_say.py" in lines[0] and "handle" in lines[0], lines
+
+
 def test_a_port_in_use_is_one_line_before_the_app_starts(tmp_path: Path) -> None:
     package = build_echo(tmp_path)
     (package / "wiring.py").write_text(
