@@ -673,7 +673,8 @@ def _build(manifest: str, out: Path, *, force: bool, package: str | None = None)
     except CodegenError as error:
         raise _BuildFailed(error.lines) from None
     except OSError as error:
-        raise _BuildFailed([f"{package_dir}: cannot write the package: {error.strerror or error}"]) from None
+        where = Path(error.filename).as_posix() if error.filename else package_dir
+        raise _BuildFailed([f"{where}: cannot write the package: {error.strerror or error}"]) from None
 
 
 def _other_package(model: Manifest, package: str, out: Path) -> str | None:

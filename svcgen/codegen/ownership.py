@@ -211,8 +211,11 @@ def _diff(old: bytes | None, new: bytes | None, name: str) -> str:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, data, durable=False)
+    path.parent.mkdir(parents=True, exist_ok=True)  # an error names the directory in the way
+    try:
+        write_atomic(path, data, durable=False)
+    except OSError as error:  # named by the file the build wanted, not its scratch file
+        raise OSError(error.errno, error.strerror, str(path)) from None
 
 
 def _read(path: Path) -> bytes | None:

@@ -104,3 +104,14 @@ def test_build_into_an_unwritable_place_is_a_clean_error(in_repo: None, tmp_path
     blocker.write_text("")
     assert_user_error(run("build", ORDERS, "-o", str(blocker / "out")), "cannot write the package")
     shutil.rmtree(tmp_path / "file", ignore_errors=True)
+
+
+def test_a_file_of_the_package_that_cannot_be_written_is_named(in_repo: None, tmp_path: Path) -> None:
+    # Something in the way of one file (here a directory where models.py goes; a read-only file or an immutable
+    # directory fails alike): the line says which file, not only that the package could not be written.
+    (tmp_path / "out" / "orders_service" / "models.py").mkdir(parents=True)
+    result = run("build", ORDERS, "-o", str(tmp_path / "out"))
+    assert_user_error(result, "cannot write")
+    assert result.stderr.splitlines() == [
+        f"{(tmp_path / 'out' / 'orders_service' / 'models.py').as_posix()}: cannot write the package: Is a directory"
+    ]
