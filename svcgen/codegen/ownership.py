@@ -128,9 +128,11 @@ def record_bytes(files: Sequence[GeneratedFile]) -> bytes:
 
 
 def check_findings(files: Sequence[GeneratedFile], package_dir: Path) -> list[str]:
-    """What `check` fails on besides a stale diff, one line each: orphans, likely renames, handlers whose types
-    changed, an old health.py, missing user files."""
-    return user_findings(files, package_dir, missing=True).problems()
+    """What `check` fails on besides a stale diff, one line each: generated files `build` would refuse (edited by
+    hand, not svcgen's), orphans, likely renames, handlers whose types changed, an old health.py, missing user
+    files."""
+    refused = [f"{relpath}: {_refusal_reason(status)}" for relpath, status in _plan(files, package_dir).refused()]
+    return refused + user_findings(files, package_dir, missing=True).problems()
 
 
 def _plan(files: Sequence[GeneratedFile], package_dir: Path) -> _Plan:
@@ -188,17 +190,15 @@ def _read_record(package_dir: Path) -> dict[str, str]:
 
 
 def _refusal(refused: list[tuple[str, Status]], package_dir: Path) -> list[str]:
-    lines = []
-    for relpath, status in refused:
-        where = package_dir / relpath
-        if status == "foreign":
-            lines.append(f"{where}: exists but was not written by svcgen; move it away or rerun with --force")
-        else:
-            lines.append(
-                f"{where}: generated file edited by hand since the last build; generated files are rewritten on "
-                "every build, so move the change into a handler (or the manifest), or rerun with --force to discard it"
-            )
-    return lines
+    return [f"{package_dir / relpath}: {_refusal_reason(status)}" for relpath, status in refused]
+
+
+def _refusal_reason(status: Status) -> str:
+    """Why `build` refuses a generated file (and `check` names it), and what to do."""
+    if status == "foreign":
+        return "exists but was not written by svcgen; move it away or build with --force"
+    return ("generated file edited by hand since the last build; generated files are rewritten on every build, so "
+            "move the change into a handler (or the manifest), or build with --force to discard it")
 
 
 def _diff(old: bytes | None, new: bytes | None, name: str) -> str:

@@ -74,6 +74,18 @@ def test_build_check_cycle(in_repo: None, tmp_path: Path) -> None:
     assert run("check", ORDERS, "-o", out).exit_code == 0
 
 
+def test_check_names_a_hand_edited_generated_file_as_build_does(in_repo: None, tmp_path: Path) -> None:
+    # check sending the user to a build that refuses the file, without saying why, is check disagreeing with build.
+    out = tmp_path / "out"
+    assert run("build", ORDERS, "-o", str(out)).exit_code == 0
+    models = out / "orders_service" / "models.py"
+    models.write_text(models.read_text() + "# tweak\n")
+    checked = run("check", ORDERS, "-o", str(out))
+    assert checked.exit_code == 1
+    edited = [line for line in checked.stderr.splitlines() if line.startswith(f"{models.as_posix()}: ")]
+    assert len(edited) == 1 and "generated file edited by hand" in edited[0] and "--force" in edited[0], checked.stderr
+
+
 def test_codegen_error_is_a_clean_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "m.yaml").write_text(
         "svcgen: 1\nservice: art\ntypes:\n  Job:\n    fields:\n      id: string\n"
