@@ -3,8 +3,8 @@
 - a handler or health module whose topic or check left the manifest: orphaned (never deleted); when an
   orphaned handler has the request and response types of a topic whose handler is new (missing or still the
   untouched stub), that is a likely rename, with the `mv` that keeps the implementation;
-- a kept handler whose `handle` annotations differ from the manifest's types (the service would refuse it at
-  startup);
+- a kept handler whose `handle` annotations differ from the manifest's types, or that does not parse or binds no
+  `handle` (the service would refuse it at startup);
 - a `health.py` from an older build, with the move to make: one module per check under health/;
 - (check only) a user file that is missing: build creates its stub.
 
@@ -66,7 +66,7 @@ def user_findings(files: Sequence[GeneratedFile], package_dir: Path, *, missing:
             lines.extend(_rename_hints(path, package_dir, fresh, label))
     for path, stub in sorted(handler_stubs.items()):
         if path not in fresh:
-            lines.extend(_type_change(path, package_dir, stub))
+            lines.extend(_unbindable(path, package_dir) or _type_change(path, package_dir, stub))
     lines.extend(_legacy_health(stubs, package_dir))
     if missing:
         absent = [path for path in sorted(stubs) if not (package_dir / path).exists()]
@@ -135,6 +135,41 @@ def _rename_hints(orphan: str, package_dir: Path, fresh: dict[str, GeneratedFile
         f"{orphan}: likely renamed to {target} (same request and response types); keep the implementation with: "
         f"mv {label}/{orphan} {label}/{target}"
     ]
+
+
+def _unbindable(path: str, package_dir: Path) -> list[str]:
+    """A kept handler the service cannot bind: it does not parse, or binds no `handle` at its top level."""
+    try:
+        tree = ast.parse((package_dir / path).read_text(encoding="utf-8"))
+    except SyntaxError as error:
+        return [f"{path}:{error.lineno}: SyntaxError: {error.msg}; the service refuses to start until it parses"]
+    except (OSError, UnicodeDecodeError, ValueError):
+        return []
+    if _binds(tree, "handle") is False:
+        return [f"{path}: defines no handle; the service refuses to start until it does"]
+    return []
+
+
+def _binds(tree: ast.Module, name: str) -> bool | None:
+    """Whether the module binds `name` outside its functions and classes (a def, an assignment, an import); None
+    when a star import might."""
+    pending: list[ast.AST] = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            if node.name == name:
+                return True
+            continue  # their bodies bind in their own scope
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            for alias in node.names:
+                if alias.name == "*":
+                    return None
+                if (alias.asname or alias.name.partition(".")[0]) == name:
+                    return True
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id == name:
+            return True
+        pending.extend(ast.iter_child_nodes(node))
+    return False
 
 
 def _type_change(path: str, package_dir: Path, stub: GeneratedFile) -> list[str]:

@@ -117,6 +117,23 @@ def test_a_helper_module_beside_the_handlers_is_the_users_not_an_orphan(tmp_path
     ]
 
 
+def test_a_kept_handler_the_service_cannot_bind_is_named_by_check(tmp_path: Path) -> None:
+    # serve refuses these at start; check saying "up to date" would let CI pass a service that cannot start.
+    write_package(package(handlers=("a", "b", "c", "d")), tmp_path)
+    (tmp_path / "handlers/a.py").write_text("async def handel(request, context):\n    ...\n")
+    (tmp_path / "handlers/b.py").write_text("async def handle(request, context):\n    return (\n")
+    (tmp_path / "handlers/c.py").write_text("from ._shared import make\n\nhandle = make('c')\n")
+    (tmp_path / "handlers/d.py").write_text("from ._shared import handle_d as handle\n")
+    assert check_findings(package(handlers=("a", "b", "c", "d")), tmp_path) == [
+        "handlers/a.py: defines no handle; the service refuses to start until it does",
+        "handlers/b.py:2: SyntaxError: '(' was never closed; the service refuses to start until it parses",
+    ]
+    assert write_package(package(handlers=("a", "b", "c", "d")), tmp_path).notes == [
+        "handlers/a.py: defines no handle; the service refuses to start until it does",
+        "handlers/b.py:2: SyntaxError: '(' was never closed; the service refuses to start until it parses",
+    ]
+
+
 def test_generated_file_no_longer_generated_is_removed_unless_edited(tmp_path: Path) -> None:
     extra = [*package(), GeneratedFile("clients.py", HEADER, "generated")]
     write_package(extra, tmp_path)
