@@ -320,6 +320,8 @@ def serve(package_dir: Path, host: str, port: int, workers: int, access_log: boo
     from .runtime._wiring import NATS_ENV
     from .serving import Package, Reloader, ServeError
 
+    if manifest is not None and not reload:  # taken silently, it would suggest a build that never happens
+        _fail(["--manifest names the manifest --reload rebuilds from; add --reload"])
     try:
         package = Package.at(package_dir)
         if nats:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -109,6 +111,20 @@ def test_init_writes_a_manifest_that_builds(tmp_path: Path, monkeypatch: pytest.
 
 def test_serve_refuses_a_directory_without_a_package(tmp_path: Path) -> None:
     assert_user_error(run("serve", str(tmp_path)), "no generated package here")
+
+
+def test_serve_refuses_manifest_without_reload(in_repo: None, tmp_path: Path) -> None:
+    # --manifest only says what --reload rebuilds from: taken silently, it suggests a build that never happens.
+    out = tmp_path / "out"
+    assert run("build", ORDERS, "-o", str(out)).exit_code == 0
+    # A subprocess, bounded: without the refusal it would serve.
+    try:
+        done = subprocess.run([sys.executable, "-m", "svcgen", "serve", str(out / "orders_service"), "--manifest",
+                               ORDERS, "--port", "0"], capture_output=True, text=True, timeout=30, cwd=REPO)
+    except subprocess.TimeoutExpired:
+        pytest.fail("svcgen serve --manifest without --reload served instead of refusing")
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == ["--manifest names the manifest --reload rebuilds from; add --reload"]
 
 
 def test_build_into_an_unwritable_place_is_a_clean_error(in_repo: None, tmp_path: Path) -> None:
