@@ -127,6 +127,31 @@ def test_serve_refuses_manifest_without_reload(in_repo: None, tmp_path: Path) ->
     assert done.stderr.splitlines() == ["--manifest names the manifest --reload rebuilds from; add --reload"]
 
 
+INTERRUPTED_WHILE_LOADING = """
+import runpy, sys
+
+
+class CtrlC:
+    # Ctrl-C arriving while the command line is still being imported, the first ~0.3 s of every command.
+    def find_spec(self, name, path=None, target=None):
+        if name == "svcgen.cli":
+            raise KeyboardInterrupt
+        return None
+
+
+sys.meta_path.insert(0, CtrlC())
+sys.argv = ["svcgen", "--version"]
+runpy.run_module("svcgen", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_ctrl_c_while_the_command_line_loads_is_aborted_not_a_traceback() -> None:
+    done = subprocess.run([sys.executable, "-c", INTERRUPTED_WHILE_LOADING], capture_output=True, text=True,
+                          timeout=60, cwd=REPO)
+    assert "Traceback" not in done.stderr
+    assert (done.returncode, done.stderr.splitlines()) == (1, ["", "Aborted!"])  # as click says it once running
+
+
 def test_build_into_an_unwritable_place_is_a_clean_error(in_repo: None, tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")
