@@ -4,7 +4,7 @@
   orphaned handler has the request and response types of a topic whose handler is new (missing or still the
   untouched stub), that is a likely rename, with the `mv` that keeps the implementation;
 - a kept handler whose `handle` annotations differ from the manifest's types, or that does not parse or binds no
-  `handle` (the service would refuse it at startup);
+  `handle`, and a health module that does not parse or binds no `check` (the service would refuse it at startup);
 - a `health.py` from an older build, with the move to make: one module per check under health/;
 - (check only) a user file that is missing: build creates its stub.
 
@@ -66,7 +66,9 @@ def user_findings(files: Sequence[GeneratedFile], package_dir: Path, *, missing:
             lines.extend(_rename_hints(path, package_dir, fresh, label))
     for path, stub in sorted(handler_stubs.items()):
         if path not in fresh:
-            lines.extend(_unbindable(path, package_dir) or _type_change(path, package_dir, stub))
+            lines.extend(_unbindable(path, package_dir, "handle") or _type_change(path, package_dir, stub))
+    for path in sorted(path for path in stubs if path.startswith(HEALTH_DIR)):
+        lines.extend(_unbindable(path, package_dir, "check"))
     lines.extend(_legacy_health(stubs, package_dir))
     if missing:
         absent = [path for path in sorted(stubs) if not (package_dir / path).exists()]
@@ -137,16 +139,17 @@ def _rename_hints(orphan: str, package_dir: Path, fresh: dict[str, GeneratedFile
     ]
 
 
-def _unbindable(path: str, package_dir: Path) -> list[str]:
-    """A kept handler the service cannot bind: it does not parse, or binds no `handle` at its top level."""
+def _unbindable(path: str, package_dir: Path, entry: str) -> list[str]:
+    """A kept handler (health module) the service cannot bind: it does not parse, or binds no `entry` (`handle`,
+    `check`) at its top level. A missing one is not this finding."""
     try:
         tree = ast.parse((package_dir / path).read_text(encoding="utf-8"))
     except SyntaxError as error:
         return [f"{path}:{error.lineno}: SyntaxError: {error.msg}; the service refuses to start until it parses"]
     except (OSError, UnicodeDecodeError, ValueError):
         return []
-    if _binds(tree, "handle") is False:
-        return [f"{path}: defines no handle; the service refuses to start until it does"]
+    if _binds(tree, entry) is False:
+        return [f"{path}: defines no {entry}; the service refuses to start until it does"]
     return []
 
 

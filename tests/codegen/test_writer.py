@@ -134,6 +134,17 @@ def test_a_kept_handler_the_service_cannot_bind_is_named_by_check(tmp_path: Path
     ]
 
 
+def test_a_health_module_the_service_cannot_bind_is_named_by_check(tmp_path: Path) -> None:
+    write_package(package(handlers=(), health=("db", "cache", "queue")), tmp_path)
+    (tmp_path / "health/db.py").write_text("def chek():\n    return True\n")
+    (tmp_path / "health/cache.py").write_text("def check(:\n")
+    (tmp_path / "health/queue.py").write_text("from ._probes import ping as check\n")
+    assert check_findings(package(handlers=(), health=("db", "cache", "queue")), tmp_path) == [
+        "health/cache.py:1: SyntaxError: invalid syntax; the service refuses to start until it parses",
+        "health/db.py: defines no check; the service refuses to start until it does",
+    ]
+
+
 def test_generated_file_no_longer_generated_is_removed_unless_edited(tmp_path: Path) -> None:
     extra = [*package(), GeneratedFile("clients.py", HEADER, "generated")]
     write_package(extra, tmp_path)
