@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -60,6 +61,14 @@ Hook = TypeVar("Hook", bound=Callable[[], Awaitable[None]])
 class WiringError(ValueError):
     """A service that cannot start as wired (a produced topic without a target, a malformed URL); the message
     is one line naming what to set."""
+
+
+def checked_http_url(url: str, where: str, example: str) -> str:
+    """`url` when it is an http(s) URL with a host; else a `WiringError` naming `where` it was set."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise WiringError(f"{where}={url!r}: expected an http:// or https:// URL like {example}")
+    return url
 
 
 class Sender(Protocol):

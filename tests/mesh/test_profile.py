@@ -15,6 +15,7 @@ from svcgen.runtime import (
     MeshSettings,
     Registry,
     Service,
+    WiringError,
     declare_profile,
     self_check,
 )
@@ -136,3 +137,18 @@ def test_the_heartbeat_can_be_overridden_and_a_bad_value_is_refused_clearly() ->
     for bad in ("soon", "0", "-1", "inf", "nan"):
         with pytest.raises(ValueError, match=f"{HEARTBEAT_ENV}="):
             MeshHost(IDENTITY, settings, environ={HEARTBEAT_ENV: bad})
+
+
+@pytest.mark.parametrize(("variable", "value", "said"), [
+    ("SVCGEN_COLLECTOR", "notaurl", "SVCGEN_COLLECTOR='notaurl': expected an http:// or https:// URL like "
+                                    "http://127.0.0.1:8700"),
+    ("SVCGEN_COLLECTOR", "127.0.0.1:8700", "SVCGEN_COLLECTOR='127.0.0.1:8700': expected an http:// or https:// URL"),
+    ("SVCGEN_MESH_NATS", "zzz", "SVCGEN_MESH_NATS = 'zzz' is not a nats://host:port URL"),
+])
+def test_a_feed_destination_from_the_environment_that_is_no_url_stops_the_start_in_one_line(
+    variable: str, value: str, said: str
+) -> None:
+    # It started, then failed every beat with "no URL for topic 'svc:mesh:register'" (or timed out, for NATS).
+    with pytest.raises(WiringError) as refused:
+        MeshHost(IDENTITY, MeshSettings("http://127.0.0.1:8700"), environ={variable: value})
+    assert str(refused.value).startswith(said)

@@ -14,8 +14,9 @@ from .._context import TRACEPARENT
 from .._descriptor import Identity
 from .._events import DEAD_LETTER, Delivered, Subscription, Verdict, safe_headers
 from .._http.app import HttpApp
+from .._nats.connections import NatsError, server_of
 from .._pipeline import Middleware
-from .._wiring import Sender, WiringError
+from .._wiring import Sender, WiringError, checked_http_url
 from .exporters import Exporter, FanOutExporter, QueueExporter
 from .feeds import TOKEN_ENV, EnvelopeSender, FeedSender
 from .issues import IssueAggregator
@@ -78,9 +79,15 @@ def warn_without_mesh(environ: Mapping[str, str]) -> None:
 def _overridden(settings: MeshSettings, environ: Mapping[str, str]) -> MeshSettings:
     collector = environ.get(COLLECTOR_ENV, "").strip()
     if collector:
-        settings = dataclasses.replace(settings, collector=collector)
+        # At start, one line: not a feed failing every beat with "no URL for topic svc:mesh:register".
+        settings = dataclasses.replace(settings, collector=checked_http_url(collector, COLLECTOR_ENV,
+                                                                            "http://127.0.0.1:8700"))  # fmt: skip
     nats = environ.get(MESH_NATS_ENV, "").strip()
     if nats:
+        try:
+            server_of(nats)
+        except NatsError as error:
+            raise WiringError(f"{MESH_NATS_ENV} = {error}") from None
         settings = dataclasses.replace(settings, transport="nats", nats=nats)
     token = environ.get(TOKEN_ENV, "").strip()
     if token:

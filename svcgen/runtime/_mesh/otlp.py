@@ -34,7 +34,7 @@ from .._descriptor import Identity
 from .._http.sender import display_url
 from .._http.transport import KeepAliveTransport, lean_transport
 from .._topics import UNKNOWN_TOPIC
-from .._wiring import WiringError
+from .._wiring import WiringError, checked_http_url
 from .exporters import QueueExporter
 from .messages import MAX_TEXT
 from .reporter import DEFAULT_SHUTDOWN_TIMEOUT, run_flushes
@@ -95,10 +95,7 @@ def _signal_url(base: str) -> str:
 
 
 def _checked(url: str, where: str) -> str:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise WiringError(f"{where}={url!r}: expected an http:// or https:// URL like http://127.0.0.1:4318")
-    return url
+    return checked_http_url(url, where, "http://127.0.0.1:4318")
 
 
 class SpanEncoder:
