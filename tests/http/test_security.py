@@ -137,7 +137,8 @@ def test_a_scope_list_is_read_as_scopes(
 ) -> None:
     # Identity providers send either claim as a list too; a `scope` list was ignored (403).
     client, _ = clinic
-    good = token(signing_key, **{claim: ["patients:read"]})
+    claims: dict[str, Any] = {claim: ["patients:read"]}
+    good = token(signing_key, **claims)
     assert client.get("/patients/p-1", headers={"authorization": f"Bearer {good}"}).status_code == 200
 
 
