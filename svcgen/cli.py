@@ -871,6 +871,7 @@ def dead_letters_command(action: str, url: str, subscriber: str | None, event: s
     then remove) or drop what subscribers gave up on."""
     from .deadletters import run
     from .runtime._nats.connections import NatsError
+    from .runtime._nats.events import refusal
 
     if event is not None and subscriber is None:
         _fail(["--event needs --subscriber: dead letters are kept per subscriber"], status=2)
@@ -879,6 +880,6 @@ def dead_letters_command(action: str, url: str, subscriber: str | None, event: s
     except NatsError as error:
         _fail([str(error)])
     except Exception as error:
-        _fail([f"dead letters at {url}: {type(error).__name__}: {error}"])
+        _fail([f"dead letters at {url}: {refusal(error)}"])
     done = {"list": "dead letter(s)", "replay": "replayed", "drop": "dropped"}[action]
     click.echo(f"{count} {done}", err=True)

@@ -796,3 +796,32 @@ def test_the_harness_cleanup_removes_its_subscribers_dead_letters_and_only_their
     finally:
         asyncio.run(cleanup(nats_url, publisher, mine, other))
     assert asyncio.run(left(other)) == 0
+
+
+def test_a_nats_server_without_jetstream_is_named_as_such_at_start_and_by_the_dead_letters_command() -> None:
+    # A NATS server started without -js answered the publisher's and the subscriber's start with "JetStream stream
+    # SVC_EVENTS_... cannot be used: ServiceUnavailableError: nats: ServiceUnavailableError: code=None err_code=None
+    # description='None'", and the dead-letters command the same: nothing said JetStream was off.
+    server = ThrowawayNats(jetstream=False)
+    server.start()
+    publisher = unique_name("pub")
+    wanted = "the NATS server has no JetStream (start nats-server with -js, or enable jetstream in its config)"
+
+    async def main() -> None:
+        async with connected(server.url) as client:
+            with pytest.raises(EventsError) as caught:
+                await publisher_bus(client, publisher).start(None)  # type: ignore[arg-type]
+            assert str(caught.value) == f"JetStream stream SVC_EVENTS_{publisher.upper()} cannot be used: {wanted}"
+            bus, service = subscriber(client, unique_name("sub"), publisher, accept, FAST)
+            with pytest.raises(EventsError) as caught:
+                await bus.start(service)
+            assert str(caught.value) == f"JetStream stream SVC_EVENTS_{publisher.upper()} cannot be used: {wanted}"
+            await bus.stop()
+
+    try:
+        asyncio.run(main())
+        listed = run_cli("events", "dead-letters", "list", "--nats", server.url, cwd=REPO)
+    finally:
+        server.remove()
+    assert listed.returncode == 1
+    assert listed.stderr.strip().splitlines()[-1].endswith(f"dead letters at {server.url}: {wanted}"), listed.stderr

@@ -58,9 +58,9 @@ def unique_name(prefix: str = "t") -> str:
 
 class ThrowawayNats:
     """`nats-server -js` of its own on a free port on 127.0.0.1 with its JetStream store in a temporary directory;
-    `stop` and `start` keep the store, `remove` deletes it."""
+    `stop` and `start` keep the store, `remove` deletes it. `jetstream=False`: a plain NATS server, without -js."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, jetstream: bool = True) -> None:
         binary = shutil.which("nats-server") or "/usr/sbin/nats-server"
         if not Path(binary).exists():
             pytest.fail("nats-server is missing: install Debian's nats-server package (make test does)", pytrace=False)
@@ -69,9 +69,12 @@ class ThrowawayNats:
         self.port = free_port()
         self.url = f"nats://127.0.0.1:{self.port}"
         self._process: subprocess.Popen[bytes] | None = None
+        self.jetstream = jetstream
 
     def start(self, timeout: float = 10.0) -> None:
-        command = [self.binary, "-a", "127.0.0.1", "-p", str(self.port), "-js", "-sd", str(self.directory / "store")]
+        command = [self.binary, "-a", "127.0.0.1", "-p", str(self.port)]
+        if self.jetstream:
+            command += ["-js", "-sd", str(self.directory / "store")]
         log = (self.directory / "nats.log").open("ab")
         self._process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout

@@ -57,6 +57,7 @@ STOP_TIMEOUT: Final = 10.0
 DEAD_LETTER_RETENTION: Final = Retention(max_age=30 * 24 * 3600.0)
 EVENT_RETENTION_SETTING: Final = "wiring.event_retention"
 DEAD_LETTERS_SETTING: Final = "JetStreamBroker(dead_letters=...)"
+NO_JETSTREAM: Final = "the NATS server has no JetStream (start nats-server with -js, or enable jetstream in its config)"
 
 
 class JetStreamBroker:
@@ -124,7 +125,7 @@ class JetStreamBroker:
         except EventsError:
             raise
         except Exception as exc:
-            raise EventsError(f"JetStream stream {name} cannot be used: {type(exc).__name__}: {_why(exc)}") from None
+            raise EventsError(f"JetStream stream {name} cannot be used: {refusal(exc)}") from None
         found = list(info.config.subjects or [])
         if subjects not in found:
             # Made by hand or by something else: publishes to it would fail, consumers could not be made on it.
@@ -181,7 +182,7 @@ class JetStreamBroker:
             raise
         except Exception as exc:
             raise EventsError(f"durable consumer {durable} of {subscription.subject} on {subscription.stream} cannot "
-                              f"be used: {type(exc).__name__}: {_why(exc)}") from None  # fmt: skip
+                              f"be used: {refusal(exc)}") from None  # fmt: skip
         self._subscriptions.append(pull)
         loop = asyncio.create_task(self._pull(pull, subscriber, subscription, ack_wait, deliver),
                                    name=f"svcgen-events-{durable}")  # fmt: skip
@@ -391,6 +392,16 @@ async def _retained(js: JetStreamContext, name: str, config: Any, retention: Ret
 
 def _limit(field: str, value: float) -> str:
     return f"{int(value)}" if field == "max_bytes" else f"{round(value, 3):.12g}s"
+
+
+def refusal(exc: Exception) -> str:
+    """Why a JetStream request failed, for a person. nats-py answers a request nobody serves on the JetStream API (a
+    server without JetStream) with a ServiceUnavailableError and no description: that is said in words."""
+    from nats.js.errors import ServiceUnavailableError
+
+    if isinstance(exc, ServiceUnavailableError) and not exc.description:
+        return NO_JETSTREAM
+    return f"{type(exc).__name__}: {_why(exc)}"
 
 
 def _why(exc: Exception) -> str:
