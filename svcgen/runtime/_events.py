@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, TypeVar
+from urllib.parse import quote
 
 import orjson
 
@@ -456,8 +457,7 @@ class EventBus:
             sent[TRACEPARENT] = span[0].traceparent  # the publish, not the handler, is the deliveries' parent
         sent.update(headers or {})
         if spec.key is not None and isinstance(value, dict) and value.get(spec.key) is not None:
-            key = value[spec.key]
-            sent[MSG_ID] = f"{event}:{version}:{key if isinstance(key, str) else orjson.dumps(key).decode()}"
+            sent[MSG_ID] = message_id(event, version, value[spec.key])
         subject = event_subject(self.service_name, event, version)
         try:
             duplicate = await self.broker.publish(self.service_name, subject, data, sent, self.publish_timeout)
@@ -467,6 +467,17 @@ class EventBus:
             reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             return Result.service_unavailable(f"the event stream did not take {TopicKey(event, version)} ({reason})")
         return Result.accepted(None, headers={"svc-duplicate": "true"} if duplicate else None)
+
+
+def message_id(event: str, version: str, key: Any) -> str:
+    """The `Nats-Msg-Id` of a keyed event: `<event>:<version>:<key>`, the key percent-encoded outside printable
+    ASCII (and `%` itself). A header value is trimmed and its line breaks made spaces on the way, so keys that
+    differ only there ("o-1" and "o-1 ") would share an id and the second be stored as a duplicate of the first."""
+    text = key if isinstance(key, str) else orjson.dumps(key).decode()
+    return f"{event}:{version}:{quote(text, safe=_KEY_AS_IS)}"
+
+
+_KEY_AS_IS: Final = "".join(chr(code) for code in range(0x21, 0x7F) if chr(code) != "%")
 
 
 def events_descriptor(published: Iterable[EventSpec], subscriptions: Iterable[Subscription]) -> dict[str, Any] | None:
