@@ -865,7 +865,9 @@ def events() -> None:
 @click.option("--nats", "url", metavar="URL", envvar="SVCGEN_NATS", required=True,
               help="The NATS server (nats://host:port); default $SVCGEN_NATS.")
 @click.option("--subscriber", metavar="SERVICE", help="Only the dead letters of this subscribing service.")
-@click.option("--event", metavar="EVENT", help="Only those of this event id (every version); needs --subscriber.")
+@click.option("--event", metavar="EVENT",
+              help="Only those of this event id (every version), or of EVENT@VERSION as list names it; needs "
+              "--subscriber.")
 def dead_letters_command(action: str, url: str, subscriber: str | None, event: str | None) -> None:
     """List (one line each, with its payload), replay (republish to the original subject under a new message id,
     then remove) or drop what subscribers gave up on."""

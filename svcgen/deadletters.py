@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .runtime._eventnames import DEAD_LETTER_STREAM, DEAD_SUBJECT_ROOT
+from .runtime._eventnames import DEAD_LETTER_STREAM, DEAD_SUBJECT_ROOT, dead_letter_subject
 from .runtime._events import (
     DL_ATTEMPTS,
     DL_EVENT,
@@ -70,7 +70,8 @@ def filter_subject(subscriber: str | None, event: str | None) -> str:
 async def dead_letters(
     client: Client, *, subscriber: str | None = None, event: str | None = None
 ) -> AsyncIterator[DeadLetter]:
-    """Every dead letter kept, oldest first, filtered by subscriber and event (id, every version of it)."""
+    """Every dead letter kept, oldest first, filtered by subscriber and event (id, every version of it; or
+    `id@version`, that version)."""
     from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
     from nats.js.errors import NotFoundError
 
@@ -87,6 +88,9 @@ async def dead_letters(
     subjects = [filter_subject(subscriber, event)]
     if subscriber is not None and event is not None:
         subjects.append(f"{DEAD_SUBJECT_ROOT}.{subscriber}.{slug(event)}")  # the unversioned event
+        topic, at, version = event.rpartition("@")
+        if at and topic and version:  # `orders:placed@v2`, as `line()` names a versioned event: that version only
+            subjects.append(dead_letter_subject(subscriber, topic, version))
     seen: set[int] = set()
     for subject in subjects:
         # An ephemeral consumer of our own: reading does not disturb anything else.

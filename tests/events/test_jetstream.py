@@ -847,3 +847,51 @@ def test_a_nats_server_without_jetstream_is_named_as_such_at_start_and_by_the_de
         server.remove()
     assert listed.returncode == 1
     assert listed.stderr.strip().splitlines()[-1].endswith(f"dead letters at {server.url}: {wanted}"), listed.stderr
+
+
+def test_the_dead_letters_command_takes_an_event_as_its_list_lines_name_it_with_its_version(nats_url: str) -> None:
+    # `list` names a versioned event's dead letter `orders:placed@v2`; given back as `--event orders:placed@v2`, it
+    # matched nothing ("0 dead letter(s)", and replay or drop did nothing) with no word of why.
+    from svcgen.runtime import EventBus, Identity, JetStreamBroker, Registry, Service
+    from svcgen.runtime._eventnames import event_subject, stream_name
+
+    publisher, name = unique_name("pub"), unique_name("sub")
+
+    async def refuse(event: Placed, context: Context) -> Result[None]:
+        return Result.service_unavailable("down")
+
+    async def main() -> None:
+        async with connected(nats_url) as client:
+            await publisher_bus(client, publisher).start(None)  # type: ignore[arg-type]  # makes the stream
+            subscriptions = Subscriptions()
+            for version in ("v1", "v2"):
+                subscriptions.add("orders:placed", refuse, publisher=publisher, payload=Placed, version=version,
+                                  delivery=Delivery(max_deliver=1, backoff=(0.05,)))  # fmt: skip
+            bus = EventBus(name, [], subscriptions, JetStreamBroker(client))
+            await bus.start(Service(Identity(name), Registry()))
+            for version in ("v1", "v2"):
+                await client.jetstream().publish(event_subject(publisher, "orders:placed", version),
+                                                 orjson.dumps({"orderId": f"o-{version}"}),
+                                                 stream=stream_name(publisher))  # fmt: skip
+            end = asyncio.get_running_loop().time() + DEADLINE
+            while len(await _letters(client, name)) < 2:
+                assert asyncio.get_running_loop().time() < end, "gave up waiting for both dead letters"
+                await asyncio.sleep(0.1)
+            await bus.stop()
+
+    def run() -> None:
+        asyncio.run(main())
+        listed = run_cli("events", "dead-letters", "list", "--nats", nats_url, "--subscriber", name, cwd=REPO)
+        v2 = [line for line in listed.stdout.splitlines() if " orders:placed@v2 " in line]
+        assert len(v2) == 1 and '"o-v2"' in v2[0], listed.stdout
+        one = run_cli("events", "dead-letters", "list", "--nats", nats_url, "--subscriber", name,
+                      "--event", "orders:placed@v2", cwd=REPO)  # fmt: skip
+        assert one.returncode == 0 and one.stdout.splitlines() == v2, (one.stdout, one.stderr)
+        every = run_cli("events", "dead-letters", "list", "--nats", nats_url, "--subscriber", name,
+                        "--event", "orders:placed", cwd=REPO)  # fmt: skip
+        assert len(every.stdout.splitlines()) == 2, every.stdout
+
+    try:
+        run()
+    finally:
+        asyncio.run(cleanup(nats_url, publisher, name))
