@@ -895,3 +895,37 @@ def test_the_dead_letters_command_takes_an_event_as_its_list_lines_name_it_with_
         run()
     finally:
         asyncio.run(cleanup(nats_url, publisher, name))
+
+
+def test_a_running_subscriber_whose_durable_consumer_was_deleted_makes_it_again_and_handles_on(
+    nats_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A durable consumer deleted while its subscriber ran (by hand, or with its stream, as "delete it to have it
+    # created" says) left the subscriber fetching from nothing: no event handled, not a word logged, until a restart.
+    from svcgen.runtime._eventnames import stream_name
+
+    publisher, name = unique_name("pub"), unique_name("sub")
+    handled: list[str] = []
+
+    async def handle(event: Placed, context: Context) -> Result[None]:
+        handled.append(event.order_id)
+        return Result.ok()
+
+    async def main() -> None:
+        async with connected(nats_url) as client:
+            sender = publisher_bus(client, publisher)
+            await sender.start(None)  # type: ignore[arg-type]
+            bus, service = subscriber(client, name, publisher, handle, FAST)
+            bus.broker.consumer_check = 0.5  # type: ignore[attr-defined]  # how often an idle one looks
+            await bus.start(service)
+            await sender.publish("orders:placed", Placed("o-1"))
+            await wait_for(lambda: handled == ["o-1"], "the first event handled")
+            await client.jetstream().delete_consumer(stream_name(publisher), f"{name}__orders_placed")
+            await sender.publish("orders:placed", Placed("o-2"))
+            await wait_for(lambda: "o-2" in handled, "the event published after the consumer was deleted handled")
+            await bus.stop()
+
+    with caplog.at_level(logging.WARNING, logger="svcgen.events"):
+        run_then_clean(nats_url, main, publisher, name)
+    assert any(f"durable consumer {name}__orders_placed" in record.getMessage() and "made again" in
+               record.getMessage() for record in caplog.records), [r.getMessage() for r in caplog.records]

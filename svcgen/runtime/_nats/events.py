@@ -54,6 +54,8 @@ ACK_PENDING_PER_IN_FLIGHT: Final = 16
 """A durable consumer's max_ack_pending is this many times max_in_flight: room for that many replicas sharing it,
 each with max_in_flight deliveries running."""
 STOP_TIMEOUT: Final = 10.0
+CONSUMER_CHECK: Final = 30.0
+"""Seconds between the looks an idle subscription takes that its durable consumer is still on the server."""
 DEAD_LETTER_RETENTION: Final = Retention(max_age=30 * 24 * 3600.0)
 EVENT_RETENTION_SETTING: Final = "wiring.event_retention"
 DEAD_LETTERS_SETTING: Final = "JetStreamBroker(dead_letters=...)"
@@ -78,6 +80,7 @@ class JetStreamBroker:
         self.fetch_batch = fetch_batch
         self.max_in_flight = max_in_flight
         self.dead_letters = dead_letters
+        self.consumer_check = CONSUMER_CHECK
         self._loops: list[asyncio.Task[None]] = []
         self._running: set[asyncio.Task[None]] = set()
         self._subscriptions: list[Any] = []
@@ -155,7 +158,6 @@ class JetStreamBroker:
         retention: Retention,
         deliver: Callable[[Delivered], Awaitable[Verdict]],
     ) -> None:
-        from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
         from nats.js.errors import NotFoundError
 
         await self._ensure(subscription.stream, publisher_subjects(subscription.publisher), retention)
@@ -167,15 +169,7 @@ class JetStreamBroker:
             try:
                 info = await js.consumer_info(subscription.stream, durable)
             except NotFoundError:
-                config = ConsumerConfig(
-                    durable_name=durable, filter_subject=subscription.subject, ack_policy=AckPolicy.EXPLICIT,
-                    deliver_policy=DeliverPolicy.ALL, ack_wait=subscription.delivery.ack_wait,
-                    max_ack_pending=self.max_in_flight * ACK_PENDING_PER_IN_FLIGHT,
-                    # Unlimited here: the delivery rules dead-letter after max_deliver attempts; a cap here would drop
-                    # a message unrecorded whenever the dead-letter stream could not take it in time.
-                    max_deliver=-1,
-                )  # fmt: skip
-                info = await js.add_consumer(subscription.stream, config)
+                info = await self._add_consumer(durable, subscription)
             ack_wait = await _reconciled(js, info, durable, subscription, self.max_in_flight)
             pull = await js.pull_subscribe_bind(durable, stream=subscription.stream)
         except EventsError:
@@ -184,25 +178,70 @@ class JetStreamBroker:
             raise EventsError(f"durable consumer {durable} of {subscription.subject} on {subscription.stream} cannot "
                               f"be used: {refusal(exc)}") from None  # fmt: skip
         self._subscriptions.append(pull)
-        loop = asyncio.create_task(self._pull(pull, subscriber, subscription, ack_wait, deliver),
+        loop = asyncio.create_task(self._pull(pull, subscriber, subscription, retention, ack_wait, deliver),
                                    name=f"svcgen-events-{durable}")  # fmt: skip
         self._loops.append(loop)
         logger.info("%s handles %s from %s (durable consumer %s)", subscriber, subscription.subject,
                     subscription.stream, durable)  # fmt: skip
 
-    async def _pull(self, pull: Any, subscriber: str, subscription: Subscription, ack_wait: float,
-                    deliver: Callable[[Delivered], Awaitable[Verdict]]) -> None:  # fmt: skip
+    async def _add_consumer(self, durable: str, subscription: Subscription) -> Any:
+        from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+        js = await self.jetstream()
+        config = ConsumerConfig(
+            durable_name=durable, filter_subject=subscription.subject, ack_policy=AckPolicy.EXPLICIT,
+            deliver_policy=DeliverPolicy.ALL, ack_wait=subscription.delivery.ack_wait,
+            max_ack_pending=self.max_in_flight * ACK_PENDING_PER_IN_FLIGHT,
+            # Unlimited here: the delivery rules dead-letter after max_deliver attempts; a cap here would drop
+            # a message unrecorded whenever the dead-letter stream could not take it in time.
+            max_deliver=-1,
+        )  # fmt: skip
+        return await js.add_consumer(subscription.stream, config)
+
+    async def _still_there(self, durable: str, subscription: Subscription, retention: Retention) -> None:
+        """Makes the durable consumer again when it is gone from the server (deleted by hand, or with its stream):
+        a fetch from a missing consumer just finds nothing, so the subscriber would wait for ever, saying nothing."""
+        from nats.js.errors import NotFoundError
+
+        js = await self.jetstream()
+        try:
+            await js.consumer_info(subscription.stream, durable)
+            return
+        except NotFoundError:
+            pass
+        except Exception:
+            return  # unreachable now: the fetches say so, and the next look tries again
+        try:
+            self._ensured.discard(subscription.stream)
+            await self._ensure(subscription.stream, publisher_subjects(subscription.publisher), retention)
+            await self._add_consumer(durable, subscription)
+        except Exception as exc:
+            logger.warning("durable consumer %s on %s is gone from the server and cannot be made again (%s); "
+                           "nothing is handled until it is", durable, subscription.stream,
+                           exc if isinstance(exc, EventsError) else refusal(exc))  # fmt: skip
+            return
+        logger.warning("durable consumer %s on %s was gone from the server (deleted); made again: every event its "
+                       "stream keeps is delivered again", durable, subscription.stream)  # fmt: skip
+
+    async def _pull(self, pull: Any, subscriber: str, subscription: Subscription, retention: Retention,
+                    ack_wait: float, deliver: Callable[[Delivered], Awaitable[Verdict]]) -> None:  # fmt: skip
         import nats.errors
 
         slots = asyncio.Semaphore(self.max_in_flight)
         busy: set[asyncio.Task[None]] = set()
         failures = 0
+        clock = asyncio.get_running_loop().time
+        looked = clock()
         while not self._stopping.is_set():
             wanted = max(1, min(self.fetch_batch, self.max_in_flight - len(busy)))  # no more than can start now
             try:
                 messages = await pull.fetch(wanted, timeout=FETCH_WAIT)
                 failures = 0
             except (TimeoutError, nats.errors.TimeoutError):
+                # Idle: now and then, make sure there is still a consumer to fetch from.
+                if clock() - looked >= self.consumer_check and not self._stopping.is_set():
+                    looked = clock()
+                    await self._still_there(consumer_name(subscriber, subscription), subscription, retention)
                 continue
             except asyncio.CancelledError:
                 raise
