@@ -102,3 +102,36 @@ def test_a_restarted_jetstream_server_loses_nothing_it_acknowledged() -> None:
     finally:
         server.remove()
     assert len(accepted) >= 170 and refused  # the outage showed as failed publishes, never as silent drops
+
+
+def test_a_publish_while_the_connection_is_down_fails_at_once_and_is_not_stored_once_it_is_back() -> None:
+    # A publish while the connection was reconnecting waited for the publish timeout and answered `timeout`, but
+    # nats-py had buffered the message and sent it once the server was back: the stream stored an event whose
+    # publisher had been told it failed (and had perhaps undone the work it announced). Now it waits for the
+    # connection within its timeout and, still down, is `service-unavailable`, not sent.
+    server = ThrowawayNats()
+    server.start()
+    publisher = unique_name("pub")
+
+    async def main() -> None:
+        client = await open_connection(server.url)
+        sender = publisher_bus(client, publisher)
+        sender.publish_timeout = 0.5
+        await sender.start(None)  # type: ignore[arg-type]
+        assert (await sender.publish("orders:placed", Placed("before"))).status == "accepted"
+        await asyncio.to_thread(server.stop)
+        await wait_for(lambda: client.is_reconnecting or not client.is_connected, "the connection seen lost")
+        during = await sender.publish("orders:placed", Placed("during"))
+        assert during.status == "service-unavailable", (during.status, during.detail)
+        await asyncio.to_thread(server.start)
+        await wait_for(lambda: client.is_connected, "the connection back")
+        after = await sender.publish("orders:placed", Placed("after"))  # sent after anything still buffered
+        assert after.status == "accepted", after.detail
+        info = await client.jetstream().stream_info(f"SVC_EVENTS_{publisher.upper()}")
+        assert info.state.messages == 2  # before and after; nothing the publisher was told failed
+        await client.close()
+
+    try:
+        asyncio.run(main())
+    finally:
+        server.remove()

@@ -54,6 +54,8 @@ ACK_PENDING_PER_IN_FLIGHT: Final = 16
 """A durable consumer's max_ack_pending is this many times max_in_flight: room for that many replicas sharing it,
 each with max_in_flight deliveries running."""
 STOP_TIMEOUT: Final = 10.0
+RECONNECT_POLL: Final = 0.05
+"""Seconds between the looks a publish takes, while the connection is down, whether it is back."""
 CONSUMER_CHECK: Final = 30.0
 """Seconds between the looks an idle subscription takes that its durable consumer is still on the server."""
 DEAD_LETTER_RETENTION: Final = Retention(max_age=30 * 24 * 3600.0)
@@ -143,6 +145,7 @@ class JetStreamBroker:
     async def publish(self, publisher: str, subject: str, data: bytes, headers: Mapping[str, str],
                       timeout: float) -> bool:  # fmt: skip
         js = await self.jetstream()
+        timeout = await self._connected(timeout)
         try:
             ack = await js.publish(subject, data, timeout=timeout, stream=stream_name(publisher),
                                    headers=dict(headers) or None)  # fmt: skip
@@ -150,6 +153,21 @@ class JetStreamBroker:
             self._ensured.discard(stream_name(publisher))  # a deleted stream is made again by the next start
             raise
         return bool(ack.duplicate)
+
+    async def _connected(self, timeout: float) -> float:
+        """What is left of `timeout` once the connection is up, waiting for a reconnect meanwhile (a blip is
+        ridden out); EventsError when it is still down then. A message published while it is down would be buffered
+        by nats-py and sent once reconnected, after its publisher was told `timeout`: stored, though said failed."""
+        client = self._client
+        if client is None or client.is_connected:
+            return timeout
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not client.is_connected:
+            if client.is_closed or loop.time() >= deadline:
+                raise EventsError("the NATS connection is down (reconnecting); the event was not sent")
+            await asyncio.sleep(RECONNECT_POLL)
+        return max(deadline - loop.time(), RECONNECT_POLL)
 
     async def subscribe(
         self,
