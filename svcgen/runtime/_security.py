@@ -132,22 +132,20 @@ Scheme: TypeAlias = JwtScheme | ApiKeyScheme
 CALL_REQUEST_HEADERS: Final = (*VERSION_HEADERS, IDEMPOTENCY_KEY_HEADER, DEADLINE_HEADER, TRACEPARENT,
                                CORRELATION_HEADER)  # fmt: skip
 """The request headers a call may carry for the service to read (a browser may always send them)."""
-_FRAMING_HEADERS: Final = frozenset({"authorization", "host", "content-type", "content-length", "transfer-encoding",
-                                     "connection", "cookie"})  # fmt: skip
+_FRAMING_HEADERS: Final = frozenset({"host", "content-type", "content-length", "transfer-encoding", "connection"})
 
 
 def key_header_problem(header: str) -> str | None:
     """Why an API key may not travel in `header`, or None: a header the service reads for something else would
     carry the key there too (a correlation id into every trace and the collector, a traceparent onward to the next
-    service), and the HTTP framing's own headers carry no key."""
+    service), and the HTTP framing's own headers carry no key (`authorization` may carry one: `Bearer <key>`)."""
     name = header.strip().lower()
     if not name:
         return "its header is empty"
     if name in CALL_REQUEST_HEADERS:
         return f"header {header!r} is one the service reads for something else; the key would travel with it"
     if name in _FRAMING_HEADERS:
-        return f"header {header!r} is not one a key can travel in" + (
-            " (a bearer token is a jwt scheme)" if name == "authorization" else "")
+        return f"header {header!r} frames the HTTP message; a key cannot travel in it"
     return None
 
 
