@@ -852,6 +852,9 @@ def test_a_nats_server_without_jetstream_is_named_as_such_at_start_and_by_the_de
 def test_the_dead_letters_command_takes_an_event_as_its_list_lines_name_it_with_its_version(nats_url: str) -> None:
     # `list` names a versioned event's dead letter `orders:placed@v2`; given back as `--event orders:placed@v2`, it
     # matched nothing ("0 dead letter(s)", and replay or drop did nothing) with no word of why.
+    import click.testing
+
+    from svcgen.cli import main as cli
     from svcgen.runtime import EventBus, Identity, JetStreamBroker, Registry, Service
     from svcgen.runtime._eventnames import event_subject, stream_name
 
@@ -879,16 +882,18 @@ def test_the_dead_letters_command_takes_an_event_as_its_list_lines_name_it_with_
                 await asyncio.sleep(0.1)
             await bus.stop()
 
+    def listed(*options: str) -> click.testing.Result:
+        # In process (the command as a user types it, without an interpreter start-up per call).
+        command = ["events", "dead-letters", "list", "--nats", nats_url, "--subscriber", name, *options]
+        return click.testing.CliRunner().invoke(cli, command, catch_exceptions=False)
+
     def run() -> None:
         asyncio.run(main())
-        listed = run_cli("events", "dead-letters", "list", "--nats", nats_url, "--subscriber", name, cwd=REPO)
-        v2 = [line for line in listed.stdout.splitlines() if " orders:placed@v2 " in line]
-        assert len(v2) == 1 and '"o-v2"' in v2[0], listed.stdout
-        one = run_cli("events", "dead-letters", "list", "--nats", nats_url, "--subscriber", name,
-                      "--event", "orders:placed@v2", cwd=REPO)  # fmt: skip
-        assert one.returncode == 0 and one.stdout.splitlines() == v2, (one.stdout, one.stderr)
-        every = run_cli("events", "dead-letters", "list", "--nats", nats_url, "--subscriber", name,
-                        "--event", "orders:placed", cwd=REPO)  # fmt: skip
+        v2 = [line for line in listed().stdout.splitlines() if " orders:placed@v2 " in line]
+        assert len(v2) == 1 and '"o-v2"' in v2[0], v2
+        one = listed("--event", "orders:placed@v2")
+        assert one.exit_code == 0 and one.stdout.splitlines() == v2, (one.stdout, one.stderr)
+        every = listed("--event", "orders:placed")
         assert len(every.stdout.splitlines()) == 2, every.stdout
 
     try:
