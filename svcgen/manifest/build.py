@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..runtime._durations import parse_duration
 from ..runtime._status import OK
 from ..runtime._topics import DEFAULT_PREFIX, normalize_prefix
 from .composition import CompositionError, Template, TypeSpace, qualified
@@ -220,16 +220,6 @@ def _field(wire: str, spec: str | dict[str, Any]) -> FieldDef:
                     deprecation(lifecycle))
 
 
-def parse_duration(text: str) -> float:
-    """Seconds of a manifest duration (`2s`, `500ms`, `1.5m`); ValueError when it is not one."""
-    match = _DURATION.fullmatch(text.strip())
-    if match is None:
-        raise ValueError(f"{text!r} is not a duration; write one like 2s, 500ms or 1.5m")
-    return float(match.group(1)) * _DURATION_UNITS[match.group(2)]
-
-
-_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m)")
-_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0}
 _SAFE_METHODS = frozenset({"GET", "HEAD"})
 
 

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..runtime._eventnames import durable_name, event_subject, parse_duration, stream_name
+from ..runtime._durations import parse_duration
+from ..runtime._eventnames import durable_name, event_subject, stream_name
 from ..runtime._naming import slug
 from .composition import TypeSpace, qualified
 from .model import DeliveryDef, EnumDef, EventDef, Manifest, RecordDef, SubscriptionDef

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..runtime._codec import DecodeError
+from ..runtime._durations import parse_duration
 from ..runtime._naming import is_canonical_camel, slug
 from ..runtime._status import FAILURE_CODES, SUCCESS_CODES
 from ..runtime._topics import (
@@ -25,7 +26,7 @@ from ..runtime._topics import (
     is_reserved_topic,
     normalize_prefix,
 )
-from .build import parse_duration, record_def, template_def
+from .build import record_def, template_def
 from .composition import (
     ABSENT,
     CompositionError,
@@ -1003,20 +1004,19 @@ class _Checker:
                     seen.add(status)
 
     def check_timeouts(self) -> None:
-        """`timeout:` is a duration the schema's pattern admits; here: more than nothing, at most a day."""
+        """`timeout:` is a duration by the rule every duration of the manifest follows, at most a day."""
         for index, entry in enumerate(self.sections["topics"]):
             text = self.read(entry, ("topics", index), "timeout", str)
             if text is None:
                 continue
+            position = self.doc.at(("topics", index, "timeout"))
             try:
                 seconds = parse_duration(text)
-            except ValueError:
-                continue  # the schema stage reports it
-            if not 0 < seconds <= MAX_TIMEOUT_SECONDS:
-                self.error(
-                    self.doc.at(("topics", index, "timeout")),
-                    f"timeout {text!r} must be more than 0 and at most a day (1440m); write one like 2s or 500ms",
-                )
+            except ValueError as error:
+                self.error(position, f"timeout {error}")
+                continue
+            if seconds > MAX_TIMEOUT_SECONDS:
+                self.error(position, f"timeout {text!r} must be at most a day (24h); write one like 2s or 500ms")
 
     def check_deprecations(self) -> None:
         """`deprecated: {since, sunset, successor}` on topics and fields: real dates, the sunset not before the

@@ -1,4 +1,4 @@
-"""Names of events on the wire (docs/events.md): streams, subjects, durable consumers, durations.
+"""Names of events on the wire (docs/events.md): streams, subjects, durable consumers.
 
 One place for them, so the publisher, its subscribers, the dead-letter tools and the manifest agree.
 """
@@ -15,20 +15,7 @@ DEAD_SUBJECT_ROOT: Final = "svc.dead"
 DEAD_LETTER_STREAM: Final = "SVC_DEAD_LETTERS"
 STREAM_PREFIX: Final = "SVC_EVENTS_"
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)\s*$")
-_UNIT_SECONDS: Final = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 _NOT_NAME = re.compile(r"[^A-Za-z0-9]+")
-
-
-def parse_duration(text: str) -> float:
-    """`500ms`, `10s`, `5m`, `1h` → seconds; ValueError (saying what is right) for anything else."""
-    match = _DURATION.match(text) if isinstance(text, str) else None
-    if match is None:
-        raise ValueError(f"{text!r} is not a duration; write a number and a unit: 500ms, 10s, 5m or 1h")
-    seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-    if seconds <= 0:
-        raise ValueError(f"{text!r} is not a positive duration")
-    return seconds
 
 
 def stream_name(publisher: str) -> str:

@@ -562,3 +562,44 @@ def test_subscriptions_that_would_share_a_durable_consumer_are_an_error() -> Non
         "m.yaml:9:10: 'a:b:c' would share the durable consumer notes__a_b_c on SVC_EVENTS_ORDERS with 'a:b' "
         "version 'c' at line 8 (ids and versions that differ only in punctuation do); rename one of them"
     ]
+
+
+# --- durations -------------------------------------------------------------------------------------
+
+DURATIONS = """\
+svcgen: 1
+service: orders
+types:
+  Order:
+    fields: {{orderId: string}}
+topics:
+  - id: orders:get
+    request: Order
+    response: Order
+    timeout: {text}
+subscribes:
+  - id: stock:moved
+    publisher: stock
+    payload: Order
+    delivery: {{backoff: [{text}], ackWait: {text}}}
+"""
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("500ms", 0.5), ("2s", 2.0), ("1.5m", 90.0), ("1h", 3600.0),
+                                               ("2 s", 2.0)])  # fmt: skip
+def test_a_topic_timeout_and_a_delivery_accept_the_same_durations(text: str, seconds: float) -> None:
+    # A topic's timeout refused `1h` and `2 s`, which a subscription's ackWait and backoff took: one rule now.
+    built = load_ok(DURATIONS.format(text=text))
+    (subscription,) = built.subscribes
+    assert (built.topics[0].timeout, subscription.delivery.backoff, subscription.delivery.ack_wait) == (
+        seconds, (seconds,), seconds
+    )
+
+
+@pytest.mark.parametrize("text", ["soon", "2 seconds", "1d", "-1s", "0s", "0ms"])
+def test_a_topic_timeout_and_a_delivery_refuse_the_same_texts_in_the_same_words(text: str) -> None:
+    found = errors(DURATIONS.format(text=text))
+    # What follows the key's name at each position: the same judgement of the same text.
+    judged = {line.split(": ", 1)[1].split(f"{text!r}", 1)[1] for line in found}
+    assert len(found) == 3 and len(judged) == 1, found
+    assert [line.split(": ", 1)[1].split(" ", 1)[0] for line in found] == ["timeout", "backoff", "ackWait"]
