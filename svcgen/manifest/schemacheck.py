@@ -19,7 +19,9 @@ from typing import Any
 Check = Callable[[Any], bool]
 """True when the value satisfies the (sub)schema, False when it does not; raises _Undecided when not certain."""
 
-_ANNOTATIONS = frozenset({"$schema", "$id", "$defs", "title", "description", "default", "examples", "x-expected"})
+_ANNOTATIONS = frozenset(
+    {"$schema", "$id", "$defs", "title", "description", "default", "examples", "x-expected", "x-duration"}
+)
 
 
 class _Unsupported(Exception):

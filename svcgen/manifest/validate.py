@@ -16,6 +16,7 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from ..runtime._durations import parse_duration
 from .diagnostics import Diagnostic
 from .loader import JsonPath, YamlDocument
 from .schemacheck import compile_check
@@ -210,6 +211,8 @@ def _value_message(document: YamlDocument, error: ValidationError, path: JsonPat
         types: list[str] = [str(name) for name in value] if isinstance(value, list) else [str(value)]
         requirement = expected or " or ".join(_TYPE_WORDS.get(name, name) for name in types)
         message = f"{_subject(path)} must be {requirement}, got {got}"
+        if schema.get("x-duration"):
+            return message + _unit_hint(document, path, instance)
         # `version: 2` means the text "2"; a list item (a route, a health name) never meant a number.
         quotable = path in document.sources and instance is not None and not (path and isinstance(path[-1], int))
         if types == ["string"] and quotable:
@@ -234,6 +237,19 @@ def _value_message(document: YamlDocument, error: ValidationError, path: JsonPat
         return f"{_subject(path)} must be at least {error.validator_value}, got {got}"
     # A keyword this translator does not know yet still yields a positioned, readable line.
     return f"{_subject(path)} is invalid: {error.message}"
+
+
+def _unit_hint(document: YamlDocument, path: JsonPath, instance: Any) -> str:
+    """`; write it with a unit: 30s` for `ackWait: 30` (quoted, "30" is no duration either); nothing when seconds
+    would not make it one (zero, `true`)."""
+    if not isinstance(instance, (int, float)) or isinstance(instance, bool):
+        return ""
+    written = f"{document.sources.get(path) or instance}s"
+    try:
+        parse_duration(written)
+    except ValueError:
+        return ""
+    return f"; write it with a unit: {written}"
 
 
 def _plain_pattern(pattern: str) -> str:

@@ -603,3 +603,21 @@ def test_a_topic_timeout_and_a_delivery_refuse_the_same_texts_in_the_same_words(
     judged = {line.split(": ", 1)[1].split(f"{text!r}", 1)[1] for line in found}
     assert len(found) == 3 and len(judged) == 1, found
     assert [line.split(": ", 1)[1].split(" ", 1)[0] for line in found] == ["timeout", "backoff", "ackWait"]
+
+
+def test_a_bare_number_where_a_duration_belongs_is_told_to_take_a_unit_not_quotes() -> None:
+    # `ackWait: 30` was told `quote it: "30"`, which is refused in turn; `30s` is what validates.
+    assert errors(DURATIONS.format(text="30").replace("[30]", "[1.5]")) == [
+        "m.yaml:10:14: 'timeout' must be a duration like 500ms, 10s, 5m or 1h, got 30; write it with a unit: 30s",
+        "m.yaml:15:26: each item of 'backoff' must be a duration like 500ms, 10s, 5m or 1h, got 1.5; write it with a "
+        "unit: 1.5s",
+        "m.yaml:15:41: 'ackWait' must be a duration like 500ms, 10s, 5m or 1h, got 30; write it with a unit: 30s",
+    ]
+    # No unit makes zero or `true` a duration, and quoting never does: no hint then.
+    assert errors(DURATIONS.format(text="1s").replace("timeout: 1s", "timeout: 0")) == [
+        "m.yaml:10:14: 'timeout' must be a duration like 500ms, 10s, 5m or 1h, got 0"
+    ]
+    # Other strings keep theirs: `serviceVersion: 2` meant the text "2".
+    assert errors(MINIMAL.replace("service: orders", "service: orders\nserviceVersion: 2")) == [
+        'm.yaml:3:17: serviceVersion must be a string, got 2; quote it: "2"'
+    ]
