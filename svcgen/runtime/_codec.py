@@ -452,6 +452,15 @@ _TEXT_TESTS = frozenset({"minLength", "maxLength", "pattern", "description", "ex
 _SEARCHES: dict[str, Callable[[str], re.Match[str] | None]] = {}
 """Compiled patterns by their text, for the inline tests `_fast_miss` writes (`_S[pattern](x)`): a compiled decoder's
 namespace holds this as `_S`."""
+
+
+def _search(pattern: str) -> Callable[[str], re.Match[str] | None]:
+    search = _SEARCHES.get(pattern)
+    if search is None:
+        search = _SEARCHES[pattern] = re.compile(pattern).search
+    return search
+
+
 _RANGE = frozenset({"minimum", "maximum", "description", "examples", "deprecated"})
 _SCALAR_EXPECTED = {
     "string": "string",
@@ -479,8 +488,7 @@ def _fast_miss(shape: Shape, var: str) -> str | None:
         bounds = f"{low} <= len({var})" + ("" if high is None else f" <= {high}")
         if pattern is None:
             return f"type({var}) is not str or not {bounds}"
-        if pattern not in _SEARCHES:
-            _SEARCHES[pattern] = re.compile(pattern).search
+        _search(pattern)  # compiled once, for the inline test and the full decoder alike
         return f"type({var}) is not str or not {bounds} or _S[{pattern!r}]({var}) is None"
     if isinstance(shape, ConstrainedShape) and shape.inner == ScalarShape("number") and _RANGE.issuperset(
         shape.meta.keywords()
@@ -650,7 +658,7 @@ def _checks(meta: Meta) -> list[_Test]:
     if meta.max_length is not None:
         checks.append(("len(v) <= {c}", meta.max_length, f"expected at most {_plural(meta.max_length, 'character')}"))
     if meta.pattern is not None:
-        checks.append(("{c}(v) is not None", re.compile(meta.pattern).search, f"expected text matching {meta.pattern}"))
+        checks.append(("{c}(v) is not None", _search(meta.pattern), f"expected text matching {meta.pattern}"))
     if meta.format is not None:
         test, expected = _FORMAT_CHECKS[meta.format]
         checks.append(("{c}(v)", test, expected))

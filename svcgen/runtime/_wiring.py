@@ -71,6 +71,16 @@ def checked_http_url(url: str, where: str, example: str) -> str:
     return url
 
 
+def checked_nats_url(url: str, where: str, parse: Callable[[str], object] = server_of) -> str:
+    """`url` when `parse` reads it (a server's `nats://host:port` by default); else a `WiringError` naming `where` it
+    was set."""
+    try:
+        parse(url)
+    except NatsError as error:
+        raise WiringError(f"{where} = {error}") from None
+    return url
+
+
 class Sender(Protocol):
     """Anything that sends a message and reports the outcome: what generated clients send through (`HttpSender`,
     `NatsSender`, or one routing each topic to either) and what the mesh feeds go out by. Whoever opens a sender
@@ -314,10 +324,7 @@ class Wiring:
 
     def _check_nats(self, setting: str, url: str, parse: Callable[[str], object]) -> None:
         """WiringError naming `setting` when `url` does not parse, or when nats-py is missing to use it."""
-        try:
-            parse(url)
-        except NatsError as error:
-            raise WiringError(f"{setting} = {error}") from None
+        checked_nats_url(url, setting, parse)
         if self._nats_connect is None and not nats_installed():
             raise WiringError(f"{setting}: {NATS_MISSING}")
 

@@ -14,9 +14,8 @@ from .._context import TRACEPARENT
 from .._descriptor import Identity
 from .._events import DEAD_LETTER, Delivered, Subscription, Verdict, safe_headers
 from .._http.app import HttpApp
-from .._nats.connections import NatsError, server_of
 from .._pipeline import Middleware
-from .._wiring import Sender, WiringError, checked_http_url
+from .._wiring import Sender, WiringError, checked_http_url, checked_nats_url
 from .exporters import Exporter, FanOutExporter, QueueExporter
 from .feeds import TOKEN_ENV, EnvelopeSender, FeedSender
 from .issues import IssueAggregator
@@ -84,11 +83,7 @@ def _overridden(settings: MeshSettings, environ: Mapping[str, str]) -> MeshSetti
                                                                             "http://127.0.0.1:8700"))  # fmt: skip
     nats = environ.get(MESH_NATS_ENV, "").strip()
     if nats:
-        try:
-            server_of(nats)
-        except NatsError as error:
-            raise WiringError(f"{MESH_NATS_ENV} = {error}") from None
-        settings = dataclasses.replace(settings, transport="nats", nats=nats)
+        settings = dataclasses.replace(settings, transport="nats", nats=checked_nats_url(nats, MESH_NATS_ENV))
     token = environ.get(TOKEN_ENV, "").strip()
     if token:
         settings = dataclasses.replace(settings, token=token)
